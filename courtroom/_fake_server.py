@@ -1,0 +1,171 @@
+"""An OpenAI-compatible chat server on loopback with fixed latency and injected faults (for tests)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
+FAULTS = ("429", "500", "timeout", "garbage", "truncated")
+
+
+def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
+    from courtroom.testing import answer_for_schema
+
+    return answer_for_schema(schema, {}, "fake server reply")
+
+
+class FakeServer:
+    """``/v1/chat/completions`` served from ``responder(prompt_text, schema)``.
+
+    Args:
+        responder: returns the JSON fields (or raw text) for the last user message and schema.
+        latency: seconds each request takes.
+        faults: rate per fault kind (``429``, ``500``, ``timeout``, ``garbage``, ``truncated``).
+        hang: how long a ``timeout`` fault stalls before answering 504.
+        seed: seeds the fault draws.
+
+    ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists the prompts
+    answered successfully (to check that no successful call is sent twice).
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        faults: Mapping[str, float] | None = None,
+        hang: float = 3.0,
+        seed: int = 0,
+    ) -> None:
+        unknown = set(faults or {}) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
+        self.responder = responder or _schema_filler
+        self.latency = latency
+        self.faults = dict(faults or {})
+        self.hang = hang
+        self.counts: Counter[str] = Counter()
+        self.served: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL for ``api_base`` (ends in ``/v1``)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def lm(self, model: str = "openai/fake", **kwargs: Any) -> Any:
+        """A ``dspy.LM`` pointed at this server (JSON schema sent OpenAI-style)."""
+        from courtroom.testing import FakeLM
+
+        kwargs.setdefault("num_retries", 0)
+        return FakeLM(model, api_base=self.url, api_key="sk-fake", engine="litellm", **kwargs)
+
+    def start(self) -> FakeServer:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _draw_fault(self) -> str | None:
+        with self._lock:
+            x = self._rng.random()
+        acc = 0.0
+        for kind in FAULTS:
+            acc += self.faults.get(kind, 0.0)
+            if x < acc:
+                return kind
+        return None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.counts["requests"] += 1
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
+                if server.latency:
+                    time.sleep(server.latency)
+                fault = server._draw_fault()
+                with server._lock:
+                    server.counts[fault or "ok"] += 1
+                if fault == "429":
+                    return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "0"})
+                if fault == "500":
+                    return self._send(500, {"error": {"message": "injected server error"}})
+                if fault == "timeout":
+                    time.sleep(server.hang)
+                    return self._send(504, {"error": {"message": "injected timeout"}})
+                messages = body.get("messages") or [{}]
+                prompt = str(messages[-1].get("content") or "")
+                fmt = body.get("response_format") or {}
+                schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
+                reply = server.responder(prompt, schema)
+                text = reply if isinstance(reply, str) else json.dumps(dict(reply))
+                if fault == "garbage":
+                    text = "I refuse to answer in JSON. %%% <<>>"
+                elif fault == "truncated":
+                    text = text[: max(1, len(text) // 2)]
+                elif fault is None:
+                    with server._lock:
+                        server.served.append(prompt)
+                self._send(200, {
+                    "id": f"fake-{server.counts['requests']}", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "length" if fault == "truncated" else "stop"}],
+                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
+                              "total_tokens": (len(prompt) + len(text)) // 4},
+                })
+
+        return Handler

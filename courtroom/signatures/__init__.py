@@ -1,0 +1,1 @@
+"""Role signatures, one module per framework."""

@@ -1,0 +1,234 @@
+"""Fake models for tests and offline checks of your own pipelines.
+
+Both fakes are real ``dspy.LM`` objects with a custom engine, so every call goes through the
+same adapter, JSON schema, parse step, cache and usage accounting as a real model. They read
+the output schema the adapter sends (as a constrained-decoding server would) and answer in it.
+
+* :func:`scripted_lm` replies by role and turn::
+
+      lm = scripted_lm({"judge": [{"decision": "True"}], "lawyer": lambda role, turn, text: {...}})
+
+  A role's script is a list (turn ``i`` gets item ``i``; the last item repeats) or a callable
+  ``(role, turn, prompt_text) -> dict``. Fields you leave out are filled: text fields with
+  ``"<role> turn <n>"``, label fields with the first allowed value, numbers with 0.5.
+
+* :func:`oracle_lm` answers each role correctly with a probability set per role::
+
+      lm = oracle_lm(gold={"case text": "True", ...}, labels=["True", "False"], accuracy={"judge": 0.7})
+
+  The gold label is found by looking up which known case text appears in the prompt. Draws are
+  seeded by the prompt and by how often that prompt was seen, so runs are reproducible and
+  repeated identical prompts (several judges) are independent draws.
+
+Which role is calling comes from :func:`courtroom.lms.current_role`, set by the programs.
+:class:`FakeServer` (an OpenAI-compatible HTTP server on loopback, with latency and faults) is
+re-exported here too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+from courtroom._fake_server import FakeServer
+from courtroom.lms import current_role
+
+Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
+
+__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "oracle_lm", "scripted_lm"]
+
+
+class FakeLM(dspy.LM):
+    """A ``dspy.LM`` answered by a local engine; the schema is sent OpenAI-style."""
+
+    schema_style = "json_schema"
+
+
+def _prompt_text(request: Any) -> str:
+    """The last user message: the actual inputs (demos come before it)."""
+    return request.messages[-1].text or ""
+
+
+def _schema(request: Any) -> dict[str, Any]:
+    fmt = request.config.response_format or {}
+    return dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
+
+
+def answer_for_schema(schema: Mapping[str, Any], values: Mapping[str, Any], filler: str) -> dict[str, Any]:
+    """Fill every property of ``schema``: given values first, then type-based defaults."""
+    out: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if name in values:
+            out[name] = values[name]
+        elif "enum" in prop:
+            out[name] = prop["enum"][0]
+        elif prop.get("type") in ("number", "integer"):
+            out[name] = 0.5
+        elif prop.get("type") == "boolean":
+            out[name] = True
+        elif prop.get("type") == "array":
+            out[name] = []
+        elif prop.get("type") == "object":
+            out[name] = {}
+        else:
+            out[name] = filler
+    return out
+
+
+def _response(text: str, prompt: str, latency: float) -> Response:
+    if latency:
+        time.sleep(latency)
+    return Response(
+        id=None,
+        model="fake",
+        message=Message.assistant([TextPart(text)]),
+        finish_reason="stop",
+        usage=Usage(input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=(len(prompt) + len(text)) // 4),
+    )
+
+
+class _Engine:
+    """DSPy engine protocol: ``complete(request) -> Response``."""
+
+    latency = 0.0
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def complete(self, request: Any) -> Response:
+        role = current_role() or "default"
+        prompt = _prompt_text(request)
+        return _response(json.dumps(self.answer(role, _schema(request), prompt)), prompt, self.latency)
+
+    def stream(self, request: Any) -> Any:
+        raise NotImplementedError("fakes do not stream")
+
+    def close(self) -> None:
+        pass
+
+
+class ScriptedEngine(_Engine):
+    """Replies from a per-role script; ``turns`` counts calls per role."""
+
+    def __init__(self, script: Mapping[str, Sequence[Reply] | Reply], latency: float = 0.0) -> None:
+        self.script = dict(script)
+        self.latency = latency
+        self.turns: dict[str, int] = defaultdict(int)
+        self.prompts: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+        with self._lock:
+            turn = self.turns[role]
+            self.turns[role] += 1
+            self.prompts.append((role, prompt))
+        entry = self.script.get(role, self.script.get("default", {}))
+        if callable(entry):
+            values = entry(role, turn, prompt)
+        elif isinstance(entry, Mapping):
+            values = entry
+        else:
+            values = entry[min(turn, len(entry) - 1)] if entry else {}
+            if callable(values):
+                values = values(role, turn, prompt)
+        return answer_for_schema(schema, values, f"{role} turn {turn + 1}")
+
+
+class OracleEngine(_Engine):
+    """Answers each role's label fields correctly with probability ``accuracy[role]``."""
+
+    def __init__(
+        self,
+        gold: Mapping[str, str] | Callable[[str], str | None],
+        labels: Sequence[str],
+        accuracy: Mapping[str, float] | float = 0.7,
+        seed: int = 0,
+        latency: float = 0.0,
+    ) -> None:
+        self.gold = gold
+        self.labels = list(labels)
+        self.accuracy = accuracy
+        self.seed = seed
+        self.latency = latency
+        self._seen: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    def gold_for(self, prompt: str) -> str | None:
+        """The gold label of the case quoted in ``prompt``."""
+        if callable(self.gold):
+            return self.gold(prompt)
+        best = None
+        for case, label in self.gold.items():
+            if case in prompt and (best is None or len(case) > len(best[0])):
+                best = (case, label)
+        return best[1] if best else None
+
+    def p(self, role: str) -> float:
+        """Probability that ``role`` answers correctly."""
+        if isinstance(self.accuracy, Mapping):
+            return float(self.accuracy.get(role, self.accuracy.get("default", 0.5)))
+        return float(self.accuracy)
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+        with self._lock:
+            k = self._seen[role + prompt]
+            self._seen[role + prompt] += 1
+        digest = hashlib.sha256(f"{self.seed}|{role}|{k}|{prompt}".encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))
+        gold = self.gold_for(prompt)
+        correct = rng.random() < self.p(role)
+        values: dict[str, Any] = {}
+        chosen_index = None
+        for name, prop in (schema.get("properties") or {}).items():
+            options = prop.get("enum")
+            if not options:
+                continue
+            idx = self.labels.index(gold) if gold in self.labels else None
+            if idx is None or idx >= len(options):
+                chosen_index = rng.randrange(len(options))
+            elif correct:
+                chosen_index = idx
+            else:
+                chosen_index = rng.choice([i for i in range(len(options)) if i != idx])
+            values[name] = options[chosen_index]
+        for name, prop in (schema.get("properties") or {}).items():
+            if prop.get("type") == "number" and name not in values:
+                # A probability for the first (positive) label, agreeing with the chosen answer.
+                positive = self.labels.index(gold) == 0 if gold in self.labels else True
+                right = 0.9 if correct else 0.1
+                values[name] = right if positive else round(1 - right, 6)
+        return answer_for_schema(schema, values, f"oracle {role}: {'correct' if correct else 'wrong'}")
+
+
+def scripted_lm(script: Mapping[str, Any], *, latency: float = 0.0, model: str = "fake/scripted") -> FakeLM:
+    """A fake LM that replies from ``script`` by role and turn (see the module docstring)."""
+    engine = ScriptedEngine(script, latency=latency)
+    lm = FakeLM(model, engine=engine, cache=False)
+    lm.engine_impl = engine
+    return lm
+
+
+def oracle_lm(
+    gold: Mapping[str, str] | Callable[[str], str | None],
+    labels: Sequence[str],
+    accuracy: Mapping[str, float] | float = 0.7,
+    *,
+    seed: int = 0,
+    latency: float = 0.0,
+    model: str = "fake/oracle",
+    cache: bool = False,
+) -> FakeLM:
+    """A seeded statistical fake: each role is right with probability ``accuracy[role]``."""
+    engine = OracleEngine(gold, labels, accuracy, seed=seed, latency=latency)
+    lm = FakeLM(model, engine=engine, cache=cache)
+    lm.engine_impl = engine
+    return lm

@@ -1,0 +1,114 @@
+"""Per-scope accounting of LM calls, cache hits, tokens and cost.
+
+A :class:`Meter` is installed as DSPy's ``usage_tracker`` for one example (or any scope). DSPy
+reports usage only for calls that reached the provider, so ``sent`` counts real requests and
+``calls - sent - failed`` counts calls served from the cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dspy
+from dspy.utils.usage_tracker import UsageTracker
+
+_meter: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("courtroom_meter", default=None)
+
+
+@dataclass
+class Usage:
+    """Counts for one scope."""
+
+    calls: int = 0
+    """LM calls made by the program, including those served from the cache."""
+    sent: int = 0
+    """Calls that reached a model server."""
+    failed: int = 0
+    """Calls that raised (after the LM's own retries)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def cached(self) -> int:
+        """Calls answered from the cache."""
+        return max(self.calls - self.sent - self.failed, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with ``cached`` included."""
+        return {**asdict(self), "cached": self.cached}
+
+    def cost(self, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
+        """Dollar cost: a user price (per 1M input, output tokens) or LiteLLM's, else None."""
+        total, known = 0.0, False
+        for model, counts in self.by_model.items():
+            price = price_per_token(model, prices)
+            if price is None:
+                continue
+            known = True
+            total += counts["prompt_tokens"] * price[0] + counts["completion_tokens"] * price[1]
+        return total if known else None
+
+
+def price_per_token(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """(input, output) dollars per token for ``model``, from ``prices`` (per 1M tokens) or LiteLLM."""
+    if prices and model in prices:
+        inp, out = prices[model]
+        return inp / 1e6, out / 1e6
+    import litellm
+
+    for key in (model, model.split("/", 1)[-1]):
+        info = litellm.model_cost.get(key)
+        if info and "input_cost_per_token" in info:
+            return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token", 0.0))
+    return None
+
+
+class Meter(UsageTracker):
+    """Thread-safe usage counter; DSPy calls ``add_usage`` once per request actually sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.usage = Usage()
+        self._lock = threading.Lock()
+
+    def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:  # noqa: D102
+        prompt = int((usage_entry or {}).get("prompt_tokens") or 0)
+        completion = int((usage_entry or {}).get("completion_tokens") or 0)
+        with self._lock:
+            u = self.usage
+            u.sent += 1
+            u.prompt_tokens += prompt
+            u.completion_tokens += completion
+            m = u.by_model.setdefault(lm, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            m["sent"] += 1
+            m["prompt_tokens"] += prompt
+            m["completion_tokens"] += completion
+
+    def count_call(self, failed: bool = False) -> None:
+        """Record one program-level LM call."""
+        with self._lock:
+            self.usage.calls += 1
+            self.usage.failed += int(failed)
+
+
+@contextlib.contextmanager
+def metered(meter: Meter | None = None) -> Iterator[Meter]:
+    """Account every LM call made inside the block (in this thread and its copied contexts)."""
+    meter = meter or Meter()
+    token = _meter.set(meter)
+    try:
+        with dspy.context(usage_tracker=meter):
+            yield meter
+    finally:
+        _meter.reset(token)
+
+
+def current_meter() -> Meter | None:
+    """The meter of the enclosing :func:`metered` block, if any."""
+    return _meter.get()
