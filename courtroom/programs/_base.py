@@ -73,6 +73,13 @@ class CourtroomProgram(dspy.Module):
         """This instance's knob values."""
         return {name: getattr(self, name) for name in self.knobs()}
 
+    def prepare(self, trainset: Sequence[dspy.Example]) -> None:
+        """Fit whatever the program learns from training examples (precedent index, reliability model).
+
+        The harness calls it with the task's train split before evaluating. Examples carry
+        ``case``, ``label`` and ``id``. Programs that learn nothing ignore it.
+        """
+
     def label_of(self, position: str) -> str:
         """The label a position stands for."""
         return self.labels[self.positions.index(position)]

@@ -1,0 +1,34 @@
+"""Isolation: DSPy settings, cache and run folders point at a temporary directory per test session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    cache = tmp_path_factory.mktemp("cache")
+    os.environ["COURTROOM_CACHE_DIR"] = str(cache)
+    from courtroom.cache import configure_cache
+
+    configure_cache(cache)
+
+
+@pytest.fixture(autouse=True)
+def _runs_dir(tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def local_lm():
+    """A dspy.LM on the real embedded llama.cpp server (started once per test session)."""
+    from courtroom.local import local_lm as make
+
+    return make(max_tokens=64)
+
+
+BOOL_LABELS = ["True", "False"]
