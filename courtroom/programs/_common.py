@@ -1,0 +1,51 @@
+"""Small helpers shared by the frameworks: label lists in prompts, length limits, votes, seeded draws."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def labels_text(labels: Sequence[str]) -> str:
+    """The label list as it appears in prompts."""
+    return ", ".join(f'"{label}"' for label in labels)
+
+
+def limit_sentences(text: str, n: int) -> tuple[str, bool]:
+    """The first ``n`` sentences of ``text`` (``n <= 0``: no limit) and whether it was cut."""
+    text = (text or "").strip()
+    if n <= 0:
+        return text, False
+    parts = [p for p in _SENTENCE_END.split(text) if p]
+    if len(parts) <= n:
+        return text, False
+    return " ".join(parts[:n]), True
+
+
+def limit_words(text: str, n: int) -> tuple[str, bool]:
+    """The first ``n`` words of ``text`` (``n <= 0``: no limit) and whether it was cut."""
+    words = (text or "").split()
+    if n <= 0 or len(words) <= n:
+        return (text or "").strip(), False
+    return " ".join(words[:n]), True
+
+
+def majority(votes: Sequence[str], order: Sequence[str], prefer: str | None = None) -> str:
+    """The most frequent vote; a tie goes to ``prefer`` if it is among the tied, else to the first in ``order``."""
+    counts = Counter(votes)
+    top = max(counts.values())
+    tied = [v for v in counts if counts[v] == top]
+    if prefer in tied:
+        return prefer  # type: ignore[return-value]
+    return min(tied, key=lambda v: order.index(v) if v in order else len(order))
+
+
+def seeded_rng(seed: int, *parts: str) -> random.Random:
+    """A ``random.Random`` fixed by ``seed`` and ``parts`` (e.g. the case text), across processes."""
+    digest = hashlib.sha256("|".join([str(seed), *parts]).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))

@@ -1,0 +1,189 @@
+"""Courtroom-LLM (SPEC §4.2): preliminary hearing, two advocates, precedents, and a panel of judges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dspy
+
+from courtroom._concurrency import run_parallel
+from courtroom.errors import ConfigError
+from courtroom.lms import RoleLMs
+from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._common import labels_text, limit_sentences, majority, seeded_rng
+from courtroom.programs._precedents import TFIDF, Precedent, PrecedentIndex
+from courtroom.signatures import courtroom_llm as sig
+from courtroom.transcript import Turn
+
+NONE = "(none)"
+JUDGE_MODES = ("parallel", "sequential")
+ASSIGNMENTS = ("fixed", "random")
+
+
+class CourtroomLLM(CourtroomProgram):
+    """Courtroom-LLM: a clerk proposes A1/A2, advocates argue them, judges decide with precedents.
+
+    * **Preliminary hearing** (``clerk``): the most likely label A1 and the runner-up A2. For a
+      binary task A2 is always the other label. For multi-class, if the clerk repeats A1 as A2,
+      A2 becomes the label after A1 in label order, and the transcript says so.
+    * **Arguments**: the ``prosecutor`` argues A1 and the ``attorney`` A2 (``assignment="fixed"``,
+      early paper), or a coin seeded by ``seed`` and the case text swaps them
+      (``assignment="random"``, final paper). Arguments are cut to ``max_argument_sentences``
+      (0: no limit); a cut is marked in the transcript.
+    * **Precedents**: the ``k_precedents`` most similar training cases (see
+      :mod:`courtroom.programs._precedents`), each with its gold label and a one-sentence reason
+      written once per training case by the ``reasoner`` and cached on the program.
+    * **Judges**: ``n_judges`` calls of one ``judge`` predictor (rollout ids make them distinct
+      samples). ``judge_mode="parallel"``: independent judges, majority vote; a tie goes to A1 if
+      A1 is among the tied labels, else to the tied label that comes first in label order.
+      ``"sequential"``: each judge sees the earlier judges' decisions and reasons; the last
+      judge's decision is the verdict.
+
+    Output fields: ``label``, ``transcript``, ``votes``, ``ph_label`` (A1), ``ph_runner_up`` (A2),
+    ``precedents`` (dicts) and ``assignment`` (role -> label).
+    """
+
+    name = "courtroom-llm"
+    roles = ("clerk", "prosecutor", "attorney", "judge", "reasoner")
+    summary = "Courtroom-LLM: preliminary hearing, prosecutor vs attorney, precedents, parallel or sequential judges."
+
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        n_judges: int = 3,
+        judge_mode: str = "parallel",
+        k_precedents: int = 1,
+        assignment: str = "random",
+        seed: int = 0,
+        max_argument_sentences: int = 1,
+        embedder: str = TFIDF,
+    ) -> None:
+        super().__init__(labels, positions, lm=lm, roles=roles)
+        if int(n_judges) < 1:
+            raise ConfigError(f"courtroom-llm: n_judges must be >= 1, got {n_judges}; set n_judges=1, 3 or 5")
+        if judge_mode not in JUDGE_MODES:
+            raise ConfigError(f"courtroom-llm: unknown judge_mode {judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
+        if assignment not in ASSIGNMENTS:
+            raise ConfigError(f"courtroom-llm: unknown assignment {assignment!r}; use one of {', '.join(ASSIGNMENTS)}")
+        if int(k_precedents) < 0:
+            raise ConfigError(f"courtroom-llm: k_precedents must be >= 0, got {k_precedents}")
+        if int(max_argument_sentences) < 0:
+            raise ConfigError("courtroom-llm: max_argument_sentences must be >= 0 (0 means no limit)")
+        self.n_judges, self.judge_mode, self.k_precedents = int(n_judges), judge_mode, int(k_precedents)
+        self.assignment, self.seed = assignment, int(seed)
+        self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
+        self.precedent_index: PrecedentIndex | None = None
+        lt = label_type(self.labels)
+        self.clerk = dspy.Predict(sig.PreliminaryHearing.with_updated_fields("most_likely", type_=lt)
+                                  .with_updated_fields("runner_up", type_=lt))
+        self.prosecutor = dspy.Predict(sig.Prosecutor)
+        self.attorney = dspy.Predict(sig.Attorney)
+        self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=lt))
+        self.reasoner = dspy.Predict(sig.PrecedentReason)
+
+    def prepare(self, trainset: Sequence[dspy.Example]) -> None:
+        """Index the training cases for precedent retrieval (nothing to do when ``k_precedents`` is 0)."""
+        if self.k_precedents == 0:
+            return
+        if self.k_precedents > len(trainset):
+            raise ConfigError(
+                f"courtroom-llm: k_precedents={self.k_precedents} but the training set has {len(trainset)} "
+                "cases; lower k_precedents or pass more training cases"
+            )
+        self.precedent_index = PrecedentIndex(
+            [{"case": ex.case, "label": ex.label, "id": ex.get("id")} for ex in trainset], embedder=self.embedder,
+            reasons=self.precedent_index.reasons if self.precedent_index else None,
+        )
+
+    # -- stages -------------------------------------------------------------------------------
+
+    def _hearing(self, case: str) -> tuple[str, str, Turn]:
+        ph = self.ask("clerk", self.clerk, case=case, labels=labels_text(self.labels))
+        a1, a2 = ph.most_likely, ph.runner_up
+        note = ""
+        if len(self.labels) == 2:
+            forced = next(x for x in self.labels if x != a1)
+            if a2 != forced:
+                note = f"runner-up set to the other label {forced!r} (binary task)"
+            a2 = forced
+        elif a2 == a1:
+            a2 = self.labels[(self.labels.index(a1) + 1) % len(self.labels)]
+            note = f"clerk repeated A1 as runner-up; runner-up set to the next label {a2!r}"
+        extra = {"runner_up": a2} | ({"note": note} if note else {})
+        return a1, a2, Turn("clerk", 0, f"A1 (most likely): {a1}; A2 (runner-up): {a2}", decision=a1, extra=extra)
+
+    def _assign(self, case: str, a1: str, a2: str) -> dict[str, str]:
+        if self.assignment == "random" and seeded_rng(self.seed, "assignment", case).random() < 0.5:
+            return {"prosecutor": a2, "attorney": a1}
+        return {"prosecutor": a1, "attorney": a2}
+
+    def _argue(self, role: str, case: str, label: str, other: str) -> tuple[str, Turn]:
+        predictor = self.prosecutor if role == "prosecutor" else self.attorney
+        limit = f"at most {self.max_argument_sentences} sentence(s)" if self.max_argument_sentences else "no limit"
+        out = self.ask(role, predictor, case=case, label=label, opposing_label=other, length_limit=limit)
+        text, cut = limit_sentences(out.argument, self.max_argument_sentences)
+        extra: dict[str, Any] = {"label": label}
+        if cut:
+            extra |= {"truncated": True, "original": out.argument}
+        return text, Turn(role, 1, text, extra=extra)
+
+    def _precedents(self, case: str) -> list[Precedent]:
+        if self.k_precedents == 0:
+            return []
+        if self.precedent_index is None:
+            raise ConfigError(
+                f"courtroom-llm: k_precedents={self.k_precedents} needs training cases; call "
+                "program.prepare(trainset) first or set k_precedents=0"
+            )
+        found = self.precedent_index.search(case, self.k_precedents)
+        return self.precedent_index.with_reasons(
+            found, lambda p: self.ask("reasoner", self.reasoner, case=p.case, label=p.label).reason)
+
+    @staticmethod
+    def _precedents_text(precedents: Sequence[Precedent]) -> str:
+        if not precedents:
+            return NONE
+        return "\n".join(f"Precedent {i}: {p.case}\nCorrect label: {p.label}\nReason: {p.reason}"
+                         for i, p in enumerate(precedents, 1))
+
+    def forward(self, case: str) -> dspy.Prediction:
+        """Try ``case``; ``label`` is the panel's verdict."""
+        a1, a2, ph_turn = self._hearing(case)
+        assigned = self._assign(case, a1, a2)
+        (p_text, p_turn), (d_text, d_turn), precedents = run_parallel([
+            lambda: self._argue("prosecutor", case, assigned["prosecutor"], assigned["attorney"]),
+            lambda: self._argue("attorney", case, assigned["attorney"], assigned["prosecutor"]),
+            lambda: self._precedents(case),
+        ])
+        transcript = [ph_turn, p_turn, d_turn]
+        transcript += [Turn("reasoner", 1, p.reason, decision=p.label,
+                            extra={"precedent": p.case, "similarity": round(p.similarity, 4)}) for p in precedents]
+        inputs = {
+            "case": case, "labels": labels_text(self.labels),
+            "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
+            "attorney_argument": f"[{assigned['attorney']}] {d_text}",
+            "precedents": self._precedents_text(precedents),
+        }
+        if self.judge_mode == "parallel":
+            outs = run_parallel([
+                lambda i=i: self.ask("judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+                for i in range(self.n_judges)
+            ])
+        else:
+            outs, previous = [], []
+            for i in range(self.n_judges):
+                out = self.ask("judge", self.judge, rollout=i,
+                               previous_judges="\n".join(previous) or NONE, **inputs)
+                outs.append(out)
+                previous.append(f"Judge {i + 1} decided {out.decision}: {out.reason}")
+        votes = [o.decision for o in outs]
+        transcript += [Turn("judge", 2, o.reason, decision=o.decision, extra={"judge": i + 1, "mode": self.judge_mode})
+                       for i, o in enumerate(outs)]
+        label = majority(votes, self.labels, prefer=a1) if self.judge_mode == "parallel" else votes[-1]
+        return self.verdict(label, transcript, votes=votes, ph_label=a1, ph_runner_up=a2,
+                            precedents=[p.to_dict() for p in precedents], assignment=assigned)

@@ -1,0 +1,107 @@
+"""The contract every registered framework and baseline meets (STYLE §2): runs on the oracle fake,
+gives a label from the label space, a transcript showing every role it called, one predictor per
+role, predictors that do not depend on knobs, and a JSON save/load round trip."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import dspy
+import pytest
+
+from courtroom.errors import ConfigError
+from courtroom.programs import FRAMEWORKS
+from courtroom.testing import oracle_lm
+
+BINARY = ["True", "False"]
+SIX = ["sadness", "joy", "love", "anger", "fear", "surprise"]
+
+
+def _data(labels: list[str], n: int = 8) -> tuple[list[dspy.Example], dict[str, str]]:
+    train = [dspy.Example(case=f"training story {i} about {labels[i % len(labels)]} things", label=labels[i % len(labels)],
+                          id=f"t{i}").with_inputs("case") for i in range(n)]
+    gold = {ex.case: ex.label for ex in train} | {"the test case text": labels[0]}
+    return train, gold
+
+
+def _tracked(program: Any) -> set[str]:
+    """Wrap ``program.ask`` to record which roles were called."""
+    used: set[str] = set()
+    original = program.ask
+
+    def ask(role: str, *args: Any, **kwargs: Any) -> Any:
+        used.add(role)
+        return original(role, *args, **kwargs)
+
+    program.ask = ask
+    return used
+
+
+CASES = [(name, labels) for name in FRAMEWORKS for labels in (BINARY, SIX)]
+
+
+@pytest.mark.parametrize(("name", "labels"), CASES, ids=[f"{n}-{len(lab)}" for n, lab in CASES])
+def test_contract(name: str, labels: list[str], tmp_path: Any) -> None:
+    cls = FRAMEWORKS[name]
+    train, gold = _data(labels)
+    lm = oracle_lm(gold, labels, accuracy=0.8)
+    if cls.binary_only and len(labels) > 2:
+        with pytest.raises(ConfigError):
+            cls(labels, lm=lm)
+        return
+    program = cls(labels, lm=lm)
+    program.prepare(train)
+    used = _tracked(program)
+    out = program(case="the test case text")
+
+    assert out.label in labels
+    assert out.transcript, "empty transcript"
+    shown = {t.role.split("-")[0] for t in out.transcript}
+    assert used <= shown, f"roles called but not in the transcript: {used - shown}"
+    assert used <= set(cls.roles)
+
+    names = [n for n, _ in program.named_predictors()]
+    assert sorted(names) == sorted(cls.roles), "one predictor per role, named after it"
+
+    path = tmp_path / "program.json"
+    program.save(str(path))
+    json.loads(path.read_text())  # plain JSON, no pickle
+    fresh = cls(labels, lm=lm)
+    fresh.load(str(path))
+    assert fresh.dump_state() == program.dump_state()
+
+
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_predictors_do_not_depend_on_knobs(name: str) -> None:
+    cls = FRAMEWORKS[name]
+    lm = oracle_lm({}, BINARY)
+    bumped = {k: v + 2 for k, v in cls.knobs().items() if isinstance(v, int) and not isinstance(v, bool)}
+    a = [n for n, _ in cls(BINARY, lm=lm).named_predictors()]
+    b = [n for n, _ in cls(BINARY, lm=lm, **bumped).named_predictors()]
+    assert a == b
+
+
+def test_courtroom_predictors_same_for_one_and_five_judges() -> None:
+    cls = FRAMEWORKS["courtroom-llm"]
+    lm = oracle_lm({}, BINARY)
+    one = cls(BINARY, lm=lm, n_judges=1).dump_state()
+    five = cls(BINARY, lm=lm, n_judges=5).dump_state()
+    assert one.keys() == five.keys()
+
+
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_knobs_are_json_simple(name: str) -> None:
+    for value in FRAMEWORKS[name].knobs().values():
+        assert isinstance(value, (int, float, str, bool))
+
+
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_fewer_than_two_labels_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError):
+        FRAMEWORKS[name](["only"], lm=oracle_lm({}, ["only"]))
+
+
+def test_jot_is_binary_only() -> None:
+    with pytest.raises(ConfigError, match="binary"):
+        FRAMEWORKS["jot"](["a", "b", "c"], lm=oracle_lm({}, ["a", "b", "c"]))
