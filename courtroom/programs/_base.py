@@ -84,10 +84,16 @@ class CourtroomProgram(dspy.Module):
         """The label a position stands for."""
         return self.labels[self.positions.index(position)]
 
-    def ask(self, role: str, predictor: dspy.Predict, rollout: int | None = None, **inputs: Any) -> dspy.Prediction:
-        """Call ``predictor`` on ``role``'s model, counted by the current meter."""
+    def ask(
+        self, role: str, predictor: dspy.Predict, rollout: int | None = None,
+        lm_config: Mapping[str, Any] | None = None, **inputs: Any,
+    ) -> dspy.Prediction:
+        """Call ``predictor`` on ``role``'s model, counted by the current meter.
+
+        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id.
+        """
         meter = current_meter()
-        config = {"rollout_id": rollout} if rollout else {}
+        config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
         with use_role(self.lms, role):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)

@@ -51,8 +51,10 @@ class JudgmentOfThought(CourtroomProgram):
         self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
 
     def _stage(self, r: int) -> str:
+        # No total count in the prompt: a 5-loop trial then shares its first rounds (and their
+        # cache entries) with a 3-loop trial on the same case.
         kind = "opening" if r == 1 else "closing" if r == self.n_loops else "rebuttal"
-        return f"{kind} (utterance {r} of {self.n_loops}): {jot.STAGES[kind]}"
+        return f"{kind} (utterance {r}): {jot.STAGES[kind]}"
 
     def forward(self, case: str) -> dspy.Prediction:
         """Run the trial on ``case``; ``label`` is the final judgment."""
@@ -84,7 +86,7 @@ class JudgmentOfThought(CourtroomProgram):
             j = self.ask(
                 "judge", self.judge, case=case, positive_position=pos, negative_position=neg,
                 lawyer_argument=lawyer_arg, prosecutor_argument=prosecutor_arg,
-                judgment_round=f"judgment {r} of {self.n_loops}",
+                judgment_round=f"judgment {r}" + (" (final)" if r == self.n_loops else ""),
             )
             decisions.append(j.decision)
             transcript.append(Turn("judge", r, j.analysis, decision=j.decision, extra={
