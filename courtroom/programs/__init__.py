@@ -4,6 +4,7 @@ from courtroom.programs._base import CourtroomProgram
 from courtroom.programs.baseline_debates import KhanDebate, Reflexion
 from courtroom.programs.baselines import ChainOfThought, FewShot, ParallelVote, SelfConsistency, ZeroShot
 from courtroom.programs.courtroom_llm import CourtroomLLM
+from courtroom.programs.debate_feedback import DebateFeedback
 from courtroom.programs.jot import JudgmentOfThought
 
 FRAMEWORKS: dict[str, type[CourtroomProgram]] = {
@@ -11,6 +12,7 @@ FRAMEWORKS: dict[str, type[CourtroomProgram]] = {
     for cls in (
         JudgmentOfThought,
         CourtroomLLM,
+        DebateFeedback,
         ZeroShot,
         FewShot,
         ChainOfThought,
@@ -32,6 +34,7 @@ __all__ = [
     "ChainOfThought",
     "CourtroomLLM",
     "CourtroomProgram",
+    "DebateFeedback",
     "FewShot",
     "JudgmentOfThought",
     "KhanDebate",
