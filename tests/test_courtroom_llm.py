@@ -1,0 +1,151 @@
+"""Courtroom-LLM: judge panel statistics, sequential chain, PH rules, length limit, assignment,
+precedents, role routing and bad configuration."""
+
+from __future__ import annotations
+
+import math
+
+import dspy
+import pytest
+
+from courtroom.errors import ConfigError
+from courtroom.programs import CourtroomLLM
+from courtroom.programs._precedents import PrecedentIndex
+from courtroom.testing import oracle_lm, scripted_lm
+
+BINARY = ["True", "False"]
+
+
+def _majority_of_5(p: float) -> float:
+    return sum(math.comb(5, k) * p**k * (1 - p) ** (5 - k) for k in range(3, 6))
+
+
+def test_parallel_majority_of_five_judges_matches_binomial() -> None:
+    # 400 distinct cases (fixed width, so no case text contains another); the oracle answers by gold
+    # whatever the arguments say, so the verdict depends only on the 5 independent judges.
+    n, p = 400, 0.7
+    gold = {f"case {i:04d}: is the statement true?": BINARY[i % 2] for i in range(n)}
+    lm = oracle_lm(gold, BINARY, accuracy={"judge": p, "default": 0.6})
+    program = CourtroomLLM(BINARY, lm=lm, n_judges=5, k_precedents=0)
+    correct = sum(program(case=case).label == label for case, label in gold.items())
+    expected = _majority_of_5(p)  # 0.83692
+    sd = math.sqrt(expected * (1 - expected) / n)  # 0.018
+    assert abs(correct / n - expected) < 3 * sd, (correct / n, expected)
+
+
+def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> None:
+    judge = scripted_lm({"judge": [{"decision": "True", "reason": "r-one"}, {"decision": "False", "reason": "r-two"},
+                                   {"decision": "True", "reason": "r-three"}]})
+    rest = scripted_lm({"clerk": {"most_likely": "False", "runner_up": "True"}})
+    program = CourtroomLLM(BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0)
+    out = program(case="a case")
+    assert out.votes == ["True", "False", "True"]
+    assert out.label == "True"  # the last judge, not the majority... which agrees here; check a split too
+    prompts = [text for role, text in judge.engine_impl.prompts]
+    assert "Judge 1 decided" not in prompts[0]
+    assert "Judge 1 decided True: r-one" in prompts[1]
+    assert "Judge 1 decided True: r-one" in prompts[2] and "Judge 2 decided False: r-two" in prompts[2]
+
+    judge2 = scripted_lm({"judge": [{"decision": "True"}, {"decision": "True"}, {"decision": "False"}]})
+    program = CourtroomLLM(BINARY, lm=rest, roles={"judge": judge2}, n_judges=3, judge_mode="sequential", k_precedents=0)
+    assert program(case="a case").label == "False"
+
+
+def test_parallel_tie_goes_to_a1_then_label_order() -> None:
+    lm = scripted_lm({"clerk": {"most_likely": "False", "runner_up": "True"},
+                      "judge": [{"decision": "True"}, {"decision": "False"}]})
+    out = CourtroomLLM(BINARY, lm=lm, n_judges=2, k_precedents=0)(case="c")
+    assert sorted(out.votes) == ["False", "True"] and out.label == "False"  # A1
+
+    labels = ["a", "b", "c"]
+    lm = scripted_lm({"clerk": {"most_likely": "a", "runner_up": "b"}, "judge": [{"decision": "c"}, {"decision": "b"}]})
+    out = CourtroomLLM(labels, lm=lm, n_judges=2, k_precedents=0)(case="c")
+    assert out.label == "b"  # A1 not tied: first tied label in label order
+
+
+def test_binary_runner_up_is_forced_and_multiclass_repeat_moves_to_next_label() -> None:
+    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "True"}})
+    out = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=0)(case="c")
+    assert (out.ph_label, out.ph_runner_up) == ("True", "False")
+    assert "note" in out.transcript[0].extra
+
+    lm = scripted_lm({"clerk": {"most_likely": "c", "runner_up": "c"}})
+    out = CourtroomLLM(["a", "b", "c"], lm=lm, n_judges=1, k_precedents=0)(case="c")
+    assert (out.ph_label, out.ph_runner_up) == ("c", "a")
+    assert "next label" in out.transcript[0].extra["note"]
+
+
+def test_transcript_structure_and_argument_limit() -> None:
+    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "False"},
+                      "prosecutor": {"argument": "First sentence. Second one! Third?"},
+                      "attorney": {"argument": "Only one."}})
+    out = CourtroomLLM(BINARY, lm=lm, n_judges=3, k_precedents=0, assignment="fixed")(case="c")
+    assert [t.role for t in out.transcript] == ["clerk", "prosecutor", "attorney", "judge", "judge", "judge"]
+    prosecutor, attorney = out.transcript[1], out.transcript[2]
+    assert prosecutor.text == "First sentence." and prosecutor.extra["truncated"] is True
+    assert attorney.text == "Only one." and "truncated" not in attorney.extra
+    assert out.assignment == {"prosecutor": "True", "attorney": "False"}
+    assert [t.extra["judge"] for t in out.transcript[3:]] == [1, 2, 3]
+
+    out = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=0, max_argument_sentences=2)(case="c")
+    assert out.transcript[1].text == "First sentence. Second one!"
+
+
+def test_random_assignment_is_seeded_per_case() -> None:
+    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "False"}})
+    program = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=0, assignment="random", seed=7)
+    first = [program(case=f"case {i}").assignment["prosecutor"] for i in range(20)]
+    again = [program(case=f"case {i}").assignment["prosecutor"] for i in range(20)]
+    assert first == again and set(first) == {"True", "False"}
+
+
+def test_each_role_runs_on_its_own_model() -> None:
+    lms = {role: scripted_lm({}, model=f"fake/{role}") for role in CourtroomLLM.roles}
+    program = CourtroomLLM(BINARY, lm=scripted_lm({}), roles=lms, n_judges=2, k_precedents=1)
+    program.prepare([dspy.Example(case="a precedent about dogs", label="True", id=1),
+                     dspy.Example(case="another about cats", label="False", id=2)])
+    program(case="a case about dogs")
+    for role, lm in lms.items():
+        assert set(lm.engine_impl.turns) == {role}, role
+    assert lms["judge"].engine_impl.turns["judge"] == 2
+
+
+def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
+    train = [dspy.Example(case="the cat sat on the mat", label="True", id="a"),
+             dspy.Example(case="stock markets fell sharply today", label="False", id="b"),
+             dspy.Example(case="a cat and a dog on a mat", label="True", id="c")]
+    lm = scripted_lm({"reasoner": lambda role, turn, prompt: {"reason": f"reason {turn}"}})
+    program = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=2)
+    program.prepare(train)
+    out = program(case="my cat likes the mat")
+    assert [p["key"] for p in out.precedents] == ["id:a", "id:c"]
+    assert [t.role for t in out.transcript].count("reasoner") == 2
+    judge_prompt = next(text for role, text in lm.engine_impl.prompts if role == "judge")
+    assert "the cat sat on the mat" in judge_prompt and "Correct label: True" in judge_prompt
+    program(case="a cat on a mat again")
+    assert lm.engine_impl.turns["reasoner"] == 2  # generated once per training case
+
+    restored = PrecedentIndex.from_dict(program.precedent_index.to_dict())
+    assert restored.reasons == program.precedent_index.reasons
+    assert [p.key for p in restored.search("my cat likes the mat", 2)] == ["id:a", "id:c"]
+    assert restored.search("my cat likes the mat", 1)[0].reason
+
+
+@pytest.mark.parametrize("kwargs", [{"n_judges": 0}, {"judge_mode": "round-robin"}, {"assignment": "coin"},
+                                    {"k_precedents": -1}])
+def test_bad_configuration(kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        CourtroomLLM(BINARY, lm=scripted_lm({}), **kwargs)
+
+
+def test_k_larger_than_training_set_and_missing_prepare() -> None:
+    program = CourtroomLLM(BINARY, lm=scripted_lm({}), k_precedents=3)
+    with pytest.raises(ConfigError, match="k_precedents=3"):
+        program.prepare([dspy.Example(case="x", label="True"), dspy.Example(case="y", label="False")])
+    with pytest.raises(ConfigError, match="prepare"):
+        program(case="c")
+
+
+def test_fewer_than_two_labels() -> None:
+    with pytest.raises(ConfigError):
+        CourtroomLLM(["only"], lm=scripted_lm({}))
