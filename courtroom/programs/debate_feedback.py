@@ -171,9 +171,6 @@ class DebateFeedback(CourtroomProgram):
 
     def _reliabilities(self, case: str, replies: list[str]) -> list[float]:
         if self.scorer == "assistant":
-            if not self.reliability_model.fitted:
-                raise ConfigError("debate-feedback: the assistant is not trained; call program.prepare(trainset) "
-                                  "first, or use reliability='llm' or variant='single'")
             return self.reliability_model.score([reliability_text(case, t) for t in replies])
         if self.scorer == "llm":
             outs = run_parallel([
@@ -203,6 +200,9 @@ class DebateFeedback(CourtroomProgram):
 
     def forward(self, case: str) -> dspy.Prediction:
         """Debate ``case``; ``label`` follows the final smoothed probability O_n."""
+        if self.scorer == "assistant" and not self.reliability_model.fitted:
+            raise ConfigError("debate-feedback: the assistant is not trained; call program.prepare(trainset) "
+                              "first, or use reliability='llm' or variant='single'")
         o, _ = self._estimate(case, NONE, 0)
         initial = prob.decide(o, self.labels)
         history = [o]
