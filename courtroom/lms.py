@@ -48,6 +48,12 @@ class LlamaCppLM(dspy.LM):
     max_string_chars: int | None = None
 
 
+class OpenAICompatibleLM(dspy.LM):
+    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs."""
+
+    schema_style = "json_schema"
+
+
 class RoleLMs(dict):
     """Role name -> ``dspy.LM``, with a ``"default"`` entry used by roles without their own.
 
@@ -96,6 +102,9 @@ def build_lm(spec: LMSpec | str) -> Any:
     if spec.api_base:
         # LiteLLM sends max_tokens, which OpenAI-compatible local servers honour.
         kwargs.update(api_base=spec.api_base, engine="litellm")
+        if spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
+        return OpenAICompatibleLM(spec.model, **kwargs)
     return dspy.LM(spec.model, **kwargs)
 
 
