@@ -1,0 +1,101 @@
+"""Baselines: structure, votes, demos, debate rounds, reflexion retries and routing, on scripted fakes."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+
+from courtroom.errors import ConfigError
+from courtroom.programs import ChainOfThought, FewShot, KhanDebate, ParallelVote, Reflexion, SelfConsistency, ZeroShot
+from courtroom.testing import oracle_lm, scripted_lm
+
+BINARY = ["True", "False"]
+SIX = ["sadness", "joy", "love", "anger", "fear", "surprise"]
+
+
+def test_zero_shot_and_cot() -> None:
+    lm = scripted_lm({"classifier": {"answer": "joy", "reasoning": "because"}})
+    out = ZeroShot(SIX, lm=lm)(case="c")
+    assert out.label == "joy" and [t.role for t in out.transcript] == ["classifier"]
+    out = ChainOfThought(SIX, lm=lm)(case="c")
+    assert out.label == "joy" and out.transcript[0].text == "because"
+
+
+def test_few_shot_demos_are_seeded_and_shown() -> None:
+    train = [dspy.Example(case=f"train case {i}", label=BINARY[i % 2], id=i) for i in range(10)]
+    lm = scripted_lm({})
+    a, b = FewShot(BINARY, lm=lm, k_shots=3, seed=1), FewShot(BINARY, lm=lm, k_shots=3, seed=1)
+    a.prepare(train)
+    b.prepare(train)
+    assert [d.case for d in a.classifier.demos] == [d.case for d in b.classifier.demos]
+    assert len(a.classifier.demos) == 3
+    a(case="the test case")
+    demo_case = a.classifier.demos[0].case
+    assert any(demo_case in m["content"] for m in lm.history[-1]["messages"])
+    with pytest.raises(ConfigError, match="k_shots"):
+        FewShot(BINARY, lm=lm, k_shots=20).prepare(train)
+    with pytest.raises(ConfigError, match="prepare"):
+        FewShot(BINARY, lm=lm, k_shots=2)(case="c")
+
+
+def test_self_consistency_and_parallel_vote_take_the_majority() -> None:
+    lm = scripted_lm({"classifier": [{"answer": "anger"}, {"answer": "fear"}, {"answer": "fear"}]})
+    out = SelfConsistency(SIX, lm=lm, k_samples=3)(case="c")
+    assert sorted(out.votes) == ["anger", "fear", "fear"] and out.label == "fear"
+    lm = scripted_lm({"classifier": [{"answer": "joy"}, {"answer": "love"}, {"answer": "love"}, {"answer": "joy"},
+                                     {"answer": "love"}]})
+    out = ParallelVote(SIX, lm=lm, n_models=5)(case="c")
+    assert out.label == "love" and len(out.transcript) == 5
+
+
+def test_parallel_vote_accuracy_on_the_oracle() -> None:
+    # Majority of 3 at p=0.8 on a binary task: 0.896; sd over 300 cases is 0.018, so 3 sd = 0.053.
+    gold = {f"case {i:04d}": BINARY[i % 2] for i in range(300)}
+    program = ParallelVote(BINARY, lm=oracle_lm(gold, BINARY, accuracy=0.8), n_models=3)
+    acc = sum(program(case=c).label == g for c, g in gold.items()) / len(gold)
+    assert abs(acc - 0.896) < 0.053
+
+
+def test_khan_debate_binary_and_multiclass() -> None:
+    lm = scripted_lm({"judge": {"decision": "False"}})
+    out = KhanDebate(BINARY, lm=lm, n_rounds=2)(case="c")
+    assert [t.role for t in out.transcript] == ["debater-1", "debater-2"] * 2 + ["judge"]
+    assert out.sides == BINARY and out.label == "False"
+    round2 = [p for r, p in lm.engine_impl.prompts if r == "debater"][2:]
+    assert all("Round 1, debater 1" in p and "Round 1, debater 2" in p for p in round2)
+
+    lm = scripted_lm({"classifier": {"first": "fear", "second": "fear"}, "judge": {"decision": "joy"}})
+    out = KhanDebate(SIX, lm=lm, n_rounds=1)(case="c")
+    assert out.sides == ["fear", "surprise"]  # a repeated second choice moves to the next label
+    assert [t.role for t in out.transcript] == ["classifier", "debater-1", "debater-2", "judge"]
+    assert out.label == "joy"  # the judge may pick any label
+
+
+def test_reflexion_retries_until_the_critic_accepts() -> None:
+    lm = scripted_lm({"solver": [{"answer": "True"}, {"answer": "False"}, {"answer": "True"}],
+                      "critic": [{"is_correct": False, "critique": "check the negation"}, {"is_correct": True}]})
+    out = Reflexion(BINARY, lm=lm, max_retries=3)(case="c")
+    assert out.attempts == ["True", "False"] and out.label == "False"
+    assert [t.role for t in out.transcript] == ["solver", "critic", "solver", "critic"]
+    second = [p for r, p in lm.engine_impl.prompts if r == "solver"][1]
+    assert "check the negation" in second
+
+    lm = scripted_lm({"solver": {"answer": "True"}, "critic": {"is_correct": False}})
+    out = Reflexion(BINARY, lm=lm, max_retries=1)(case="c")
+    assert [t.role for t in out.transcript] == ["solver", "critic", "solver"]  # the last attempt is final
+
+
+def test_each_role_runs_on_its_own_model() -> None:
+    for cls, kwargs in ((KhanDebate, {}), (Reflexion, {"max_retries": 1})):
+        lms = {role: scripted_lm({"critic": {"is_correct": False}}, model=f"fake/{role}") for role in cls.roles}
+        cls(SIX, lm=scripted_lm({}), roles=lms, **kwargs)(case="c")
+        for role, lm in lms.items():
+            assert set(lm.engine_impl.turns) == {role}, (cls.name, role)
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), [(SelfConsistency, {"k_samples": 0}), (ParallelVote, {"n_models": 0}),
+                                             (KhanDebate, {"n_rounds": 0}), (Reflexion, {"max_retries": -1}),
+                                             (FewShot, {"k_shots": -1})])
+def test_bad_configuration(cls: type, kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        cls(BINARY, lm=scripted_lm({}), **kwargs)
