@@ -1,0 +1,1 @@
+"""Optimization: DSPy optimizers (:mod:`.compile`) and Optuna studies (:mod:`.study`, :mod:`.spaces`)."""

@@ -1,0 +1,271 @@
+"""Compile a framework with a DSPy optimizer; ``OPTIMIZERS`` is the one registry, by name.
+
+Every supported optimizer keeps the per-role models: programs hold their models in a
+:class:`~courtroom.lms.RoleLMs` map (shared by deep copies) and pick them per call, so an
+optimizer that resets ``predictor.lm`` (LabeledFewShot, BootstrapFewShot, random search) or
+deep-copies the program (MIPROv2, COPRO, GEPA) changes nothing about routing. The optimizers'
+own models (MIPROv2's and COPRO's prompt model, GEPA's reflection model) are the judge's model
+unless ``prompt_lm`` is given. Optimizers that require one model for every predictor (SIMBA,
+BestOfN, Refine) are refused.
+
+The training split trains; the dev split is scored before and after and never seen by the
+optimizer (optimizers that want a validation set carve it from the training split).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from courtroom._adapter import ADAPTER
+from courtroom.errors import ConfigError
+from courtroom.eval.harness import evaluate
+from courtroom.eval.runs import build_program, get_framework, summarize
+from courtroom.lms import RoleLMs, build_lm, resolve_roles
+from courtroom.optimize._feedback import feedback_metric, label_metric
+from courtroom.optimize._knn import KNNOptimizer
+from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
+from courtroom.programs import CourtroomProgram
+
+
+@dataclass
+class Context:
+    """What an optimizer builder gets."""
+
+    settings: dict[str, Any]
+    program: CourtroomProgram
+    prompt_lm: Any
+    concurrency: int
+    seed: int
+
+
+Runner = Callable[[Context, CourtroomProgram, list[dspy.Example]], CourtroomProgram]
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """A registered optimizer: defaults, how small a trainset it accepts, and how it runs."""
+
+    name: str
+    summary: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    run: Runner | None = None
+    min_train: Callable[[Mapping[str, Any]], int] = lambda s: 1
+    refuse: str | None = None
+    """Why this optimizer is not supported (it would run every role on one model)."""
+
+
+def _labeled(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    return LabeledPrecedents(k=ctx.settings["k"], seed=ctx.seed).compile(student, trainset=train)
+
+
+def _bootstrap(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    opt = dspy.BootstrapFewShot(metric=label_metric, **ctx.settings)
+    return opt.compile(student, trainset=train)
+
+
+def _random_search(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    opt = dspy.BootstrapFewShotWithRandomSearch(metric=label_metric, num_threads=ctx.concurrency, **ctx.settings)
+    return opt.compile(student, trainset=train)
+
+
+def _knn(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(student, trainset=train)
+
+
+def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    s = dict(ctx.settings)
+    compile_keys = ("num_trials", "minibatch", "minibatch_size")
+    compile_kwargs = {k: s.pop(k) for k in compile_keys if k in s and s[k] is not None}
+    for k in compile_keys:
+        s.pop(k, None)
+    if s.get("num_candidates") is not None:
+        s["auto"] = None
+    opt = dspy.MIPROv2(metric=label_metric, prompt_model=ctx.prompt_lm, task_model=None, num_threads=ctx.concurrency,
+                       seed=ctx.seed, verbose=False, **s)
+    return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
+
+
+def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=label_metric, **ctx.settings)
+    return opt.compile(student, trainset=train,
+                       eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False})
+
+
+def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
+    s = {k: v for k, v in ctx.settings.items() if v is not None}
+    budgets = [k for k in ("auto", "max_metric_calls", "max_full_evals") if k in s]
+    if len(budgets) > 1 and "auto" in budgets:
+        s.pop("auto")
+        budgets.remove("auto")
+    if len(budgets) != 1:
+        raise ConfigError(f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})")
+    opt = dspy.GEPA(metric=feedback_metric(student.labels, student.positions), reflection_lm=ctx.prompt_lm,
+                    num_threads=ctx.concurrency, seed=ctx.seed, **s)
+    return opt.compile(student, trainset=train)
+
+
+_SINGLE_LM = "it requires every predictor to use the same model, so it would run every role on one model; " \
+             "use bootstrap, bootstrap-rs, knn, mipro, copro or gepa"
+
+OPTIMIZERS: dict[str, Optimizer] = {o.name: o for o in (
+    Optimizer("labeled", "LabeledFewShot: k gold-labelled training cases as demos for the deciding roles",
+              {"k": 3}, _labeled, lambda s: int(s["k"])),
+    Optimizer("bootstrap", "BootstrapFewShot: demos from the program's own correct runs, for every role",
+              {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "max_rounds": 1}, _bootstrap,
+              lambda s: int(s["max_bootstrapped_demos"])),
+    Optimizer("bootstrap-rs", "BootstrapFewShotWithRandomSearch: several bootstrapped demo sets, the best kept",
+              {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "num_candidate_programs": 4}, _random_search,
+              lambda s: max(int(s["max_bootstrapped_demos"]), 2)),
+    Optimizer("knn", "KNN precedents: per input, demos from the k most similar training cases",
+              {"k": 3, "per_role": 1}, _knn, lambda s: int(s["k"])),
+    Optimizer("mipro", "MIPROv2: instructions and demos per role, searched with Bayesian optimisation",
+              {"auto": "light", "num_candidates": None, "num_trials": None, "max_bootstrapped_demos": 2,
+               "max_labeled_demos": 0, "minibatch": None, "minibatch_size": None}, _mipro,
+              lambda s: max(int(s["max_bootstrapped_demos"]), 2)),
+    Optimizer("copro", "COPRO: coordinate ascent over each role's instructions",
+              {"breadth": 4, "depth": 2, "init_temperature": 1.4}, _copro, lambda s: 1),
+    Optimizer("gepa", "GEPA: reflective instruction evolution with per-role feedback from the metric",
+              {"auto": "light", "max_metric_calls": None, "max_full_evals": None, "reflection_minibatch_size": 3},
+              _gepa, lambda s: int(s["reflection_minibatch_size"])),
+    Optimizer("simba", "SIMBA (refused)", refuse=_SINGLE_LM),
+    Optimizer("bestofn", "BestOfN (refused)", refuse=_SINGLE_LM),
+    Optimizer("refine", "Refine (refused)", refuse=_SINGLE_LM),
+)}
+
+
+def get_optimizer(name: str) -> Optimizer:
+    """The registered optimizer called ``name``; refused ones raise with the reason."""
+    supported = sorted(n for n, o in OPTIMIZERS.items() if o.refuse is None)
+    if name not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {name!r}: valid optimizers are {', '.join(supported)}")
+    opt = OPTIMIZERS[name]
+    if opt.refuse:
+        raise ConfigError(f"optimizer {name!r} is not supported: {opt.refuse}")
+    return opt
+
+
+def optimizer_settings(opt: Optimizer, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults updated by ``overrides``, refusing unknown keys."""
+    unknown = sorted(set(overrides or {}) - set(opt.defaults))
+    if unknown:
+        raise ConfigError(f"optimizer {opt.name} has no setting {', '.join(unknown)}: its settings are "
+                          + ", ".join(f"{k}={v}" for k, v in opt.defaults.items()))
+    return dict(opt.defaults) | dict(overrides or {})
+
+
+def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:
+    """Refuse optimizers whose demos or feedback cannot reach this framework's roles."""
+    fw = type(program).name
+    predictors = list(program.named_predictors())
+    if not predictors:
+        raise ConfigError(f"{fw} has no predictors for {opt.name} to tune")
+    if opt.name == "labeled" and not labeled_roles(program):
+        raise ConfigError(f"optimizer labeled is incompatible with {fw}: no role reads the case and chooses a "
+                          "label; use bootstrap or knn")
+    if opt.name == "knn":
+        blind = [n for n, p in predictors if "case" not in p.signature.input_fields]
+        if blind:
+            raise ConfigError(f"optimizer knn is incompatible with {fw}: role(s) {', '.join(blind)} do not read "
+                              "the case, so no similarity can pick their precedents; use bootstrap")
+
+
+@dataclass
+class CompileResult:
+    """A compiled program, its dev scores before and after, and the metadata to save with it."""
+
+    program: CourtroomProgram
+    before: dict[str, Any]
+    after: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def _dev_scores(program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    results = evaluate(program, dev, concurrency=concurrency)
+    s = summarize(results, program.labels, time.perf_counter() - start)
+    return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+
+
+def compile_program(
+    framework: str,
+    *,
+    task: str = "boolean_expressions",
+    optimizer: str = "bootstrap",
+    settings: Mapping[str, Any] | None = None,
+    knobs: Mapping[str, Any] | None = None,
+    train: int = 20,
+    dev: int = 20,
+    data: str = "auto",
+    seed: int = 0,
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
+    lms: RoleLMs | None = None,
+    prompt_lm: Any = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    concurrency: int = 4,
+    trainset: Sequence[dspy.Example] | None = None,
+    devset: Sequence[dspy.Example] | None = None,
+    labels: Sequence[str] | None = None,
+    positions: Sequence[str] | None = None,
+) -> CompileResult:
+    """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
+
+    Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
+    ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
+    or ``dspy.LM`` objects).
+    """
+    opt = get_optimizer(optimizer)
+    cls = get_framework(framework)
+    chosen = optimizer_settings(opt, settings)
+    task_info: dict[str, Any] = {"name": task}
+    if trainset is None or devset is None or labels is None:
+        from courtroom.eval.tasks import load_task
+
+        if train < 1 or dev < 1:
+            raise ConfigError(f"--train and --dev must be >= 1 (got {train}, {dev})")
+        tr = load_task(task, data=data, split="train", limit=train, seed=seed)
+        dv = load_task(task, data=data, split="dev", limit=dev, seed=seed)
+        trainset, devset = tr.examples, dv.examples
+        labels, positions = list(tr.task.labels), list(tr.task.positions or tr.task.labels)
+        task_info |= {"source": tr.source, "seed": seed}
+    trainset, devset = list(trainset), list(devset)
+    if not devset:
+        raise ConfigError("the dev set is empty: dev scores before and after need at least one example")
+    need = opt.min_train(chosen)
+    if len(trainset) < need:
+        raise ConfigError(f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
+                          f"{len(trainset)}: raise --train or lower the optimizer's settings")
+    if lms is None:
+        lms = resolve_roles(lm, roles, valid_roles=cls.roles, temperature=temperature, max_tokens=max_tokens,
+                            api_base=api_base)
+    program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
+    check_compatible(opt, program)
+    program.prepare(trainset)
+    helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
+    helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
+    before = _dev_scores(program, devset, concurrency)
+    ctx = Context(chosen, program, helper, concurrency, seed)
+    start = time.perf_counter()
+    with dspy.context(lm=helper, adapter=ADAPTER):
+        assert opt.run is not None
+        compiled = opt.run(ctx, program, trainset)
+    seconds = time.perf_counter() - start
+    after = _dev_scores(compiled, devset, concurrency)
+    task_info |= {"labels": list(labels), "positions": list(compiled.positions),
+                  "train_ids": [str(ex.get("id")) for ex in trainset], "dev_ids": [str(ex.get("id")) for ex in devset]}
+    from courtroom.saving import describe_lm
+
+    metadata = {
+        "task": task_info,
+        "optimizer": {"name": opt.name, "settings": chosen, "prompt_model": describe_lm(helper),
+                      "seconds": round(seconds, 2)},
+        "scores": {"dev": {"before": before, "after": after}},
+    }
+    return CompileResult(compiled, before, after, metadata)

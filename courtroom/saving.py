@@ -1,0 +1,185 @@
+"""The compiled-program file: DSPy JSON state plus courtroom metadata, read back without running code.
+
+Layout (one JSON object)::
+
+    {"<predictor>": {...DSPy state...}, ...,
+     "metadata": {"dependency_versions": {...},          # as DSPy's own save() writes it
+                  "courtroom": {"format": "courtroom-program", "format_version": 1,
+                                "framework", "config", "task", "models", "optimizer",
+                                "scores", "versions", "artefacts", "checksum"}}}
+
+``artefacts`` holds every program attribute that is not a predictor and has ``to_dict()`` and a
+classmethod ``from_dict()`` (precedent index with its reasons, reliability model, KNN
+precedents), as plain JSON. The ``checksum`` (sha256 of the rest of the file) turns an edited or
+truncated file into a clear error instead of a silently different program. Loading uses
+``json`` and ``load_state`` only: nothing is unpickled or imported from the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from courtroom.errors import ConfigError
+from courtroom.lms import LOCAL, LlamaCppLM, RoleLMs, model_name, resolve_roles
+from courtroom.programs import FRAMEWORKS, CourtroomProgram
+
+FORMAT = "courtroom-program"
+FORMAT_VERSION = 1
+ARTEFACT_TYPES: dict[str, type] = {}
+"""Artefact class by qualified name; filled from the live program classes, never from the file."""
+
+
+def describe_lm(lm: Any) -> str:
+    """The name a saved program records for a model: never a key or a base URL."""
+    if isinstance(lm, LlamaCppLM):
+        return LOCAL
+    return model_name(lm)
+
+
+def role_models(program: CourtroomProgram) -> dict[str, str]:
+    """Role (and ``default``) -> model name."""
+    lms: RoleLMs = program.lms
+    out = {"default": describe_lm(lms["default"])} if "default" in lms else {}
+    return out | {role: describe_lm(lms.for_role(role)) for role in type(program).roles}
+
+
+def artefacts(program: dspy.Module) -> dict[str, Any]:
+    """Attributes that save themselves as JSON (``to_dict``/``from_dict``), by attribute name."""
+    predictors = {id(p) for _, p in program.named_predictors()}
+    out = {}
+    for name, value in vars(program).items():
+        if name.startswith("_") or id(value) in predictors:
+            continue
+        if callable(getattr(value, "to_dict", None)) and callable(getattr(type(value), "from_dict", None)):
+            out[name] = {"type": f"{type(value).__module__}.{type(value).__qualname__}", "data": value.to_dict()}
+    return out
+
+
+def _checksum(doc: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
+    """Write ``program`` and its metadata (task, optimizer, scores, ...) to ``path`` as JSON."""
+    from courtroom.eval.runs import versions
+
+    state = program.dump_state(json_mode=True)
+    for name, pred_state in state.items():
+        if isinstance(pred_state, dict) and pred_state.get("lm") is not None:
+            raise ConfigError(f"predictor {name!r} carries its own model; courtroom programs route models by role")
+    meta = dict(metadata or {})
+    task = dict(meta.pop("task", {}))
+    task.setdefault("labels", list(program.labels))
+    task.setdefault("positions", list(program.positions))
+    body = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "framework": type(program).name,
+        "config": program.config(), "task": task, "models": role_models(program),
+        "versions": versions(), "artefacts": artefacts(program),
+    } | meta
+    doc = dict(state)
+    doc["metadata"] = {"dependency_versions": body["versions"], "courtroom": body}
+    body["checksum"] = _checksum(doc)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(DSPy state, courtroom metadata) of a program file, validated; raises ConfigError otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no program file at {path}: pass a file written by `courtroom compile`")
+    try:
+        doc = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not a courtroom program file (not JSON: {exc}); recompile it") from exc
+    meta = doc.get("metadata", {}).get("courtroom") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ConfigError(f"{path} is not a courtroom program file (no courtroom metadata); "
+                          "compile one with `courtroom compile`")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        saved_by = meta.get("versions", {}).get("courtroom", "an unknown version")
+        raise ConfigError(f"{path} uses program format {version} (saved by courtroom {saved_by}); this courtroom "
+                          f"reads format {FORMAT_VERSION}: recompile the program with this version")
+    body = dict(meta)
+    claimed = body.pop("checksum", None)
+    check = dict(doc)
+    check["metadata"] = dict(doc["metadata"]) | {"courtroom": body}
+    if claimed != _checksum(check):
+        raise ConfigError(f"{path} was modified after it was saved (checksum mismatch); recompile it "
+                          "or restore the original file")
+    state = {k: v for k, v in doc.items() if k != "metadata"}
+    return state, meta
+
+
+def _artefact_types(cls: type[CourtroomProgram], program: CourtroomProgram) -> dict[str, type]:
+    """Artefact classes this program can hold: those of its own attributes, plus known ones."""
+    from courtroom.optimize._knn import KNNPrecedents
+    from courtroom.programs._precedents import PrecedentIndex
+    from courtroom.programs._reliability import ReliabilityModel
+
+    known = {f"{t.__module__}.{t.__qualname__}": t for t in (KNNPrecedents, PrecedentIndex, ReliabilityModel)}
+    for value in vars(program).values():
+        t = type(value)
+        if callable(getattr(t, "from_dict", None)):
+            known[f"{t.__module__}.{t.__qualname__}"] = t
+    return known | ARTEFACT_TYPES
+
+
+def load_program(
+    path: str | Path, *, lm: Any = None, roles: Mapping[str, Any] | None = None, **lm_options: Any
+) -> CourtroomProgram:
+    """A ready program from a file written by :func:`save_program`.
+
+    Models: ``lm`` for every role and ``roles`` per role; with neither, the role models the
+    program was compiled with (keys from the environment). ``lm_options`` (temperature,
+    max_tokens, api_base) apply to models given by name.
+    """
+    state, meta = read_program_file(path)
+    name = meta.get("framework")
+    if name not in FRAMEWORKS:
+        raise ConfigError(f"{path} holds framework {name!r}, which this courtroom does not have: "
+                          f"valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
+    cls = FRAMEWORKS[name]
+    if lm is None and not roles:
+        saved = dict(meta.get("models") or {})
+        fakes = sorted({m for m in saved.values() if m.startswith("fake/")})
+        if fakes:
+            raise ConfigError(f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)")
+        lm, roles = saved.pop("default", None), {r: m for r, m in saved.items() if r in cls.roles}
+    lms = resolve_roles(lm, roles, valid_roles=cls.roles, **lm_options)
+    task = meta.get("task") or {}
+    unknown = sorted(set(meta.get("config") or {}) - set(cls.knobs()))
+    if unknown:
+        raise ConfigError(f"{path} sets knobs {', '.join(unknown)} that {name} does not have: recompile it")
+    program = cls(task.get("labels") or [], task.get("positions"), roles=lms, **dict(meta.get("config") or {}))
+    expected = {n for n, _ in program.named_predictors()}
+    if not expected <= set(state):
+        raise ConfigError(f"{path} lacks predictor state for {', '.join(sorted(expected - set(state)))}: "
+                          "it was saved by a different program; recompile it")
+    for key in expected:
+        if not isinstance(state[key], dict) or state[key].get("lm") is not None:
+            raise ConfigError(f"{path}: predictor {key!r} state is malformed or names its own model; recompile it")
+    try:
+        program.load_state(state, allow_unsafe_lm_state=False)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{path}: program state does not fit {name} ({type(exc).__name__}: {exc}); recompile it") from exc
+    known = _artefact_types(cls, program)
+    for attr, entry in (meta.get("artefacts") or {}).items():
+        t = known.get(entry.get("type") if isinstance(entry, dict) else None)
+        if t is None:
+            raise ConfigError(f"{path}: unknown artefact {attr!r} of type {entry.get('type')!r}; recompile it")
+        value = t.from_dict(entry["data"])
+        setattr(program, attr, value)
+        if callable(getattr(value, "attach", None)):
+            value.attach(program)
+    program.saved_metadata = meta
+    return program
