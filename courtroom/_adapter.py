@@ -13,6 +13,19 @@ def output_schema(signature: type[dspy.Signature]) -> dict[str, Any]:
     return _get_structured_outputs_response_format(signature).model_json_schema()
 
 
+def string_budget(lm: Any, n_fields: int, n_free: int) -> int | None:
+    """Characters allowed per free-text field so that the JSON answer fits in ``max_tokens``.
+
+    About 2.5 characters per token is a safe floor for English and JSON escapes; 12 tokens per
+    field pay for keys, quotes and enum values.
+    """
+    cap = getattr(lm, "max_string_chars", None)
+    max_tokens = (getattr(lm, "kwargs", None) or {}).get("max_tokens")
+    if not cap or not max_tokens or not n_free:
+        return cap
+    return max(8, min(cap, int((max_tokens - 12 * n_fields) * 2.5 / n_free)))
+
+
 class SchemaJSONAdapter(dspy.JSONAdapter):
     """JSONAdapter that sends the output schema in the shape the target server accepts.
 
@@ -26,12 +39,12 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
         style = getattr(lm, "schema_style", None)
         if style == "llamacpp":
             schema = output_schema(signature)
-            limit = getattr(lm, "max_string_chars", None)
+            free = [p for p in schema.get("properties", {}).values() if p.get("type") == "string" and "enum" not in p]
+            limit = string_budget(lm, len(schema.get("properties", {})), len(free))
             if limit:
                 # Bounded strings keep the whole JSON object inside max_tokens, so it always parses.
-                for prop in schema.get("properties", {}).values():
-                    if prop.get("type") == "string" and "enum" not in prop:
-                        prop["maxLength"] = limit
+                for prop in free:
+                    prop["maxLength"] = limit
             lm_kwargs["response_format"] = {"type": "json_object", "schema": schema}
         elif style == "json_schema":
             lm_kwargs["response_format"] = {

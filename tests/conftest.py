@@ -28,7 +28,7 @@ def local_lm():
     """A dspy.LM on the real embedded llama.cpp server (started once per test session)."""
     from courtroom.local import local_lm as make
 
-    return make(max_tokens=64)
+    return make(max_tokens=64, temperature=0.0)
 
 
 BOOL_LABELS = ["True", "False"]

