@@ -62,21 +62,26 @@ def run_command(
         api_base=api_base, concurrency=concurrency, out=out,
     )
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, transient=False) as bar:
-        handle = bar.add_task(f"{framework} on {task}", total=None, status="starting")
-        state = {"done": 0, "failed": 0, "correct": 0}
+    # The bar appears once the task and models are validated, so bad input stays a one-line error.
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
+    state = {"done": 0, "failed": 0, "correct": 0, "handle": None}
 
-        def on_start(n: int) -> None:
-            bar.update(handle, total=n, status="")
+    def on_start(n: int) -> None:
+        bar.start()
+        state["handle"] = bar.add_task(f"{framework} on {task}", total=n, status="")
 
-        def progress(res) -> None:
-            state["done"] += 1
-            state["failed"] += res.prediction is None
-            state["correct"] += res.correct
-            bar.update(handle, advance=1, status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}")
+    def progress(res) -> None:
+        state["done"] += 1
+        state["failed"] += res.prediction is None
+        state["correct"] += res.correct
+        bar.update(state["handle"], advance=1,
+                   status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}")
 
+    try:
         outcome = run(config, progress=progress, on_start=on_start)
+    finally:
+        bar.stop()
     stdout = Console()
     stdout.print(summary_table(outcome.summary, f"{framework} on {task}"))
     if outcome.summary["failures"]:
