@@ -6,7 +6,15 @@ import dspy
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.programs import ChainOfThought, FewShot, KhanDebate, ParallelVote, Reflexion, SelfConsistency, ZeroShot
+from courtroom.programs import (
+    ChainOfThought,
+    FewShot,
+    KhanDebate,
+    ParallelVote,
+    Reflexion,
+    SelfConsistency,
+    ZeroShot,
+)
 from courtroom.testing import oracle_lm, scripted_lm
 
 BINARY = ["True", "False"]
@@ -42,8 +50,17 @@ def test_self_consistency_and_parallel_vote_take_the_majority() -> None:
     lm = scripted_lm({"classifier": [{"answer": "anger"}, {"answer": "fear"}, {"answer": "fear"}]})
     out = SelfConsistency(SIX, lm=lm, k_samples=3)(case="c")
     assert sorted(out.votes) == ["anger", "fear", "fear"] and out.label == "fear"
-    lm = scripted_lm({"classifier": [{"answer": "joy"}, {"answer": "love"}, {"answer": "love"}, {"answer": "joy"},
-                                     {"answer": "love"}]})
+    lm = scripted_lm(
+        {
+            "classifier": [
+                {"answer": "joy"},
+                {"answer": "love"},
+                {"answer": "love"},
+                {"answer": "joy"},
+                {"answer": "love"},
+            ]
+        }
+    )
     out = ParallelVote(SIX, lm=lm, n_models=5)(case="c")
     assert out.label == "love" and len(out.transcript) == 5
 
@@ -72,8 +89,12 @@ def test_khan_debate_binary_and_multiclass() -> None:
 
 
 def test_reflexion_retries_until_the_critic_accepts() -> None:
-    lm = scripted_lm({"solver": [{"answer": "True"}, {"answer": "False"}, {"answer": "True"}],
-                      "critic": [{"is_correct": False, "critique": "check the negation"}, {"is_correct": True}]})
+    lm = scripted_lm(
+        {
+            "solver": [{"answer": "True"}, {"answer": "False"}, {"answer": "True"}],
+            "critic": [{"is_correct": False, "critique": "check the negation"}, {"is_correct": True}],
+        }
+    )
     out = Reflexion(BINARY, lm=lm, max_retries=3)(case="c")
     assert out.attempts == ["True", "False"] and out.label == "False"
     assert [t.role for t in out.transcript] == ["solver", "critic", "solver", "critic"]
@@ -87,15 +108,24 @@ def test_reflexion_retries_until_the_critic_accepts() -> None:
 
 def test_each_role_runs_on_its_own_model() -> None:
     for cls, kwargs in ((KhanDebate, {}), (Reflexion, {"max_retries": 1})):
-        lms = {role: scripted_lm({"critic": {"is_correct": False}}, model=f"fake/{role}") for role in cls.roles}
+        lms = {
+            role: scripted_lm({"critic": {"is_correct": False}}, model=f"fake/{role}") for role in cls.roles
+        }
         cls(SIX, lm=scripted_lm({}), roles=lms, **kwargs)(case="c")
         for role, lm in lms.items():
             assert set(lm.engine_impl.turns) == {role}, (cls.name, role)
 
 
-@pytest.mark.parametrize(("cls", "kwargs"), [(SelfConsistency, {"k_samples": 0}), (ParallelVote, {"n_models": 0}),
-                                             (KhanDebate, {"n_rounds": 0}), (Reflexion, {"max_retries": -1}),
-                                             (FewShot, {"k_shots": -1})])
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [
+        (SelfConsistency, {"k_samples": 0}),
+        (ParallelVote, {"n_models": 0}),
+        (KhanDebate, {"n_rounds": 0}),
+        (Reflexion, {"max_retries": -1}),
+        (FewShot, {"k_shots": -1}),
+    ],
+)
 def test_bad_configuration(cls: type, kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         cls(BINARY, lm=scripted_lm({}), **kwargs)

@@ -14,8 +14,9 @@ def test_five_parallel_judges_take_about_three_latencies_not_eight() -> None:
     # Critical path: preliminary hearing -> both advocates at once -> all five judges at once.
     # k_precedents=0, so no reasoner calls sit on the path (and no training set is needed).
     with FakeServer(latency=LATENCY) as server:
-        program = CourtroomLLM(["True", "False"], lm=server.lm(cache=False), n_judges=5,
-                               judge_mode="parallel", k_precedents=0)
+        program = CourtroomLLM(
+            ["True", "False"], lm=server.lm(cache=False), n_judges=5, judge_mode="parallel", k_precedents=0
+        )
         program(case="warm-up case")  # first litellm call pays import and client set-up
         server.max_in_flight = 0
         start = time.perf_counter()

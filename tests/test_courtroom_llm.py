@@ -34,10 +34,19 @@ def test_parallel_majority_of_five_judges_matches_binomial() -> None:
 
 
 def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> None:
-    judge = scripted_lm({"judge": [{"decision": "True", "reason": "r-one"}, {"decision": "False", "reason": "r-two"},
-                                   {"decision": "True", "reason": "r-three"}]})
+    judge = scripted_lm(
+        {
+            "judge": [
+                {"decision": "True", "reason": "r-one"},
+                {"decision": "False", "reason": "r-two"},
+                {"decision": "True", "reason": "r-three"},
+            ]
+        }
+    )
     rest = scripted_lm({"clerk": {"most_likely": "False", "runner_up": "True"}})
-    program = CourtroomLLM(BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0)
+    program = CourtroomLLM(
+        BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0
+    )
     out = program(case="a case")
     assert out.votes == ["True", "False", "True"]
     assert out.label == "True"  # the last judge, not the majority... which agrees here; check a split too
@@ -47,18 +56,26 @@ def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> 
     assert "Judge 1 decided True: r-one" in prompts[2] and "Judge 2 decided False: r-two" in prompts[2]
 
     judge2 = scripted_lm({"judge": [{"decision": "True"}, {"decision": "True"}, {"decision": "False"}]})
-    program = CourtroomLLM(BINARY, lm=rest, roles={"judge": judge2}, n_judges=3, judge_mode="sequential", k_precedents=0)
+    program = CourtroomLLM(
+        BINARY, lm=rest, roles={"judge": judge2}, n_judges=3, judge_mode="sequential", k_precedents=0
+    )
     assert program(case="a case").label == "False"
 
 
 def test_parallel_tie_goes_to_a1_then_label_order() -> None:
-    lm = scripted_lm({"clerk": {"most_likely": "False", "runner_up": "True"},
-                      "judge": [{"decision": "True"}, {"decision": "False"}]})
+    lm = scripted_lm(
+        {
+            "clerk": {"most_likely": "False", "runner_up": "True"},
+            "judge": [{"decision": "True"}, {"decision": "False"}],
+        }
+    )
     out = CourtroomLLM(BINARY, lm=lm, n_judges=2, k_precedents=0)(case="c")
     assert sorted(out.votes) == ["False", "True"] and out.label == "False"  # A1
 
     labels = ["a", "b", "c"]
-    lm = scripted_lm({"clerk": {"most_likely": "a", "runner_up": "b"}, "judge": [{"decision": "c"}, {"decision": "b"}]})
+    lm = scripted_lm(
+        {"clerk": {"most_likely": "a", "runner_up": "b"}, "judge": [{"decision": "c"}, {"decision": "b"}]}
+    )
     out = CourtroomLLM(labels, lm=lm, n_judges=2, k_precedents=0)(case="c")
     assert out.label == "b"  # A1 not tied: first tied label in label order
 
@@ -76,9 +93,13 @@ def test_binary_runner_up_is_forced_and_multiclass_repeat_moves_to_next_label() 
 
 
 def test_transcript_structure_and_argument_limit() -> None:
-    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "False"},
-                      "prosecutor": {"argument": "First sentence. Second one! Third?"},
-                      "attorney": {"argument": "Only one."}})
+    lm = scripted_lm(
+        {
+            "clerk": {"most_likely": "True", "runner_up": "False"},
+            "prosecutor": {"argument": "First sentence. Second one! Third?"},
+            "attorney": {"argument": "Only one."},
+        }
+    )
     out = CourtroomLLM(BINARY, lm=lm, n_judges=3, k_precedents=0, assignment="fixed")(case="c")
     assert [t.role for t in out.transcript] == ["clerk", "prosecutor", "attorney", "judge", "judge", "judge"]
     prosecutor, attorney = out.transcript[1], out.transcript[2]
@@ -102,8 +123,12 @@ def test_random_assignment_is_seeded_per_case() -> None:
 def test_each_role_runs_on_its_own_model() -> None:
     lms = {role: scripted_lm({}, model=f"fake/{role}") for role in CourtroomLLM.roles}
     program = CourtroomLLM(BINARY, lm=scripted_lm({}), roles=lms, n_judges=2, k_precedents=1)
-    program.prepare([dspy.Example(case="a precedent about dogs", label="True", id=1),
-                     dspy.Example(case="another about cats", label="False", id=2)])
+    program.prepare(
+        [
+            dspy.Example(case="a precedent about dogs", label="True", id=1),
+            dspy.Example(case="another about cats", label="False", id=2),
+        ]
+    )
     program(case="a case about dogs")
     for role, lm in lms.items():
         assert set(lm.engine_impl.turns) == {role}, role
@@ -111,9 +136,11 @@ def test_each_role_runs_on_its_own_model() -> None:
 
 
 def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
-    train = [dspy.Example(case="the cat sat on the mat", label="True", id="a"),
-             dspy.Example(case="stock markets fell sharply today", label="False", id="b"),
-             dspy.Example(case="a cat and a dog on a mat", label="True", id="c")]
+    train = [
+        dspy.Example(case="the cat sat on the mat", label="True", id="a"),
+        dspy.Example(case="stock markets fell sharply today", label="False", id="b"),
+        dspy.Example(case="a cat and a dog on a mat", label="True", id="c"),
+    ]
     lm = scripted_lm({"reasoner": lambda role, turn, prompt: {"reason": f"reason {turn}"}})
     program = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=2)
     program.prepare(train)
@@ -131,8 +158,9 @@ def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
     assert restored.search("my cat likes the mat", 1)[0].reason
 
 
-@pytest.mark.parametrize("kwargs", [{"n_judges": 0}, {"judge_mode": "round-robin"}, {"assignment": "coin"},
-                                    {"k_precedents": -1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"n_judges": 0}, {"judge_mode": "round-robin"}, {"assignment": "coin"}, {"k_precedents": -1}]
+)
 def test_bad_configuration(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         CourtroomLLM(BINARY, lm=scripted_lm({}), **kwargs)

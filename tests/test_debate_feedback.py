@@ -22,8 +22,15 @@ def _o(out: dspy.Prediction) -> list[float]:
     return [round(o["True"], 9) for o in out.probabilities]
 
 
-@pytest.mark.parametrize(("t", "expected"), [(0.5, [0.2, 0.55, 0.575]), (0.0, [0.2, 0.2, 0.2]), (1.0, [0.2, 0.9, 0.6]),
-                                             (0.25, [0.2, 0.375, 0.43125])])
+@pytest.mark.parametrize(
+    ("t", "expected"),
+    [
+        (0.5, [0.2, 0.55, 0.575]),
+        (0.0, [0.2, 0.2, 0.2]),
+        (1.0, [0.2, 0.9, 0.6]),
+        (0.25, [0.2, 0.375, 0.43125]),
+    ],
+)
 def test_smoothing_formula_on_scripted_probabilities(t: float, expected: list[float]) -> None:
     lm = scripted_lm({"judge": [{"probability": 0.2}, {"probability": 0.9}, {"probability": 0.6}]})
     out = DebateFeedback(BINARY, lm=lm, n_rounds=2, smoothing=t)(case="c")
@@ -35,10 +42,20 @@ def test_smoothing_formula_on_scripted_probabilities(t: float, expected: list[fl
 
 @pytest.mark.parametrize(("score", "passes"), [(0.2, False), (0.8, True), (0.5, True)])
 def test_threshold_gate(score: float, passes: bool) -> None:
-    judge = scripted_lm({"judge": [{"probability": 0.2}, {"probability": 0.9, "summary": "the round summary"}]})
+    judge = scripted_lm(
+        {"judge": [{"probability": 0.2}, {"probability": 0.9, "summary": "the round summary"}]}
+    )
     rest = scripted_lm({"assistant": {"reliability": score}})
-    program = DebateFeedback(BINARY, lm=rest, roles={"judge": judge}, n_rounds=1, variant="assistant",
-                             reliability="llm", threshold=0.5, smoothing=0.5)
+    program = DebateFeedback(
+        BINARY,
+        lm=rest,
+        roles={"judge": judge},
+        n_rounds=1,
+        variant="assistant",
+        reliability="llm",
+        threshold=0.5,
+        smoothing=0.5,
+    )
     out = program(case="c")
     assert out.gates == [passes] and out.reliabilities == [[score, score]]
     round_prompt = judge.engine_impl.prompts[1][1]
@@ -56,7 +73,12 @@ def test_correction_counts() -> None:
     initial = ["b", "a", "b", "a", "b"]
     final = ["a", "b", "b", "a", "b"]
     assert correction_counts(golds, initial, final) == {
-        "correction": 1, "degradation": 1, "kept_right": 1, "kept_wrong": 2, "n": 5}
+        "correction": 1,
+        "degradation": 1,
+        "kept_right": 1,
+        "kept_wrong": 2,
+        "n": 5,
+    }
 
 
 def test_transcript_structure_positions_and_word_limit() -> None:
@@ -76,7 +98,9 @@ def test_transcript_structure_positions_and_word_limit() -> None:
 
 def test_each_role_runs_on_its_own_model() -> None:
     lms = {role: scripted_lm({}, model=f"fake/{role}") for role in DebateFeedback.roles}
-    DebateFeedback(BINARY, lm=scripted_lm({}), roles=lms, n_rounds=1, variant="assistant", reliability="llm")(case="c")
+    DebateFeedback(BINARY, lm=scripted_lm({}), roles=lms, n_rounds=1, variant="assistant", reliability="llm")(
+        case="c"
+    )
     for role, lm in lms.items():
         assert set(lm.engine_impl.turns) == {role}, role
 
@@ -100,8 +124,15 @@ def test_multiclass_field_method_is_normalised_argmax() -> None:
 def test_logprobs_method_needs_a_provider_that_returns_them() -> None:
     with pytest.raises(ConfigError, match="logprobs"):
         DebateFeedback(BINARY, lm=scripted_lm({}), n_rounds=1, prob_method="logprobs")(case="c")
-    tokens = [{"token": t, "logprob": lp} for t, lp in
-              [('{"summary": "none", "label": "', 0.0), ("Tr", math.log(0.8)), ("ue", math.log(0.9)), ('"}', 0.0)]]
+    tokens = [
+        {"token": t, "logprob": lp}
+        for t, lp in [
+            ('{"summary": "none", "label": "', 0.0),
+            ("Tr", math.log(0.8)),
+            ("ue", math.log(0.9)),
+            ('"}', 0.0),
+        ]
+    ]
     pred = dspy.Prediction(label="True", logprobs={"content": tokens})
     assert from_logprobs(pred, BINARY) == pytest.approx({"True": 0.72, "False": 0.28})
 
@@ -124,7 +155,9 @@ def test_assistant_is_trained_on_training_debates_and_saved_as_json(tmp_path) ->
     program.prepare(_trainset())
     assert lm.engine_impl.turns["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
     assert "judge" not in lm.engine_impl.turns  # training runs the debates only
-    good, bad = program.reliability_model.score(["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"])
+    good, bad = program.reliability_model.score(
+        ["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"]
+    )
     assert good > 0.5 > bad
 
     out = program(case="case 99 gold=True")
@@ -141,9 +174,21 @@ def test_assistant_is_trained_on_training_debates_and_saved_as_json(tmp_path) ->
     assert fresh.reliability_model.score(texts) == pytest.approx(program.reliability_model.score(texts))
 
 
-@pytest.mark.parametrize("kwargs", [{"smoothing": 1.5}, {"smoothing": -0.1}, {"threshold": 2.0}, {"threshold": -1},
-                                    {"n_debaters": 1}, {"n_rounds": 0}, {"variant": "double"},
-                                    {"reliability": "oracle"}, {"prob_method": "guess"}, {"k_samples": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"smoothing": 1.5},
+        {"smoothing": -0.1},
+        {"threshold": 2.0},
+        {"threshold": -1},
+        {"n_debaters": 1},
+        {"n_rounds": 0},
+        {"variant": "double"},
+        {"reliability": "oracle"},
+        {"prob_method": "guess"},
+        {"k_samples": 0},
+    ],
+)
 def test_bad_configuration(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         DebateFeedback(BINARY, lm=scripted_lm({}), **kwargs)

@@ -36,7 +36,7 @@ def limit_words(text: str, n: int) -> tuple[str, bool]:
 
 
 def majority(votes: Sequence[str], order: Sequence[str], prefer: str | None = None) -> str:
-    """The most frequent vote; a tie goes to ``prefer`` if it is among the tied, else to the first in ``order``."""
+    """The most frequent vote; a tie goes to ``prefer`` if tied, else to the first tied in ``order``."""
     counts = Counter(votes)
     top = max(counts.values())
     tied = [v for v in counts if counts[v] == top]

@@ -71,8 +71,13 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class PrecedentIndex:
     """Training cases embedded for cosine-similarity search, with a cache of precedent reasons."""
 
-    def __init__(self, cases: Sequence[Mapping[str, Any]], *, embedder: str = TFIDF,
-                 reasons: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cases: Sequence[Mapping[str, Any]],
+        *,
+        embedder: str = TFIDF,
+        reasons: Mapping[str, str] | None = None,
+    ) -> None:
         """Fit the index.
 
         Args:
@@ -88,7 +93,9 @@ class PrecedentIndex:
         self.labels = [str(c["label"]) for c in cases]
         self.reasons: dict[str, str] = dict(reasons or {})
         self._lock = threading.Lock()
-        matrix, self._embed = _embed_tfidf(self.cases) if embedder == TFIDF else _embed_model(embedder, self.cases)
+        matrix, self._embed = (
+            _embed_tfidf(self.cases) if embedder == TFIDF else _embed_model(embedder, self.cases)
+        )
         self._matrix = _normalise(np.asarray(matrix, dtype=float))
 
     def __len__(self) -> int:
@@ -109,10 +116,20 @@ class PrecedentIndex:
         sims = self._matrix @ query
         order = sorted(range(len(sims)), key=lambda i: (-sims[i], i))
         picked = [i for i in order if self.cases[i] != case][:k]
-        return [Precedent(self.keys[i], self.cases[i], self.labels[i], float(sims[i]),
-                          self.reasons.get(self.keys[i], "")) for i in picked]
+        return [
+            Precedent(
+                self.keys[i],
+                self.cases[i],
+                self.labels[i],
+                float(sims[i]),
+                self.reasons.get(self.keys[i], ""),
+            )
+            for i in picked
+        ]
 
-    def with_reasons(self, precedents: Sequence[Precedent], explain: Callable[[Precedent], str]) -> list[Precedent]:
+    def with_reasons(
+        self, precedents: Sequence[Precedent], explain: Callable[[Precedent], str]
+    ) -> list[Precedent]:
         """Fill each precedent's reason, calling ``explain`` only for cases never explained before."""
         with self._lock:
             missing = [p for p in precedents if p.key not in self.reasons]
@@ -126,7 +143,10 @@ class PrecedentIndex:
         """JSON-ready form (no vectors: they are refitted on load)."""
         return {
             "embedder": self.embedder,
-            "cases": [{"key": k, "case": c, "label": lab} for k, c, lab in zip(self.keys, self.cases, self.labels, strict=True)],
+            "cases": [
+                {"key": k, "case": c, "label": lab}
+                for k, c, lab in zip(self.keys, self.cases, self.labels, strict=True)
+            ],
             "reasons": dict(self.reasons),
         }
 

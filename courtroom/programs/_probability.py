@@ -15,14 +15,23 @@ PROB_METHODS = ("field", "votes", "logprobs")
 
 
 def add_probability_fields(signature: type[dspy.Signature], labels: Sequence[str]) -> type[dspy.Signature]:
-    """Append the judge's probability outputs: ``probability`` (of labels[0]) for binary tasks,
-    ``p_1 .. p_K`` (one per label, normalised afterwards) for multi-class tasks."""
+    """Append the judge's probability outputs.
+
+    Binary tasks get ``probability`` (of labels[0]); multi-class tasks get ``p_1 .. p_K``, one per
+    label, normalised afterwards.
+    """
     if len(labels) == 2:
-        return signature.append("probability", dspy.OutputField(
-            desc=f"probability between 0 and 1 that the correct label is {labels[0]!r}"), type_=float)
+        return signature.append(
+            "probability",
+            dspy.OutputField(desc=f"probability between 0 and 1 that the correct label is {labels[0]!r}"),
+            type_=float,
+        )
     for i, label in enumerate(labels, 1):
-        signature = signature.append(f"p_{i}", dspy.OutputField(
-            desc=f"probability between 0 and 1 that the correct label is {label!r}"), type_=float)
+        signature = signature.append(
+            f"p_{i}",
+            dspy.OutputField(desc=f"probability between 0 and 1 that the correct label is {label!r}"),
+            type_=float,
+        )
     return signature
 
 
@@ -58,7 +67,9 @@ def from_votes(votes: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
 
 
 def _tokens(logprobs: Any) -> list[tuple[str, float]]:
-    content = logprobs.get("content") if isinstance(logprobs, Mapping) else getattr(logprobs, "content", logprobs)
+    content = (
+        logprobs.get("content") if isinstance(logprobs, Mapping) else getattr(logprobs, "content", logprobs)
+    )
     out = []
     for tok in content or []:
         get = tok.get if isinstance(tok, Mapping) else lambda k, t=tok: getattr(t, k, None)
@@ -68,8 +79,9 @@ def _tokens(logprobs: Any) -> list[tuple[str, float]]:
 
 
 def from_logprobs(out: dspy.Prediction, labels: Sequence[str]) -> dict[str, float]:
-    """P(chosen label) = exp(sum of the log-probabilities of the tokens spelling the label's value in
-    the JSON answer); the rest is shared evenly by the other labels.
+    """The chosen label's probability from token log-probabilities; the rest shared evenly.
+
+    P(chosen) = exp(sum of the log-probabilities of the tokens spelling the label in the JSON answer).
 
     Raises:
         ConfigError: the provider returned no log-probabilities.
@@ -85,7 +97,9 @@ def from_logprobs(out: dspy.Prediction, labels: Sequence[str]) -> dict[str, floa
     key = text.find('"label"')
     start = text.find(f'"{label}"', max(key, 0)) + 1
     if start <= 0:
-        raise ConfigError("debate-feedback: could not find the label in the log-probabilities; use prob_method='field'")
+        raise ConfigError(
+            "debate-feedback: could not find the label in the log-probabilities; use prob_method='field'"
+        )
     end, pos, total = start + len(label), 0, 0.0
     for tok, lp in tokens:
         if pos < end and pos + len(tok) > start:

@@ -31,15 +31,23 @@ class KhanDebate(CourtroomProgram):
     roles = ("classifier", "debater", "judge")
     summary = "Khan et al. debate: two debaters with opposite answers argue r rounds; a judge decides."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None, n_rounds: int = 2) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        n_rounds: int = 2,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_rounds) < 1:
             raise ConfigError(f"khan-debate: n_rounds must be >= 1, got {n_rounds}")
         self.n_rounds = int(n_rounds)
         lt = label_type(self.labels)
-        self.classifier = dspy.Predict(sig.TopTwo.with_updated_fields("first", type_=lt)
-                                       .with_updated_fields("second", type_=lt))
+        self.classifier = dspy.Predict(
+            sig.TopTwo.with_updated_fields("first", type_=lt).with_updated_fields("second", type_=lt)
+        )
         self.debater = dspy.Predict(sig.Debater)
         self.judge = dspy.Predict(sig.DebateJudge.with_updated_fields("decision", type_=lt))
 
@@ -58,15 +66,26 @@ class KhanDebate(CourtroomProgram):
         history: list[str] = []
         for r in range(1, self.n_rounds + 1):
             so_far = "\n".join(history) or NONE
-            outs = run_parallel([
-                lambda i=i: self.ask("debater", self.debater, rollout=i, case=case, answer=sides[i],
-                                     opponent_answer=sides[1 - i], debate_so_far=so_far)
-                for i in range(2)
-            ])
+            outs = run_parallel(
+                [
+                    lambda i=i, so_far=so_far: self.ask(
+                        "debater",
+                        self.debater,
+                        rollout=i,
+                        case=case,
+                        answer=sides[i],
+                        opponent_answer=sides[1 - i],
+                        debate_so_far=so_far,
+                    )
+                    for i in range(2)
+                ]
+            )
             for i, out in enumerate(outs):
                 transcript.append(Turn(f"debater-{i + 1}", r, out.argument, extra={"answer": sides[i]}))
                 history.append(f"Round {r}, debater {i + 1} (for {sides[i]}): {out.argument}")
-        j = self.ask("judge", self.judge, case=case, labels=labels_text(self.labels), debate="\n".join(history))
+        j = self.ask(
+            "judge", self.judge, case=case, labels=labels_text(self.labels), debate="\n".join(history)
+        )
         transcript.append(Turn("judge", self.n_rounds + 1, j.reason, decision=j.decision))
         return self.verdict(j.decision, transcript, sides=sides)
 
@@ -83,8 +102,15 @@ class Reflexion(CourtroomProgram):
     roles = ("solver", "critic")
     summary = "Reflexion: answer, self-critique, retry up to max_retries times."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None, max_retries: int = 1) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        max_retries: int = 1,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(max_retries) < 0:
             raise ConfigError(f"reflexion: max_retries must be >= 0, got {max_retries}")
@@ -99,12 +125,16 @@ class Reflexion(CourtroomProgram):
         attempts: list[str] = []
         answers: list[str] = []
         for r in range(1, self.max_retries + 2):
-            out = self.ask("solver", self.solver, case=case, labels=labels, earlier_attempts="\n".join(attempts) or NONE)
+            out = self.ask(
+                "solver", self.solver, case=case, labels=labels, earlier_attempts="\n".join(attempts) or NONE
+            )
             answers.append(out.answer)
             transcript.append(Turn("solver", r, out.reasoning, decision=out.answer))
             if r == self.max_retries + 1:
                 break  # no retry left: a critique could not change the answer
-            c = self.ask("critic", self.critic, case=case, labels=labels, answer=out.answer, reasoning=out.reasoning)
+            c = self.ask(
+                "critic", self.critic, case=case, labels=labels, answer=out.answer, reasoning=out.reasoning
+            )
             transcript.append(Turn("critic", r, c.critique, extra={"accepted": bool(c.is_correct)}))
             if c.is_correct:
                 break

@@ -1,5 +1,6 @@
-"""Single-model baselines (SPEC §4.4): zero-shot, few-shot, chain-of-thought, self-consistency and
-parallel N-model majority vote. The multi-agent baselines live in :mod:`courtroom.programs.baseline_debates`.
+"""Single-model baselines (SPEC §4.4): zero-shot, few-shot, CoT, self-consistency, parallel vote.
+
+The multi-agent baselines live in :mod:`courtroom.programs.baseline_debates`.
 
 Every label output is a ``Literal`` over the task's labels, so constrained decoding always yields a
 valid label. Majority votes break ties in favour of the first sample's answer (the one a single
@@ -35,10 +36,18 @@ class ZeroShot(CourtroomProgram):
     roles = ("classifier",)
     summary = "Single model, zero-shot: one answer."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
-        self.classifier = dspy.Predict(sig.Classify.with_updated_fields("answer", type_=label_type(self.labels)))
+        self.classifier = dspy.Predict(
+            sig.Classify.with_updated_fields("answer", type_=label_type(self.labels))
+        )
 
     def forward(self, case: str) -> dspy.Prediction:
         """Classify ``case``."""
@@ -52,8 +61,16 @@ class FewShot(ZeroShot):
     name = "few-shot"
     summary = "Single model, few-shot: k labelled training cases as demos."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None, k_shots: int = 3, seed: int = 0) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        k_shots: int = 3,
+        seed: int = 0,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         self.k_shots = _at_least(self.name, "k_shots", k_shots, 0)
         self.seed = int(seed)
@@ -61,8 +78,10 @@ class FewShot(ZeroShot):
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Draw the demos (seeded) from the training cases."""
         if self.k_shots > len(trainset):
-            raise ConfigError(f"few-shot: k_shots={self.k_shots} but the training set has {len(trainset)} cases; "
-                              "lower k_shots or pass more training cases")
+            raise ConfigError(
+                f"few-shot: k_shots={self.k_shots} but the training set has {len(trainset)} cases; "
+                "lower k_shots or pass more training cases"
+            )
         picked = seeded_rng(self.seed, "few-shot").sample(range(len(trainset)), self.k_shots)
         self.classifier.demos = [
             dspy.Example(case=trainset[i].case, labels=labels_text(self.labels), answer=trainset[i].label)
@@ -83,14 +102,24 @@ class ChainOfThought(CourtroomProgram):
     roles = ("classifier",)
     summary = "Single model, chain-of-thought: reasoning then answer."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
-        self.classifier = dspy.Predict(sig.Reason.with_updated_fields("answer", type_=label_type(self.labels)))
+        self.classifier = dspy.Predict(
+            sig.Reason.with_updated_fields("answer", type_=label_type(self.labels))
+        )
 
     def _sample(self, case: str, i: int) -> tuple[str, Turn]:
         out = self.ask("classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels))
-        return out.answer, Turn("classifier", i + 1, out.reasoning, decision=out.answer, extra={"sample": i + 1})
+        return out.answer, Turn(
+            "classifier", i + 1, out.reasoning, decision=out.answer, extra={"sample": i + 1}
+        )
 
     def forward(self, case: str) -> dspy.Prediction:
         """Reason about ``case`` and answer."""
@@ -104,8 +133,15 @@ class SelfConsistency(ChainOfThought):
     name = "self-consistency"
     summary = "Self-consistency: k chain-of-thought samples, majority vote."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None, k_samples: int = 3) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        k_samples: int = 3,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         self.k_samples = _at_least(self.name, "k_samples", k_samples, 1)
 
@@ -113,26 +149,42 @@ class SelfConsistency(ChainOfThought):
         """Sample ``k_samples`` reasoned answers concurrently and take the majority."""
         samples = run_parallel([lambda i=i: self._sample(case, i) for i in range(self.k_samples)])
         votes = [a for a, _ in samples]
-        return self.verdict(majority(votes, self.labels, prefer=votes[0]), [t for _, t in samples], votes=votes)
+        return self.verdict(
+            majority(votes, self.labels, prefer=votes[0]), [t for _, t in samples], votes=votes
+        )
 
 
 class ParallelVote(ZeroShot):
-    """``n_models`` independent zero-shot answers (rollout ids), majority vote (the papers' Parallel N-LLMs)."""
+    """The papers' Parallel N-LLMs: ``n_models`` independent zero-shot answers (rollout ids), majority vote."""
 
     name = "parallel-vote"
     summary = "Parallel N-LLMs: N independent answers, majority vote."
 
-    def __init__(self, labels: Sequence[str], positions: Sequence[str] | None = None, *, lm: Any = None,
-                 roles: RoleLMs | Mapping[str, Any] | None = None, n_models: int = 3) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        positions: Sequence[str] | None = None,
+        *,
+        lm: Any = None,
+        roles: RoleLMs | Mapping[str, Any] | None = None,
+        n_models: int = 3,
+    ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         self.n_models = _at_least(self.name, "n_models", n_models, 1)
 
     def forward(self, case: str) -> dspy.Prediction:
         """Ask ``n_models`` times concurrently and take the majority."""
-        outs = run_parallel([
-            lambda i=i: self.ask("classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels))
-            for i in range(self.n_models)
-        ])
+        outs = run_parallel(
+            [
+                lambda i=i: self.ask(
+                    "classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels)
+                )
+                for i in range(self.n_models)
+            ]
+        )
         votes = [o.answer for o in outs]
-        turns = [Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1}) for i, v in enumerate(votes)]
+        turns = [
+            Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1})
+            for i, v in enumerate(votes)
+        ]
         return self.verdict(majority(votes, self.labels, prefer=votes[0]), turns, votes=votes)

@@ -46,7 +46,7 @@ class CourtroomLLM(CourtroomProgram):
 
     name = "courtroom-llm"
     roles = ("clerk", "prosecutor", "attorney", "judge", "reasoner")
-    summary = "Courtroom-LLM: preliminary hearing, prosecutor vs attorney, precedents, parallel or sequential judges."
+    summary = "Courtroom-LLM: preliminary hearing, prosecutor vs attorney, precedents, a panel of judges."
 
     def __init__(
         self,
@@ -67,9 +67,13 @@ class CourtroomLLM(CourtroomProgram):
         if int(n_judges) < 1:
             raise ConfigError(f"courtroom-llm: n_judges must be >= 1, got {n_judges}; set n_judges=1, 3 or 5")
         if judge_mode not in JUDGE_MODES:
-            raise ConfigError(f"courtroom-llm: unknown judge_mode {judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
+            raise ConfigError(
+                f"courtroom-llm: unknown judge_mode {judge_mode!r}; use one of {', '.join(JUDGE_MODES)}"
+            )
         if assignment not in ASSIGNMENTS:
-            raise ConfigError(f"courtroom-llm: unknown assignment {assignment!r}; use one of {', '.join(ASSIGNMENTS)}")
+            raise ConfigError(
+                f"courtroom-llm: unknown assignment {assignment!r}; use one of {', '.join(ASSIGNMENTS)}"
+            )
         if int(k_precedents) < 0:
             raise ConfigError(f"courtroom-llm: k_precedents must be >= 0, got {k_precedents}")
         if int(max_argument_sentences) < 0:
@@ -79,8 +83,11 @@ class CourtroomLLM(CourtroomProgram):
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
         self.precedent_index: PrecedentIndex | None = None
         lt = label_type(self.labels)
-        self.clerk = dspy.Predict(sig.PreliminaryHearing.with_updated_fields("most_likely", type_=lt)
-                                  .with_updated_fields("runner_up", type_=lt))
+        self.clerk = dspy.Predict(
+            sig.PreliminaryHearing.with_updated_fields("most_likely", type_=lt).with_updated_fields(
+                "runner_up", type_=lt
+            )
+        )
         self.prosecutor = dspy.Predict(sig.Prosecutor)
         self.attorney = dspy.Predict(sig.Attorney)
         self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=lt))
@@ -96,7 +103,8 @@ class CourtroomLLM(CourtroomProgram):
                 "cases; lower k_precedents or pass more training cases"
             )
         self.precedent_index = PrecedentIndex(
-            [{"case": ex.case, "label": ex.label, "id": ex.get("id")} for ex in trainset], embedder=self.embedder,
+            [{"case": ex.case, "label": ex.label, "id": ex.get("id")} for ex in trainset],
+            embedder=self.embedder,
             reasons=self.precedent_index.reasons if self.precedent_index else None,
         )
 
@@ -115,7 +123,11 @@ class CourtroomLLM(CourtroomProgram):
             a2 = self.labels[(self.labels.index(a1) + 1) % len(self.labels)]
             note = f"clerk repeated A1 as runner-up; runner-up set to the next label {a2!r}"
         extra = {"runner_up": a2} | ({"note": note} if note else {})
-        return a1, a2, Turn("clerk", 0, f"A1 (most likely): {a1}; A2 (runner-up): {a2}", decision=a1, extra=extra)
+        return (
+            a1,
+            a2,
+            Turn("clerk", 0, f"A1 (most likely): {a1}; A2 (runner-up): {a2}", decision=a1, extra=extra),
+        )
 
     def _assign(self, case: str, a1: str, a2: str) -> dict[str, str]:
         if self.assignment == "random" and seeded_rng(self.seed, "assignment", case).random() < 0.5:
@@ -124,7 +136,11 @@ class CourtroomLLM(CourtroomProgram):
 
     def _argue(self, role: str, case: str, label: str, other: str) -> tuple[str, Turn]:
         predictor = self.prosecutor if role == "prosecutor" else self.attorney
-        limit = f"at most {self.max_argument_sentences} sentence(s)" if self.max_argument_sentences else "no limit"
+        limit = (
+            f"at most {self.max_argument_sentences} sentence(s)"
+            if self.max_argument_sentences
+            else "no limit"
+        )
         out = self.ask(role, predictor, case=case, label=label, opposing_label=other, length_limit=limit)
         text, cut = limit_sentences(out.argument, self.max_argument_sentences)
         extra: dict[str, Any] = {"label": label}
@@ -142,48 +158,74 @@ class CourtroomLLM(CourtroomProgram):
             )
         found = self.precedent_index.search(case, self.k_precedents)
         return self.precedent_index.with_reasons(
-            found, lambda p: self.ask("reasoner", self.reasoner, case=p.case, label=p.label).reason)
+            found, lambda p: self.ask("reasoner", self.reasoner, case=p.case, label=p.label).reason
+        )
 
     @staticmethod
     def _precedents_text(precedents: Sequence[Precedent]) -> str:
         if not precedents:
             return NONE
-        return "\n".join(f"Precedent {i}: {p.case}\nCorrect label: {p.label}\nReason: {p.reason}"
-                         for i, p in enumerate(precedents, 1))
+        return "\n".join(
+            f"Precedent {i}: {p.case}\nCorrect label: {p.label}\nReason: {p.reason}"
+            for i, p in enumerate(precedents, 1)
+        )
 
     def forward(self, case: str) -> dspy.Prediction:
         """Try ``case``; ``label`` is the panel's verdict."""
         a1, a2, ph_turn = self._hearing(case)
         assigned = self._assign(case, a1, a2)
-        (p_text, p_turn), (d_text, d_turn), precedents = run_parallel([
-            lambda: self._argue("prosecutor", case, assigned["prosecutor"], assigned["attorney"]),
-            lambda: self._argue("attorney", case, assigned["attorney"], assigned["prosecutor"]),
-            lambda: self._precedents(case),
-        ])
+        (p_text, p_turn), (d_text, d_turn), precedents = run_parallel(
+            [
+                lambda: self._argue("prosecutor", case, assigned["prosecutor"], assigned["attorney"]),
+                lambda: self._argue("attorney", case, assigned["attorney"], assigned["prosecutor"]),
+                lambda: self._precedents(case),
+            ]
+        )
         transcript = [ph_turn, p_turn, d_turn]
-        transcript += [Turn("reasoner", 1, p.reason, decision=p.label,
-                            extra={"precedent": p.case, "similarity": round(p.similarity, 4)}) for p in precedents]
+        transcript += [
+            Turn(
+                "reasoner",
+                1,
+                p.reason,
+                decision=p.label,
+                extra={"precedent": p.case, "similarity": round(p.similarity, 4)},
+            )
+            for p in precedents
+        ]
         inputs = {
-            "case": case, "labels": labels_text(self.labels),
+            "case": case,
+            "labels": labels_text(self.labels),
             "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
             "attorney_argument": f"[{assigned['attorney']}] {d_text}",
             "precedents": self._precedents_text(precedents),
         }
         if self.judge_mode == "parallel":
-            outs = run_parallel([
-                lambda i=i: self.ask("judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
-                for i in range(self.n_judges)
-            ])
+            outs = run_parallel(
+                [
+                    lambda i=i: self.ask("judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+                    for i in range(self.n_judges)
+                ]
+            )
         else:
             outs, previous = [], []
             for i in range(self.n_judges):
-                out = self.ask("judge", self.judge, rollout=i,
-                               previous_judges="\n".join(previous) or NONE, **inputs)
+                out = self.ask(
+                    "judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs
+                )
                 outs.append(out)
                 previous.append(f"Judge {i + 1} decided {out.decision}: {out.reason}")
         votes = [o.decision for o in outs]
-        transcript += [Turn("judge", 2, o.reason, decision=o.decision, extra={"judge": i + 1, "mode": self.judge_mode})
-                       for i, o in enumerate(outs)]
+        transcript += [
+            Turn("judge", 2, o.reason, decision=o.decision, extra={"judge": i + 1, "mode": self.judge_mode})
+            for i, o in enumerate(outs)
+        ]
         label = majority(votes, self.labels, prefer=a1) if self.judge_mode == "parallel" else votes[-1]
-        return self.verdict(label, transcript, votes=votes, ph_label=a1, ph_runner_up=a2,
-                            precedents=[p.to_dict() for p in precedents], assignment=assigned)
+        return self.verdict(
+            label,
+            transcript,
+            votes=votes,
+            ph_label=a1,
+            ph_runner_up=a2,
+            precedents=[p.to_dict() for p in precedents],
+            assignment=assigned,
+        )

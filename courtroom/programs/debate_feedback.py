@@ -1,5 +1,8 @@
-"""Debate-Feedback (SPEC §4.3, paper Algorithm 1): debaters argue, an assistant scores their
-reliability, and the judge's probability is updated with smoothing when the reliability passes."""
+"""Debate-Feedback (SPEC §4.3, paper Algorithm 1): debate, verify reliability, smooth the judge.
+
+Debaters argue, an assistant scores their reliability, and the judge's probability is updated
+with smoothing when the reliability passes the threshold.
+"""
 
 from __future__ import annotations
 
@@ -24,14 +27,23 @@ VARIANTS = ("single", "assistant")
 _STATE_KEY = "courtroom_reliability_model"
 
 
-def correction_counts(golds: Sequence[str], initial_labels: Sequence[str], final_labels: Sequence[str]) -> dict[str, int]:
-    """The paper's smoothing table: ``correction`` (initial wrong, final right), ``degradation``
-    (initial right, final wrong), ``kept_right``, ``kept_wrong`` and ``n``."""
+def correction_counts(
+    golds: Sequence[str], initial_labels: Sequence[str], final_labels: Sequence[str]
+) -> dict[str, int]:
+    """The paper's smoothing table from gold, initial and final labels.
+
+    Returns ``correction`` (initial wrong, final right), ``degradation`` (initial right, final
+    wrong), ``kept_right``, ``kept_wrong`` and ``n``.
+    """
     out = {"correction": 0, "degradation": 0, "kept_right": 0, "kept_wrong": 0, "n": 0}
     for gold, first, last in zip(golds, initial_labels, final_labels, strict=True):
         out["n"] += 1
-        key = {(False, True): "correction", (True, False): "degradation",
-               (True, True): "kept_right", (False, False): "kept_wrong"}[(first == gold, last == gold)]
+        key = {
+            (False, True): "correction",
+            (True, False): "degradation",
+            (True, True): "kept_right",
+            (False, False): "kept_wrong",
+        }[(first == gold, last == gold)]
         out[key] += 1
     return out
 
@@ -64,7 +76,9 @@ class DebateFeedback(CourtroomProgram):
 
     name = "debate-feedback"
     roles = ("judge", "debater", "assistant")
-    summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
+    summary = (
+        "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
+    )
 
     def __init__(
         self,
@@ -91,8 +105,14 @@ class DebateFeedback(CourtroomProgram):
             (0.0 <= float(smoothing) <= 1.0, f"smoothing T must be in [0, 1], got {smoothing}"),
             (0.0 <= float(threshold) <= 1.0, f"threshold must be in [0, 1], got {threshold}"),
             (variant in VARIANTS, f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}"),
-            (reliability in RELIABILITY, f"unknown reliability {reliability!r}; use one of {', '.join(RELIABILITY)}"),
-            (prob_method in prob.PROB_METHODS, f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}"),
+            (
+                reliability in RELIABILITY,
+                f"unknown reliability {reliability!r}; use one of {', '.join(RELIABILITY)}",
+            ),
+            (
+                prob_method in prob.PROB_METHODS,
+                f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}",
+            ),
             (int(k_samples) >= 1, f"k_samples must be >= 1, got {k_samples}"),
         ]
         for ok, message in checks:
@@ -100,9 +120,16 @@ class DebateFeedback(CourtroomProgram):
                 raise ConfigError(f"debate-feedback: {message}")
         self.n_rounds, self.n_debaters, self.word_limit = int(n_rounds), int(n_debaters), int(word_limit)
         self.smoothing, self.threshold = float(smoothing), float(threshold)
-        self.variant, self.reliability, self.prob_method, self.k_samples = variant, reliability, prob_method, int(k_samples)
+        self.variant, self.reliability, self.prob_method, self.k_samples = (
+            variant,
+            reliability,
+            prob_method,
+            int(k_samples),
+        )
         self.reliability_model = ReliabilityModel()
-        judge = prob.add_probability_fields(sig.Judge.with_updated_fields("label", type_=label_type(self.labels)), self.labels)
+        judge = prob.add_probability_fields(
+            sig.Judge.with_updated_fields("label", type_=label_type(self.labels)), self.labels
+        )
         self.judge = dspy.Predict(judge)
         self.debater = dspy.Predict(sig.Debater)
         self.assistant = dspy.Predict(sig.Assistant)
@@ -126,7 +153,7 @@ class DebateFeedback(CourtroomProgram):
         agrees: list[bool] = []
         batch = 4  # cases debated at once; each debate runs its debaters concurrently too
         for start in range(0, len(trainset), batch):
-            chunk = trainset[start:start + batch]
+            chunk = trainset[start : start + batch]
             finals = run_parallel([lambda ex=ex: self._debate(ex.case)[-1] for ex in chunk])
             for ex, replies in zip(chunk, finals, strict=True):
                 for d, reply in enumerate(replies):
@@ -146,14 +173,26 @@ class DebateFeedback(CourtroomProgram):
 
     def _speak(self, case: str, d: int, stage: str, previous: str, others: str) -> tuple[str, bool]:
         limit = f"at most {self.word_limit} words" if self.word_limit else "no limit"
-        out = self.ask("debater", self.debater, rollout=d, case=case, labels=labels_text(self.labels),
-                       position=self.position_of(d), stage=stage, previous_rounds=previous,
-                       other_opinions=others, word_limit=limit)
+        out = self.ask(
+            "debater",
+            self.debater,
+            rollout=d,
+            case=case,
+            labels=labels_text(self.labels),
+            position=self.position_of(d),
+            stage=stage,
+            previous_rounds=previous,
+            other_opinions=others,
+            word_limit=limit,
+        )
         return limit_words(out.opinion, self.word_limit)
 
     def _round(self, case: str, r: int, last: list[str] | None) -> tuple[list[str], list[str], list[Turn]]:
-        previous = NONE if last is None else "\n".join(
-            f"Expert {d + 1} (for {self.position_of(d)}): {t}" for d, t in enumerate(last))
+        previous = (
+            NONE
+            if last is None
+            else "\n".join(f"Expert {d + 1} (for {self.position_of(d)}): {t}" for d, t in enumerate(last))
+        )
         n = range(self.n_debaters)
         opinions = run_parallel([lambda d=d: self._speak(case, d, "opinion", previous, NONE) for d in n])
         ops = [o for o, _ in opinions]
@@ -163,9 +202,15 @@ class DebateFeedback(CourtroomProgram):
 
         replies = run_parallel([lambda d=d: self._speak(case, d, "reply", previous, others(d)) for d in n])
         turns = [
-            Turn(f"debater-{d + 1}", r, text, extra={"position": self.position_of(d), "stage": stage}
-                 | ({"truncated": True} if cut else {}))
-            for stage, said in (("opinion", opinions), ("reply", replies)) for d, (text, cut) in enumerate(said)
+            Turn(
+                f"debater-{d + 1}",
+                r,
+                text,
+                extra={"position": self.position_of(d), "stage": stage}
+                | ({"truncated": True} if cut else {}),
+            )
+            for stage, said in (("opinion", opinions), ("reply", replies))
+            for d, (text, cut) in enumerate(said)
         ]
         return ops, [t for t, _ in replies], turns
 
@@ -173,11 +218,19 @@ class DebateFeedback(CourtroomProgram):
         if self.scorer == "assistant":
             return self.reliability_model.score([reliability_text(case, t) for t in replies])
         if self.scorer == "llm":
-            outs = run_parallel([
-                lambda d=d: self.ask("assistant", self.assistant, rollout=d, case=case,
-                                     position=self.position_of(d), comment=replies[d])
-                for d in range(len(replies))
-            ])
+            outs = run_parallel(
+                [
+                    lambda d=d: self.ask(
+                        "assistant",
+                        self.assistant,
+                        rollout=d,
+                        case=case,
+                        position=self.position_of(d),
+                        comment=replies[d],
+                    )
+                    for d in range(len(replies))
+                ]
+            )
             return [prob.clamp(o.reliability) for o in outs]
         return []
 
@@ -187,10 +240,12 @@ class DebateFeedback(CourtroomProgram):
         """A distribution over the labels (read per ``prob_method``) and the judge's summary."""
         inputs = {"case": case, "labels": labels_text(self.labels), "debate": debate}
         if self.prob_method == "votes":
-            outs = run_parallel([
-                lambda s=s: self.ask("judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
-                for s in range(self.k_samples)
-            ])
+            outs = run_parallel(
+                [
+                    lambda s=s: self.ask("judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
+                    for s in range(self.k_samples)
+                ]
+            )
             return prob.from_votes([o.label for o in outs], self.labels), outs[0].summary
         if self.prob_method == "logprobs":
             out = self.ask("judge", self.judge, rollout=rollout, lm_config={"logprobs": True}, **inputs)
@@ -201,12 +256,16 @@ class DebateFeedback(CourtroomProgram):
     def forward(self, case: str) -> dspy.Prediction:
         """Debate ``case``; ``label`` follows the final smoothed probability O_n."""
         if self.scorer == "assistant" and not self.reliability_model.fitted:
-            raise ConfigError("debate-feedback: the assistant is not trained; call program.prepare(trainset) "
-                              "first, or use reliability='llm' or variant='single'")
+            raise ConfigError(
+                "debate-feedback: the assistant is not trained; call program.prepare(trainset) "
+                "first, or use reliability='llm' or variant='single'"
+            )
         o, _ = self._estimate(case, NONE, 0)
         initial = prob.decide(o, self.labels)
         history = [o]
-        transcript = [Turn("judge", 0, "initial estimate O_0 on the case alone", decision=initial, extra={"O": o})]
+        transcript = [
+            Turn("judge", 0, "initial estimate O_0 on the case alone", decision=initial, extra={"O": o})
+        ]
         reliabilities: list[list[float]] = []
         gates: list[bool] = []
         last: list[str] | None = None
@@ -220,8 +279,14 @@ class DebateFeedback(CourtroomProgram):
             passed = mean is None or mean >= self.threshold
             gates.append(passed)
             if rel:
-                transcript.append(Turn("assistant", r, f"mean reliability {mean:.3f} (threshold {self.threshold})",
-                                       extra={"reliabilities": rel, "method": self.scorer, "gate": passed}))
+                transcript.append(
+                    Turn(
+                        "assistant",
+                        r,
+                        f"mean reliability {mean:.3f} (threshold {self.threshold})",
+                        extra={"reliabilities": rel, "method": self.scorer, "gate": passed},
+                    )
+                )
             if passed:
                 debate = self._debate_text(ops, replies, rel)
                 new, summary = self._estimate(case, debate, r)
@@ -232,10 +297,23 @@ class DebateFeedback(CourtroomProgram):
                 o = new
                 text = "gate failed: fresh estimate on the case alone, debate ignored"
             history.append(o)
-            transcript.append(Turn("judge", r, text, decision=prob.decide(o, self.labels),
-                                   extra={"estimate": new, "O": o, "gate": passed}))
-        return self.verdict(prob.decide(o, self.labels), transcript, probabilities=history,
-                            initial_label=initial, reliabilities=reliabilities, gates=gates)
+            transcript.append(
+                Turn(
+                    "judge",
+                    r,
+                    text,
+                    decision=prob.decide(o, self.labels),
+                    extra={"estimate": new, "O": o, "gate": passed},
+                )
+            )
+        return self.verdict(
+            prob.decide(o, self.labels),
+            transcript,
+            probabilities=history,
+            initial_label=initial,
+            reliabilities=reliabilities,
+            gates=gates,
+        )
 
     def _debate_text(self, ops: list[str], replies: list[str], rel: list[float]) -> str:
         lines = []
