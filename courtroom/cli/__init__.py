@@ -16,7 +16,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Importing the command modules registers them on `app`.
-    from courtroom.cli import compile, frameworks, predict, run, show  # noqa: F401
+    from courtroom.cli import compile, frameworks, predict, run, show, study  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,113 @@
+"""Study outputs: the trials table (pandas, CSV), plots, the Pareto front and the best config.
+
+Writing files is kept apart from running trials (STYLE: scoring stays pure).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from courtroom.optimize.spaces import split_params
+
+log = logging.getLogger(__name__)
+USAGE_COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "calls_per_example", "seconds")
+
+
+def trials_table(study: Any) -> pd.DataFrame:
+    """One row per trial: number, state, values, parameters and usage."""
+    df = study.trials_dataframe(attrs=("number", "state", "value" if len(study.directions) == 1 else "values",
+                                       "params", "user_attrs", "duration"))
+    df.columns = [c.replace("user_attrs_", "").replace("params_", "") for c in df.columns]
+    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config")]
+    return df[keep]
+
+
+def pareto_table(study: Any) -> pd.DataFrame:
+    """The Pareto front of a two-objective study (score up, calls per example down)."""
+    rows = [{"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
+            for t in study.best_trials]
+    return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
+
+
+def best_trial(study: Any) -> Any:
+    """The best trial; for a Pareto front, its highest-scoring member (then the cheapest)."""
+    if len(study.directions) == 1:
+        return study.best_trial
+    return sorted(study.best_trials, key=lambda t: (-t.values[0], t.values[1]))[0]
+
+
+def export_config(study: Any, framework: str, task: str, path: str | Path) -> dict[str, Any]:
+    """Write the best trial as a config that ``courtroom compile --config`` accepts."""
+    trial = best_trial(study)
+    knobs, models, temps = split_params(trial.user_attrs.get("config") or trial.params)
+    config = {"kind": "courtroom-config", "framework": framework, "task": task, "knobs": knobs, "roles": models,
+              "temperatures": temps, "study": study.study_name, "trial": trial.number, "values": list(trial.values)}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(config, indent=2))
+    return config
+
+
+def _plot(name: str, draw: Any, out: Path) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        ax = draw()
+    except (ValueError, RuntimeError, ZeroDivisionError) as exc:  # too few trials, no variation
+        log.warning("skipped the %s plot: %s", name, exc)
+        plt.close("all")
+        return None
+    fig = (ax.flat[0] if hasattr(ax, "flat") else ax).get_figure()
+    fig.set_size_inches(8, 5)
+    fig.tight_layout()
+    path = out / f"{name}.png"
+    fig.savefig(path, dpi=100)
+    plt.close("all")
+    return path
+
+
+def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``trials.csv``, ``pareto.csv`` (two objectives), plots and ``study.json`` under ``out``."""
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.importance import FanovaImportanceEvaluator
+    from optuna.visualization import matplotlib as vis
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    table = trials_table(study)
+    table.to_csv(out / "trials.csv", index=False)
+    written["trials"] = out / "trials.csv"
+    multi = len(study.directions) > 1
+    target = (lambda t: t.values[0]) if multi else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        plots = {"history": lambda: vis.plot_optimization_history(study, target=target, target_name="score"),
+                 "importances": lambda: vis.plot_param_importances(
+                     study, target=target, target_name="score", evaluator=FanovaImportanceEvaluator(seed=0))}
+        if multi:
+            pareto_table(study).to_csv(out / "pareto.csv", index=False)
+            written["pareto_table"] = out / "pareto.csv"
+            plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
+        for name, draw in plots.items():
+            path = _plot(name, draw, out)
+            if path:
+                written[name] = path
+    try:
+        best = study.best_trials if multi else [study.best_trial]
+    except ValueError:  # no completed trial yet
+        best = []
+    summary = {"study": study.study_name, "config": config or {}, "trials": len(table),
+               "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best]}
+    (out / "study.json").write_text(json.dumps(summary, indent=2, default=str))
+    written["summary"] = out / "study.json"
+    return written

@@ -1,0 +1,96 @@
+"""Optuna storages for studies: SQLite by default, a journal file, or PostgreSQL for several machines.
+
+* ``sqlite:///path.db`` (default ``sqlite:///courtroom-studies.db``) and ``postgresql://...`` are
+  RDB storages with heartbeats, so Optuna marks trials of killed workers as failed.
+* ``journal:PATH`` (or a path ending in ``.journal``/``.log``) is Optuna's journal file, safe for
+  several processes on one machine. It has no heartbeat: :func:`fail_stale_trials` marks a
+  RUNNING trial failed when its worker process on this host is gone, or when its last heartbeat
+  (a user attribute the objective refreshes) is older than the grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from courtroom.errors import ConfigError
+
+DEFAULT_STORAGE = "sqlite:///courtroom-studies.db"
+HEARTBEAT_SECONDS = 30
+GRACE_SECONDS = 180
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages and reports)."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def open_storage(url: str | None) -> Any:
+    """An Optuna storage for ``url``; a clear ConfigError when it cannot be used or reached."""
+    import optuna
+
+    url = url or DEFAULT_STORAGE
+    if url.startswith("journal:") or url.endswith((".journal", ".log")):
+        from optuna.storages.journal import JournalFileBackend
+
+        path = url.removeprefix("journal:")
+        return optuna.storages.JournalStorage(JournalFileBackend(path))
+    scheme = urlsplit(url).scheme.split("+")[0]
+    if scheme not in ("sqlite", "postgresql", "mysql"):
+        raise ConfigError(f"unsupported storage {redact(url)!r}: use sqlite:///FILE.db, journal:FILE or "
+                          "postgresql://USER:PASSWORD@HOST/DB")
+    kwargs: dict[str, Any] = {}
+    if scheme == "postgresql":
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError("PostgreSQL storage needs a driver: pip install 'courtroom[postgres]'") from exc
+        kwargs["engine_kwargs"] = {"connect_args": {"connect_timeout": 5}, "pool_pre_ping": True}
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*heartbeat_interval.*")
+    try:
+        return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
+                                          **kwargs)
+    except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
+        raise ConfigError(f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs") from exc
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_stale_trials(study: Any, grace: float = GRACE_SECONDS) -> list[int]:
+    """Mark RUNNING trials of dead workers as FAIL; returns their numbers."""
+    from optuna.trial import TrialState
+
+    host = socket.gethostname()
+    failed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = str(t.user_attrs.get("worker", ""))
+        w_host, _, w_pid = worker.rpartition(":")
+        beat = float(t.user_attrs.get("heartbeat", 0) or 0)
+        dead = w_host == host and w_pid.isdigit() and not _alive(int(w_pid))
+        silent = beat and time.time() - beat > grace
+        if (dead or silent) and worker != WORKER:
+            try:
+                study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            except RuntimeError:  # finished meanwhile
+                continue
+            failed.append(t.number)
+    return failed

@@ -1,0 +1,176 @@
+"""Search spaces for studies: one per framework, over the knobs the program class really has.
+
+Each framework's space names its knobs; :func:`build_space` checks them against the class's
+``knobs()`` (a space that names a knob the class lacks is an error, not a silent skip), narrows
+them by user overrides (which must stay inside the bounds), and adds per-role temperatures and
+per-role model choices when asked. The paper's defaults (the class's knob defaults) are what
+:func:`default_params` returns, for trial 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from courtroom.errors import ConfigError
+
+MODEL = "model:"
+TEMPERATURE = "temperature:"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One searched parameter: an int or float range, or a list of choices."""
+
+    name: str
+    kind: str
+    """``int``, ``float`` or ``cat``."""
+    low: float = 0
+    high: float = 0
+    choices: tuple[Any, ...] = ()
+    only_if: tuple[str, Any] | None = None
+    """Sampled only when another parameter has this value; otherwise ``otherwise`` (a constraint)."""
+    otherwise: Any = None
+
+    def suggest(self, trial: Any) -> Any:
+        """Draw this parameter in an Optuna trial."""
+        if self.kind == "int":
+            return trial.suggest_int(self.name, int(self.low), int(self.high))
+        if self.kind == "float":
+            return trial.suggest_float(self.name, float(self.low), float(self.high))
+        return trial.suggest_categorical(self.name, list(self.choices))
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` lies in this space."""
+        if self.kind == "cat":
+            return value in self.choices
+        return isinstance(value, int | float) and not isinstance(value, bool) and self.low <= value <= self.high
+
+    def describe(self) -> str:
+        """Human-readable bounds."""
+        if self.kind == "cat":
+            return "{" + ", ".join(map(str, self.choices)) + "}"
+        return f"[{self.low:g}, {self.high:g}]"
+
+    def narrowed(self, spec: str) -> Param:
+        """This parameter narrowed by ``LOW:HIGH``, ``a,b`` or a single value; never widened."""
+        def value(text: str) -> Any:
+            text = text.strip()
+            if self.kind == "cat":
+                for c in self.choices:
+                    if str(c).lower() == text.lower():
+                        return c
+                raise ConfigError(f"search space: {self.name}={text!r} is outside {self.describe()}")
+            try:
+                v = int(text) if self.kind == "int" else float(text)
+            except ValueError as exc:
+                raise ConfigError(f"search space: {self.name} needs a number, got {text!r}") from exc
+            if not self.low <= v <= self.high:
+                raise ConfigError(f"search space: {self.name}={v} is outside its bounds {self.describe()}")
+            return v
+
+        if self.kind == "cat":
+            picked = tuple(dict.fromkeys(value(t) for t in spec.split(",")))
+            return replace(self, choices=picked)
+        lo, sep, hi = spec.partition(":")
+        low, high = value(lo), value(hi) if sep else value(lo)
+        if low > high:
+            raise ConfigError(f"search space: {self.name} range {spec!r} is empty (low > high)")
+        return replace(self, low=low, high=high)
+
+
+def Int(name: str, low: int, high: int) -> Param:  # noqa: N802 - reads like a type in the tables below
+    """An integer range."""
+    return Param(name, "int", low, high)
+
+
+def Float(name: str, low: float, high: float) -> Param:  # noqa: N802
+    """A float range."""
+    return Param(name, "float", low, high)
+
+
+def Choice(name: str, *choices: Any, only_if: tuple[str, Any] | None = None, otherwise: Any = None) -> Param:  # noqa: N802
+    """A categorical choice, optionally conditional on another parameter."""
+    return Param(name, "cat", choices=tuple(choices), only_if=only_if, otherwise=otherwise)
+
+
+def sample(space: Sequence[Param], trial: Any) -> dict[str, Any]:
+    """Draw every parameter of ``space`` in order, honouring conditions (define-by-run)."""
+    out: dict[str, Any] = {}
+    for p in space:
+        if p.only_if and out.get(p.only_if[0], p.only_if[1]) != p.only_if[1]:
+            out[p.name] = p.otherwise
+        else:
+            out[p.name] = p.suggest(trial)
+    return out
+
+
+SPACES: dict[str, tuple[Param, ...]] = {
+    # Without the lawyer the prosecutor must speak (an empty courtroom is not a configuration).
+    "jot": (Int("n_loops", 1, 5), Choice("use_lawyer", True, False),
+            Choice("use_prosecutor", True, False, only_if=("use_lawyer", True), otherwise=True),
+            Choice("use_feedback", True, False)),
+    "courtroom-llm": (Int("n_judges", 1, 5), Choice("judge_mode", "parallel", "sequential"),
+                      Int("k_precedents", 0, 3), Choice("assignment", "fixed", "random"),
+                      Int("max_argument_sentences", 0, 3)),
+    "debate-feedback": (Int("n_rounds", 1, 4), Int("n_debaters", 2, 4), Float("smoothing", 0.0, 1.0),
+                        Float("threshold", 0.0, 1.0), Choice("variant", "single", "assistant")),
+    "self-consistency": (Int("k_samples", 1, 5),),
+    "parallel-vote": (Int("n_models", 1, 5),),
+    "khan-debate": (Int("n_rounds", 1, 4),),
+}
+
+
+def build_space(
+    framework: str,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    models: Sequence[str] = (),
+    temperatures: bool = False,
+) -> list[Param]:
+    """The search space of ``framework``, narrowed by ``overrides`` (name -> ``LOW:HIGH`` or ``a,b``)."""
+    from courtroom.eval.runs import get_framework
+
+    cls = get_framework(framework)
+    if framework not in SPACES:
+        raise ConfigError(f"no search space for {framework}: studies cover {', '.join(sorted(SPACES))}")
+    knobs = cls.knobs()
+    missing = [p.name for p in SPACES[framework] if p.name not in knobs]
+    if missing:
+        raise ConfigError(f"the search space of {framework} names knob(s) {', '.join(missing)} that {cls.__name__} "
+                          f"does not have (its knobs: {', '.join(knobs)}); update courtroom/optimize/spaces.py")
+    space = list(SPACES[framework])
+    if len(set(models)) > 1:
+        space += [Choice(MODEL + role, *dict.fromkeys(models)) for role in cls.roles]
+    if temperatures:
+        space += [Float(TEMPERATURE + role, 0.0, 1.0) for role in cls.roles]
+    by_name = {p.name: p for p in space}
+    for name, spec in (overrides or {}).items():
+        if name not in by_name:
+            raise ConfigError(f"search space of {framework} has no parameter {name!r}: it has "
+                              + ", ".join(f"{p.name} {p.describe()}" for p in space))
+        by_name[name] = by_name[name].narrowed(str(spec))
+    return [by_name[p.name] for p in space]
+
+
+def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
+    """The paper's configuration (the class's knob defaults), where the space still contains it."""
+    from courtroom.eval.runs import get_framework
+
+    knobs = get_framework(framework).knobs()
+    out: dict[str, Any] = {}
+    for p in space:
+        if p.name in knobs and p.contains(knobs[p.name]):
+            out[p.name] = knobs[p.name]
+        elif p.name.startswith(MODEL):
+            out[p.name] = p.choices[0]
+    return out
+
+
+def split_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, float]]:
+    """(knobs, role -> model, role -> temperature) from a trial's parameters."""
+    knobs = {k: v for k, v in params.items() if ":" not in k}
+    models = {k[len(MODEL):]: v for k, v in params.items() if k.startswith(MODEL)}
+    temps = {k[len(TEMPERATURE):]: float(v) for k, v in params.items() if k.startswith(TEMPERATURE)}
+    return knobs, models, temps

@@ -1,0 +1,274 @@
+"""Optuna studies over a framework's structural knobs (SPEC §6).
+
+One trial = one configuration evaluated on the same dev examples. The paper's default is
+enqueued as trial 0 when the study is created. Single-objective studies (accuracy or macro-F1)
+use TPE and prune on partial evaluations (the running score is reported after each chunk of
+dev examples); with ``cost_objective`` the second objective is LM calls per example (minimised,
+independent of the cache) and NSGA-II searches the Pareto front.
+
+Trials reuse work through the shared LM cache: the same role call on the same case is one
+cache entry whatever the trial. Each trial records the calls its program made (``calls``), the
+calls that reached a model (``sent``) and those served from the cache (``cached``).
+
+Several workers: ``workers`` threads in this process (``n_jobs``), or several processes or
+machines that run the same study on a shared storage (each runs ``trials`` trials). The study is
+created once (:func:`create_study`) before any trial starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from courtroom.errors import ConfigError
+from courtroom.eval.harness import ExampleResult, evaluate, total_usage
+from courtroom.eval.metrics import score
+from courtroom.eval.runs import build_program, get_framework
+from courtroom.lms import LMSpec, RoleLMs, resolve_roles
+from courtroom.optimize import _storage
+from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
+from courtroom.usage import metered
+
+OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}
+
+
+@dataclass
+class StudyConfig:
+    """Everything that defines a study (stored on the study as user attributes)."""
+
+    framework: str
+    task: str = "boolean_expressions"
+    trials: int = 20
+    dev: int = 20
+    train: int = 20
+    data: str = "auto"
+    seed: int = 0
+    storage: str | None = None
+    study_name: str | None = None
+    workers: int = 1
+    objective: str = "accuracy"
+    cost_objective: bool = False
+    space: dict[str, str] = field(default_factory=dict)
+    """Search-space overrides: name -> ``LOW:HIGH`` or ``a,b``."""
+    models: list[str] = field(default_factory=list)
+    """Model names to choose from per role (several: a per-role model choice is searched)."""
+    roles: dict[str, str] = field(default_factory=dict)
+    search_temperature: bool = False
+    temperature: float | None = None
+    max_tokens: int | None = None
+    api_base: str | None = None
+    concurrency: int = 4
+    chunks: int = 4
+    """Partial evaluations per trial (pruning steps)."""
+    prune: bool = True
+
+    @property
+    def name(self) -> str:
+        """The study name (default ``{framework}-{task}``)."""
+        return self.study_name or f"{self.framework}-{self.task}"
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed study must match."""
+        return {"framework": self.framework, "task": self.task, "objective": self.objective,
+                "cost_objective": self.cost_objective}
+
+
+@dataclass
+class StudyOutcome:
+    """A finished (or resumed and extended) study."""
+
+    study: Any
+    config: StudyConfig
+    space: list[Param]
+
+    @property
+    def best(self) -> list[Any]:
+        """The best trial (single objective) or the Pareto front (with cost)."""
+        return list(self.study.best_trials) if self.config.cost_objective else [self.study.best_trial]
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise ConfigError("studies need optuna: pip install 'optuna>=5,<6'") from exc
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> Any:
+    """Create (or load) the study; a new one gets its identity and trial 0 (the paper's default).
+
+    Call it once before starting workers: concurrent creation of one SQLite study crashes.
+    """
+    optuna = _optuna()
+    if config.objective not in OBJECTIVES:
+        raise ConfigError(f"unknown objective {config.objective!r}: use {' or '.join(OBJECTIVES)}")
+    space = list(space) if space is not None else build_space(
+        config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature)
+    storage = _storage.open_storage(config.storage)
+    directions = ["maximize", "minimize"] if config.cost_objective else ["maximize"]
+    sampler = (optuna.samplers.NSGAIISampler(seed=config.seed) if config.cost_objective
+               else optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1))))
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+              if config.prune and not config.cost_objective else optuna.pruners.NopPruner())
+    try:
+        study = optuna.create_study(storage=storage, study_name=config.name, directions=directions, sampler=sampler,
+                                    pruner=pruner, load_if_exists=True)
+    except ValueError as exc:  # e.g. a study with other directions
+        raise ConfigError(f"study {config.name!r} exists with a different setup ({exc}); pick another --study-name") from exc
+    saved = study.user_attrs.get("courtroom")
+    if saved is None:
+        study.set_user_attr("courtroom", config.identity() | {"space": {p.name: p.describe() for p in space}})
+        study.enqueue_trial(default_params(config.framework, space), user_attrs={"paper_default": True})
+    else:
+        mismatch = {k: (saved.get(k), v) for k, v in config.identity().items() if saved.get(k) != v}
+        if mismatch:
+            got = ", ".join(f"{k}={old!r} (you asked {new!r})" for k, (old, new) in mismatch.items())
+            raise ConfigError(f"study {config.name!r} already exists with {got}: use another --study-name")
+    return study
+
+
+def _trial_lms(base: RoleLMs, config: StudyConfig, models: Mapping[str, str], temps: Mapping[str, float],
+               choices: Mapping[str, Any]) -> RoleLMs:
+    if not models and not temps:
+        return base
+    lms = RoleLMs(base)
+    for role in set(models) | set(temps):
+        value: Any = choices.get(models[role], models[role]) if role in models else base.for_role(role)
+        if role in temps:
+            if isinstance(value, str):
+                value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
+            else:
+                value = value.copy(temperature=temps[role])
+        lms[role] = resolve_roles(value).for_role(role) if isinstance(value, str | LMSpec) else value
+    return lms
+
+
+def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: str) -> float:
+    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    return float(s[OBJECTIVES[objective]])
+
+
+def make_objective(config: StudyConfig, space: Sequence[Param], base: RoleLMs, train: Sequence[dspy.Example],
+                   dev: Sequence[dspy.Example], labels: Sequence[str], positions: Sequence[str] | None,
+                   model_objects: Mapping[str, Any]) -> Any:
+    """The Optuna objective: build the trial's program, evaluate it in chunks, record usage."""
+    optuna = _optuna()
+    single = not config.cost_objective
+    size = max(1, -(-len(dev) // max(1, config.chunks)))
+
+    def objective(trial: Any) -> Any:
+        trial.set_user_attr("worker", _storage.WORKER)
+        trial.set_user_attr("heartbeat", time.time())
+        params = sample(space, trial)
+        trial.set_user_attr("config", params)
+        knobs, models, temps = split_params(params)
+        start = time.perf_counter()
+        with metered() as prep:
+            try:
+                program = build_program(config.framework, labels, positions, knobs=knobs,
+                                        lms=_trial_lms(base, config, models, temps, model_objects))
+                program.prepare(list(train))
+            except ConfigError as exc:
+                trial.set_user_attr("invalid", str(exc))
+                raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
+        results: list[ExampleResult] = []
+        for i in range(0, len(dev), size):
+            results += evaluate(program, dev[i:i + size], concurrency=config.concurrency)
+            trial.set_user_attr("heartbeat", time.time())
+            if single and config.prune and len(results) < len(dev):
+                trial.report(_value(results, labels, config.objective), step=len(results))
+                if trial.should_prune():
+                    _record(trial, results, labels, prep.usage, start)
+                    raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
+        _record(trial, results, labels, prep.usage, start)
+        value = _value(results, labels, config.objective)
+        return (value, trial.user_attrs["calls_per_example"]) if config.cost_objective else value
+
+    return objective
+
+
+def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
+    usage = total_usage(results)
+    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
+    failed = usage.failed + prep.failed
+    trial.set_user_attr("examples", len(results))
+    trial.set_user_attr("accuracy", s["accuracy"])
+    trial.set_user_attr("macro_f1", s["macro_f1"])
+    trial.set_user_attr("failures", s["failures"])
+    trial.set_user_attr("calls", calls)
+    trial.set_user_attr("sent", sent)
+    trial.set_user_attr("cached", max(calls - sent - failed, 0))
+    trial.set_user_attr("calls_per_example", round(usage.calls / max(len(results), 1), 4))
+    trial.set_user_attr("tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens
+                        + prep.completion_tokens)
+    trial.set_user_attr("seconds", round(time.perf_counter() - start, 3))
+
+
+def run_study(
+    config: StudyConfig,
+    *,
+    lms: RoleLMs | None = None,
+    model_objects: Mapping[str, Any] | None = None,
+    trainset: Sequence[dspy.Example] | None = None,
+    devset: Sequence[dspy.Example] | None = None,
+    labels: Sequence[str] | None = None,
+    positions: Sequence[str] | None = None,
+) -> StudyOutcome:
+    """Create or resume the study and run ``config.trials`` trials in this process.
+
+    ``lms`` and ``model_objects`` (model name -> ready LM, for per-role model choices) let a
+    script or a test pass LM objects; otherwise models are built from ``config.models`` and
+    ``config.roles``. Data: the task's train/dev splits, or ``trainset``/``devset``/``labels``.
+    """
+    from courtroom.cache import configure_cache
+
+    cls = get_framework(config.framework)
+    if config.trials < 0 or config.dev < 1 or config.workers < 1:
+        raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
+    space = build_space(config.framework, overrides=config.space, models=config.models,
+                        temperatures=config.search_temperature)
+    study = create_study(config, space)
+    if config.trials == 0:
+        return StudyOutcome(study, config, space)
+    if devset is None or labels is None:
+        from courtroom.eval.tasks import load_task
+
+        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
+        devset, labels = dv.examples, list(dv.task.labels)
+        positions = list(dv.task.positions) if dv.task.positions else None
+        if trainset is None:
+            trainset = load_task(config.task, data=config.data, split="train", limit=config.train,
+                                 seed=config.seed).examples
+    configure_cache()
+    if lms is None:
+        default = config.models[0] if config.models else None
+        lms = resolve_roles(default, config.roles, valid_roles=cls.roles, temperature=config.temperature,
+                            max_tokens=config.max_tokens, api_base=config.api_base)
+    _storage.fail_stale_trials(study)
+    objective = make_objective(config, space, lms, list(trainset or []), list(devset), labels, positions,
+                               dict(model_objects or {}))
+    study.optimize(objective, n_trials=config.trials, n_jobs=config.workers, catch=(Exception,),
+                   gc_after_trial=False)
+    return StudyOutcome(study, config, space)
+
+
+def study_config_dict(config: StudyConfig) -> dict[str, Any]:
+    """The config as JSON, with the storage URL's password redacted."""
+    out = asdict(config)
+    if out.get("storage"):
+        out["storage"] = _storage.redact(out["storage"])
+    out.pop("api_base", None)
+    return out
+
+
+def report_dir(config: StudyConfig, out: str | Path | None) -> Path:
+    """Where the study report goes (default ``studies/{name}``)."""
+    return Path(out) if out else Path("studies") / config.name
