@@ -124,3 +124,22 @@ def test_missing_weights_from_the_command_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "COURTROOM_LOCAL_MODEL" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_credentials_in_api_base_are_not_written(server, capsys):
+    url = server.url.replace("http://", "http://user:s3cret@") + "?token=abc"
+    code, out, err = _run(["run", "jot", "--limit", "1", "--loops", "1", "--lm", "openai/fake", "--api-base", url],
+                          capsys)
+    run_dir = _run_dir(out)
+    for path in run_dir.iterdir():
+        text = path.read_text()
+        assert "s3cret" not in text and "token=abc" not in text, path
+
+
+def test_every_example_failing_is_an_error(server, capsys):
+    from courtroom.testing import FakeServer
+
+    with FakeServer(faults={"garbage": 1.0}) as bad:
+        code, out, err = _run(["run", "jot", "--limit", "2", "--loops", "1", "--lm", "openai/garbage",
+                               "--api-base", bad.url, "--seed", "99"], capsys)
+    assert code != 0 and "every example failed" in err and "run folder:" in out

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli import app
+from courtroom.errors import CourtroomError
 
 
 def summary_table(summary: dict, title: str) -> Table:
@@ -92,3 +93,6 @@ def run_command(
 
         print_example(outcome.run_dir, show, stdout)
     stdout.print(f"run folder: {outcome.run_dir}")
+    if outcome.results and outcome.summary["failures"] == len(outcome.results):
+        first = next(r.error for r in outcome.results if r.error)
+        raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")

@@ -112,6 +112,16 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
             ) from exc
 
 
+def redact_url(url: str | None) -> str | None:
+    """A URL without user, password or query (where tokens hide), for files we write."""
+    if not url:
+        return url
+    parts = urlparse(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
 def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     """A fresh folder named ``{created}_{framework}_{task}_{id}``."""
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -161,7 +171,7 @@ def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None =
     run_dir = new_run_dir(config.out, config.framework, data.task.name)
     meta = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "config": asdict(config),
+        "config": {**asdict(config), "api_base": redact_url(config.api_base)},
         "framework_config": program.config(),
         "models": lms.names(cls.roles),
         "task": {"name": data.task.name, "labels": list(data.task.labels), "positions": program.positions,
