@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,14 +68,14 @@ class JudgmentOfThought(CourtroomProgram):
             stage = self._stage(r)
             calls: dict[str, Any] = {}
             if self.use_lawyer:
-                calls["lawyer"] = lambda last=prosecutor_arg, fb=feedback["lawyer"]: self.ask(
-                    "lawyer", self.lawyer, case=case, position=pos, opposing_position=neg, stage=stage,
-                    opponent_argument=last or NONE, judge_feedback=fb or NONE,
+                calls["lawyer"] = functools.partial(
+                    self.ask, "lawyer", self.lawyer, case=case, position=pos, opposing_position=neg, stage=stage,
+                    opponent_argument=prosecutor_arg or NONE, judge_feedback=feedback["lawyer"] or NONE,
                 )
             if self.use_prosecutor:
-                calls["prosecutor"] = lambda last=lawyer_arg, fb=feedback["prosecutor"]: self.ask(
-                    "prosecutor", self.prosecutor, case=case, position=neg, opposing_position=pos, stage=stage,
-                    opponent_argument=last or NONE, judge_feedback=fb or NONE,
+                calls["prosecutor"] = functools.partial(
+                    self.ask, "prosecutor", self.prosecutor, case=case, position=neg, opposing_position=pos,
+                    stage=stage, opponent_argument=lawyer_arg or NONE, judge_feedback=feedback["prosecutor"] or NONE,
                 )
             outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
             for role in ("lawyer", "prosecutor"):
