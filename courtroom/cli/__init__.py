@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import click
@@ -16,7 +17,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Importing the command modules registers them on `app`.
-    from courtroom.cli import compile, frameworks, predict, run, show, study  # noqa: F401
+    from courtroom.cli import compile, frameworks, predict, run, show, study, tasks  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     if not debug:
         # DSPy warns per truncated answer; the run already records such failures per example.
         logging.getLogger("dspy").setLevel(logging.ERROR)

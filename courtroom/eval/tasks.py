@@ -1,71 +1,38 @@
-"""Task registry and loaders: name -> hub id, text builder, label space, positions (SPEC §5).
+"""Task registry and loaders (SPEC §5).
 
 Data comes from a seeded generator, the Hugging Face Hub (through ``datasets``), or a local
-JSON/JSONL/CSV/Parquet file. Every example gets a stable id, recorded by each run.
+JSON/JSONL/CSV/Parquet file. Any other dataset becomes a task with :func:`custom_task`
+(``--dataset ID_OR_PATH --text-field ... --label-field ... --labels a,b,c``). Every example gets
+a stable id, recorded by each run.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dspy
 
 from courtroom.errors import ConfigError, DataError
+from courtroom.eval.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
 from courtroom.eval.generators import GENERATORS
 
-Record = Mapping[str, Any]
 SPLITS = ("train", "dev", "test")
 FRACTIONS = {"train": 0.2, "dev": 0.2, "test": 0.6}
 GENERATED_POOL = 500
 FILE_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 
-
-def field_text(name: str) -> Callable[[Record], str]:
-    """A text or label builder that reads one field."""
-    return lambda r: str(r[name]).strip()
-
-
-@dataclass(frozen=True)
-class Task:
-    """A decision task: where its data lives, how to build the case text, and its label space."""
-
-    name: str
-    labels: tuple[str, ...]
-    positions: tuple[str, ...] | None = None
-    """What binary advocates argue (default: the labels)."""
-    hub: tuple[str, str | None, str] | None = None
-    """(path, config, split) for ``datasets.load_dataset``."""
-    fields: tuple[str, ...] = ("input", "target")
-    """Raw fields the builders read."""
-    text: Callable[[Record], str] = field(default=field_text("input"))
-    label: Callable[[Record], str] = field(default=field_text("target"))
-    description: str = ""
-
-    @property
-    def has_generator(self) -> bool:
-        """Whether offline generated data exists for this task."""
-        return self.name in GENERATORS
-
-
-TASKS: dict[str, Task] = {}
+TASKS: dict[str, Task] = {t.name: t for t in BUILTIN_TASKS}
 
 
 def register(task: Task) -> Task:
-    """Add a task to the registry."""
+    """Add a task to the registry (replacing one of the same name)."""
     TASKS[task.name] = task
     return task
-
-
-register(Task(
-    "boolean_expressions", ("True", "False"),
-    hub=("lukaemon/bbh", "boolean_expressions", "test"),
-    description="BBH: evaluate a Boolean expression (True/False).",
-))
 
 
 def get_task(name: str) -> Task:
@@ -73,6 +40,36 @@ def get_task(name: str) -> Task:
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}: valid tasks are {', '.join(sorted(TASKS))}")
     return TASKS[name]
+
+
+def is_local_path(dataset: str) -> bool:
+    """Whether ``dataset`` names a local file rather than a Hub id."""
+    return Path(dataset).expanduser().exists() or Path(dataset).suffix.lower() in FILE_FORMATS
+
+
+def custom_task(
+    dataset: str, *, text_fields: Sequence[str], label_field: str, labels: Sequence[str],
+    positions: Sequence[str] | None = None, config: str | None = None, hub_split: str = "train",
+) -> tuple[Task, str]:
+    """A task for any Hub or local dataset, and the ``data`` argument that loads it.
+
+    Several text fields are joined as ``Field: value`` lines. Integer labels index ``labels``.
+    """
+    labels = tuple(str(x).strip() for x in labels if str(x).strip())
+    if len(labels) < 2:
+        raise ConfigError(f"--labels needs at least two labels, got {list(labels)}: e.g. --labels yes,no")
+    text_fields = [f.strip() for f in text_fields if f.strip()]
+    if not text_fields or not label_field.strip():
+        raise ConfigError("--dataset needs --text-field FIELD[,FIELD...] and --label-field FIELD")
+    local = is_local_path(dataset)
+    name = f"custom:{Path(dataset).stem if local else dataset}"
+    task = Task(
+        name, labels, tuple(positions) if positions else None,
+        hub=None if local else (dataset, config, hub_split),
+        fields=(*text_fields, label_field.strip()), text=fields_text(text_fields),
+        label=field_text(label_field.strip()), description=f"custom dataset {dataset}",
+    )
+    return task, (dataset if local else "hub")
 
 
 @dataclass
@@ -113,13 +110,13 @@ def _read_hub(task: Task) -> list[dict[str, Any]]:
     import datasets
 
     if task.hub is None:
-        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH")
+        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)")
     path, config, split = task.hub
     try:
         ds = datasets.load_dataset(path, config, split=split)
     except Exception as exc:
         raise DataError(
-            f"cannot load {path} ({config}) from the Hub: {str(exc).splitlines()[0][:160]}; "
+            f"cannot load {path} ({config}, split {split}) from the Hub: {str(exc).splitlines()[0][:160]}; "
             "without internet use --data generate or --data PATH"
         ) from exc
     return [dict(r) for r in ds]
@@ -138,30 +135,48 @@ def load_records(task: Task, data: str = "auto", *, seed: int = 0, pool: int = G
             raise ConfigError(f"task {task.name} has no generator: use --data hub or --data PATH")
         return GENERATORS[task.name](pool, seed), f"generated (seed {seed}, pool {pool})"
     if data == "hub":
-        return _read_hub(task), f"hub {task.hub[0]}/{task.hub[1]}" if task.hub else "hub"
+        return _read_hub(task), f"hub {task.source}"
     return _read_file(Path(data).expanduser()), f"file {data}"
 
 
-def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[dspy.Example]:
-    """Validate records and turn them into ``dspy.Example(case, label, id)``."""
-    if not records:
-        raise DataError(f"{task.name}: the dataset is empty")
+def _check_fields(task: Task, records: Sequence[Record]) -> None:
     available = sorted(records[0].keys())
-    missing = [f for f in task.fields if f not in records[0]]
-    if missing:
-        raise DataError(
-            f"{task.name}: missing field {', '.join(missing)}; available fields: {', '.join(available)}"
-        )
-    examples, bad = [], []
     for i, r in enumerate(records):
-        label = task.label(r)
-        if label not in task.labels:
-            bad.append(f"row {i} ({label!r})")
+        missing = [f for f in task.fields if f not in r]
+        if missing:
+            where = "" if i == 0 else f" (row {i})"
+            raise DataError(
+                f"{task.name}: missing field {', '.join(repr(m) for m in missing)}{where}; available fields: "
+                f"{', '.join(available)}; map yours with --text-field/--label-field"
+            )
+
+
+def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[dspy.Example]:
+    """Validate records and turn them into ``dspy.Example(case, label, id)``.
+
+    Ids are ``{prefix}-{row}`` with the row index in the source, so they survive filtering.
+    """
+    if not records:
+        raise DataError(f"{task.name}: the dataset is empty; pass a file with at least one row")
+    _check_fields(task, records)
+    kept = [(i, r) for i, r in enumerate(records) if task.keep is None or task.keep(r)]
+    if not kept:
+        raise DataError(f"{task.name}: no rows left after filtering {len(records)} rows; check the data matches the task")
+    examples, bad = [], []
+    for i, r in kept:
+        raw = task.label(r)
+        label = canonical_label(raw, task.labels)
+        if label is None:
+            bad.append(f"row {i} ({raw!r})")
             continue
-        examples.append(dspy.Example(case=task.text(r), label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
+        text = task.text(r)
+        if not text:
+            bad.append(f"row {i} (empty text)")
+            continue
+        examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}")
+        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
     return examples
 
 
@@ -174,20 +189,40 @@ def split_examples(examples: Sequence[dspy.Example], seed: int) -> dict[str, lis
     return {"train": order[:n_train], "dev": order[n_train:n_train + n_dev], "test": order[n_train + n_dev:]}
 
 
+def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
+    if dataset:
+        return custom_task(**dataset)
+    return (name if isinstance(name, Task) else get_task(name)), data
+
+
+def load_splits(
+    name: str | Task, *, data: str = "auto", seed: int = 0, dataset: Mapping[str, Any] | None = None,
+) -> tuple[Task, dict[str, list[dspy.Example]], str]:
+    """(task, every split, source description): ``dataset`` holds :func:`custom_task` arguments."""
+    task, data = _resolve(name, dataset, data)
+    records, source = load_records(task, data, seed=seed)
+    local = data not in ("auto", "generate", "hub")
+    prefix = Path(data).stem if local else task.name
+    return task, split_examples(to_examples(task, records, prefix), seed), source
+
+
 def load_task(
-    name: str, *, data: str = "auto", split: str = "test", limit: int | None = None, seed: int = 0
+    name: str | Task, *, data: str = "auto", split: str = "test", limit: int | None = None, seed: int = 0,
+    dataset: Mapping[str, Any] | None = None,
 ) -> TaskData:
-    """Load one split of a registered task, optionally the first ``limit`` examples."""
-    task = get_task(name)
+    """Load one split of a task, optionally the first ``limit`` examples."""
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
-    records, source = load_records(task, data, seed=seed)
-    prefix = task.name if data in ("auto", "generate", "hub") else Path(data).stem
-    examples = split_examples(to_examples(task, records, prefix), seed)[split]
-    if limit is not None:
-        if limit < 1:
-            raise ConfigError(f"--limit must be >= 1, got {limit}")
-        examples = examples[:limit]
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {limit}")
+    task, splits, source = load_splits(name, data=data, seed=seed, dataset=dataset)
+    examples = splits[split][:limit] if limit is not None else splits[split]
     if not examples:
         raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
     return TaskData(task, split, examples, source, seed)
+
+
+__all__ = [
+    "FRACTIONS", "SPLITS", "TASKS", "Task", "TaskData", "custom_task", "get_task", "load_records", "load_splits",
+    "load_task", "register", "split_examples", "to_examples",
+]

@@ -1,0 +1,25 @@
+"""``courtroom tasks``: list the registered tasks."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from courtroom.cli import app
+
+
+@app.command("tasks")
+def tasks_command() -> None:
+    """List the tasks: labels, data source (Hub id or local file) and whether a generator exists."""
+    from courtroom.eval.tasks import TASKS
+
+    table = Table(title="tasks")
+    table.add_column("task", no_wrap=True)
+    for column in ("labels", "source", "generator", "description"):
+        table.add_column(column, overflow="fold")
+    for name in sorted(TASKS):
+        t = TASKS[name]
+        table.add_row(name, ", ".join(t.labels), t.source, "yes" if t.has_generator else "", t.description)
+    Console().print(table)
+    Console().print("Any task also loads from --data PATH (json/jsonl/csv/parquet); any other dataset with "
+                    "--dataset ID_OR_PATH --text-field F --label-field F --labels a,b")
