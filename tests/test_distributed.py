@@ -1,0 +1,119 @@
+"""One study, two worker processes, a real PostgreSQL server on loopback (installed if missing)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
+
+
+def _pg_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            pytest.skip("PostgreSQL is not installed and cannot be installed here (needs root and apt-get)")
+        env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True)
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        return ["runuser", "-u", "postgres", "--", *args]
+    return args
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Any:
+    bin_dir = _pg_bin()
+    # Not under pytest's tmp dir: that one is private to root and the server runs as postgres.
+    root = Path(tempfile.mkdtemp(prefix="courtroom-pg-"))
+    data, sock = root / "data", root / "sock"
+    sock.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(sock, "postgres")
+    port = _free_port()
+    subprocess.run(_as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E",
+                                 "UTF8"]), check=True, capture_output=True)
+    subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+                                 f"-p {port} -h 127.0.0.1 -k {sock}", "start"]), check=True, capture_output=True)
+    try:
+        subprocess.run(_as_postgres([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+                                     "courtroom"]), check=True, capture_output=True)
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/courtroom"
+    finally:
+        subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]),
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+WORKER = textwrap.dedent("""
+    import sys
+    from courtroom.eval.tasks import load_task
+    from courtroom.lms import RoleLMs
+    from courtroom.optimize.study import StudyConfig, run_study
+    from courtroom.testing import oracle_lm
+
+    storage, name, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    train = load_task("boolean_expressions", split="train", limit=4).examples
+    dev = load_task("boolean_expressions", split="dev", limit=6).examples
+    lm = oracle_lm({e.case: e.label for e in train + dev}, ["True", "False"], accuracy={"judge": 0.8, "default": 0.7},
+                   cache=True)
+    config = StudyConfig("jot", trials=trials, storage=storage, study_name=name, space={"n_loops": "1:3"}, concurrency=2)
+    out = run_study(config, lms=RoleLMs({"default": lm}), trainset=train, devset=dev, labels=["True", "False"])
+    best = out.best[0]
+    print(f"best {best.number} {best.value}")
+""")
+
+
+def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> None:
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    start = time.perf_counter()
+    name, per_worker = "distributed-jot", 4
+    config = StudyConfig("jot", storage=postgres, study_name=name, trials=0, space={"n_loops": "1:3"})
+    run_study(config)  # create the study once, before the workers start
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    workers = [subprocess.Popen([sys.executable, str(script), postgres, name, str(per_worker)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [w.communicate(timeout=120) for w in workers]
+    for w, (out, err) in zip(workers, outputs, strict=True):
+        assert w.returncode == 0, err[-2000:]
+
+    final = run_study(config)
+    trials = final.study.trials
+    assert len(trials) == 2 * per_worker
+    assert sorted(t.number for t in trials) == list(range(2 * per_worker)), "every trial recorded exactly once"
+    assert len({t._trial_id for t in trials}) == len(trials)
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
+    assert sum(bool(t.user_attrs.get("paper_default")) for t in trials) == 1
+    assert len({t.user_attrs["worker"] for t in trials}) == 2, "both workers ran trials"
+    done = [t for t in trials if t.state.name == "COMPLETE"]
+    best = final.best[0]
+    assert best.value == max(t.value for t in done)
+    reported = [line.split() for out, _ in outputs for line in out.splitlines() if line.startswith("best ")]
+    assert len(reported) == 2 and all(float(v) <= best.value for _, _, v in reported)
+    assert time.perf_counter() - start < 90
