@@ -19,8 +19,14 @@ SIX = ["sadness", "joy", "love", "anger", "fear", "surprise"]
 
 
 def _data(labels: list[str], n: int = 8) -> tuple[list[dspy.Example], dict[str, str]]:
-    train = [dspy.Example(case=f"training story {i} about {labels[i % len(labels)]} things", label=labels[i % len(labels)],
-                          id=f"t{i}").with_inputs("case") for i in range(n)]
+    train = [
+        dspy.Example(
+            case=f"training story {i} about {labels[i % len(labels)]} things",
+            label=labels[i % len(labels)],
+            id=f"t{i}",
+        ).with_inputs("case")
+        for i in range(n)
+    ]
     gold = {ex.case: ex.label for ex in train} | {"the test case text": labels[0]}
     return train, gold
 
@@ -105,3 +111,31 @@ def test_fewer_than_two_labels_is_a_config_error(name: str) -> None:
 def test_jot_is_binary_only() -> None:
     with pytest.raises(ConfigError, match="binary"):
         FRAMEWORKS["jot"](["a", "b", "c"], lm=oracle_lm({}, ["a", "b", "c"]))
+
+
+SMALLEST = {
+    "jot": {"n_loops": 1},
+    "courtroom-llm": {"n_judges": 1, "k_precedents": 0, "max_argument_sentences": 1},
+    "debate-feedback": {"n_rounds": 1, "n_debaters": 2, "word_limit": 30},
+    "few-shot": {"k_shots": 1},
+    "self-consistency": {"k_samples": 1},
+    "khan-debate": {"n_rounds": 1},
+    "parallel-vote": {"n_models": 1},
+    "reflexion": {"max_retries": 0},
+}
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_end_to_end_on_the_embedded_model(name: str, local_lm: Any) -> None:
+    """Two cases through the real llama.cpp server, smallest knobs: labels valid, transcript present."""
+    train = [
+        dspy.Example(case="not True and False", label="False", id="t1").with_inputs("case"),
+        dspy.Example(case="True or False", label="True", id="t2").with_inputs("case"),
+    ]
+    program = FRAMEWORKS[name](BINARY, lm=local_lm, **SMALLEST.get(name, {}))
+    program.prepare(train)
+    for case in ("True and not False", "False or False"):
+        out = program(case=case)
+        assert out.label in BINARY
+        assert out.transcript
