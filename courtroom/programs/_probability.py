@@ -74,7 +74,7 @@ def _tokens(logprobs: Any) -> list[tuple[str, float]]:
     for tok in content or []:
         get = tok.get if isinstance(tok, Mapping) else lambda k, t=tok: getattr(t, k, None)
         if get("token") is not None and get("logprob") is not None:
-            out.append((str(get("token")), float(get("logprob"))))
+            out.append((str(get("token")), float(get("logprob") or 0.0)))
     return out
 
 

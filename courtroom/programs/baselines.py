@@ -155,7 +155,7 @@ class SelfConsistency(ChainOfThought):
 
 
 class ParallelVote(ZeroShot):
-    """The papers' Parallel N-LLMs: ``n_models`` independent zero-shot answers (rollout ids), majority vote."""
+    """The papers' Parallel N-LLMs: ``n_models`` independent zero-shot answers, majority vote."""
 
     name = "parallel-vote"
     summary = "Parallel N-LLMs: N independent answers, majority vote."

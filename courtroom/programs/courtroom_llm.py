@@ -174,13 +174,16 @@ class CourtroomLLM(CourtroomProgram):
         """Try ``case``; ``label`` is the panel's verdict."""
         a1, a2, ph_turn = self._hearing(case)
         assigned = self._assign(case, a1, a2)
-        (p_text, p_turn), (d_text, d_turn), precedents = run_parallel(
+        # The precedents (retrieval and any new reasons) are found while the advocates argue.
+        stages: list[Any] = run_parallel(
             [
                 lambda: self._argue("prosecutor", case, assigned["prosecutor"], assigned["attorney"]),
                 lambda: self._argue("attorney", case, assigned["attorney"], assigned["prosecutor"]),
                 lambda: self._precedents(case),
             ]
         )
+        (p_text, p_turn), (d_text, d_turn) = stages[0], stages[1]
+        precedents: list[Precedent] = stages[2]
         transcript = [ph_turn, p_turn, d_turn]
         transcript += [
             Turn(
@@ -192,13 +195,15 @@ class CourtroomLLM(CourtroomProgram):
             )
             for p in precedents
         ]
-        inputs = {
+        inputs: dict[str, Any] = {
             "case": case,
             "labels": labels_text(self.labels),
             "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
             "attorney_argument": f"[{assigned['attorney']}] {d_text}",
             "precedents": self._precedents_text(precedents),
         }
+        outs: list[dspy.Prediction] = []
+        previous: list[str] = []
         if self.judge_mode == "parallel":
             outs = run_parallel(
                 [
@@ -207,7 +212,6 @@ class CourtroomLLM(CourtroomProgram):
                 ]
             )
         else:
-            outs, previous = [], []
             for i in range(self.n_judges):
                 out = self.ask(
                     "judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs

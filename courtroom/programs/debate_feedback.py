@@ -238,7 +238,7 @@ class DebateFeedback(CourtroomProgram):
 
     def _estimate(self, case: str, debate: str, rollout: int) -> tuple[dict[str, float], str]:
         """A distribution over the labels (read per ``prob_method``) and the judge's summary."""
-        inputs = {"case": case, "labels": labels_text(self.labels), "debate": debate}
+        inputs: dict[str, Any] = {"case": case, "labels": labels_text(self.labels), "debate": debate}
         if self.prob_method == "votes":
             outs = run_parallel(
                 [
