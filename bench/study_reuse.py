@@ -39,8 +39,12 @@ def main() -> None:
     train = load_task("boolean_expressions", split="train", limit=args.train).examples
     dev = load_task("boolean_expressions", split="dev", limit=args.dev).examples
     labels = ["True", "False"]
-    lm = oracle_lm({e.case: e.label for e in train + dev}, labels,
-                   accuracy={"judge": 0.8, "clerk": 0.75, "default": 0.65}, cache=True)
+    lm = oracle_lm(
+        {e.case: e.label for e in train + dev},
+        labels,
+        accuracy={"judge": 0.8, "clerk": 0.75, "default": 0.65},
+        cache=True,
+    )
     answered = {"n": 0}
     original = lm.engine_impl.answer
 
@@ -49,8 +53,14 @@ def main() -> None:
         return original(role, schema, prompt)
 
     lm.engine_impl.answer = counting
-    config = StudyConfig(args.framework, trials=args.trials, dev=args.dev, storage=f"sqlite:///{workdir}/study.db",
-                         concurrency=4, seed=args.seed)
+    config = StudyConfig(
+        args.framework,
+        trials=args.trials,
+        dev=args.dev,
+        storage=f"sqlite:///{workdir}/study.db",
+        concurrency=4,
+        seed=args.seed,
+    )
     start = time.perf_counter()
     out = run_study(config, lms=RoleLMs({"default": lm}), trainset=train, devset=dev, labels=labels)
     wall = time.perf_counter() - start
@@ -59,13 +69,18 @@ def main() -> None:
     naive = sum(t.user_attrs["calls"] for t in rows)
     sent = sum(t.user_attrs["sent"] for t in rows)
     cached = sum(t.user_attrs["cached"] for t in rows)
-    print(f"{args.framework}: {len(out.study.trials)} trials ({len(rows)} evaluated, "
-          f"{sum(t.state.name == 'PRUNED' for t in out.study.trials)} pruned), {args.dev} dev examples, {wall:.1f} s")
+    print(
+        f"{args.framework}: {len(out.study.trials)} trials ({len(rows)} evaluated, "
+        f"{sum(t.state.name == 'PRUNED' for t in out.study.trials)} pruned), "
+        f"{args.dev} dev examples, {wall:.1f} s"
+    )
     print(f"{'trial':>5} {'state':>8} {'calls':>6} {'sent':>6} {'cached':>6}  params")
     for t in out.study.trials:
         a = t.user_attrs
-        print(f"{t.number:>5} {t.state.name:>8} {a.get('calls', 0):>6} {a.get('sent', 0):>6} {a.get('cached', 0):>6}  "
-              f"{a.get('config', t.params)}")
+        print(
+            f"{t.number:>5} {t.state.name:>8} {a.get('calls', 0):>6} {a.get('sent', 0):>6} "
+            f"{a.get('cached', 0):>6}  {a.get('config', t.params)}"
+        )
     print(f"naive calls (no cache): {naive}")
     print(f"sent calls:             {sent}  (requests the fake answered: {answered['n']})")
     print(f"served from cache:      {cached}")

@@ -57,7 +57,10 @@ def artefacts(program: dspy.Module) -> dict[str, Any]:
         if name.startswith("_") or id(value) in predictors:
             continue
         if callable(getattr(value, "to_dict", None)) and callable(getattr(type(value), "from_dict", None)):
-            out[name] = {"type": f"{type(value).__module__}.{type(value).__qualname__}", "data": value.to_dict()}
+            out[name] = {
+                "type": f"{type(value).__module__}.{type(value).__qualname__}",
+                "data": value.to_dict(),
+            }
     return out
 
 
@@ -65,22 +68,31 @@ def _checksum(doc: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
+def save_program(
+    program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None
+) -> Path:
     """Write ``program`` and its metadata (task, optimizer, scores, ...) to ``path`` as JSON."""
     from courtroom.eval.runs import versions
 
     state = program.dump_state(json_mode=True)
     for name, pred_state in state.items():
         if isinstance(pred_state, dict) and pred_state.get("lm") is not None:
-            raise ConfigError(f"predictor {name!r} carries its own model; courtroom programs route models by role")
+            raise ConfigError(
+                f"predictor {name!r} carries its own model; courtroom programs route models by role"
+            )
     meta = dict(metadata or {})
     task = dict(meta.pop("task", {}))
     task.setdefault("labels", list(program.labels))
     task.setdefault("positions", list(program.positions))
     body = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "framework": type(program).name,
-        "config": program.config(), "task": task, "models": role_models(program),
-        "versions": versions(), "artefacts": artefacts(program),
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "framework": type(program).name,
+        "config": program.config(),
+        "task": task,
+        "models": role_models(program),
+        "versions": versions(),
+        "artefacts": artefacts(program),
     } | meta
     doc = dict(state)
     doc["metadata"] = {"dependency_versions": body["versions"], "courtroom": body}
@@ -100,22 +112,32 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
         doc = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not a courtroom program file (not JSON: {exc}); recompile it") from exc
-    meta = doc.get("metadata", {}).get("courtroom") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else None
+    meta = (
+        doc.get("metadata", {}).get("courtroom")
+        if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict)
+        else None
+    )
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ConfigError(f"{path} is not a courtroom program file (no courtroom metadata); "
-                          "compile one with `courtroom compile`")
+        raise ConfigError(
+            f"{path} is not a courtroom program file (no courtroom metadata); "
+            "compile one with `courtroom compile`"
+        )
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         saved_by = meta.get("versions", {}).get("courtroom", "an unknown version")
-        raise ConfigError(f"{path} uses program format {version} (saved by courtroom {saved_by}); this courtroom "
-                          f"reads format {FORMAT_VERSION}: recompile the program with this version")
+        raise ConfigError(
+            f"{path} uses program format {version} (saved by courtroom {saved_by}); this courtroom "
+            f"reads format {FORMAT_VERSION}: recompile the program with this version"
+        )
     body = dict(meta)
     claimed = body.pop("checksum", None)
     check = dict(doc)
     check["metadata"] = dict(doc["metadata"]) | {"courtroom": body}
     if claimed != _checksum(check):
-        raise ConfigError(f"{path} was modified after it was saved (checksum mismatch); recompile it "
-                          "or restore the original file")
+        raise ConfigError(
+            f"{path} was modified after it was saved (checksum mismatch); recompile it "
+            "or restore the original file"
+        )
     state = {k: v for k, v in doc.items() if k != "metadata"}
     return state, meta
 
@@ -146,37 +168,50 @@ def load_program(
     state, meta = read_program_file(path)
     name = meta.get("framework")
     if name not in FRAMEWORKS:
-        raise ConfigError(f"{path} holds framework {name!r}, which this courtroom does not have: "
-                          f"valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
+        raise ConfigError(
+            f"{path} holds framework {name!r}, which this courtroom does not have: "
+            f"valid frameworks are {', '.join(sorted(FRAMEWORKS))}"
+        )
     cls = FRAMEWORKS[name]
     if lm is None and not roles:
         saved = dict(meta.get("models") or {})
         fakes = sorted({m for m in saved.values() if m.startswith("fake/")})
         if fakes:
-            raise ConfigError(f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)")
+            raise ConfigError(
+                f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)"
+            )
         lm, roles = saved.pop("default", None), {r: m for r, m in saved.items() if r in cls.roles}
     lms = resolve_roles(lm, roles, valid_roles=cls.roles, **lm_options)
     task = meta.get("task") or {}
     unknown = sorted(set(meta.get("config") or {}) - set(cls.knobs()))
     if unknown:
         raise ConfigError(f"{path} sets knobs {', '.join(unknown)} that {name} does not have: recompile it")
-    program = cls(task.get("labels") or [], task.get("positions"), roles=lms, **dict(meta.get("config") or {}))
+    program = cls(
+        task.get("labels") or [], task.get("positions"), roles=lms, **dict(meta.get("config") or {})
+    )
     expected = {n for n, _ in program.named_predictors()}
     if not expected <= set(state):
-        raise ConfigError(f"{path} lacks predictor state for {', '.join(sorted(expected - set(state)))}: "
-                          "it was saved by a different program; recompile it")
+        raise ConfigError(
+            f"{path} lacks predictor state for {', '.join(sorted(expected - set(state)))}: "
+            "it was saved by a different program; recompile it"
+        )
     for key in expected:
         if not isinstance(state[key], dict) or state[key].get("lm") is not None:
-            raise ConfigError(f"{path}: predictor {key!r} state is malformed or names its own model; recompile it")
+            raise ConfigError(
+                f"{path}: predictor {key!r} state is malformed or names its own model; recompile it"
+            )
     try:
         program.load_state(state, allow_unsafe_lm_state=False)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"{path}: program state does not fit {name} ({type(exc).__name__}: {exc}); recompile it") from exc
+        raise ConfigError(
+            f"{path}: program state does not fit {name} ({type(exc).__name__}: {exc}); recompile it"
+        ) from exc
     known = _artefact_types(cls, program)
     for attr, entry in (meta.get("artefacts") or {}).items():
-        t = known.get(entry.get("type") if isinstance(entry, dict) else None)
-        if t is None:
-            raise ConfigError(f"{path}: unknown artefact {attr!r} of type {entry.get('type')!r}; recompile it")
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        t: Any = known.get(kind) if isinstance(kind, str) else None
+        if t is None or "data" not in entry:
+            raise ConfigError(f"{path}: unknown artefact {attr!r} of type {kind!r}; recompile it")
         value = t.from_dict(entry["data"])
         setattr(program, attr, value)
         if callable(getattr(value, "attach", None)):

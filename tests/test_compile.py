@@ -59,7 +59,7 @@ class ProposerEngine:
         self.calls += 1
         self.prompts.append(" ".join(m.text or "" for m in request.messages))
         schema = _schema(request)
-        fields = list((schema.get("properties") or {}))
+        fields = list(schema.get("properties") or {})
         # GEPA's proposer uses its own JSONAdapter, which sends no schema to an unknown model.
         fields = fields or ["new_instruction", "improved_instruction"]
         text = json.dumps({f: NEW_INSTRUCTION for f in fields})
@@ -82,8 +82,18 @@ def test_every_optimizer_keeps_per_role_models(name: str, data: Any) -> None:
     fakes = {r: oracle_lm(gold, LABELS, accuracy=0.8, model=f"fake/{r}") for r in ROLES}
     seen = {r: recording(lm) for r, lm in fakes.items()}
     helper, proposer = helper_lm()
-    res = compile_program("jot", optimizer=name, settings=SMALL[name], knobs={"n_loops": 2}, trainset=train,
-                          devset=dev, labels=LABELS, roles=fakes, lm=fakes["judge"], prompt_lm=helper)
+    res = compile_program(
+        "jot",
+        optimizer=name,
+        settings=SMALL[name],
+        knobs={"n_loops": 2},
+        trainset=train,
+        devset=dev,
+        labels=LABELS,
+        roles=fakes,
+        lm=fakes["judge"],
+        prompt_lm=helper,
+    )
     for role in ROLES:
         assert seen[role] and set(seen[role]) == {role}, f"{name}: {role}'s model served {set(seen[role])}"
         seen[role].clear()
@@ -108,16 +118,28 @@ def test_every_optimizer_keeps_per_role_models(name: str, data: Any) -> None:
     if name == "copro":
         assert any(NEW_INSTRUCTION in p.signature.instructions for p in preds.values())
     if name == "gepa":
-        assert any("As the lawyer" in p or "As the judge" in p for p in proposer.prompts), "role-level feedback"
+        assert any("As the lawyer" in p or "As the judge" in p for p in proposer.prompts), (
+            "role-level feedback"
+        )
 
 
 def test_knn_picks_precedents_per_input(data: Any) -> None:
     train, dev, gold = data
     lm = oracle_lm(gold, LABELS, accuracy=1.0)
-    res = compile_program("jot", optimizer="knn", settings={"k": 1}, knobs={"n_loops": 1}, trainset=train,
-                          devset=dev, labels=LABELS, lm=lm)
+    res = compile_program(
+        "jot",
+        optimizer="knn",
+        settings={"k": 1},
+        knobs={"n_loops": 1},
+        trainset=train,
+        devset=dev,
+        labels=LABELS,
+        lm=lm,
+    )
     index = res.program.knn_precedents
-    assert all(index.cases.index(ex.case) not in index.neighbours(ex.case) for ex in train), "no self-citation"
+    assert all(index.cases.index(ex.case) not in index.neighbours(ex.case) for ex in train), (
+        "no self-citation"
+    )
     picks = {tuple(index.neighbours(ex.case)) for ex in train + dev}
     assert len(picks) > 1, "different inputs get different precedents"
     for ex in dev:
@@ -131,7 +153,8 @@ def test_gepa_feedback_is_per_role(data: Any) -> None:
 
     train, _, gold = data
     program = __import__("courtroom.programs", fromlist=["x"]).JudgmentOfThought(
-        LABELS, lm=oracle_lm(gold, LABELS, accuracy=1.0), n_loops=1)
+        LABELS, lm=oracle_lm(gold, LABELS, accuracy=1.0), n_loops=1
+    )
     with dspy.context(trace=[]):
         pred = program(case=train[0].case)
         trace = list(dspy.settings.trace)
@@ -151,27 +174,45 @@ def test_gepa_feedback_is_per_role(data: Any) -> None:
 def test_single_model_optimizers_are_refused(name: str, data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="every role on one model"):
-        compile_program("jot", optimizer=name, trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS))
+        compile_program(
+            "jot", optimizer=name, trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS)
+        )
 
 
 def test_unknown_optimizer_lists_the_valid_ones(data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="unknown optimizer 'fancy'.*bootstrap"):
-        compile_program("jot", optimizer="fancy", trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS))
+        compile_program(
+            "jot", optimizer="fancy", trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS)
+        )
 
 
 def test_trainset_too_small_for_settings(data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="needs at least 5 training examples, got 2"):
-        compile_program("jot", optimizer="knn", settings={"k": 5}, trainset=train[:2], devset=dev, labels=LABELS,
-                        lm=oracle_lm(gold, LABELS))
+        compile_program(
+            "jot",
+            optimizer="knn",
+            settings={"k": 5},
+            trainset=train[:2],
+            devset=dev,
+            labels=LABELS,
+            lm=oracle_lm(gold, LABELS),
+        )
 
 
 def test_unknown_optimizer_setting(data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="has no setting depth"):
-        compile_program("jot", optimizer="bootstrap", settings={"depth": 2}, trainset=train, devset=dev,
-                        labels=LABELS, lm=oracle_lm(gold, LABELS))
+        compile_program(
+            "jot",
+            optimizer="bootstrap",
+            settings={"depth": 2},
+            trainset=train,
+            devset=dev,
+            labels=LABELS,
+            lm=oracle_lm(gold, LABELS),
+        )
 
 
 def test_optimizer_incompatible_with_framework(data: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,10 +237,14 @@ def test_optimizer_incompatible_with_framework(data: Any, monkeypatch: pytest.Mo
 
     monkeypatch.setitem(FRAMEWORKS, "coin", Coin)
     train, dev, gold = data
-    for name, message in (("knn", "knn is incompatible with coin.*flipper"), ("labeled", "labeled is incompatible")):
+    for name, message in (
+        ("knn", "knn is incompatible with coin.*flipper"),
+        ("labeled", "labeled is incompatible"),
+    ):
         with pytest.raises(ConfigError, match=message):
-            compile_program("coin", optimizer=name, trainset=train, devset=dev, labels=LABELS,
-                            lm=oracle_lm(gold, LABELS))
+            compile_program(
+                "coin", optimizer=name, trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS)
+            )
 
 
 def test_registry_defaults_are_json() -> None:

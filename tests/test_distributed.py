@@ -26,7 +26,9 @@ def _pg_bin() -> Path:
             pytest.skip("PostgreSQL is not installed and cannot be installed here (needs root and apt-get)")
         env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True
+        )
         found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent
 
@@ -54,17 +56,44 @@ def postgres() -> Any:
         shutil.chown(root, "postgres")
         shutil.chown(sock, "postgres")
     port = _free_port()
-    subprocess.run(_as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E",
-                                 "UTF8"]), check=True, capture_output=True)
-    subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-                                 f"-p {port} -h 127.0.0.1 -k {sock}", "start"]), check=True, capture_output=True)
+    subprocess.run(
+        _as_postgres(
+            [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        _as_postgres(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-o",
+                f"-p {port} -h 127.0.0.1 -k {sock}",
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+    )
     try:
-        subprocess.run(_as_postgres([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-                                     "courtroom"]), check=True, capture_output=True)
+        subprocess.run(
+            _as_postgres(
+                [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "courtroom"]
+            ),
+            check=True,
+            capture_output=True,
+        )
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/courtroom"
     finally:
-        subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]),
-                       capture_output=True)
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]),
+            capture_output=True,
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -78,10 +107,12 @@ WORKER = textwrap.dedent("""
     storage, name, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
     train = load_task("boolean_expressions", split="train", limit=4).examples
     dev = load_task("boolean_expressions", split="dev", limit=6).examples
-    lm = oracle_lm({e.case: e.label for e in train + dev}, ["True", "False"], accuracy={"judge": 0.8, "default": 0.7},
-                   cache=True)
-    config = StudyConfig("jot", trials=trials, storage=storage, study_name=name, space={"n_loops": "1:3"}, concurrency=2)
-    out = run_study(config, lms=RoleLMs({"default": lm}), trainset=train, devset=dev, labels=["True", "False"])
+    labels = ["True", "False"]
+    gold = {e.case: e.label for e in train + dev}
+    lm = oracle_lm(gold, labels, accuracy={"judge": 0.8, "default": 0.7}, cache=True)
+    config = StudyConfig("jot", trials=trials, storage=storage, study_name=name, space={"n_loops": "1:3"},
+                         concurrency=2)
+    out = run_study(config, lms=RoleLMs({"default": lm}), trainset=train, devset=dev, labels=labels)
     best = out.best[0]
     print(f"best {best.number} {best.value}")
 """)
@@ -97,16 +128,26 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
-    workers = [subprocess.Popen([sys.executable, str(script), postgres, name, str(per_worker)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script), postgres, name, str(per_worker)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [w.communicate(timeout=120) for w in workers]
-    for w, (out, err) in zip(workers, outputs, strict=True):
+    for w, (_, err) in zip(workers, outputs, strict=True):
         assert w.returncode == 0, err[-2000:]
 
     final = run_study(config)
     trials = final.study.trials
     assert len(trials) == 2 * per_worker
-    assert sorted(t.number for t in trials) == list(range(2 * per_worker)), "every trial recorded exactly once"
+    assert sorted(t.number for t in trials) == list(range(2 * per_worker)), (
+        "every trial recorded exactly once"
+    )
     assert len({t._trial_id for t in trials}) == len(trials)
     assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
     assert sum(bool(t.user_attrs.get("paper_default")) for t in trials) == 1

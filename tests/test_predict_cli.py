@@ -21,9 +21,30 @@ def server() -> Any:
 @pytest.fixture(scope="module")
 def program_file(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("predict") / "program.json"
-    code = main(["compile", "jot", "--task", "boolean_expressions", "--optimizer", "labeled", "--opt", "k=2",
-                 "--train", "3", "--dev", "2", "--loops", "1", "--lm", "openai/fake-model", "--api-base", server.url,
-                 "-o", str(out)])
+    code = main(
+        [
+            "compile",
+            "jot",
+            "--task",
+            "boolean_expressions",
+            "--optimizer",
+            "labeled",
+            "--opt",
+            "k=2",
+            "--train",
+            "3",
+            "--dev",
+            "2",
+            "--loops",
+            "1",
+            "--lm",
+            "openai/fake-model",
+            "--api-base",
+            server.url,
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     return out
 
@@ -48,25 +69,34 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "case": "True or False is"}\n"not True is"\n\n')
     out = tmp_path / "out.jsonl"
-    code = main(["predict", str(program_file), "--input", str(cases), "--output", str(out), "--api-base", server.url])
+    code = main(
+        ["predict", str(program_file), "--input", str(cases), "--output", str(out), "--api-base", server.url]
+    )
     assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "2"]
     assert all(r["label"] == "True" and r["error"] is None and r["transcript"] for r in rows)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "exactly one of a case text or --input"),
-    (["--input", "missing.jsonl"], "cannot read missing.jsonl"),
-    (["x", "--role", "bailiff=openai/x"], "unknown role 'bailiff'"),
-])
-def test_predict_errors(program_file: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "exactly one of a case text or --input"),
+        (["--input", "missing.jsonl"], "cannot read missing.jsonl"),
+        (["x", "--role", "bailiff=openai/x"], "unknown role 'bailiff'"),
+    ],
+)
+def test_predict_errors(
+    program_file: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["predict", str(program_file), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-def test_predict_refuses_a_tampered_file(program_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_predict_refuses_a_tampered_file(
+    program_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = json.loads(program_file.read_text())
     doc["judge"]["demos"] = []
     bad = tmp_path / "bad.json"
@@ -80,7 +110,10 @@ def test_bad_compile_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
     for args, message in (
         (["compile", "jot", "--optimizer", "simba"], "one model"),
         (["compile", "jot", "--optimizer", "nope"], "unknown optimizer 'nope'"),
-        (["compile", "jot", "--optimizer", "knn", "--opt", "k=9", "--train", "3"], "needs at least 9 training"),
+        (
+            ["compile", "jot", "--optimizer", "knn", "--opt", "k=9", "--train", "3"],
+            "needs at least 9 training",
+        ),
     ):
         code = main(args)
         err = capsys.readouterr().err

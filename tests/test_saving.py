@@ -1,4 +1,5 @@
-"""Program files: compile -> save -> load gives identical predictions; bad files get clear errors; no secrets."""
+"""Program files: compile -> save -> load gives identical predictions; bad files get clear errors;
+no secrets on disk."""
 
 from __future__ import annotations
 
@@ -24,13 +25,34 @@ LABELS = ["True", "False"]
 def decide(role: str, turn: int, prompt: str) -> dict[str, Any]:
     """Deterministic by prompt (not by turn), so concurrent calls give the same answers in any order."""
     pick = LABELS[hashlib.sha256(prompt.encode()).digest()[0] % 2]
-    return {"decision": pick, "most_likely": pick, "label": pick, "argument": f"{role}: {prompt[-40:]}",
-            "analysis": f"weighing {len(prompt)} chars", "reason": "because", "opinion": "I think so"}
+    return {
+        "decision": pick,
+        "most_likely": pick,
+        "label": pick,
+        "argument": f"{role}: {prompt[-40:]}",
+        "analysis": f"weighing {len(prompt)} chars",
+        "reason": "because",
+        "opinion": "I think so",
+    }
 
 
 def scripted() -> Any:
-    return scripted_lm({"default": decide} | {r: decide for r in ("judge", "lawyer", "prosecutor", "clerk",
-                                                                    "attorney", "reasoner", "debater", "assistant")})
+    return scripted_lm(
+        {"default": decide}
+        | {
+            r: decide
+            for r in (
+                "judge",
+                "lawyer",
+                "prosecutor",
+                "clerk",
+                "attorney",
+                "reasoner",
+                "debater",
+                "assistant",
+            )
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +71,20 @@ CASES = [
 
 
 @pytest.mark.parametrize(("framework", "optimizer", "knobs"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
-def test_round_trip_identical_predictions(framework: str, optimizer: str, knobs: dict[str, Any], data: Any,
-                                          tmp_path: Path) -> None:
+def test_round_trip_identical_predictions(
+    framework: str, optimizer: str, knobs: dict[str, Any], data: Any, tmp_path: Path
+) -> None:
     train, dev, gold = data
-    res = compile_program(framework, optimizer=optimizer, knobs=knobs, trainset=train, devset=dev, labels=LABELS,
-                          lm=oracle_lm(gold, LABELS, accuracy=0.9), settings={"k": 2} if optimizer != "bootstrap" else None)
+    res = compile_program(
+        framework,
+        optimizer=optimizer,
+        knobs=knobs,
+        trainset=train,
+        devset=dev,
+        labels=LABELS,
+        lm=oracle_lm(gold, LABELS, accuracy=0.9),
+        settings={"k": 2} if optimizer != "bootstrap" else None,
+    )
     path = save_program(res.program, tmp_path / "program.json", res.metadata)
 
     loaded = courtroom.load(path, lm=scripted())
@@ -64,7 +95,9 @@ def test_round_trip_identical_predictions(framework: str, optimizer: str, knobs:
     for ex in dev + [dspy.Example(case="not ( True ) and ( True ) is")]:
         a, b = original(case=ex.case), loaded(case=ex.case)
         assert a.label == b.label
-        assert [(t.role, t.text, t.decision) for t in a.transcript] == [(t.role, t.text, t.decision) for t in b.transcript]
+        assert [(t.role, t.text, t.decision) for t in a.transcript] == [
+            (t.role, t.text, t.decision) for t in b.transcript
+        ]
     meta = json.loads(path.read_text())["metadata"]["courtroom"]
     assert meta["framework"] == framework and meta["config"] == original.config()
     assert meta["task"]["labels"] == LABELS and meta["task"]["positions"] == LABELS
@@ -74,7 +107,9 @@ def test_round_trip_identical_predictions(framework: str, optimizer: str, knobs:
     assert meta["models"]["judge"] == "fake/oracle"
     if optimizer == "knn":
         assert "knn_precedents" in meta["artefacts"]
-        assert loaded.knn_precedents.demos_for("judge", dev[0].case) == original.knn_precedents.demos_for("judge", dev[0].case)
+        assert loaded.knn_precedents.demos_for("judge", dev[0].case) == original.knn_precedents.demos_for(
+            "judge", dev[0].case
+        )
     if framework == "courtroom-llm":
         saved = meta["artefacts"]["precedent_index"]["data"]
         assert len(saved["cases"]) == len(train) and saved["reasons"], "precedents saved with their reasons"
@@ -85,19 +120,39 @@ def test_round_trip_identical_predictions(framework: str, optimizer: str, knobs:
 
 def test_two_lines_of_user_code(data: Any, tmp_path: Path) -> None:
     train, dev, gold = data
-    res = compile_program("jot", optimizer="labeled", trainset=train, devset=dev, labels=LABELS,
-                          lm=oracle_lm(gold, LABELS), knobs={"n_loops": 1}, settings={"k": 2})
+    res = compile_program(
+        "jot",
+        optimizer="labeled",
+        trainset=train,
+        devset=dev,
+        labels=LABELS,
+        lm=oracle_lm(gold, LABELS),
+        knobs={"n_loops": 1},
+        settings={"k": 2},
+    )
     save_program(res.program, tmp_path / "p.json", res.metadata)
     program = courtroom.load(tmp_path / "p.json", lm=oracle_lm(gold, LABELS))
     verdict = program(case=dev[0].case)
-    assert verdict.label in LABELS and {t.role for t in verdict.transcript} == {"lawyer", "prosecutor", "judge"}
+    assert verdict.label in LABELS and {t.role for t in verdict.transcript} == {
+        "lawyer",
+        "prosecutor",
+        "judge",
+    }
 
 
 @pytest.fixture()
 def saved(data: Any, tmp_path: Path) -> Path:
     train, dev, gold = data
-    res = compile_program("jot", optimizer="knn", settings={"k": 2}, trainset=train, devset=dev, labels=LABELS,
-                          lm=oracle_lm(gold, LABELS, accuracy=1.0), knobs={"n_loops": 1})
+    res = compile_program(
+        "jot",
+        optimizer="knn",
+        settings={"k": 2},
+        trainset=train,
+        devset=dev,
+        labels=LABELS,
+        lm=oracle_lm(gold, LABELS, accuracy=1.0),
+        knobs={"n_loops": 1},
+    )
     return save_program(res.program, tmp_path / "p.json", res.metadata)
 
 
@@ -171,8 +226,17 @@ def compiled_with_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as mp, FakeServer() as server:
         mp.setenv("OPENAI_API_KEY", KEY)
         base = server.url.replace("http://", f"http://alice:{PASSWORD}@")
-        res = compile_program("jot", task="boolean_expressions", optimizer="labeled", settings={"k": 2}, train=3,
-                              dev=2, lm="openai/fake-model", api_base=base, knobs={"n_loops": 1})
+        res = compile_program(
+            "jot",
+            task="boolean_expressions",
+            optimizer="labeled",
+            settings={"k": 2},
+            train=3,
+            dev=2,
+            lm="openai/fake-model",
+            api_base=base,
+            knobs={"n_loops": 1},
+        )
         assert server.counts["requests"] > 0
     save_program(res.program, out / "p.json", res.metadata)
     return out
@@ -197,7 +261,10 @@ def test_no_api_key_in_the_cache(compiled_with_key: Path) -> None:
     assert [x for x in _leaks(Path(os.environ["COURTROOM_CACHE_DIR"])) if KEY in x] == []
 
 
-@pytest.mark.xfail(strict=True, reason="DSPy's disk cache stores LiteLLM's response._hidden_params, whose api_base "
-                   "keeps URL credentials; the fix belongs in courtroom/cache.py or lms.py (reported)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="DSPy's disk cache stores LiteLLM's response._hidden_params, whose api_base "
+    "keeps URL credentials; the fix belongs in courtroom/cache.py or lms.py (reported)",
+)
 def test_no_base_url_credentials_in_the_cache(compiled_with_key: Path) -> None:
     assert _leaks(Path(os.environ["COURTROOM_CACHE_DIR"])) == []

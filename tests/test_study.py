@@ -17,7 +17,7 @@ from courtroom.errors import ConfigError
 from courtroom.eval.tasks import load_task
 from courtroom.lms import RoleLMs
 from courtroom.optimize import spaces
-from courtroom.optimize._report import export_config, trials_table, write_report
+from courtroom.optimize._report import trials_table, write_report
 from courtroom.optimize.spaces import build_space, default_params
 from courtroom.optimize.study import StudyConfig, create_study, run_study
 from courtroom.programs import FRAMEWORKS
@@ -35,15 +35,22 @@ def data() -> tuple[list[dspy.Example], list[dspy.Example], dict[str, str]]:
 
 def fresh_lm(gold: dict[str, str]) -> Any:
     """A cached oracle with a unique model name, so no other test's cache entries count here."""
-    return oracle_lm(gold, LABELS, accuracy={"judge": 0.8, "default": 0.7}, cache=True,
-                     model=f"fake/oracle-{uuid.uuid4().hex[:8]}")
+    return oracle_lm(
+        gold,
+        LABELS,
+        accuracy={"judge": 0.8, "default": 0.7},
+        cache=True,
+        model=f"fake/oracle-{uuid.uuid4().hex[:8]}",
+    )
 
 
 def study(data: Any, tmp_path: Path, framework: str = "jot", lm: Any = None, **kw: Any) -> Any:
     train, dev, gold = data
     kw.setdefault("storage", f"sqlite:///{tmp_path}/s.db")
     config = StudyConfig(framework, **kw)
-    return run_study(config, lms=RoleLMs({"default": lm or fresh_lm(gold)}), trainset=train, devset=dev, labels=LABELS)
+    return run_study(
+        config, lms=RoleLMs({"default": lm or fresh_lm(gold)}), trainset=train, devset=dev, labels=LABELS
+    )
 
 
 # -- spaces ------------------------------------------------------------------------------------------
@@ -54,11 +61,24 @@ def test_spaces_match_the_issue_and_the_classes() -> None:
     assert (jot["n_loops"].low, jot["n_loops"].high) == (1, 5)
     assert {"use_lawyer", "use_prosecutor", "use_feedback"} <= set(jot)
     cl = {p.name: p for p in build_space("courtroom-llm")}
-    assert (cl["n_judges"].low, cl["n_judges"].high, cl["k_precedents"].low, cl["k_precedents"].high) == (1, 5, 0, 3)
-    assert set(cl["judge_mode"].choices) == {"parallel", "sequential"} and set(cl["assignment"].choices) == {"fixed", "random"}
+    assert (cl["n_judges"].low, cl["n_judges"].high, cl["k_precedents"].low, cl["k_precedents"].high) == (
+        1,
+        5,
+        0,
+        3,
+    )
+    assert set(cl["judge_mode"].choices) == {"parallel", "sequential"} and set(cl["assignment"].choices) == {
+        "fixed",
+        "random",
+    }
     assert "max_argument_sentences" in cl
     df = {p.name: p for p in build_space("debate-feedback")}
-    assert (df["n_rounds"].low, df["n_rounds"].high, df["n_debaters"].low, df["n_debaters"].high) == (1, 4, 2, 4)
+    assert (df["n_rounds"].low, df["n_rounds"].high, df["n_debaters"].low, df["n_debaters"].high) == (
+        1,
+        4,
+        2,
+        4,
+    )
     assert (df["smoothing"].kind, df["smoothing"].low, df["smoothing"].high) == ("float", 0.0, 1.0)
     assert "threshold" in df
     for name, params in spaces.SPACES.items():
@@ -79,12 +99,15 @@ def test_space_naming_a_missing_knob_fails(monkeypatch: pytest.MonkeyPatch) -> N
         build_space("jot")
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ({"n_loops": "0:7"}, "outside its bounds"),
-    ({"n_judges": "2"}, "has no parameter 'n_judges'"),
-    ({"use_feedback": "maybe"}, "outside"),
-    ({"n_loops": "4:2"}, "empty"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"n_loops": "0:7"}, "outside its bounds"),
+        ({"n_judges": "2"}, "has no parameter 'n_judges'"),
+        ({"use_feedback": "maybe"}, "outside"),
+        ({"n_loops": "4:2"}, "empty"),
+    ],
+)
 def test_overrides_outside_bounds_fail(override: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         build_space("jot", overrides=override)
@@ -95,8 +118,10 @@ def test_overrides_narrow_and_trial_zero_is_the_paper_default() -> None:
     assert (narrowed["n_loops"].low, narrowed["n_loops"].high) == (2, 4)
     assert narrowed["use_feedback"].choices == (True,)
     assert default_params("courtroom-llm", build_space("courtroom-llm")) == {
-        k: v for k, v in FRAMEWORKS["courtroom-llm"].knobs().items()
-        if k in {"n_judges", "judge_mode", "k_precedents", "assignment", "max_argument_sentences"}}
+        k: v
+        for k, v in FRAMEWORKS["courtroom-llm"].knobs().items()
+        if k in {"n_judges", "judge_mode", "k_precedents", "assignment", "max_argument_sentences"}
+    }
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -123,13 +148,22 @@ def test_study_records_trials_usage_and_prunes_on_partial_scores(data: Any, tmp_
 def test_cost_objective_reports_a_pareto_front(data: Any, tmp_path: Path) -> None:
     import optuna
 
-    out = study(data, tmp_path, framework="courtroom-llm", trials=5, cost_objective=True, space={"k_precedents": "0:1"})
+    out = study(
+        data,
+        tmp_path,
+        framework="courtroom-llm",
+        trials=5,
+        cost_objective=True,
+        space={"k_precedents": "0:1"},
+    )
     assert isinstance(out.study.sampler, optuna.samplers.NSGAIISampler)
     front = out.best
     assert front
     done = [t for t in out.study.trials if t.state.name == "COMPLETE"]
     for f in front:  # nobody dominates a Pareto member
-        assert not any(t.values[0] >= f.values[0] and t.values[1] <= f.values[1] and t.values != f.values for t in done)
+        assert not any(
+            t.values[0] >= f.values[0] and t.values[1] <= f.values[1] and t.values != f.values for t in done
+        )
     written = write_report(out.study, tmp_path / "report")
     assert "pareto_table" in written and "pareto" in written
 
@@ -142,11 +176,15 @@ def test_resume_and_name_conflicts(data: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="already exists with framework='jot'"):
         study(data, tmp_path, framework="courtroom-llm", trials=1, study_name="s1")
     with pytest.raises(ConfigError, match="already exists with task="):
-        create_study(StudyConfig("jot", task="web_of_lies", storage=f"sqlite:///{tmp_path}/s.db", study_name="s1"))
+        create_study(
+            StudyConfig("jot", task="web_of_lies", storage=f"sqlite:///{tmp_path}/s.db", study_name="s1")
+        )
 
 
 def test_unreachable_storage_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"cannot reach storage postgresql://bob:\*\*\*@127.0.0.1:1/x") as err:
+    with pytest.raises(
+        ConfigError, match=r"cannot reach storage postgresql://bob:\*\*\*@127.0.0.1:1/x"
+    ) as err:
         create_study(StudyConfig("jot", storage="postgresql://bob:topsecret@127.0.0.1:1/x"))
     assert "topsecret" not in str(err.value)
     with pytest.raises(ConfigError, match="unsupported storage"):
@@ -175,8 +213,12 @@ def test_deeper_trials_reuse_shallower_ones(data: Any, tmp_path: Path) -> None:
     _, dev, gold = data
     lm = fresh_lm(gold)
     fixed = {"use_lawyer": "true", "use_prosecutor": "true", "use_feedback": "true"}
-    three = study(data, tmp_path, lm=lm, trials=1, study_name="l3", space=fixed | {"n_loops": "3"}, prune=False)
-    five = study(data, tmp_path, lm=lm, trials=1, study_name="l5", space=fixed | {"n_loops": "5"}, prune=False)
+    three = study(
+        data, tmp_path, lm=lm, trials=1, study_name="l3", space=fixed | {"n_loops": "3"}, prune=False
+    )
+    five = study(
+        data, tmp_path, lm=lm, trials=1, study_name="l5", space=fixed | {"n_loops": "5"}, prune=False
+    )
     a, b = three.study.trials[0].user_attrs, five.study.trials[0].user_attrs
     n = len(dev)
     assert (a["calls"], a["cached"]) == (9 * n, 0)
@@ -187,41 +229,102 @@ def test_deeper_trials_reuse_shallower_ones(data: Any, tmp_path: Path) -> None:
 def test_more_judges_reuse_fewer_judges_votes(data: Any, tmp_path: Path) -> None:
     _, dev, gold = data
     lm = fresh_lm(gold)
-    fixed = {"judge_mode": "parallel", "k_precedents": "0", "assignment": "fixed", "max_argument_sentences": "1"}
-    three = study(data, tmp_path, framework="courtroom-llm", lm=lm, trials=1, study_name="j3",
-                  space=fixed | {"n_judges": "3"}, prune=False)
-    five = study(data, tmp_path, framework="courtroom-llm", lm=lm, trials=1, study_name="j5",
-                 space=fixed | {"n_judges": "5"}, prune=False)
+    fixed = {
+        "judge_mode": "parallel",
+        "k_precedents": "0",
+        "assignment": "fixed",
+        "max_argument_sentences": "1",
+    }
+    three = study(
+        data,
+        tmp_path,
+        framework="courtroom-llm",
+        lm=lm,
+        trials=1,
+        study_name="j3",
+        space=fixed | {"n_judges": "3"},
+        prune=False,
+    )
+    five = study(
+        data,
+        tmp_path,
+        framework="courtroom-llm",
+        lm=lm,
+        trials=1,
+        study_name="j5",
+        space=fixed | {"n_judges": "5"},
+        prune=False,
+    )
     a, b = three.study.trials[0].user_attrs, five.study.trials[0].user_attrs
     n = len(dev)
     assert (a["calls"], a["cached"]) == (6 * n, 0)  # clerk, 2 advocates, 3 judges
     assert (b["calls"], b["cached"], b["sent"]) == (8 * n, 6 * n, 2 * n)  # only judges 4 and 5 are new
 
 
-# -- CLI ------------------------------------------------------------------------------------------------------
+# -- CLI ---------------------------------------------------------------------------------------------
 
 
-def test_cli_study_exports_a_config_that_compile_accepts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_study_exports_a_config_that_compile_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from courtroom.cli import main
     from courtroom.testing import FakeServer
 
     with FakeServer() as server:
         common = ["--lm", "openai/fake-model", "--api-base", server.url]
-        code = main(["study", "jot", "--trials", "3", "--dev", "4", "--space", "n_loops=1:2",
-                     "--storage", f"sqlite:///{tmp_path}/cli.db", "--report", str(tmp_path / "rep"),
-                     "--export-best", str(tmp_path / "best.json"), *common])
+        code = main(
+            [
+                "study",
+                "jot",
+                "--trials",
+                "3",
+                "--dev",
+                "4",
+                "--space",
+                "n_loops=1:2",
+                "--storage",
+                f"sqlite:///{tmp_path}/cli.db",
+                "--report",
+                str(tmp_path / "rep"),
+                "--export-best",
+                str(tmp_path / "best.json"),
+                *common,
+            ]
+        )
         out = capsys.readouterr().out
         assert code == 0, out
         assert "best trial" in out and (tmp_path / "rep" / "trials.csv").is_file()
         best = json.loads((tmp_path / "best.json").read_text())
-        assert best["kind"] == "courtroom-config" and best["framework"] == "jot" and 1 <= best["knobs"]["n_loops"] <= 2
+        assert (
+            best["kind"] == "courtroom-config"
+            and best["framework"] == "jot"
+            and 1 <= best["knobs"]["n_loops"] <= 2
+        )
         assert "api_base" not in json.dumps(best) and server.url not in json.dumps(best)
-        code = main(["compile", "--config", str(tmp_path / "best.json"), "--optimizer", "labeled", "--opt", "k=1",
-                     "--train", "2", "--dev", "2", "-o", str(tmp_path / "p.json"), *common])
+        code = main(
+            [
+                "compile",
+                "--config",
+                str(tmp_path / "best.json"),
+                "--optimizer",
+                "labeled",
+                "--opt",
+                "k=1",
+                "--train",
+                "2",
+                "--dev",
+                "2",
+                "-o",
+                str(tmp_path / "p.json"),
+                *common,
+            ]
+        )
         assert code == 0, capsys.readouterr()
     meta = json.loads((tmp_path / "p.json").read_text())["metadata"]["courtroom"]
     assert meta["config"]["n_loops"] == best["knobs"]["n_loops"]
-    code = main(["study", "jot", "--trials", "1", "--space", "n_loops=9", "--storage", f"sqlite:///{tmp_path}/x.db"])
+    code = main(
+        ["study", "jot", "--trials", "1", "--space", "n_loops=9", "--storage", f"sqlite:///{tmp_path}/x.db"]
+    )
     assert code == 2 and "outside its bounds" in capsys.readouterr().err
 
 
@@ -230,3 +333,20 @@ def test_run_study_is_exported() -> None:
 
     assert courtroom.run_study is run_study
     assert os.environ.get("COURTROOM_CACHE_DIR")
+
+
+def test_conditional_parameters_are_not_drawn_when_meaningless() -> None:
+    import optuna
+
+    space = build_space("jot")
+    s = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen = []
+    for _ in range(40):
+        trial = s.ask()
+        params = spaces.sample(space, trial)
+        seen.append(params)
+        assert params["use_lawyer"] or params["use_prosecutor"], "never an empty courtroom"
+        if params["n_loops"] == 1:
+            assert "use_feedback" not in trial.params and params["use_feedback"] is True
+        s.tell(trial, 0.0)
+    assert any(not p["use_lawyer"] for p in seen) and any(not p["use_prosecutor"] for p in seen)

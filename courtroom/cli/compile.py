@@ -31,7 +31,12 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
     table = Table(title=title)
     for col in ("dev", "before", "after"):
         table.add_column(col, justify="right" if col != "dev" else "left")
-    for key, label in (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("failures", "failures"), ("n", "examples")):
+    for key, label in (
+        ("accuracy", "accuracy"),
+        ("macro_f1", "macro-F1"),
+        ("failures", "failures"),
+        ("n", "examples"),
+    ):
         fmt = "{:.3f}" if key in ("accuracy", "macro_f1") else "{}"
         table.add_row(label, fmt.format(before[key]), fmt.format(after[key]))
     return table
@@ -39,18 +44,32 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
 
 @app.command("compile")
 def compile_command(
-    framework: Annotated[str | None, typer.Argument(help="Framework name (or take it from --config).")] = None,
+    framework: Annotated[
+        str | None, typer.Argument(help="Framework name (or take it from --config).")
+    ] = None,
     task: Annotated[str | None, typer.Option("--task", help="Task name.")] = None,
-    optimizer: Annotated[str, typer.Option(
-        "--optimizer", help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa")] = "bootstrap",
+    optimizer: Annotated[
+        str,
+        typer.Option("--optimizer", help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa"),
+    ] = "bootstrap",
     train: Annotated[int, typer.Option("--train", help="Training examples (the task's train split).")] = 20,
     dev: Annotated[int, typer.Option("--dev", help="Dev examples, scored before and after.")] = 20,
     out: Annotated[str, typer.Option("-o", "--out", help="Program file to write.")] = "program.json",
-    config: Annotated[str | None, typer.Option("--config", help="best.json from `courtroom study --export-best`.")] = None,
-    opt_settings: Annotated[list[str] | None, typer.Option(
-        "--opt", help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.")] = None,
-    prompt_lm: Annotated[str | None, typer.Option(
-        "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model).")] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="best.json from `courtroom study --export-best`.")
+    ] = None,
+    opt_settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--opt", help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable."
+        ),
+    ] = None,
+    prompt_lm: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."
+        ),
+    ] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
     sets: opt.SET = None,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
@@ -85,14 +104,27 @@ def compile_command(
         from courtroom.lms import LMSpec
 
         default = lm or base.get("lm")
-        roles = {r: LMSpec(str(roles.get(r) or default or "local"), temperature=float(t)) for r, t in temps.items()} | {
-            r: m for r, m in roles.items() if r not in temps}
+        roles = {
+            r: LMSpec(str(roles.get(r) or default or "local"), temperature=float(t)) for r, t in temps.items()
+        } | {r: m for r, m in roles.items() if r not in temps}
     configure_cache()
     result = compile_program(
-        framework, task=task or base.get("task") or "boolean_expressions", optimizer=optimizer,
-        settings=opt.parse_sets(opt_settings), knobs=knobs, train=train, dev=dev, data=data, seed=seed,
-        lm=lm or base.get("lm"), roles=roles, prompt_lm=prompt_lm, temperature=temperature, max_tokens=max_tokens,
-        api_base=api_base, concurrency=concurrency,
+        framework,
+        task=task or base.get("task") or "boolean_expressions",
+        optimizer=optimizer,
+        settings=opt.parse_sets(opt_settings),
+        knobs=knobs,
+        train=train,
+        dev=dev,
+        data=data,
+        seed=seed,
+        lm=lm or base.get("lm"),
+        roles=roles,
+        prompt_lm=prompt_lm,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        concurrency=concurrency,
     )
     path = save_program(result.program, out, result.metadata)
     console = Console()

@@ -28,11 +28,13 @@ def read_cases(path: str) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path} line {n}: not JSON ({exc.msg}); write one {{\"case\": ...}} per line") from exc
+            raise DataError(
+                f'{path} line {n}: not JSON ({exc.msg}); write one {{"case": ...}} per line'
+            ) from exc
         if isinstance(row, str):
             row = {"case": row}
         if not isinstance(row, dict) or not isinstance(row.get("case"), str) or not row["case"].strip():
-            raise DataError(f"{path} line {n}: needs a non-empty \"case\" text field")
+            raise DataError(f'{path} line {n}: needs a non-empty "case" text field')
         rows.append({"id": str(row.get("id", n)), "case": row["case"]})
     if not rows:
         raise DataError(f"{path} has no cases")
@@ -43,10 +45,15 @@ def read_cases(path: str) -> list[dict[str, Any]]:
 def predict_command(
     program_file: Annotated[str, typer.Argument(help="Program file written by `courtroom compile`.")],
     case: Annotated[str | None, typer.Argument(help="Case text (or use --input).")] = None,
-    input_file: Annotated[str | None, typer.Option("--input", help="JSONL file, one {\"case\": ...} per line.")] = None,
-    output: Annotated[str | None, typer.Option("--output", help="Write JSONL results here (default: stdout).")] = None,
-    transcript: Annotated[bool, typer.Option("--transcript/--no-transcript",
-                                             help="Print the transcript of a single case.")] = True,
+    input_file: Annotated[
+        str | None, typer.Option("--input", help='JSONL file, one {"case": ...} per line.')
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", help="Write JSONL results here (default: stdout).")
+    ] = None,
+    transcript: Annotated[
+        bool, typer.Option("--transcript/--no-transcript", help="Print the transcript of a single case.")
+    ] = True,
     lm: opt.LM = None,
     role: opt.ROLE = None,
     temperature: opt.TEMPERATURE = None,
@@ -70,7 +77,11 @@ def predict_command(
         raise ConfigError("the case text is empty")
     configure_cache()
     roles = parse_role_overrides(role or [], all_roles())
-    options = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("api_base", api_base)) if v}
+    options = {
+        k: v
+        for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("api_base", api_base))
+        if v
+    }
     program = load_program(program_file, lm=lm, roles=roles or None, **options)
     console = Console()
     if case is not None:
@@ -85,9 +96,14 @@ def predict_command(
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
         for r in results:
-            sink.write(json.dumps({"id": r.id, "label": r.prediction, "error": r.error, "transcript": r.transcript}) + "\n")
+            sink.write(
+                json.dumps({"id": r.id, "label": r.prediction, "error": r.error, "transcript": r.transcript})
+                + "\n"
+            )
     finally:
         if output:
             sink.close()
     failed = sum(r.prediction is None for r in results)
-    Console(stderr=True).print(f"{len(results)} case(s), {failed} failed" + (f"; results in {output}" if output else ""))
+    Console(stderr=True).print(
+        f"{len(results)} case(s), {failed} failed" + (f"; results in {output}" if output else "")
+    )

@@ -21,31 +21,52 @@ def parse_space(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         name, sep, spec = item.partition("=")
         if not sep or not name.strip() or not spec.strip():
-            raise ConfigError(f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)")
+            raise ConfigError(
+                f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)"
+            )
         out[name.strip()] = spec.strip()
     return out
 
 
 @app.command("study")
 def study_command(
-    framework: Annotated[str, typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...).")],
+    framework: Annotated[
+        str, typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...).")
+    ],
     task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
-    trials: Annotated[int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")] = 20,
+    trials: Annotated[
+        int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")
+    ] = 20,
     dev: Annotated[int, typer.Option("--dev", help="Dev examples each trial is scored on.")] = 20,
-    train: Annotated[int, typer.Option("--train", help="Training examples (precedents, reliability model).")] = 20,
-    storage: Annotated[str | None, typer.Option(
-        "--storage", help="sqlite:///FILE.db (default courtroom-studies.db), journal:FILE, or postgresql://...")] = None,
+    train: Annotated[
+        int, typer.Option("--train", help="Training examples (precedents, reliability model).")
+    ] = 20,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage",
+            help="sqlite:///FILE.db (default courtroom-studies.db), journal:FILE, or postgresql://...",
+        ),
+    ] = None,
     study_name: Annotated[str | None, typer.Option("--study-name", help="Default: FRAMEWORK-TASK.")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Trials run at once in this process.")] = 1,
     objective: Annotated[str, typer.Option("--objective", help="accuracy | f1")] = "accuracy",
-    cost_objective: Annotated[bool, typer.Option(
-        "--cost-objective", help="Also minimise LM calls per example (NSGA-II; reports the Pareto front).")] = False,
-    space: Annotated[list[str] | None, typer.Option(
-        "--space", help="Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable.")] = None,
-    search_temperature: Annotated[bool, typer.Option(
-        "--search-temperature", help="Also search each role's temperature in [0, 1].")] = False,
-    lm: Annotated[list[str] | None, typer.Option(
-        "--lm", help="Model; repeat to let the study choose a model per role.")] = None,
+    cost_objective: Annotated[
+        bool,
+        typer.Option(
+            "--cost-objective", help="Also minimise LM calls per example (NSGA-II; reports the Pareto front)."
+        ),
+    ] = False,
+    space: Annotated[
+        list[str] | None,
+        typer.Option("--space", help="Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable."),
+    ] = None,
+    search_temperature: Annotated[
+        bool, typer.Option("--search-temperature", help="Also search each role's temperature in [0, 1].")
+    ] = False,
+    lm: Annotated[
+        list[str] | None, typer.Option("--lm", help="Model; repeat to let the study choose a model per role.")
+    ] = None,
     role: opt.ROLE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
@@ -53,9 +74,13 @@ def study_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight per trial.")] = 4,
-    report: Annotated[str | None, typer.Option("--report", help="Report folder (default studies/NAME).")] = None,
-    export_best: Annotated[str | None, typer.Option(
-        "--export-best", help="Write the best config for `courtroom compile --config`.")] = None,
+    report: Annotated[
+        str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
+    ] = None,
+    export_best: Annotated[
+        str | None,
+        typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
+    ] = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
     from courtroom.eval.runs import get_framework
@@ -65,10 +90,25 @@ def study_command(
 
     cls = get_framework(framework)
     config = StudyConfig(
-        framework=framework, task=task, trials=trials, dev=dev, train=train, data=data, seed=seed, storage=storage,
-        study_name=study_name, workers=workers, objective=objective, cost_objective=cost_objective,
-        space=parse_space(space), models=list(lm or []), roles=parse_role_overrides(role or [], cls.roles),
-        search_temperature=search_temperature, max_tokens=max_tokens, api_base=api_base, concurrency=concurrency,
+        framework=framework,
+        task=task,
+        trials=trials,
+        dev=dev,
+        train=train,
+        data=data,
+        seed=seed,
+        storage=storage,
+        study_name=study_name,
+        workers=workers,
+        objective=objective,
+        cost_objective=cost_objective,
+        space=parse_space(space),
+        models=list(lm or []),
+        roles=parse_role_overrides(role or [], cls.roles),
+        search_temperature=search_temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        concurrency=concurrency,
         prune=not no_prune,
     )
     outcome = run_study(config)
@@ -83,8 +123,14 @@ def study_command(
     for c in cols:
         table.add_column(c)
     for _, row in df.iterrows():
-        table.add_row(*["" if str(row[c]) == "nan" else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
-                        for c in cols])
+        table.add_row(
+            *[
+                ""
+                if str(row[c]) == "nan"
+                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
+                for c in cols
+            ]
+        )
     console.print(table)
     if cost_objective:
         console.print("Pareto front (score up, calls per example down):")
@@ -94,7 +140,8 @@ def study_command(
     except ValueError:
         console.print("no trial completed: see the trials table for failures")
         return
-    console.print(f"best trial {best.number}: values {list(best.values)} params {best.user_attrs.get('config', best.params)}")
+    params = best.user_attrs.get("config", best.params)
+    console.print(f"best trial {best.number}: values {list(best.values)} params {params}")
     written = write_report(study, report_dir(config, report), study_config_dict(config))
     console.print(f"report: {written['summary'].parent}")
     if export_best:

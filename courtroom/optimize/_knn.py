@@ -25,7 +25,11 @@ from courtroom.errors import ConfigError
 
 
 def bootstrap_traces(
-    program: dspy.Module, trainset: Sequence[dspy.Example], metric: Callable[..., Any], *, concurrency: int = 4,
+    program: dspy.Module,
+    trainset: Sequence[dspy.Example],
+    metric: Callable[..., Any],
+    *,
+    concurrency: int = 4,
 ) -> list[dict[str, list[dict[str, Any]]]]:
     """For each training case: predictor name -> demos from a correct run ({} if wrong or failed)."""
     names = {id(p): n for n, p in program.named_predictors()}
@@ -53,8 +57,13 @@ def bootstrap_traces(
 class KNNPrecedents:
     """Demos by training case, retrieved per call by similarity to the predictor's ``case`` input."""
 
-    def __init__(self, cases: Sequence[str], demos: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]], k: int,
-                 per_role: int = 1) -> None:
+    def __init__(
+        self,
+        cases: Sequence[str],
+        demos: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]],
+        k: int,
+        per_role: int = 1,
+    ) -> None:
         """Index ``cases`` (training case texts) with their per-predictor ``demos``.
 
         ``per_role`` caps the demos one training case gives one predictor (a JoT judge speaks
@@ -92,7 +101,7 @@ class KNNPrecedents:
         """Demos for ``predictor`` reading ``case``."""
         out = []
         for i in self.neighbours(case):
-            for d in self.demos[i].get(predictor, [])[-self.per_role:]:
+            for d in self.demos[i].get(predictor, [])[-self.per_role :]:
                 out.append(dspy.Example(augmented=True, **d))
         return out
 
@@ -120,7 +129,9 @@ class KNNPrecedents:
 class KNNOptimizer:
     """Optimizer seam (``compile(student, *, trainset)``) for :class:`KNNPrecedents`."""
 
-    def __init__(self, metric: Callable[..., Any], k: int = 3, per_role: int = 1, concurrency: int = 4) -> None:
+    def __init__(
+        self, metric: Callable[..., Any], k: int = 3, per_role: int = 1, concurrency: int = 4
+    ) -> None:
         self.metric, self.k, self.per_role, self.concurrency = metric, k, per_role, concurrency
 
     def compile(self, student: dspy.Module, *, trainset: Sequence[dspy.Example], **_: Any) -> dspy.Module:
@@ -131,8 +142,10 @@ class KNNOptimizer:
         demos = bootstrap_traces(student, trainset, self.metric, concurrency=self.concurrency)
         index = KNNPrecedents([ex.case for ex in trainset], demos, self.k, self.per_role)
         if not index.useful:
-            raise ConfigError("knn: the program got no training case right, so there are no precedents to "
-                              "retrieve; use more training cases or a stronger model")
+            raise ConfigError(
+                "knn: the program got no training case right, so there are no precedents to "
+                "retrieve; use more training cases or a stronger model"
+            )
         student.knn_precedents = index
         index.attach(student)
         return student

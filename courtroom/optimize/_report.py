@@ -15,13 +15,30 @@ import pandas as pd
 from courtroom.optimize.spaces import split_params
 
 log = logging.getLogger(__name__)
-USAGE_COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "calls_per_example", "seconds")
+USAGE_COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "failures",
+    "calls",
+    "sent",
+    "cached",
+    "calls_per_example",
+    "seconds",
+)
 
 
 def trials_table(study: Any) -> pd.DataFrame:
     """One row per trial: number, state, values, parameters and usage."""
-    df = study.trials_dataframe(attrs=("number", "state", "value" if len(study.directions) == 1 else "values",
-                                       "params", "user_attrs", "duration"))
+    df = study.trials_dataframe(
+        attrs=(
+            "number",
+            "state",
+            "value" if len(study.directions) == 1 else "values",
+            "params",
+            "user_attrs",
+            "duration",
+        )
+    )
     df.columns = [c.replace("user_attrs_", "").replace("params_", "") for c in df.columns]
     keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config")]
     return df[keep]
@@ -29,8 +46,10 @@ def trials_table(study: Any) -> pd.DataFrame:
 
 def pareto_table(study: Any) -> pd.DataFrame:
     """The Pareto front of a two-objective study (score up, calls per example down)."""
-    rows = [{"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
-            for t in study.best_trials]
+    rows = [
+        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
+        for t in study.best_trials
+    ]
     return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
 
 
@@ -45,8 +64,17 @@ def export_config(study: Any, framework: str, task: str, path: str | Path) -> di
     """Write the best trial as a config that ``courtroom compile --config`` accepts."""
     trial = best_trial(study)
     knobs, models, temps = split_params(trial.user_attrs.get("config") or trial.params)
-    config = {"kind": "courtroom-config", "framework": framework, "task": task, "knobs": knobs, "roles": models,
-              "temperatures": temps, "study": study.study_name, "trial": trial.number, "values": list(trial.values)}
+    config = {
+        "kind": "courtroom-config",
+        "framework": framework,
+        "task": task,
+        "knobs": knobs,
+        "roles": models,
+        "temperatures": temps,
+        "study": study.study_name,
+        "trial": trial.number,
+        "values": list(trial.values),
+    }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(config, indent=2))
     return config
@@ -91,13 +119,18 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
     target = (lambda t: t.values[0]) if multi else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExperimentalWarning)
-        plots = {"history": lambda: vis.plot_optimization_history(study, target=target, target_name="score"),
-                 "importances": lambda: vis.plot_param_importances(
-                     study, target=target, target_name="score", evaluator=FanovaImportanceEvaluator(seed=0))}
+        plots = {
+            "history": lambda: vis.plot_optimization_history(study, target=target, target_name="score"),
+            "importances": lambda: vis.plot_param_importances(
+                study, target=target, target_name="score", evaluator=FanovaImportanceEvaluator(seed=0)
+            ),
+        }
         if multi:
             pareto_table(study).to_csv(out / "pareto.csv", index=False)
             written["pareto_table"] = out / "pareto.csv"
-            plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
+            plots["pareto"] = lambda: vis.plot_pareto_front(
+                study, target_names=["score", "calls per example"]
+            )
         for name, draw in plots.items():
             path = _plot(name, draw, out)
             if path:
@@ -106,8 +139,12 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
         best = study.best_trials if multi else [study.best_trial]
     except ValueError:  # no completed trial yet
         best = []
-    summary = {"study": study.study_name, "config": config or {}, "trials": len(table),
-               "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best]}
+    summary = {
+        "study": study.study_name,
+        "config": config or {},
+        "trials": len(table),
+        "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best],
+    }
     (out / "study.json").write_text(json.dumps(summary, indent=2, default=str))
     written["summary"] = out / "study.json"
     return written

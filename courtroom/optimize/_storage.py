@@ -45,8 +45,10 @@ def open_storage(url: str | None) -> Any:
         return optuna.storages.JournalStorage(JournalFileBackend(path))
     scheme = urlsplit(url).scheme.split("+")[0]
     if scheme not in ("sqlite", "postgresql", "mysql"):
-        raise ConfigError(f"unsupported storage {redact(url)!r}: use sqlite:///FILE.db, journal:FILE or "
-                          "postgresql://USER:PASSWORD@HOST/DB")
+        raise ConfigError(
+            f"unsupported storage {redact(url)!r}: use sqlite:///FILE.db, journal:FILE or "
+            "postgresql://USER:PASSWORD@HOST/DB"
+        )
     kwargs: dict[str, Any] = {}
     if scheme == "postgresql":
         try:
@@ -58,11 +60,14 @@ def open_storage(url: str | None) -> Any:
 
     warnings.filterwarnings("ignore", message=".*heartbeat_interval.*")
     try:
-        return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-                                          **kwargs)
+        return optuna.storages.RDBStorage(
+            url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS, **kwargs
+        )
     except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
-        raise ConfigError(f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs") from exc
+        raise ConfigError(
+            f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs"
+        ) from exc
 
 
 def _alive(pid: int) -> bool:

@@ -69,12 +69,16 @@ def _bootstrap(ctx: Context, student: CourtroomProgram, train: list[dspy.Example
 
 
 def _random_search(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    opt = dspy.BootstrapFewShotWithRandomSearch(metric=label_metric, num_threads=ctx.concurrency, **ctx.settings)
+    opt = dspy.BootstrapFewShotWithRandomSearch(
+        metric=label_metric, num_threads=ctx.concurrency, **ctx.settings
+    )
     return opt.compile(student, trainset=train)
 
 
 def _knn(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(student, trainset=train)
+    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(
+        student, trainset=train
+    )
 
 
 def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -85,15 +89,23 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
         s.pop(k, None)
     if s.get("num_candidates") is not None:
         s["auto"] = None
-    opt = dspy.MIPROv2(metric=label_metric, prompt_model=ctx.prompt_lm, task_model=None, num_threads=ctx.concurrency,
-                       seed=ctx.seed, verbose=False, **s)
+    opt = dspy.MIPROv2(
+        metric=label_metric,
+        prompt_model=ctx.prompt_lm,
+        task_model=None,
+        num_threads=ctx.concurrency,
+        seed=ctx.seed,
+        verbose=False,
+        **s,
+    )
     return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
 
 
 def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
     opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=label_metric, **ctx.settings)
-    return opt.compile(student, trainset=train,
-                       eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False})
+    return opt.compile(
+        student, trainset=train, eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False}
+    )
 
 
 def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -103,39 +115,94 @@ def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) ->
         s.pop("auto")
         budgets.remove("auto")
     if len(budgets) != 1:
-        raise ConfigError(f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})")
-    opt = dspy.GEPA(metric=feedback_metric(student.labels, student.positions), reflection_lm=ctx.prompt_lm,
-                    num_threads=ctx.concurrency, seed=ctx.seed, **s)
+        raise ConfigError(
+            f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})"
+        )
+    opt = dspy.GEPA(
+        metric=feedback_metric(student.labels, student.positions),
+        reflection_lm=ctx.prompt_lm,
+        num_threads=ctx.concurrency,
+        seed=ctx.seed,
+        **s,
+    )
     return opt.compile(student, trainset=train)
 
 
-_SINGLE_LM = "it requires every predictor to use the same model, so it would run every role on one model; " \
-             "use bootstrap, bootstrap-rs, knn, mipro, copro or gepa"
+_SINGLE_LM = (
+    "it requires every predictor to use the same model, so it would run every role on one model; "
+    "use bootstrap, bootstrap-rs, knn, mipro, copro or gepa"
+)
 
-OPTIMIZERS: dict[str, Optimizer] = {o.name: o for o in (
-    Optimizer("labeled", "LabeledFewShot: k gold-labelled training cases as demos for the deciding roles",
-              {"k": 3}, _labeled, lambda s: int(s["k"])),
-    Optimizer("bootstrap", "BootstrapFewShot: demos from the program's own correct runs, for every role",
-              {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "max_rounds": 1}, _bootstrap,
-              lambda s: int(s["max_bootstrapped_demos"])),
-    Optimizer("bootstrap-rs", "BootstrapFewShotWithRandomSearch: several bootstrapped demo sets, the best kept",
-              {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "num_candidate_programs": 4}, _random_search,
-              lambda s: max(int(s["max_bootstrapped_demos"]), 2)),
-    Optimizer("knn", "KNN precedents: per input, demos from the k most similar training cases",
-              {"k": 3, "per_role": 1}, _knn, lambda s: int(s["k"])),
-    Optimizer("mipro", "MIPROv2: instructions and demos per role, searched with Bayesian optimisation",
-              {"auto": "light", "num_candidates": None, "num_trials": None, "max_bootstrapped_demos": 2,
-               "max_labeled_demos": 0, "minibatch": None, "minibatch_size": None}, _mipro,
-              lambda s: max(int(s["max_bootstrapped_demos"]), 2)),
-    Optimizer("copro", "COPRO: coordinate ascent over each role's instructions",
-              {"breadth": 4, "depth": 2, "init_temperature": 1.4}, _copro, lambda s: 1),
-    Optimizer("gepa", "GEPA: reflective instruction evolution with per-role feedback from the metric",
-              {"auto": "light", "max_metric_calls": None, "max_full_evals": None, "reflection_minibatch_size": 3},
-              _gepa, lambda s: int(s["reflection_minibatch_size"])),
-    Optimizer("simba", "SIMBA (refused)", refuse=_SINGLE_LM),
-    Optimizer("bestofn", "BestOfN (refused)", refuse=_SINGLE_LM),
-    Optimizer("refine", "Refine (refused)", refuse=_SINGLE_LM),
-)}
+OPTIMIZERS: dict[str, Optimizer] = {
+    o.name: o
+    for o in (
+        Optimizer(
+            "labeled",
+            "LabeledFewShot: k gold-labelled training cases as demos for the deciding roles",
+            {"k": 3},
+            _labeled,
+            lambda s: int(s["k"]),
+        ),
+        Optimizer(
+            "bootstrap",
+            "BootstrapFewShot: demos from the program's own correct runs, for every role",
+            {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "max_rounds": 1},
+            _bootstrap,
+            lambda s: int(s["max_bootstrapped_demos"]),
+        ),
+        Optimizer(
+            "bootstrap-rs",
+            "BootstrapFewShotWithRandomSearch: several bootstrapped demo sets, the best kept",
+            {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "num_candidate_programs": 4},
+            _random_search,
+            lambda s: max(int(s["max_bootstrapped_demos"]), 2),
+        ),
+        Optimizer(
+            "knn",
+            "KNN precedents: per input, demos from the k most similar training cases",
+            {"k": 3, "per_role": 1},
+            _knn,
+            lambda s: int(s["k"]),
+        ),
+        Optimizer(
+            "mipro",
+            "MIPROv2: instructions and demos per role, searched with Bayesian optimisation",
+            {
+                "auto": "light",
+                "num_candidates": None,
+                "num_trials": None,
+                "max_bootstrapped_demos": 2,
+                "max_labeled_demos": 0,
+                "minibatch": None,
+                "minibatch_size": None,
+            },
+            _mipro,
+            lambda s: max(int(s["max_bootstrapped_demos"]), 2),
+        ),
+        Optimizer(
+            "copro",
+            "COPRO: coordinate ascent over each role's instructions",
+            {"breadth": 4, "depth": 2, "init_temperature": 1.4},
+            _copro,
+            lambda s: 1,
+        ),
+        Optimizer(
+            "gepa",
+            "GEPA: reflective instruction evolution with per-role feedback from the metric",
+            {
+                "auto": "light",
+                "max_metric_calls": None,
+                "max_full_evals": None,
+                "reflection_minibatch_size": 3,
+            },
+            _gepa,
+            lambda s: int(s["reflection_minibatch_size"]),
+        ),
+        Optimizer("simba", "SIMBA (refused)", refuse=_SINGLE_LM),
+        Optimizer("bestofn", "BestOfN (refused)", refuse=_SINGLE_LM),
+        Optimizer("refine", "Refine (refused)", refuse=_SINGLE_LM),
+    )
+}
 
 
 def get_optimizer(name: str) -> Optimizer:
@@ -153,8 +220,10 @@ def optimizer_settings(opt: Optimizer, overrides: Mapping[str, Any] | None) -> d
     """Defaults updated by ``overrides``, refusing unknown keys."""
     unknown = sorted(set(overrides or {}) - set(opt.defaults))
     if unknown:
-        raise ConfigError(f"optimizer {opt.name} has no setting {', '.join(unknown)}: its settings are "
-                          + ", ".join(f"{k}={v}" for k, v in opt.defaults.items()))
+        raise ConfigError(
+            f"optimizer {opt.name} has no setting {', '.join(unknown)}: its settings are "
+            + ", ".join(f"{k}={v}" for k, v in opt.defaults.items())
+        )
     return dict(opt.defaults) | dict(overrides or {})
 
 
@@ -165,13 +234,17 @@ def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:
     if not predictors:
         raise ConfigError(f"{fw} has no predictors for {opt.name} to tune")
     if opt.name == "labeled" and not labeled_roles(program):
-        raise ConfigError(f"optimizer labeled is incompatible with {fw}: no role reads the case and chooses a "
-                          "label; use bootstrap or knn")
+        raise ConfigError(
+            f"optimizer labeled is incompatible with {fw}: no role reads the case and chooses a "
+            "label; use bootstrap or knn"
+        )
     if opt.name == "knn":
         blind = [n for n, p in predictors if "case" not in p.signature.input_fields]
         if blind:
-            raise ConfigError(f"optimizer knn is incompatible with {fw}: role(s) {', '.join(blind)} do not read "
-                              "the case, so no similarity can pick their precedents; use bootstrap")
+            raise ConfigError(
+                f"optimizer knn is incompatible with {fw}: role(s) {', '.join(blind)} do not read "
+                "the case, so no similarity can pick their precedents; use bootstrap"
+            )
 
 
 @dataclass
@@ -240,11 +313,19 @@ def compile_program(
         raise ConfigError("the dev set is empty: dev scores before and after need at least one example")
     need = opt.min_train(chosen)
     if len(trainset) < need:
-        raise ConfigError(f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
-                          f"{len(trainset)}: raise --train or lower the optimizer's settings")
+        raise ConfigError(
+            f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
+            f"{len(trainset)}: raise --train or lower the optimizer's settings"
+        )
     if lms is None:
-        lms = resolve_roles(lm, roles, valid_roles=cls.roles, temperature=temperature, max_tokens=max_tokens,
-                            api_base=api_base)
+        lms = resolve_roles(
+            lm,
+            roles,
+            valid_roles=cls.roles,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+        )
     program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
     check_compatible(opt, program)
     program.prepare(trainset)
@@ -258,14 +339,22 @@ def compile_program(
         compiled = opt.run(ctx, program, trainset)
     seconds = time.perf_counter() - start
     after = _dev_scores(compiled, devset, concurrency)
-    task_info |= {"labels": list(labels), "positions": list(compiled.positions),
-                  "train_ids": [str(ex.get("id")) for ex in trainset], "dev_ids": [str(ex.get("id")) for ex in devset]}
+    task_info |= {
+        "labels": list(labels),
+        "positions": list(compiled.positions),
+        "train_ids": [str(ex.get("id")) for ex in trainset],
+        "dev_ids": [str(ex.get("id")) for ex in devset],
+    }
     from courtroom.saving import describe_lm
 
     metadata = {
         "task": task_info,
-        "optimizer": {"name": opt.name, "settings": chosen, "prompt_model": describe_lm(helper),
-                      "seconds": round(seconds, 2)},
+        "optimizer": {
+            "name": opt.name,
+            "settings": chosen,
+            "prompt_model": describe_lm(helper),
+            "seconds": round(seconds, 2),
+        },
         "scores": {"dev": {"before": before, "after": after}},
     }
     return CompileResult(compiled, before, after, metadata)

@@ -29,8 +29,8 @@ class Param:
     low: float = 0
     high: float = 0
     choices: tuple[Any, ...] = ()
-    only_if: tuple[str, Any] | None = None
-    """Sampled only when another parameter has this value; otherwise ``otherwise`` (a constraint)."""
+    only_if: tuple[str, tuple[Any, ...]] | None = None
+    """Sampled only when another parameter takes one of these values; else fixed to ``otherwise``."""
     otherwise: Any = None
 
     def suggest(self, trial: Any) -> Any:
@@ -45,7 +45,9 @@ class Param:
         """Whether ``value`` lies in this space."""
         if self.kind == "cat":
             return value in self.choices
-        return isinstance(value, int | float) and not isinstance(value, bool) and self.low <= value <= self.high
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and self.low <= value <= self.high
+        )
 
     def describe(self) -> str:
         """Human-readable bounds."""
@@ -55,6 +57,7 @@ class Param:
 
     def narrowed(self, spec: str) -> Param:
         """This parameter narrowed by ``LOW:HIGH``, ``a,b`` or a single value; never widened."""
+
         def value(text: str) -> Any:
             text = text.strip()
             if self.kind == "cat":
@@ -90,7 +93,9 @@ def Float(name: str, low: float, high: float) -> Param:  # noqa: N802
     return Param(name, "float", low, high)
 
 
-def Choice(name: str, *choices: Any, only_if: tuple[str, Any] | None = None, otherwise: Any = None) -> Param:  # noqa: N802
+def Choice(  # noqa: N802
+    name: str, *choices: Any, only_if: tuple[str, tuple[Any, ...]] | None = None, otherwise: Any = None
+) -> Param:
     """A categorical choice, optionally conditional on another parameter."""
     return Param(name, "cat", choices=tuple(choices), only_if=only_if, otherwise=otherwise)
 
@@ -99,7 +104,7 @@ def sample(space: Sequence[Param], trial: Any) -> dict[str, Any]:
     """Draw every parameter of ``space`` in order, honouring conditions (define-by-run)."""
     out: dict[str, Any] = {}
     for p in space:
-        if p.only_if and out.get(p.only_if[0], p.only_if[1]) != p.only_if[1]:
+        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
             out[p.name] = p.otherwise
         else:
             out[p.name] = p.suggest(trial)
@@ -107,15 +112,28 @@ def sample(space: Sequence[Param], trial: Any) -> dict[str, Any]:
 
 
 SPACES: dict[str, tuple[Param, ...]] = {
-    # Without the lawyer the prosecutor must speak (an empty courtroom is not a configuration).
-    "jot": (Int("n_loops", 1, 5), Choice("use_lawyer", True, False),
-            Choice("use_prosecutor", True, False, only_if=("use_lawyer", True), otherwise=True),
-            Choice("use_feedback", True, False)),
-    "courtroom-llm": (Int("n_judges", 1, 5), Choice("judge_mode", "parallel", "sequential"),
-                      Int("k_precedents", 0, 3), Choice("assignment", "fixed", "random"),
-                      Int("max_argument_sentences", 0, 3)),
-    "debate-feedback": (Int("n_rounds", 1, 4), Int("n_debaters", 2, 4), Float("smoothing", 0.0, 1.0),
-                        Float("threshold", 0.0, 1.0), Choice("variant", "single", "assistant")),
+    # Without the lawyer the prosecutor must speak (an empty courtroom is not a configuration), and
+    # feedback only exists between rounds: a 1-round trial does not draw it (no dead dimensions).
+    "jot": (
+        Int("n_loops", 1, 5),
+        Choice("use_lawyer", True, False),
+        Choice("use_prosecutor", True, False, only_if=("use_lawyer", (True,)), otherwise=True),
+        Choice("use_feedback", True, False, only_if=("n_loops", (2, 3, 4, 5)), otherwise=True),
+    ),
+    "courtroom-llm": (
+        Int("n_judges", 1, 5),
+        Choice("judge_mode", "parallel", "sequential"),
+        Int("k_precedents", 0, 3),
+        Choice("assignment", "fixed", "random"),
+        Int("max_argument_sentences", 0, 3),
+    ),
+    "debate-feedback": (
+        Int("n_rounds", 1, 4),
+        Int("n_debaters", 2, 4),
+        Float("smoothing", 0.0, 1.0),
+        Float("threshold", 0.0, 1.0),
+        Choice("variant", "single", "assistant"),
+    ),
     "self-consistency": (Int("k_samples", 1, 5),),
     "parallel-vote": (Int("n_models", 1, 5),),
     "khan-debate": (Int("n_rounds", 1, 4),),
@@ -138,8 +156,10 @@ def build_space(
     knobs = cls.knobs()
     missing = [p.name for p in SPACES[framework] if p.name not in knobs]
     if missing:
-        raise ConfigError(f"the search space of {framework} names knob(s) {', '.join(missing)} that {cls.__name__} "
-                          f"does not have (its knobs: {', '.join(knobs)}); update courtroom/optimize/spaces.py")
+        raise ConfigError(
+            f"the search space of {framework} names knob(s) {', '.join(missing)} that {cls.__name__} "
+            f"does not have (its knobs: {', '.join(knobs)}); update courtroom/optimize/spaces.py"
+        )
     space = list(SPACES[framework])
     if len(set(models)) > 1:
         space += [Choice(MODEL + role, *dict.fromkeys(models)) for role in cls.roles]
@@ -148,8 +168,10 @@ def build_space(
     by_name = {p.name: p for p in space}
     for name, spec in (overrides or {}).items():
         if name not in by_name:
-            raise ConfigError(f"search space of {framework} has no parameter {name!r}: it has "
-                              + ", ".join(f"{p.name} {p.describe()}" for p in space))
+            raise ConfigError(
+                f"search space of {framework} has no parameter {name!r}: it has "
+                + ", ".join(f"{p.name} {p.describe()}" for p in space)
+            )
         by_name[name] = by_name[name].narrowed(str(spec))
     return [by_name[p.name] for p in space]
 
@@ -171,6 +193,6 @@ def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
 def split_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, float]]:
     """(knobs, role -> model, role -> temperature) from a trial's parameters."""
     knobs = {k: v for k, v in params.items() if ":" not in k}
-    models = {k[len(MODEL):]: v for k, v in params.items() if k.startswith(MODEL)}
-    temps = {k[len(TEMPERATURE):]: float(v) for k, v in params.items() if k.startswith(TEMPERATURE)}
+    models = {k[len(MODEL) :]: v for k, v in params.items() if k.startswith(MODEL)}
+    temps = {k[len(TEMPERATURE) :]: float(v) for k, v in params.items() if k.startswith(TEMPERATURE)}
     return knobs, models, temps

@@ -74,8 +74,12 @@ class StudyConfig:
 
     def identity(self) -> dict[str, Any]:
         """What a resumed study must match."""
-        return {"framework": self.framework, "task": self.task, "objective": self.objective,
-                "cost_objective": self.cost_objective}
+        return {
+            "framework": self.framework,
+            "task": self.task,
+            "objective": self.objective,
+            "cost_objective": self.cost_objective,
+        }
 
 
 @dataclass
@@ -109,19 +113,43 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     optuna = _optuna()
     if config.objective not in OBJECTIVES:
         raise ConfigError(f"unknown objective {config.objective!r}: use {' or '.join(OBJECTIVES)}")
-    space = list(space) if space is not None else build_space(
-        config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature)
+    space = (
+        list(space)
+        if space is not None
+        else build_space(
+            config.framework,
+            overrides=config.space,
+            models=config.models,
+            temperatures=config.search_temperature,
+        )
+    )
     storage = _storage.open_storage(config.storage)
     directions = ["maximize", "minimize"] if config.cost_objective else ["maximize"]
-    sampler = (optuna.samplers.NSGAIISampler(seed=config.seed) if config.cost_objective
-               else optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1))))
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
-              if config.prune and not config.cost_objective else optuna.pruners.NopPruner())
+    sampler = (
+        optuna.samplers.NSGAIISampler(seed=config.seed)
+        if config.cost_objective
+        else optuna.samplers.TPESampler(
+            seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1))
+        )
+    )
+    pruner = (
+        optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+        if config.prune and not config.cost_objective
+        else optuna.pruners.NopPruner()
+    )
     try:
-        study = optuna.create_study(storage=storage, study_name=config.name, directions=directions, sampler=sampler,
-                                    pruner=pruner, load_if_exists=True)
+        study = optuna.create_study(
+            storage=storage,
+            study_name=config.name,
+            directions=directions,
+            sampler=sampler,
+            pruner=pruner,
+            load_if_exists=True,
+        )
     except ValueError as exc:  # e.g. a study with other directions
-        raise ConfigError(f"study {config.name!r} exists with a different setup ({exc}); pick another --study-name") from exc
+        raise ConfigError(
+            f"study {config.name!r} exists with a different setup ({exc}); pick another --study-name"
+        ) from exc
     saved = study.user_attrs.get("courtroom")
     if saved is None:
         study.set_user_attr("courtroom", config.identity() | {"space": {p.name: p.describe() for p in space}})
@@ -134,8 +162,13 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     return study
 
 
-def _trial_lms(base: RoleLMs, config: StudyConfig, models: Mapping[str, str], temps: Mapping[str, float],
-               choices: Mapping[str, Any]) -> RoleLMs:
+def _trial_lms(
+    base: RoleLMs,
+    config: StudyConfig,
+    models: Mapping[str, str],
+    temps: Mapping[str, float],
+    choices: Mapping[str, Any],
+) -> RoleLMs:
     if not models and not temps:
         return base
     lms = RoleLMs(base)
@@ -143,7 +176,9 @@ def _trial_lms(base: RoleLMs, config: StudyConfig, models: Mapping[str, str], te
         value: Any = choices.get(models[role], models[role]) if role in models else base.for_role(role)
         if role in temps:
             if isinstance(value, str):
-                value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
+                value = LMSpec(
+                    value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base
+                )
             else:
                 value = value.copy(temperature=temps[role])
         lms[role] = resolve_roles(value).for_role(role) if isinstance(value, str | LMSpec) else value
@@ -155,9 +190,16 @@ def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: s
     return float(s[OBJECTIVES[objective]])
 
 
-def make_objective(config: StudyConfig, space: Sequence[Param], base: RoleLMs, train: Sequence[dspy.Example],
-                   dev: Sequence[dspy.Example], labels: Sequence[str], positions: Sequence[str] | None,
-                   model_objects: Mapping[str, Any]) -> Any:
+def make_objective(
+    config: StudyConfig,
+    space: Sequence[Param],
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    dev: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
     """The Optuna objective: build the trial's program, evaluate it in chunks, record usage."""
     optuna = _optuna()
     single = not config.cost_objective
@@ -172,15 +214,20 @@ def make_objective(config: StudyConfig, space: Sequence[Param], base: RoleLMs, t
         start = time.perf_counter()
         with metered() as prep:
             try:
-                program = build_program(config.framework, labels, positions, knobs=knobs,
-                                        lms=_trial_lms(base, config, models, temps, model_objects))
+                program = build_program(
+                    config.framework,
+                    labels,
+                    positions,
+                    knobs=knobs,
+                    lms=_trial_lms(base, config, models, temps, model_objects),
+                )
                 program.prepare(list(train))
             except ConfigError as exc:
                 trial.set_user_attr("invalid", str(exc))
                 raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
         results: list[ExampleResult] = []
         for i in range(0, len(dev), size):
-            results += evaluate(program, dev[i:i + size], concurrency=config.concurrency)
+            results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
             trial.set_user_attr("heartbeat", time.time())
             if single and config.prune and len(results) < len(dev):
                 trial.report(_value(results, labels, config.objective), step=len(results))
@@ -194,7 +241,9 @@ def make_objective(config: StudyConfig, space: Sequence[Param], base: RoleLMs, t
     return objective
 
 
-def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
+def _record(
+    trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float
+) -> None:
     usage = total_usage(results)
     s = score([r.gold for r in results], [r.prediction for r in results], labels)
     calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
@@ -207,8 +256,9 @@ def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str],
     trial.set_user_attr("sent", sent)
     trial.set_user_attr("cached", max(calls - sent - failed, 0))
     trial.set_user_attr("calls_per_example", round(usage.calls / max(len(results), 1), 4))
-    trial.set_user_attr("tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens
-                        + prep.completion_tokens)
+    trial.set_user_attr(
+        "tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens + prep.completion_tokens
+    )
     trial.set_user_attr("seconds", round(time.perf_counter() - start, 3))
 
 
@@ -233,8 +283,9 @@ def run_study(
     cls = get_framework(config.framework)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
         raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
-    space = build_space(config.framework, overrides=config.space, models=config.models,
-                        temperatures=config.search_temperature)
+    space = build_space(
+        config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
+    )
     study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
@@ -245,18 +296,27 @@ def run_study(
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None
         if trainset is None:
-            trainset = load_task(config.task, data=config.data, split="train", limit=config.train,
-                                 seed=config.seed).examples
+            trainset = load_task(
+                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
+            ).examples
     configure_cache()
     if lms is None:
         default = config.models[0] if config.models else None
-        lms = resolve_roles(default, config.roles, valid_roles=cls.roles, temperature=config.temperature,
-                            max_tokens=config.max_tokens, api_base=config.api_base)
+        lms = resolve_roles(
+            default,
+            config.roles,
+            valid_roles=cls.roles,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            api_base=config.api_base,
+        )
     _storage.fail_stale_trials(study)
-    objective = make_objective(config, space, lms, list(trainset or []), list(devset), labels, positions,
-                               dict(model_objects or {}))
-    study.optimize(objective, n_trials=config.trials, n_jobs=config.workers, catch=(Exception,),
-                   gc_after_trial=False)
+    objective = make_objective(
+        config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
+    )
+    study.optimize(
+        objective, n_trials=config.trials, n_jobs=config.workers, catch=(Exception,), gc_after_trial=False
+    )
     return StudyOutcome(study, config, space)
 
 
