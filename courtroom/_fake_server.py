@@ -21,6 +21,11 @@ def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
     return answer_for_schema(schema, {}, "fake server reply")
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops bursts of connections (SYN retried after 1 s)
+
+
 class FakeServer:
     """``/v1/chat/completions`` served from ``responder(prompt_text, schema)``.
 
@@ -31,8 +36,10 @@ class FakeServer:
         hang: how long a ``timeout`` fault stalls before answering 504.
         seed: seeds the fault draws.
 
-    ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists the prompts
-    answered successfully (to check that no successful call is sent twice).
+    ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
+    answered successfully, its whole message list as JSON (system prompt included, so two roles
+    with the same inputs differ): a repeated entry means a successful call was sent twice.
+    ``max_in_flight`` is the most requests that were open at once.
     """
 
     def __init__(
@@ -57,8 +64,7 @@ class FakeServer:
         self.max_in_flight = 0
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), self._handler())
         self._thread: threading.Thread | None = None
 
     @property
@@ -115,7 +121,10 @@ class FakeServer:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout); nothing to answer
 
             def do_GET(self) -> None:
                 self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
@@ -158,7 +167,7 @@ class FakeServer:
                     text = text[: max(1, len(text) // 2)]
                 elif fault is None:
                     with server._lock:
-                        server.served.append(prompt)
+                        server.served.append(json.dumps(messages, sort_keys=True))
                 self._send(200, {
                     "id": f"fake-{server.counts['requests']}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "fake"),

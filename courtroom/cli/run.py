@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli import app
-from courtroom.errors import CourtroomError
+from courtroom.errors import ConfigError, CourtroomError
 
 
 def summary_table(summary: dict, title: str) -> Table:
@@ -30,9 +31,43 @@ def summary_table(summary: dict, title: str) -> Table:
     return table
 
 
+DATASET = Annotated[str | None, typer.Option(
+    "--dataset", help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.")]
+TEXT_FIELD = Annotated[str | None, typer.Option(
+    "--text-field", help="Field(s) that make the case text, comma-separated.")]
+LABEL_FIELD = Annotated[str | None, typer.Option("--label-field", help="Field holding the label.")]
+LABELS = Annotated[str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")]
+DATASET_CONFIG = Annotated[str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.")]
+HUB_SPLIT = Annotated[str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.")]
+PRICES = Annotated[Path | None, typer.Option(
+    "--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens.")]
+
+
+def dataset_spec(dataset: str | None, text_field: str | None, label_field: str | None, labels: str | None,
+                 config: str | None, hub_split: str) -> dict[str, Any] | None:
+    """``--dataset`` options as :func:`courtroom.eval.tasks.custom_task` arguments (None without one)."""
+    if dataset is None:
+        if text_field or label_field or labels:
+            raise ConfigError("--text-field, --label-field and --labels go with --dataset ID_OR_PATH")
+        return None
+    missing = [flag for flag, v in (("--text-field", text_field), ("--label-field", label_field),
+                                    ("--labels", labels)) if not v]
+    if missing:
+        raise ConfigError(f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
+                          "--label-field answer --labels yes,no")
+    return {"dataset": dataset, "text_fields": str(text_field).split(","), "label_field": str(label_field),
+            "labels": str(labels).split(","), "config": config, "hub_split": hub_split}
+
+
+def _progress_bar(console: Console) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, transient=True)
+
+
 @app.command("run")
 def run_command(
-    framework: Annotated[str, typer.Argument(help="Framework or baseline name (see `courtroom frameworks`).")],
+    framework: Annotated[str | None, typer.Argument(
+        help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume.")] = None,
     task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
     limit: Annotated[int | None, typer.Option("--limit", help="Run the first N examples of the split.")] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
@@ -45,46 +80,86 @@ def run_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", help="Examples run at once, and the bound on LM requests in flight [default: 4].")] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
     show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
+    resume_dir: Annotated[Path | None, typer.Option(
+        "--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice.")] = None,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="With --resume: run the examples that failed again too.")] = False,
+    repeats: Annotated[int, typer.Option("--repeats", help="Run R times; report mean, sd and 95% CI.")] = 1,
+    dataset: DATASET = None,
+    text_field: TEXT_FIELD = None,
+    label_field: LABEL_FIELD = None,
+    labels: LABELS = None,
+    dataset_config: DATASET_CONFIG = None,
+    hub_split: HUB_SPLIT = "train",
+    prices: PRICES = None,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
-    from courtroom.eval.runs import RunConfig, get_framework, run
+    from courtroom.eval.metrics import load_prices
+    from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
+    from courtroom.eval.runs import RunConfig, get_framework, resume, run
     from courtroom.lms import parse_role_overrides
 
-    cls = get_framework(framework)
-    knobs = opt.parse_sets(sets)
-    if loops is not None:
-        knobs["n_loops"] = loops
-    config = RunConfig(
-        framework=framework, task=task, data=data, split=split, limit=limit, seed=seed, knobs=knobs, lm=lm,
-        roles=parse_role_overrides(role or [], cls.roles), temperature=temperature, max_tokens=max_tokens,
-        api_base=api_base, concurrency=concurrency, out=out,
-    )
-    console = Console(stderr=True)
-    # The bar appears once the task and models are validated, so bad input stays a one-line error.
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
-    state = {"done": 0, "failed": 0, "correct": 0, "handle": None}
-
-    def on_start(n: int) -> None:
-        bar.start()
-        state["handle"] = bar.add_task(f"{framework} on {task}", total=n, status="")
-
-    def progress(res) -> None:
-        state["done"] += 1
-        state["failed"] += res.prediction is None
-        state["correct"] += res.correct
-        bar.update(state["handle"], advance=1,
-                   status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}")
-
-    try:
-        outcome = run(config, progress=progress, on_start=on_start)
-    finally:
-        bar.stop()
+    price_table = load_prices(prices) if prices else None
+    config = None
+    if resume_dir is None:
+        if framework is None:
+            raise ConfigError("name a framework (see `courtroom frameworks`) or pass --resume RUN_DIR")
+        cls = get_framework(framework)
+        knobs = opt.parse_sets(sets)
+        if loops is not None:
+            knobs["n_loops"] = loops
+        spec = dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
+        config = RunConfig(
+            framework=framework, task=task, data=data, split=split, limit=limit, seed=seed, knobs=knobs, lm=lm,
+            roles=parse_role_overrides(role or [], cls.roles), temperature=temperature, max_tokens=max_tokens,
+            api_base=api_base, concurrency=concurrency or 4, out=out, dataset=spec, prices=price_table,
+        )
     stdout = Console()
-    stdout.print(summary_table(outcome.summary, f"{framework} on {task}"))
+    # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
+    with _progress_bar(Console(stderr=True)) as bar:
+        handle = bar.add_task(framework or "resume", total=None, status="starting")
+        state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
+
+        def on_start(n: int) -> None:
+            state["total"] += n
+            bar.update(handle, total=state["total"], status="")
+
+        def progress(res: Any) -> None:
+            state["done"] += 1
+            state["failed"] += res.prediction is None
+            state["correct"] += res.correct
+            bar.update(handle, advance=1, status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}")
+
+        group = None
+        if config is None:
+            assert resume_dir is not None
+            overrides: dict[str, Any] = {"lm": lm, "api_base": api_base, "temperature": temperature,
+                                         "max_tokens": max_tokens, "concurrency": concurrency, "prices": price_table}
+            if role:
+                overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
+            if is_repeat_group(resume_dir):
+                group = resume_repeats(resume_dir, progress=lambda r, res: progress(res),
+                                       on_start=lambda r, n: on_start(n), **overrides)
+            else:
+                outcome = resume(resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed,
+                                 **overrides)
+        elif repeats > 1:
+            group = run_repeats(config, repeats, progress=lambda r, res: progress(res),
+                                on_start=lambda r, n: on_start(n))
+        else:
+            outcome = run(config, progress=progress, on_start=on_start)
+    if group is not None:
+        from courtroom.eval.repeats import stats_markdown
+
+        stdout.print(stats_markdown(group.stats, f"{len(group.outcomes)} repeats"), markup=False)
+        stdout.print(f"repeat group: {group.group_dir}", soft_wrap=True, markup=False)
+        return
+    title = f"{outcome.run_dir.name}"
+    stdout.print(summary_table(outcome.summary, title))
     if outcome.summary["failures"]:
         stdout.print(f"{outcome.summary['failures']} example(s) failed: "
                      f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors")
@@ -92,7 +167,7 @@ def run_command(
         from courtroom.cli.show import print_example
 
         print_example(outcome.run_dir, show, stdout)
-    stdout.print(f"run folder: {outcome.run_dir}")
+    stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
     if outcome.results and outcome.summary["failures"] == len(outcome.results):
         first = next(r.error for r in outcome.results if r.error)
         raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")

@@ -19,20 +19,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import dspy
+
 from courtroom.cache import configure_cache
 from courtroom.errors import ConfigError, ModelError
-from courtroom.eval.harness import ExampleResult, evaluate, total_usage
-from courtroom.eval.metrics import score
-from courtroom.eval.tasks import load_task
+from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, total_usage
+from courtroom.eval.metrics import score, user_prices
+from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import FRAMEWORKS, CourtroomProgram
+from courtroom.usage import metered
 
 VERSIONED = ("courtroom", "dspy", "litellm", "optuna", "datasets", "pandas", "scikit-learn")
 
 
 @dataclass
 class RunConfig:
-    """Everything that defines a run (stored in meta.json)."""
+    """Everything that defines a run (stored in meta.json, and read back by ``--resume``)."""
 
     framework: str
     task: str
@@ -48,6 +51,14 @@ class RunConfig:
     api_base: str | None = None
     concurrency: int = 4
     out: str = "runs"
+    dataset: dict[str, Any] | None = None
+    """:func:`courtroom.eval.tasks.custom_task` arguments for a dataset outside the registry."""
+    prices: dict[str, list[float]] | None = None
+    """Model -> [input, output] dollars per 1M tokens, for models LiteLLM has no price for."""
+    repeat: int = 0
+    """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.eval.repeats`)."""
+    train_limit: int | None = None
+    """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
 
 
 @dataclass
@@ -131,13 +142,17 @@ def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
 
 
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
-    """Scores, failures, calls, tokens, cost and wall time of a list of results."""
+    """Scores, failures, calls, tokens, cost and wall time of a list of results.
+
+    Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
+    input and output dollars); it is None when no model has a price.
+    """
     usage = total_usage(results)
     summary = score([r.gold for r in results], [r.prediction for r in results], labels)
     summary.update(
         calls=usage.calls, sent=usage.sent, cached=usage.cached, prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens, tokens=usage.prompt_tokens + usage.completion_tokens,
-        cost=usage.cost(prices), wall_seconds=round(wall, 3),
+        cost=usage.cost(user_prices(usage.by_model, prices)), wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],
     )
     return summary
@@ -156,33 +171,86 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
-def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None = None,
-        on_start: Callable[[int], None] | None = None) -> RunOutcome:
-    """Evaluate a framework on a task and write the run folder."""
+@dataclass
+class _Setup:
+    program: CourtroomProgram
+    lms: RoleLMs
+    task: Any
+    examples: list[Any]
+    source: str
+
+
+def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
+    """Load the data, build the role models and the program, and fit it on the train split."""
     configure_cache()
     cls = get_framework(config.framework)
-    data = load_task(config.task, data=config.data, split=config.split, limit=config.limit, seed=config.seed)
-    lms = resolve_roles(
-        config.lm, config.roles, valid_roles=cls.roles, temperature=config.temperature,
-        max_tokens=config.max_tokens, api_base=config.api_base,
-    )
+    data = load_task(config.task, data=config.data, split=config.split, limit=config.limit, seed=config.seed,
+                     dataset=config.dataset)
+    if lms is None:
+        lms = resolve_roles(
+            config.lm, config.roles, valid_roles=cls.roles, temperature=config.temperature,
+            max_tokens=config.max_tokens, api_base=config.api_base,
+        )
+    if config.repeat:
+        from courtroom.eval.repeats import salted_roles
+
+        lms = salted_roles(lms, config.repeat)
     program = build_program(config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms)
     check_reachable(lms)
-    run_dir = new_run_dir(config.out, config.framework, data.task.name)
-    meta = {
-        "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "config": {**asdict(config), "api_base": redact_url(config.api_base)},
-        "framework_config": program.config(),
-        "models": lms.names(cls.roles),
-        "task": {"name": data.task.name, "labels": list(data.task.labels), "positions": program.positions,
-                 "split": data.split, "source": data.source},
-        "seed": config.seed,
-        "example_ids": [ex.id for ex in data.examples],
-        "versions": versions(),
-    }
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    return _Setup(program, lms, data.task, data.examples, data.source)
+
+
+def _prepare(setup: _Setup, config: RunConfig) -> dict[str, Any]:
+    """``program.prepare(train split)``, bounded and metered like the evaluation; its usage."""
+    if type(setup.program).prepare is CourtroomProgram.prepare:
+        return {}
+    train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
+    train = train[: config.train_limit] if config.train_limit else train
+    with metered() as meter, dspy.context(callbacks=[*dspy.settings.get("callbacks", []),
+                                                     InFlightLimit(config.concurrency)]):
+        setup.program.prepare(train)
+    return meter.usage.to_dict()
+
+
+def _session(run_dir: Path, event: str) -> None:
+    with (run_dir / "sessions.jsonl").open("a") as f:
+        f.write(json.dumps({event: time.time()}) + "\n")
+
+
+def _earlier_wall(run_dir: Path) -> float:
+    """Seconds the earlier sessions of a run took; an interrupted one ends at its last result."""
+    path, results = run_dir / "sessions.jsonl", run_dir / "results.jsonl"
+    if not path.is_file():
+        return 0.0
+    last_write = results.stat().st_mtime if results.is_file() else 0.0
+    total, start = 0.0, None
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if "start" in event:
+            if start is not None:
+                total += max(0.0, min(last_write, event["start"]) - start)
+            start = event["start"]
+        elif "end" in event and start is not None:
+            total += event["end"] - start
+            start = None
+    if start is not None:
+        total += max(0.0, last_write - start)
+    return total
+
+
+def _execute(
+    run_dir: Path, config: RunConfig, setup: _Setup, done: list[ExampleResult],
+    progress: Callable[[ExampleResult], None] | None, on_start: Callable[[int], None] | None,
+) -> RunOutcome:
+    finished = {r.id for r in done}
+    todo = [ex for ex in setup.examples if ex.id not in finished]
     if on_start:
-        on_start(len(data.examples))
+        on_start(len(setup.examples))
+    for r in done:
+        if progress:
+            progress(r)
+    earlier = _earlier_wall(run_dir)
+    _session(run_dir, "start")
     start = time.perf_counter()
     with (run_dir / "results.jsonl").open("a") as sink:
 
@@ -192,15 +260,90 @@ def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None =
             if progress:
                 progress(res)
 
-        results = evaluate(program, data.examples, concurrency=config.concurrency, on_result=record)
-    summary = summarize(results, data.task.labels, time.perf_counter() - start)
+        new = evaluate(setup.program, todo, concurrency=config.concurrency, on_result=record)
+    _session(run_dir, "end")
+    by_id = {r.id: r for r in [*done, *new]}
+    results = [by_id[ex.id] for ex in setup.examples]
+    summary = summarize(results, setup.task.labels, earlier + time.perf_counter() - start, config.prices)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {data.task.name}"))
+    (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {setup.task.name}"))
     return RunOutcome(run_dir, summary, results)
 
 
+def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None = None,
+        on_start: Callable[[int], None] | None = None, lms: RoleLMs | None = None,
+        run_dir: Path | None = None) -> RunOutcome:
+    """Evaluate a framework on a task and write the run folder.
+
+    ``lms`` (a ready role map, e.g. fakes) replaces the models named in ``config``; ``run_dir``
+    (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name.
+    """
+    setup = _setup(config, lms)
+    if run_dir is None:
+        run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
+    else:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    cls = type(setup.program)
+    meta = {
+        "created": _dt.datetime.now().isoformat(timespec="seconds"),
+        "config": {**asdict(config), "api_base": redact_url(config.api_base)},
+        "framework_config": setup.program.config(),
+        "models": setup.lms.names(cls.roles),
+        "task": {"name": setup.task.name, "labels": list(setup.task.labels), "positions": setup.program.positions,
+                 "split": config.split, "source": setup.source},
+        "seed": config.seed,
+        "example_ids": [ex.id for ex in setup.examples],
+        "versions": versions(),
+    }
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    prepare_usage = _prepare(setup, config)
+    if prepare_usage:
+        (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
+    return _execute(run_dir, config, setup, [], progress, on_start)
+
+
+def resume(
+    run_dir: str | Path, *, progress: Callable[[ExampleResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None, lms: RoleLMs | None = None, retry_failed: bool = False,
+    **overrides: Any,
+) -> RunOutcome:
+    """Finish an interrupted run in its own folder: only examples without a result are run.
+
+    Every LM answer of the earlier session is in the cache, so nothing is sent twice. Model
+    settings (``lm``, ``roles``, ``api_base``, ``concurrency``, ...) may be overridden, e.g. to
+    give back an ``api_base`` whose credentials were redacted. With ``retry_failed``, examples
+    that failed are run again too.
+    """
+    path = Path(run_dir)
+    meta, rows, _ = load_run(path)
+    known = set(RunConfig.__dataclass_fields__)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(f"cannot override {', '.join(unknown)} on resume")
+    config = RunConfig(**{k: v for k, v in meta["config"].items() if k in known})
+    for key, value in overrides.items():
+        if value is not None and value != {}:
+            setattr(config, key, value)
+    setup = _setup(config, lms)
+    ids = [ex.id for ex in setup.examples]
+    if ids != meta.get("example_ids"):
+        raise ConfigError(
+            f"{path}: the data no longer gives the run's examples (ids differ); resume needs the same data and seed"
+        )
+    done = [ExampleResult(**r) for r in rows if not (retry_failed and r.get("prediction") is None)]
+    if setup.program.config() != meta.get("framework_config"):
+        raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
+    if type(setup.program).prepare is not CourtroomProgram.prepare and len(done) < len(ids):
+        _prepare(setup, config)  # refits from the cache: the earlier session sent these calls
+    return _execute(path, config, setup, done, progress, on_start)
+
+
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """(meta, results in example order, summary or None) of a run folder."""
+    """(meta, results in example order, summary or None) of a run folder.
+
+    A line cut off by a kill is skipped; when an example appears twice (a resumed run that
+    retried it), the last line wins.
+    """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
         raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
@@ -209,9 +352,13 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]],
     results_path = path / "results.jsonl"
     if results_path.is_file():
         for line in results_path.read_text().splitlines():
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 row = json.loads(line)
-                by_id[row["id"]] = row
+            except json.JSONDecodeError:
+                continue
+            by_id[row["id"]] = row
     order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
     results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
     summary_path = path / "summary.json"

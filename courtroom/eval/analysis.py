@@ -1,0 +1,200 @@
+"""The papers' analyses (SPEC §4.2, §4.3), as pure functions of run results.
+
+Results are run-folder rows (``load_run``) or :class:`ExampleResult` objects; framework outputs
+live in their ``fields``: Courtroom-LLM's ``votes``, ``ph_label``; Debate-Feedback's
+``initial_label`` and ``probabilities``. Only :func:`run_hearings` calls a model: it repeats the
+preliminary hearing K times per case for the ambiguity split.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import dspy
+import pandas as pd
+
+from courtroom.eval.harness import ExampleResult, InFlightLimit
+
+Row = Mapping[str, Any]
+Hearing = Callable[[str, int], str]
+"""``(case, sample index) -> label``: one preliminary-hearing sample."""
+
+
+def _rows(results: Iterable[ExampleResult | Row]) -> list[dict[str, Any]]:
+    return [r.to_dict() if isinstance(r, ExampleResult) else dict(r) for r in results]
+
+
+def _accuracy(rows: Sequence[Row]) -> float | None:
+    return sum(r["prediction"] == r["gold"] for r in rows) / len(rows) if rows else None
+
+
+# -- ambiguous vs normal ------------------------------------------------------------------------
+
+
+def clerk_hearing(program: Any) -> Hearing:
+    """A :data:`Hearing` from a Courtroom-LLM program: its ``clerk`` on the clerk's model.
+
+    Sample 0 is the program's own hearing (same cache entry); sample i > 0 uses rollout id i.
+    """
+    from courtroom.programs._common import labels_text
+
+    def hear(case: str, i: int) -> str:
+        out = program.ask("clerk", program.clerk, rollout=i, case=case, labels=labels_text(program.labels))
+        return str(out.most_likely)
+
+    return hear
+
+
+def run_hearings(
+    hearing: Hearing, cases: Mapping[str, str], k: int = 5, *, concurrency: int = 4,
+) -> dict[str, list[str | None]]:
+    """Example id -> the K hearing labels (None for a sample that failed), ``concurrency`` at a time."""
+    if k < 2:
+        raise ValueError(f"the ambiguity split needs K >= 2 hearings, got {k}")
+    jobs = [(ex_id, case, i) for ex_id, case in cases.items() for i in range(k)]
+
+    def one(job: tuple[str, str, int]) -> str | None:
+        try:
+            return hearing(job[1], job[2])
+        except Exception:  # noqa: BLE001 - a failed sample is recorded as None, not fatal
+            return None
+
+    with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]):
+        ctx = contextvars.copy_context
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            labels = list(pool.map(lambda j: ctx().run(one, j), jobs))
+    out: dict[str, list[str | None]] = {ex_id: [] for ex_id in cases}
+    for (ex_id, _, _), label in zip(jobs, labels, strict=True):
+        out[ex_id].append(label)
+    return out
+
+
+def d_rate(labels: Sequence[str | None]) -> float:
+    """(freq(top1) - freq(top2)) / K over the K hearing labels (failed samples count toward K)."""
+    counts = Counter(x for x in labels if x is not None).most_common(2)
+    top1 = counts[0][1] if counts else 0
+    top2 = counts[1][1] if len(counts) > 1 else 0
+    return (top1 - top2) / len(labels) if labels else 0.0
+
+
+def ambiguity(votes: Mapping[str, Sequence[str | None]], theta: float = 0.5) -> pd.DataFrame:
+    """Per example: top label, D_rate, ``ambiguous`` (D_rate <= theta) and ``changed`` (any disagreement)."""
+    rows = []
+    for ex_id, labels in votes.items():
+        counts = Counter(x for x in labels if x is not None).most_common()
+        rows.append({
+            "id": ex_id, "k": len(labels), "top": counts[0][0] if counts else None, "d_rate": d_rate(labels),
+            "ambiguous": d_rate(labels) <= theta, "changed": len(counts) != 1 or None in labels,
+        })
+    return pd.DataFrame(rows, columns=["id", "k", "top", "d_rate", "ambiguous", "changed"])
+
+
+def ambiguity_split(results: Iterable[ExampleResult | Row], votes: Mapping[str, Sequence[str | None]],
+                    theta: float = 0.5) -> pd.DataFrame:
+    """Accuracy on the normal and ambiguous parts, under the D_rate rule and the "changed" rule."""
+    rows = {r["id"]: r for r in _rows(results)}
+    table = ambiguity({i: v for i, v in votes.items() if i in rows}, theta)
+    out = []
+    for rule, column in ((f"D_rate <= {theta}", "ambiguous"), ("top label changed", "changed")):
+        for part, flag in (("normal", False), ("ambiguous", True)):
+            ids = table.loc[table[column] == flag, "id"] if len(table) else []
+            part_rows = [rows[i] for i in ids]
+            out.append({"rule": rule, "part": part, "n": len(part_rows), "share": len(part_rows) / max(len(table), 1),
+                        "accuracy": _accuracy(part_rows)})
+    return pd.DataFrame(out)
+
+
+# -- judges ---------------------------------------------------------------------------------------
+
+
+def judge_agreement(results: Iterable[ExampleResult | Row], mode: str = "parallel") -> dict[str, Any]:
+    """How much the judges agree.
+
+    ``parallel``: ``unanimous`` (share of cases where every judge voted alike) and ``pairwise``
+    (mean share of agreeing judge pairs). ``sequential``: ``consecutive`` (share of judge i
+    agreeing with judge i-1, pooled) and ``by_judge`` (that share for each i >= 2). Both report
+    ``with_verdict``: for each judge position, the share of votes equal to the final verdict.
+    """
+    rows = [r for r in _rows(results) if (r.get("fields") or {}).get("votes")]
+    votes = [list(r["fields"]["votes"]) for r in rows]
+    out: dict[str, Any] = {"mode": mode, "n": len(votes)}
+    if not votes:
+        return out
+    width = max(len(v) for v in votes)
+    out["with_verdict"] = [
+        _share([v[j] == r["prediction"] for v, r in zip(votes, rows, strict=True) if len(v) > j]) for j in range(width)
+    ]
+    if mode == "sequential":
+        by_judge = [_share([v[j] == v[j - 1] for v in votes if len(v) > j]) for j in range(1, width)]
+        pairs = [v[j] == v[j - 1] for v in votes for j in range(1, len(v))]
+        out.update(consecutive=_share(pairs), by_judge=by_judge)
+    else:
+        out["unanimous"] = _share([len(set(v)) == 1 for v in votes])
+        pair_rates = [_share([v[a] == v[b] for a in range(len(v)) for b in range(a + 1, len(v))]) for v in votes
+                      if len(v) > 1]
+        out["pairwise"] = _share_mean(pair_rates)
+    return out
+
+
+def _share(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def _share_mean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+# -- transitions ----------------------------------------------------------------------------------
+
+
+def transitions(results: Iterable[ExampleResult | Row], initial_field: str) -> dict[str, int]:
+    """Initial answer (a field) -> final verdict: ``wrong_to_correct``, ``correct_to_wrong``,
+    ``kept_correct``, ``kept_wrong``; a failed final verdict is wrong. Rows without the field
+    (failed before it was produced) are counted in ``skipped``."""
+    out = {"wrong_to_correct": 0, "correct_to_wrong": 0, "kept_correct": 0, "kept_wrong": 0, "n": 0, "skipped": 0}
+    for r in _rows(results):
+        first = (r.get("fields") or {}).get(initial_field)
+        if first is None:
+            out["skipped"] += 1
+            continue
+        key = {(False, True): "wrong_to_correct", (True, False): "correct_to_wrong",
+               (True, True): "kept_correct", (False, False): "kept_wrong"}[(first == r["gold"], r["prediction"] == r["gold"])]
+        out[key] += 1
+        out["n"] += 1
+    return out
+
+
+def ph_transitions(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
+    """Courtroom-LLM: preliminary hearing (A1) -> verdict."""
+    return transitions(results, "ph_label")
+
+
+def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
+    """Debate-Feedback: initial judgement O_0 -> final O_n, as the paper's ``correction`` and
+    ``degradation`` counts (plus the unchanged ones)."""
+    t = transitions(results, "initial_label")
+    return {"correction": t["wrong_to_correct"], "degradation": t["correct_to_wrong"],
+            "kept_right": t["kept_correct"], "kept_wrong": t["kept_wrong"], "n": t["n"], "skipped": t["skipped"]}
+
+
+def analyze(results: Iterable[ExampleResult | Row], framework_config: Mapping[str, Any] | None = None,
+            votes: Mapping[str, Sequence[str | None]] | None = None, theta: float = 0.5) -> dict[str, Any]:
+    """Every analysis the results support: agreement (votes), PH transitions (ph_label),
+    corrections (initial_label), the ambiguity split (given hearing ``votes``)."""
+    rows = _rows(results)
+    fields = set().union(*[(r.get("fields") or {}).keys() for r in rows]) if rows else set()
+    out: dict[str, Any] = {}
+    if "votes" in fields:
+        out["agreement"] = judge_agreement(rows, (framework_config or {}).get("judge_mode", "parallel"))
+    if "ph_label" in fields:
+        out["ph_transitions"] = ph_transitions(rows)
+    if "initial_label" in fields:
+        out["corrections"] = debate_corrections(rows)
+    if votes:
+        out["ambiguity"] = ambiguity_split(rows, votes, theta)
+    return out

@@ -1,0 +1,73 @@
+"""Fault injection over real HTTP: every fault becomes a counted, listed failure; the run completes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from courtroom.eval.harness import evaluate
+from courtroom.eval.runs import build_program, summarize
+from courtroom.eval.tasks import load_task
+from courtroom.lms import RoleLMs
+from courtroom.testing import FakeServer
+
+N = 200
+
+
+@pytest.fixture(scope="module")
+def examples() -> list:
+    return load_task("boolean_expressions", split="test", limit=N, seed=11).examples + load_task(
+        "boolean_expressions", split="train", seed=11).examples[: N - 300 if N > 300 else 0]
+
+
+def _evaluate(server: FakeServer, examples: list, **lm_kwargs: object) -> tuple[list, dict]:
+    lm = server.lm(f"openai/fault-{time.time_ns()}", cache=False, timeout=2.0, **lm_kwargs)
+    program = build_program("zero-shot", ["True", "False"], lms=RoleLMs({"default": lm}))
+    results = evaluate(program, examples, concurrency=16)
+    return results, summarize(results, ["True", "False"], 1.0)
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "garbage", "truncated"])
+def test_twenty_percent_of_one_fault_is_counted_exactly(fault: str, examples: list) -> None:
+    assert len(examples) == N
+    with FakeServer(faults={fault: 0.2}, hang=2.5, seed=3) as server:
+        start = time.perf_counter()
+        results, summary = _evaluate(server, examples)
+        elapsed = time.perf_counter() - start
+    assert len(results) == N and summary["n"] == N  # the run completes, nothing is dropped
+    faulted = server.counts[fault]
+    assert 20 <= faulted <= 60  # ~20% of 200 requests
+    assert server.counts["requests"] == N  # zero-shot: one request per example, no retries configured
+    assert summary["failures"] == faulted == N - server.counts["ok"], {r.error for r in results}
+    failed = [r for r in results if r.prediction is None]
+    assert len(failed) == faulted and all(r.error for r in failed)
+    assert sorted(summary["failed_ids"]) == sorted(r.id for r in failed)
+    # A failure is a wrong answer: accuracy is over all 200, failures included.
+    correct = sum(r.prediction == r.gold for r in results)
+    assert summary["accuracy"] == correct / N
+    assert summary["sent"] == server.counts["ok"] + (faulted if fault in ("garbage", "truncated") else 0)
+    assert elapsed < 30
+
+
+def test_all_faults_at_twenty_percent_each_over_two_hundred_examples(examples: list) -> None:
+    """Each kind at 20% (100% in all): with the LM's retries, rate limits and 5xx recover or fail."""
+    faults = {k: 0.2 for k in ("429", "500", "timeout", "garbage", "truncated")}
+    with FakeServer(faults=faults, hang=2.5, seed=4) as server:
+        results, summary = _evaluate(server, examples)
+    assert len(results) == N
+    assert summary["failures"] == N  # every request faulted; every example is listed as failed
+    assert len(summary["failed_ids"]) == N
+    kinds = {k: server.counts[k] for k in faults}
+    assert sum(kinds.values()) == server.counts["requests"] == N and min(kinds.values()) > 15
+    errors = {r.error.split(":")[0] for r in results}
+    assert len(errors) >= 3  # rate limit, server error, timeout, parse errors are told apart
+
+
+def test_mixed_faults_with_retries_recover_rate_limits(examples: list) -> None:
+    with FakeServer(faults={"429": 0.2, "garbage": 0.05}, seed=5) as server:
+        results, summary = _evaluate(server, examples[:100], num_retries=4)
+    assert server.counts["429"] > 0
+    # A 429 is retried (retry-after: 0) until it succeeds; garbage answers are not retried.
+    assert summary["failures"] == server.counts["garbage"]
+    assert all("429" not in (r.error or "") and "RateLimit" not in (r.error or "") for r in results)
