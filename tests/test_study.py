@@ -350,3 +350,10 @@ def test_conditional_parameters_are_not_drawn_when_meaningless() -> None:
             assert "use_feedback" not in trial.params and params["use_feedback"] is True
         s.tell(trial, 0.0)
     assert any(not p["use_lawyer"] for p in seen) and any(not p["use_prosecutor"] for p in seen)
+
+
+def test_threaded_workers_on_sqlite(data: Any, tmp_path: Path) -> None:
+    out = study(data, tmp_path, trials=4, workers=2, space={"n_loops": "1:2"}, study_name="threads")
+    trials = out.study.trials
+    assert sorted(t.number for t in trials) == [0, 1, 2, 3]
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
