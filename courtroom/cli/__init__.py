@@ -17,7 +17,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Importing the command modules registers them on `app`.
-    from courtroom.cli import compile, frameworks, predict, run, show, study, tasks  # noqa: F401
+    from courtroom.cli import compare, compile, frameworks, predict, report, run, show, study, tasks  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

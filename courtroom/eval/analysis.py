@@ -155,7 +155,8 @@ def _share_mean(values: Sequence[float | None]) -> float | None:
 def transitions(results: Iterable[ExampleResult | Row], initial_field: str) -> dict[str, int]:
     """Initial answer (a field) -> final verdict: ``wrong_to_correct``, ``correct_to_wrong``,
     ``kept_correct``, ``kept_wrong``; a failed final verdict is wrong. Rows without the field
-    (failed before it was produced) are counted in ``skipped``."""
+    (failed before it was produced) are counted in ``skipped``.
+    """
     out = {"wrong_to_correct": 0, "correct_to_wrong": 0, "kept_correct": 0, "kept_wrong": 0, "n": 0, "skipped": 0}
     for r in _rows(results):
         first = (r.get("fields") or {}).get(initial_field)
@@ -176,7 +177,8 @@ def ph_transitions(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
 
 def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
     """Debate-Feedback: initial judgement O_0 -> final O_n, as the paper's ``correction`` and
-    ``degradation`` counts (plus the unchanged ones)."""
+    ``degradation`` counts (plus the unchanged ones).
+    """
     t = transitions(results, "initial_label")
     return {"correction": t["wrong_to_correct"], "degradation": t["correct_to_wrong"],
             "kept_right": t["kept_correct"], "kept_wrong": t["kept_wrong"], "n": t["n"], "skipped": t["skipped"]}
@@ -185,7 +187,8 @@ def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]
 def analyze(results: Iterable[ExampleResult | Row], framework_config: Mapping[str, Any] | None = None,
             votes: Mapping[str, Sequence[str | None]] | None = None, theta: float = 0.5) -> dict[str, Any]:
     """Every analysis the results support: agreement (votes), PH transitions (ph_label),
-    corrections (initial_label), the ambiguity split (given hearing ``votes``)."""
+    corrections (initial_label), the ambiguity split (given hearing ``votes``).
+    """
     rows = _rows(results)
     fields = set().union(*[(r.get("fields") or {}).keys() for r in rows]) if rows else set()
     out: dict[str, Any] = {}

@@ -1,0 +1,23 @@
+"""``courtroom report RUN_OR_COMPARISON_DIR -o report.html``: one self-contained HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from courtroom.cli import app
+
+
+@app.command("report")
+def report_command(
+    source: Annotated[Path, typer.Argument(help="A run folder, repeat group or comparison folder.")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")] = Path("report.html"),
+) -> None:
+    """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
+    from courtroom.eval.report import write_report
+
+    path = write_report(source, out)
+    Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)

@@ -1,0 +1,234 @@
+"""``courtroom compare``: several frameworks on one task, as a paper-style table with plots.
+
+A comparison folder holds one run folder (or repeat group) per framework, ``comparison.json``,
+``table.csv`` / ``table.md`` (rows: frameworks; columns: accuracy, macro-F1, failures, calls,
+tokens, cost, time), ``analyses.json`` and ``plots/*.png``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from courtroom.errors import ConfigError
+from courtroom.eval import analysis, plots
+from courtroom.eval.harness import ExampleResult
+from courtroom.eval.repeats import RepeatOutcome, run_repeats
+from courtroom.eval.runs import RunConfig, RunOutcome, _setup, get_framework, load_run, redact_url, run
+from courtroom.lms import RoleLMs
+
+COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
+
+
+@dataclass
+class Comparison:
+    """A finished comparison."""
+
+    out_dir: Path
+    table: pd.DataFrame
+    runs: dict[str, str]
+    """Framework -> its run folder or repeat group (relative to ``out_dir``)."""
+    analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plots: dict[str, Path] = field(default_factory=dict)
+
+
+def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``{"jot.n_loops": 2, "seed": 1}`` -> per framework knobs; an unprefixed knob goes to every
+    framework that has it, and must belong to at least one.
+    """
+    out: dict[str, dict[str, Any]] = {f: {} for f in frameworks}
+    for key, value in (sets or {}).items():
+        fw, dot, knob = key.rpartition(".")
+        if dot:
+            if fw not in out:
+                raise ConfigError(f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}")
+            out[fw][knob] = value
+            continue
+        takers = [f for f in frameworks if key in get_framework(f).knobs()]
+        if not takers:
+            raise ConfigError(f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE")
+        for f in takers:
+            out[f][key] = value
+    return out
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A DataFrame as a GitHub Markdown table (floats to 4 significant digits)."""
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "n/a"
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    head = [df.index.name or "", *map(str, df.columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([str(i), *(cell(v) for v in row)]) + " |" for i, row in zip(df.index, df.values,
+                                                                                          strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
+    if isinstance(outcome, RunOutcome):
+        return {c: outcome.summary.get(c) for c in COLUMNS}
+    row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
+    for c in ("cached",):
+        row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
+    acc = outcome.stats["accuracy"]
+    row.update(accuracy_sd=acc["sd"], accuracy_ci_low=acc["ci_low"], accuracy_ci_high=acc["ci_high"],
+               macro_f1_sd=outcome.stats["macro_f1"]["sd"], repeats=len(outcome.outcomes))
+    return row
+
+
+def _results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleResult]]:
+    first = outcome if isinstance(outcome, RunOutcome) else outcome.outcomes[0]
+    return first.run_dir, first.results
+
+
+def compare(
+    task: str, frameworks: Sequence[str], *, limit: int | None = None, repeats: int = 1, lm: str | None = None,
+    roles: Mapping[str, str] | None = None, data: str = "auto", split: str = "test", seed: int = 0,
+    knobs: Mapping[str, Any] | None = None, concurrency: int = 4, out: str | Path = "comparisons",
+    temperature: float | None = None, max_tokens: int | None = None, api_base: str | None = None,
+    dataset: Mapping[str, Any] | None = None, prices: Mapping[str, Sequence[float]] | None = None,
+    ambiguity_k: int = 0, theta: float = 0.5, lms: RoleLMs | None = None,
+    progress: Callable[[str, ExampleResult], None] | None = None,
+) -> Comparison:
+    """Run every framework on the same examples and write the comparison folder."""
+    frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
+    if not frameworks:
+        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
+    classes = {f: get_framework(f) for f in frameworks}
+    per_fw = split_knobs(knobs, frameworks)
+    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
+    if unknown_roles:
+        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    name = task if not dataset else "custom"
+    created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
+    out_dir.mkdir(parents=True)
+    configs = {
+        f: RunConfig(f, task, data=data, split=split, limit=limit, seed=seed, knobs=per_fw[f], lm=lm,
+                     roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
+                     temperature=temperature, max_tokens=max_tokens, api_base=api_base, concurrency=concurrency,
+                     out=str(out_dir), dataset=dict(dataset) if dataset else None,
+                     prices={k: list(v) for k, v in prices.items()} if prices else None)
+        for f in frameworks
+    }
+    outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
+    for f, config in configs.items():
+        hook = (lambda res, f=f: progress(f, res)) if progress else None
+        if repeats > 1:
+            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=(lambda r, res, h=hook: h(res)) if hook else None)
+        else:
+            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
+    comparison = _write(out_dir, task, frameworks, outcomes, configs)
+    if ambiguity_k:
+        _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
+    comparison.plots = draw_plots(out_dir)
+    return comparison
+
+
+def _write(out_dir: Path, task: str, frameworks: Sequence[str], outcomes: Mapping[str, Any],
+           configs: Mapping[str, RunConfig]) -> Comparison:
+    table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
+    table.to_csv(out_dir / "table.csv")
+    (out_dir / "table.md").write_text(f"# {task}\n\n" + markdown_table(table))
+    runs, analyses = {}, {}
+    for f in frameworks:
+        o = outcomes[f]
+        runs[f] = str((o.run_dir if isinstance(o, RunOutcome) else o.group_dir).relative_to(out_dir))
+        run_dir, results = _results(o)
+        meta = json.loads((run_dir / "meta.json").read_text())
+        analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
+        if isinstance(o, RepeatOutcome):
+            analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
+    (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
+    first = configs[frameworks[0]]
+    (out_dir / "comparison.json").write_text(json.dumps({
+        "task": task, "frameworks": list(frameworks), "runs": runs,
+        "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
+        | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
+    }, indent=2))
+    return Comparison(out_dir, table, runs, analyses)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, pd.DataFrame):
+        return value.to_dict("records")
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _ambiguity(comparison: Comparison, outcomes: Mapping[str, Any], configs: Mapping[str, RunConfig],
+               lms: RoleLMs | None, k: int, theta: float, concurrency: int) -> None:
+    """Run the preliminary hearing K times for every framework that has one; store the split."""
+    for f, o in outcomes.items():
+        if "clerk" not in get_framework(f).roles:
+            continue
+        run_dir, results = _results(o)
+        program = _setup(configs[f], lms).program
+        votes = analysis.run_hearings(analysis.clerk_hearing(program), {r.id: r.input for r in results}, k,
+                                      concurrency=concurrency)
+        (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
+        comparison.analyses[f]["ambiguity"] = analysis.ambiguity_split(results, votes, theta).to_dict("records")
+    (comparison.out_dir / "analyses.json").write_text(json.dumps(comparison.analyses, indent=2))
+
+
+def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]:
+    """(comparison.json, table, analyses) of a comparison folder."""
+    path = Path(path)
+    if not (path / "comparison.json").is_file():
+        raise ConfigError(f"{path} is not a comparison folder (no comparison.json): pass a folder printed by "
+                          "`courtroom compare`")
+    info = json.loads((path / "comparison.json").read_text())
+    table = pd.read_csv(path / "table.csv", index_col="framework")
+    analyses = json.loads((path / "analyses.json").read_text()) if (path / "analyses.json").is_file() else {}
+    return info, table, analyses
+
+
+def draw_plots(out_dir: str | Path) -> dict[str, Path]:
+    """Draw the comparison's plots from its files: box plots over repeats, agreement curves,
+    the ambiguity split; returns name -> PNG path.
+    """
+    out_dir = Path(out_dir)
+    info, table, analyses = load_comparison(out_dir)
+    made: dict[str, Path] = {}
+    if "accuracy_ci_low" in table.columns:
+        errors = [(table["accuracy"] - table["accuracy_ci_low"]).fillna(0), (table["accuracy_ci_high"] - table["accuracy"]).fillna(0)]
+    else:
+        errors = None
+    made["accuracy"] = plots.accuracy_bars(table["accuracy"], out_dir / "plots" / "accuracy.png", errors,
+                                           f"{info['task']}: accuracy")
+    accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
+    if accs:
+        made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
+    curves = {f: a["agreement"]["with_verdict"] for f, a in analyses.items() if a.get("agreement", {}).get("with_verdict")}
+    if curves:
+        made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png",
+                                                   ylabel="share of votes = verdict")
+    for f, a in analyses.items():
+        if a.get("ambiguity"):
+            made[f"ambiguity-{f}"] = plots.ambiguity_bars(pd.DataFrame(a["ambiguity"]),
+                                                          out_dir / "plots" / f"ambiguity-{f}.png", f"{f}: ambiguity split")
+    return made
+
+
+def comparison_runs(path: str | Path) -> dict[str, Path]:
+    """Framework -> the run folder holding its transcripts (repeat 0 for a repeat group)."""
+    path = Path(path)
+    info, _, _ = load_comparison(path)
+    out = {}
+    for f, rel in info["runs"].items():
+        folder = path / rel
+        out[f] = folder / "repeat-0" if (folder / "group.json").is_file() else folder
+        load_run(out[f])  # fails clearly if a folder is missing
+    return out

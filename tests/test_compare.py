@@ -1,0 +1,75 @@
+"""compare(): one table over frameworks, Markdown/CSV, analyses and plots; the CLI on a fake server."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from courtroom.cli import main
+from courtroom.errors import ConfigError
+from courtroom.eval.compare import compare, split_knobs
+from courtroom.eval.tasks import load_task
+from courtroom.lms import RoleLMs
+from courtroom.testing import FakeServer, oracle_lm
+
+
+def _oracle(tag: str) -> RoleLMs:
+    data = load_task("web_of_lies", limit=8, seed=1)
+    gold = {ex.case: ex.label for ex in data.examples}
+    lm = oracle_lm(gold, ["Yes", "No"], accuracy={"default": 0.7, "judge": 0.8, "clerk": 0.6}, cache=True,
+                   model=f"fake/{tag}-{time.time_ns()}")
+    return RoleLMs({"default": lm})
+
+
+def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) -> None:
+    result = compare("web_of_lies", ["zero-shot", "courtroom-llm", "jot"], limit=8, seed=1, repeats=3,
+                     knobs={"jot.n_loops": 1, "k_precedents": 0, "n_judges": 3}, out=tmp_path,
+                     ambiguity_k=3, lms=_oracle("cmp"))
+    table = result.table
+    assert list(table.index) == ["zero-shot", "courtroom-llm", "jot"]
+    for column in ("accuracy", "macro_f1", "failures", "calls", "tokens", "cost", "wall_seconds", "accuracy_sd",
+                   "accuracy_ci_low", "accuracy_ci_high"):
+        assert column in table.columns
+    assert table.loc["zero-shot", "calls"] == 8 and table.loc["jot", "calls"] == 8 * 3
+    assert table.loc["courtroom-llm", "calls"] == 8 * (1 + 2 + 3)
+    assert (table["repeats"] == 3).all()
+    csv = pd.read_csv(result.out_dir / "table.csv", index_col="framework")
+    assert csv.loc["jot", "accuracy"] == pytest.approx(table.loc["jot", "accuracy"])
+    md = (result.out_dir / "table.md").read_text()
+    assert "| framework | accuracy | macro_f1 |" in md and md.count("\n|") >= 4
+    analyses = json.loads((result.out_dir / "analyses.json").read_text())
+    assert analyses["courtroom-llm"]["agreement"]["n"] == 8
+    assert analyses["courtroom-llm"]["ph_transitions"]["n"] == 8
+    assert len(analyses["courtroom-llm"]["ambiguity"]) == 4 and len(analyses["jot"]["repeat_accuracies"]) == 3
+    assert {"repeats", "agreement", "ambiguity-courtroom-llm"} <= set(result.plots)
+    for path in result.plots.values():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    votes = json.loads(next(result.out_dir.glob("*courtroom-llm*/repeat-0/ambiguity.json")).read_text())["votes"]
+    assert len(votes) == 8 and all(len(v) == 3 for v in votes.values())
+
+
+def test_split_knobs() -> None:
+    assert split_knobs({"jot.n_loops": 2, "n_judges": 5}, ["jot", "courtroom-llm"]) == {
+        "jot": {"n_loops": 2}, "courtroom-llm": {"n_judges": 5}}
+    with pytest.raises(ConfigError, match="no compared framework has that knob"):
+        split_knobs({"n_rounds": 2}, ["jot"])
+    with pytest.raises(ConfigError, match="not one of the compared frameworks"):
+        split_knobs({"cot.k": 2}, ["jot"])
+
+
+def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer() as server:
+        code = main(["compare", "--task", "navigate", "--frameworks", "zero-shot,cot,jot", "--limit", "4",
+                     "--set", "jot.n_loops=1", "--lm", f"openai/cmp-{time.time_ns()}", "--api-base", server.url,
+                     "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "| framework | accuracy |" in out and "| jot |" in out and "comparison folder:" in out
+    (folder,) = tmp_path.iterdir()
+    assert {"table.md", "table.csv", "comparison.json", "analyses.json"} <= {p.name for p in folder.iterdir()}
+    assert main(["compare", "--frameworks", "jot,nope", "--lm", "openai/x"]) == 2
+    assert "unknown framework 'nope'" in capsys.readouterr().err
