@@ -118,3 +118,29 @@ def test_bad_compile_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
         code = main(args)
         err = capsys.readouterr().err
         assert code == 2 and message in err, err
+
+
+@pytest.mark.local_model
+def test_compile_save_load_predict_on_the_embedded_model(local_lm: Any, tmp_path: Path) -> None:
+    """The whole path on a real model server (SmolLM2 is at chance: only the plumbing is checked)."""
+    import courtroom
+    from courtroom.optimize.compile import compile_program
+    from courtroom.saving import save_program
+
+    res = compile_program(
+        "jot",
+        optimizer="labeled",
+        settings={"k": 1},
+        train=1,
+        dev=1,
+        lm=local_lm,
+        knobs={"n_loops": 1},
+        concurrency=1,
+    )
+    path = save_program(res.program, tmp_path / "p.json", res.metadata)
+    meta = json.loads(path.read_text())["metadata"]["courtroom"]
+    assert meta["models"]["judge"] == "local" and "api_base" not in path.read_text()
+    program = courtroom.load(path, lm=local_lm)
+    verdict = program(case="not ( True ) and ( True ) is")
+    assert verdict.label in ("True", "False")
+    assert [t.role for t in verdict.transcript] == ["lawyer", "prosecutor", "judge"]

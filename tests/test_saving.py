@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,7 @@ def test_fake_compiled_program_needs_a_model(saved: Path) -> None:
 
 
 KEY, PASSWORD = "sk-test-SECRET-4242", "hunter2pw"
+MODEL = f"openai/secrets-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +235,7 @@ def compiled_with_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
             settings={"k": 2},
             train=3,
             dev=2,
-            lm="openai/fake-model",
+            lm=MODEL,  # a model name no other test uses: every call must reach the server
             api_base=base,
             knobs={"n_loops": 1},
         )
@@ -253,7 +255,7 @@ def _leaks(root: Path) -> list[str]:
 
 def test_no_secret_in_the_program_file(compiled_with_key: Path) -> None:
     meta = json.loads((compiled_with_key / "p.json").read_text())["metadata"]["courtroom"]
-    assert meta["models"]["judge"] == "openai/fake-model"
+    assert meta["models"]["judge"] == MODEL
     assert _leaks(compiled_with_key) == []
 
 

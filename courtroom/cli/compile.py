@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -103,10 +104,11 @@ def compile_command(
     if temps and temperature is None:
         from courtroom.lms import LMSpec
 
-        default = lm or base.get("lm")
-        roles = {
-            r: LMSpec(str(roles.get(r) or default or "local"), temperature=float(t)) for r, t in temps.items()
-        } | {r: m for r, m in roles.items() if r not in temps}
+        # A searched temperature applies to that role's model (its own, else the default one).
+        default = lm or base.get("lm") or os.environ.get("COURTROOM_LM", "local")
+        roles = {r: LMSpec(str(roles.get(r) or default), temperature=float(t)) for r, t in temps.items()} | {
+            r: m for r, m in roles.items() if r not in temps
+        }
     configure_cache()
     result = compile_program(
         framework,

@@ -80,7 +80,7 @@ def predict_command(
     options = {
         k: v
         for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("api_base", api_base))
-        if v
+        if v is not None
     }
     program = load_program(program_file, lm=lm, roles=roles or None, **options)
     console = Console()
