@@ -1,14 +1,47 @@
-"""DSPy's disk cache, kept in ``$COURTROOM_CACHE_DIR`` (default: the user cache dir)."""
+"""DSPy's disk cache, kept in ``$COURTROOM_CACHE_DIR`` (default: the user cache dir).
+
+The cache never holds credentials: LiteLLM responses carry ``_hidden_params["api_base"]``, which
+keeps any ``user:password@`` or query token of the URL, so it is redacted before storing.
+"""
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 import dspy
+from dspy.clients import DISK_CACHE_LIMIT
+from dspy.clients.cache import Cache
 from platformdirs import user_cache_dir
 
 _configured: Path | None = None
+
+
+def redact_url(url: str | None) -> str | None:
+    """A URL without user, password, query or fragment (where tokens hide)."""
+    if not url or not isinstance(url, str):
+        return url
+    parts = urlparse(url)
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
+def _scrub(value: Any) -> Any:
+    hidden = getattr(value, "_hidden_params", None)
+    if isinstance(hidden, dict) and hidden.get("api_base"):
+        value = copy.copy(value)
+        value._hidden_params = {**hidden, "api_base": redact_url(hidden["api_base"])}
+    return value
+
+
+class RedactingCache(Cache):
+    """DSPy's cache, storing responses with credentials removed from their base URL."""
+
+    def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:  # noqa: D102
+        super().put(request, _scrub(value), *args, **kwargs)
 
 
 def cache_dir() -> Path:
@@ -23,6 +56,8 @@ def configure_cache(path: str | Path | None = None, *, enabled: bool = True) -> 
     if _configured == target and enabled:
         return target
     target.mkdir(parents=True, exist_ok=True)
-    dspy.configure_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(target))
+    cache = RedactingCache(enabled, enabled, str(target), int(os.environ.get("DSPY_CACHE_LIMIT", DISK_CACHE_LIMIT)))
+    with dspy._cache_lock:
+        dspy.cache = cache
     _configured = target if enabled else None
     return target

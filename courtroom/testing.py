@@ -101,6 +101,10 @@ class _Engine:
 
     latency = 0.0
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Engine:
+        # LM.copy() (temperature changes, optimizers) must keep one engine: its lock, turns and draws.
+        return self
+
     def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -263,10 +263,5 @@ def test_no_api_key_in_the_cache(compiled_with_key: Path) -> None:
     assert [x for x in _leaks(Path(os.environ["COURTROOM_CACHE_DIR"])) if KEY in x] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DSPy's disk cache stores LiteLLM's response._hidden_params, whose api_base "
-    "keeps URL credentials; the fix belongs in courtroom/cache.py or lms.py (reported)",
-)
 def test_no_base_url_credentials_in_the_cache(compiled_with_key: Path) -> None:
     assert _leaks(Path(os.environ["COURTROOM_CACHE_DIR"])) == []
