@@ -73,3 +73,15 @@ def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert {"table.md", "table.csv", "comparison.json", "analyses.json"} <= {p.name for p in folder.iterdir()}
     assert main(["compare", "--frameworks", "jot,nope", "--lm", "openai/x"]) == 2
     assert "unknown framework 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.local_model
+def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
+    from courtroom.eval.report import write_report
+
+    result = compare("boolean_expressions", ["zero-shot", "cot"], limit=2, out=tmp_path,
+                     lms=RoleLMs({"default": local_lm}))
+    assert list(result.table.index) == ["zero-shot", "cot"]
+    assert (result.table["calls"] == 2).all() and (result.table["failures"] <= 2).all()
+    page = write_report(result.out_dir, tmp_path / "r.html").read_text()
+    assert page.count('<details class="example') == 4

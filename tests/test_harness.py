@@ -6,7 +6,6 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -114,6 +113,9 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     train = {ex.case for ex in load_task("web_of_lies", split="train").examples}
     precedents = {p["case"] for r in outcome.results for p in r.fields["precedents"]}
     assert precedents <= train and not precedents & {r.input for r in outcome.results}
+    prepared = json.loads((outcome.run_dir / "prepare.json").read_text())
+    assert len(prepared["train_ids"]) == 100 and not set(prepared["train_ids"]) & {r.id for r in outcome.results}
+    assert prepared["usage"]["calls"] == 0  # TF-IDF index only; reasons are written lazily per precedent
 
 
 def test_cli_custom_dataset_with_repeats_and_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

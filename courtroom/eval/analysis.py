@@ -153,7 +153,9 @@ def _share_mean(values: Sequence[float | None]) -> float | None:
 
 
 def transitions(results: Iterable[ExampleResult | Row], initial_field: str) -> dict[str, int]:
-    """Initial answer (a field) -> final verdict: ``wrong_to_correct``, ``correct_to_wrong``,
+    """Initial answer (a field) -> final verdict, as transition counts.
+
+    Keys: ``wrong_to_correct``, ``correct_to_wrong``,
     ``kept_correct``, ``kept_wrong``; a failed final verdict is wrong. Rows without the field
     (failed before it was produced) are counted in ``skipped``.
     """
@@ -176,7 +178,9 @@ def ph_transitions(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
 
 
 def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]:
-    """Debate-Feedback: initial judgement O_0 -> final O_n, as the paper's ``correction`` and
+    """Debate-Feedback: initial judgement O_0 -> final O_n.
+
+    Reported as the paper's ``correction`` and
     ``degradation`` counts (plus the unchanged ones).
     """
     t = transitions(results, "initial_label")
@@ -186,7 +190,9 @@ def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]
 
 def analyze(results: Iterable[ExampleResult | Row], framework_config: Mapping[str, Any] | None = None,
             votes: Mapping[str, Sequence[str | None]] | None = None, theta: float = 0.5) -> dict[str, Any]:
-    """Every analysis the results support: agreement (votes), PH transitions (ph_label),
+    """Every analysis the results support.
+
+    Agreement (votes), PH transitions (ph_label),
     corrections (initial_label), the ambiguity split (given hearing ``votes``).
     """
     rows = _rows(results)

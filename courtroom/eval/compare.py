@@ -41,7 +41,9 @@ class Comparison:
 
 
 def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``{"jot.n_loops": 2, "seed": 1}`` -> per framework knobs; an unprefixed knob goes to every
+    """``{"jot.n_loops": 2, "seed": 1}`` -> knobs per framework.
+
+    An unprefixed knob goes to every
     framework that has it, and must belong to at least one.
     """
     out: dict[str, dict[str, Any]] = {f: {} for f in frameworks}
@@ -124,9 +126,16 @@ def compare(
     }
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
     for f, config in configs.items():
-        hook = (lambda res, f=f: progress(f, res)) if progress else None
+
+        def hook(res: ExampleResult, f: str = f) -> None:
+            if progress:
+                progress(f, res)
+
+        def repeat_hook(r: int, res: ExampleResult, f: str = f) -> None:
+            hook(res, f)
+
         if repeats > 1:
-            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=(lambda r, res, h=hook: h(res)) if hook else None)
+            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=repeat_hook)
         else:
             outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
@@ -196,7 +205,9 @@ def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dic
 
 
 def draw_plots(out_dir: str | Path) -> dict[str, Path]:
-    """Draw the comparison's plots from its files: box plots over repeats, agreement curves,
+    """Draw the comparison's plots from its files.
+
+    Accuracy bars, box plots over repeats, agreement curves,
     the ambiguity split; returns name -> PNG path.
     """
     out_dir = Path(out_dir)

@@ -93,7 +93,7 @@ class InFlightLimit(BaseCallback):
     Retries happen inside one LM call, so a retried request keeps its slot.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int) -> None:  # noqa: D107
         self.limit = max(1, int(limit))
         self._slots = threading.BoundedSemaphore(self.limit)
         self._held: set[str] = set()

@@ -55,7 +55,9 @@ def user_prices(
 
 
 def load_prices(path: str | Path) -> dict[str, list[float]]:
-    """Read a price table: JSON ``{"model": [input, output]}`` or ``{"model": {"input":..,"output":..}}``
+    """Read a price table.
+
+    JSON ``{"model": [input, output]}`` or ``{"model": {"input":..,"output":..}}``
     (dollars per 1M tokens), or CSV with columns ``model,input,output``.
     """
     path = Path(path)

@@ -1,4 +1,6 @@
-"""Paper-style plots (matplotlib, Agg): accuracy box plots over repeats, judge agreement curves,
+"""Paper-style plots (matplotlib, Agg backend).
+
+Accuracy bars, box plots over repeats, judge agreement curves,
 the ambiguity split, and a confusion matrix. Each function writes one PNG and returns its path.
 """
 

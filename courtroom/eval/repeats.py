@@ -37,7 +37,7 @@ def _salted_class(cls: type) -> type:
 
         def __call__(self: Any, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
             kwargs["rollout_id"] = self.courtroom_salt * SALT + int(kwargs.get("rollout_id") or 0)
-            return super(salted, self).__call__(prompt, messages=messages, **kwargs)
+            return cls.__call__(self, prompt, messages=messages, **kwargs)
 
         salted = type(f"Salted{cls.__name__}", (cls,), {"__call__": __call__, "__module__": __name__})
         _salted_classes[cls] = salted
@@ -63,7 +63,7 @@ def salted_roles(lms: RoleLMs, salt: int) -> RoleLMs:
     return out
 
 
-def mean_sd_ci(values: Sequence[float], level: float = 0.95) -> dict[str, float | int | None]:
+def mean_sd_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str, float | int | None]:
     """Mean, sample standard deviation and a Student-t confidence interval of the mean."""
     vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     n = len(vals)

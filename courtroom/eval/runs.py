@@ -201,7 +201,7 @@ def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
 
 
 def _prepare(setup: _Setup, config: RunConfig) -> dict[str, Any]:
-    """``program.prepare(train split)``, bounded and metered like the evaluation; its usage."""
+    """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
     if type(setup.program).prepare is CourtroomProgram.prepare:
         return {}
     train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
@@ -209,7 +209,7 @@ def _prepare(setup: _Setup, config: RunConfig) -> dict[str, Any]:
     with metered() as meter, dspy.context(callbacks=[*dspy.settings.get("callbacks", []),
                                                      InFlightLimit(config.concurrency)]):
         setup.program.prepare(train)
-    return meter.usage.to_dict()
+    return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
 
 
 def _session(run_dir: Path, event: str) -> None:
