@@ -85,3 +85,24 @@ def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
     assert (result.table["calls"] == 2).all() and (result.table["failures"] <= 2).all()
     page = write_report(result.out_dir, tmp_path / "r.html").read_text()
     assert page.count('<details class="example') == 4
+
+
+def test_run_prints_the_ambiguity_split_and_compare_prints_analyses(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer() as server:
+        code = main(["run", "courtroom-llm", "--task", "web_of_lies", "--limit", "4", "--set", "k_precedents=0",
+                     "--lm", f"openai/amb-{time.time_ns()}", "--api-base", server.url, "--ambiguity-k", "3",
+                     "--out", str(tmp_path / "runs")])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert "ambiguous vs normal" in out and "| D_rate <= 0.5 |" in out and "| top label changed |" in out
+        (run_dir,) = (tmp_path / "runs").iterdir()
+        votes = json.loads((run_dir / "ambiguity.json").read_text())["votes"]
+        assert len(votes) == 4 and all(len(v) == 3 for v in votes.values())
+        code = main(["compare", "--task", "web_of_lies", "--frameworks", "courtroom-llm", "--limit", "3",
+                     "--set", "k_precedents=0", "--lm", f"openai/amb2-{time.time_ns()}", "--api-base", server.url,
+                     "--out", str(tmp_path / "cmp")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "courtroom-llm: judge agreement (parallel): unanimous" in out
+    assert "courtroom-llm: preliminary hearing -> verdict: wrong->correct" in out

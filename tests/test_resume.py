@@ -123,3 +123,34 @@ def test_killed_cli_run_resumes_to_the_same_table(server: FakeServer, tmp_path: 
     repeated = sum(c - 1 for c in Counter(server.served).values() if c > 1)
     assert repeated <= 2
     assert len(server.served) - served_before <= (30 - done_before) * 6 + 2
+
+
+def test_interrupted_repeat_group_resumes(tmp_path: Path) -> None:
+    from courtroom.eval.repeats import resume_repeats, run_repeats
+    from courtroom.eval.tasks import load_task
+    from courtroom.testing import oracle_lm
+
+    gold = {ex.case: ex.label for ex in load_task("web_of_lies", limit=12, seed=6).examples}
+
+    def lms(tag: str) -> RoleLMs:
+        return RoleLMs({"default": oracle_lm(gold, ["Yes", "No"], 0.6, cache=True, model=f"fake/{tag}-{time.time_ns()}")})
+
+    config = RunConfig("zero-shot", "web_of_lies", limit=12, seed=6, concurrency=2)
+    ref = run_repeats(RunConfig(**{**vars(config), "out": str(tmp_path / "ref")}), 3, lms=lms("ref"))
+    count = {"n": 0}
+
+    def stop(r: int, res: Any) -> None:
+        count["n"] += 1
+        if count["n"] == 16:  # inside repeat 1
+            raise KeyboardInterrupt
+
+    models = lms("grp")
+    with pytest.raises(KeyboardInterrupt):
+        run_repeats(RunConfig(**{**vars(config), "out": str(tmp_path / "grp")}), 3, lms=models, progress=stop)
+    (group,) = (tmp_path / "grp").iterdir()
+    assert not (group / "repeat-2").exists() and not (group / "repeats.json").exists()
+    done = resume_repeats(group, lms=models)
+    assert [o.summary["accuracy"] for o in done.outcomes] == [o.summary["accuracy"] for o in ref.outcomes]
+    assert done.stats["accuracy"] == ref.stats["accuracy"]
+    answered = sum(models["default"].engine_impl._seen.values())
+    assert answered == 3 * 12  # every call answered once over both sessions: nothing was asked twice

@@ -23,6 +23,31 @@ from courtroom.cli.run import (
 )
 
 
+def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
+    """The papers' analyses of one framework as printable lines (the ambiguity split as a table)."""
+    import pandas as pd
+
+    from courtroom.eval.compare import markdown_table
+
+    lines = []
+    if "agreement" in found:
+        a = found["agreement"]
+        rate = (f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}" if a.get("unanimous") is not None
+                else f"consecutive {a['consecutive']:.3f}" if a.get("consecutive") is not None else "n/a")
+        lines.append(f"{name}: judge agreement ({a['mode']}): {rate}")
+    if "ph_transitions" in found:
+        t = found["ph_transitions"]
+        lines.append(f"{name}: preliminary hearing -> verdict: wrong->correct {t['wrong_to_correct']}, "
+                     f"correct->wrong {t['correct_to_wrong']} (of {t['n']})")
+    if "corrections" in found:
+        c = found["corrections"]
+        lines.append(f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})")
+    if found.get("ambiguity"):
+        table = pd.DataFrame(found["ambiguity"]).set_index("rule")
+        lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))
+    return lines
+
+
 @app.command("compare")
 def compare_command(
     frameworks: Annotated[str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")],
@@ -80,6 +105,9 @@ def compare_command(
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)
+    for name, found in result.analyses.items():
+        for line in analyses_lines(name, found):
+            console.print(line, markup=False, soft_wrap=True)
     for name, path in result.plots.items():
         console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
     console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)

@@ -98,6 +98,9 @@ def run_command(
     dataset_config: DATASET_CONFIG = None,
     hub_split: HUB_SPLIT = "train",
     prices: PRICES = None,
+    ambiguity_k: Annotated[int, typer.Option(
+        "--ambiguity-k", help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).")] = 0,
+    theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.eval.metrics import load_prices
@@ -165,6 +168,13 @@ def run_command(
     if outcome.summary["failures"]:
         stdout.print(f"{outcome.summary['failures']} example(s) failed: "
                      f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors")
+    if ambiguity_k:
+        from courtroom.cli.compare import analyses_lines
+        from courtroom.eval.compare import run_ambiguity
+
+        parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta)
+        for line in analyses_lines(outcome.run_dir.name, {"ambiguity": parts.to_dict("records")}):
+            stdout.print(line, markup=False, soft_wrap=True)
     if show is not None:
         from courtroom.cli.show import print_example
 

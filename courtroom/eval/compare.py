@@ -140,7 +140,7 @@ def compare(
             outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
     if ambiguity_k:
-        _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
+        _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
     return comparison
 
@@ -177,18 +177,34 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _ambiguity(comparison: Comparison, outcomes: Mapping[str, Any], configs: Mapping[str, RunConfig],
-               lms: RoleLMs | None, k: int, theta: float, concurrency: int) -> None:
+def run_ambiguity(run_dir: str | Path, k: int = 5, theta: float = 0.5, *, lms: RoleLMs | None = None,
+                  concurrency: int | None = None) -> pd.DataFrame:
+    """Hear every case of a Courtroom-LLM run K times; write ``ambiguity.json``; return the split.
+
+    The program is rebuilt from the run's ``meta.json`` (``lms`` replaces its models, e.g. fakes).
+    """
+    run_dir = Path(run_dir)
+    meta, rows, _ = load_run(run_dir)
+    known = set(RunConfig.__dataclass_fields__)
+    config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
+    if "clerk" not in get_framework(config.framework).roles:
+        raise ConfigError(f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm")
+    program = _setup(config, lms).program
+    votes = analysis.run_hearings(analysis.clerk_hearing(program), {r["id"]: r["input"] for r in rows}, k,
+                                  concurrency=concurrency or config.concurrency)
+    (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
+    return analysis.ambiguity_split(rows, votes, theta)
+
+
+def _ambiguity(comparison: Comparison, outcomes: Mapping[str, Any], lms: RoleLMs | None, k: int, theta: float,
+               concurrency: int) -> None:
     """Run the preliminary hearing K times for every framework that has one; store the split."""
     for f, o in outcomes.items():
         if "clerk" not in get_framework(f).roles:
             continue
-        run_dir, results = _results(o)
-        program = _setup(configs[f], lms).program
-        votes = analysis.run_hearings(analysis.clerk_hearing(program), {r.id: r.input for r in results}, k,
-                                      concurrency=concurrency)
-        (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
-        comparison.analyses[f]["ambiguity"] = analysis.ambiguity_split(results, votes, theta).to_dict("records")
+        run_dir, _ = _results(o)
+        split = run_ambiguity(run_dir, k, theta, lms=lms, concurrency=concurrency)
+        comparison.analyses[f]["ambiguity"] = split.to_dict("records")
     (comparison.out_dir / "analyses.json").write_text(json.dumps(comparison.analyses, indent=2))
 
 
