@@ -99,3 +99,21 @@ def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Pat
 def test_report_of_something_else_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
     assert "is not a run, repeat group or comparison folder" in capsys.readouterr().err
+
+
+def test_report_of_a_repeat_group_and_of_an_interrupted_run(tmp_path: Path) -> None:
+    from courtroom.eval.repeats import run_repeats
+    from courtroom.eval.report import write_report
+
+    data = load_task("web_of_lies", limit=5, seed=1)
+    gold = {ex.case: ex.label for ex in data.examples}
+    lm = oracle_lm(gold, ["Yes", "No"], 0.6, cache=True, model=f"fake/grp-{time.time_ns()}")
+    group = run_repeats(RunConfig("cot", "web_of_lies", limit=5, seed=1, out=str(tmp_path)), 3,
+                        lms=RoleLMs({"default": lm}))
+    page = write_report(group.group_dir, tmp_path / "g.html").read_text()
+    assert "Summary over 3 repeats" in page and "ci_low" in page and page.count("data:image/png;base64,") == 1
+    assert page.count('<details class="example') == 5
+    run_dir = group.outcomes[0].run_dir
+    (run_dir / "summary.json").unlink()  # as if interrupted
+    page = write_report(run_dir, tmp_path / "r.html").read_text()
+    assert "finish it with --resume" in page and page.count('<details class="example') == 5

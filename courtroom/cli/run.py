@@ -83,7 +83,7 @@ def run_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", help="Examples run at once, and the bound on LM requests in flight [default: 4].")] = None,
+        "--concurrency", help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).")] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
     show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
     resume_dir: Annotated[Path | None, typer.Option(
