@@ -92,3 +92,16 @@ def test_hearings_run_k_times_on_the_clerk() -> None:
     assert not table.loc["one", "ambiguous"] and table.loc["two", "ambiguous"]
     with pytest.raises(ValueError, match="K >= 2"):
         run_hearings(clerk_hearing(program), {"one": "x"}, k=1)
+
+
+def test_hearings_respect_the_request_bound() -> None:
+    from courtroom.testing import FakeServer
+
+    with FakeServer(latency=0.05) as server:
+        lm = server.lm(f"openai/hear-{time.time_ns()}", cache=False)
+        program = build_program("courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0},
+                                lms=RoleLMs({"default": lm}))
+        votes = run_hearings(clerk_hearing(program), {f"c{i}": f"case number {i}" for i in range(4)}, k=4,
+                             concurrency=4)
+        assert server.counts["requests"] == 16 and all(len(v) == 4 for v in votes.values())
+        assert 1 < server.max_in_flight <= 4

@@ -106,7 +106,8 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     data = load_task("web_of_lies", limit=6)
     gold = {ex.case: ex.label for ex in data.examples}
     lm = oracle_lm(gold, ["Yes", "No"], accuracy=0.9, model=f"fake/prep-{time.time_ns()}")
-    config = RunConfig("courtroom-llm", "web_of_lies", limit=6, knobs={"k_precedents": 2}, out=str(tmp_path))
+    config = RunConfig("courtroom-llm", "web_of_lies", limit=6, knobs={"k_precedents": 2}, out=str(tmp_path),
+                       train_limit=40)
     outcome = run(config, lms=RoleLMs({"default": lm}))
     assert outcome.summary["failures"] == 0
     assert all(len(r.fields["precedents"]) == 2 for r in outcome.results)
@@ -114,7 +115,7 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     precedents = {p["case"] for r in outcome.results for p in r.fields["precedents"]}
     assert precedents <= train and not precedents & {r.input for r in outcome.results}
     prepared = json.loads((outcome.run_dir / "prepare.json").read_text())
-    assert len(prepared["train_ids"]) == 100 and not set(prepared["train_ids"]) & {r.id for r in outcome.results}
+    assert len(prepared["train_ids"]) == 40 and not set(prepared["train_ids"]) & {r.id for r in outcome.results}
     assert prepared["usage"]["calls"] == 0  # TF-IDF index only; reasons are written lazily per precedent
 
 

@@ -18,6 +18,7 @@ from courtroom.cli.run import (
     LABELS,
     PRICES,
     TEXT_FIELD,
+    TRAIN_LIMIT,
     _progress_bar,
     dataset_spec,
 )
@@ -76,6 +77,7 @@ def compare_command(
     dataset_config: DATASET_CONFIG = None,
     hub_split: HUB_SPLIT = "train",
     prices: PRICES = None,
+    train_limit: TRAIN_LIMIT = None,
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
     from courtroom.eval.compare import compare, markdown_table
@@ -101,7 +103,7 @@ def compare_command(
             task, names, limit=limit, repeats=repeats, lm=lm, roles=roles, data=data, split=split, seed=seed,
             knobs=opt.parse_sets(sets), concurrency=concurrency, out=out, temperature=temperature,
             max_tokens=max_tokens, api_base=api_base, dataset=spec, prices=load_prices(prices) if prices else None,
-            ambiguity_k=ambiguity_k, theta=theta, progress=progress,
+            ambiguity_k=ambiguity_k, theta=theta, progress=progress, train_limit=train_limit,
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)

@@ -41,6 +41,8 @@ LABEL_FIELD = Annotated[str | None, typer.Option("--label-field", help="Field ho
 LABELS = Annotated[str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")]
 DATASET_CONFIG = Annotated[str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.")]
 HUB_SPLIT = Annotated[str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.")]
+TRAIN_LIMIT = Annotated[int | None, typer.Option(
+    "--train-limit", help="Fit precedents / the reliability assistant / demos on at most N training cases.")]
 PRICES = Annotated[Path | None, typer.Option(
     "--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens.")]
 
@@ -98,6 +100,7 @@ def run_command(
     dataset_config: DATASET_CONFIG = None,
     hub_split: HUB_SPLIT = "train",
     prices: PRICES = None,
+    train_limit: TRAIN_LIMIT = None,
     ambiguity_k: Annotated[int, typer.Option(
         "--ambiguity-k", help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).")] = 0,
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
@@ -122,6 +125,7 @@ def run_command(
             framework=framework, task=task, data=data, split=split, limit=limit, seed=seed, knobs=knobs, lm=lm,
             roles=parse_role_overrides(role or [], cls.roles), temperature=temperature, max_tokens=max_tokens,
             api_base=api_base, concurrency=concurrency or 4, out=out, dataset=spec, prices=price_table,
+            train_limit=train_limit,
         )
     stdout = Console()
     # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.

@@ -63,10 +63,11 @@ def run_hearings(
         except Exception:  # noqa: BLE001 - a failed sample is recorded as None, not fatal
             return None
 
-    with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]):
-        ctx = contextvars.copy_context
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            labels = list(pool.map(lambda j: ctx().run(one, j), jobs))
+    with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]), \
+            ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        # Contexts are copied here, in the caller's thread, so the limit and the caller's settings apply.
+        futures = [pool.submit(contextvars.copy_context().run, one, job) for job in jobs]
+        labels = [f.result() for f in futures]
     out: dict[str, list[str | None]] = {ex_id: [] for ex_id in cases}
     for (ex_id, _, _), label in zip(jobs, labels, strict=True):
         out[ex_id].append(label)

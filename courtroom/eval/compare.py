@@ -101,7 +101,7 @@ def compare(
     temperature: float | None = None, max_tokens: int | None = None, api_base: str | None = None,
     dataset: Mapping[str, Any] | None = None, prices: Mapping[str, Sequence[float]] | None = None,
     ambiguity_k: int = 0, theta: float = 0.5, lms: RoleLMs | None = None,
-    progress: Callable[[str, ExampleResult], None] | None = None,
+    progress: Callable[[str, ExampleResult], None] | None = None, train_limit: int | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder."""
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
@@ -121,7 +121,7 @@ def compare(
                      roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
                      temperature=temperature, max_tokens=max_tokens, api_base=api_base, concurrency=concurrency,
                      out=str(out_dir), dataset=dict(dataset) if dataset else None,
-                     prices={k: list(v) for k, v in prices.items()} if prices else None)
+                     prices={k: list(v) for k, v in prices.items()} if prices else None, train_limit=train_limit)
         for f in frameworks
     }
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
