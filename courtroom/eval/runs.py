@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import dspy
 
-from courtroom.cache import configure_cache
+from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, total_usage
 from courtroom.eval.metrics import score, user_prices
@@ -121,16 +121,6 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
                 f"cannot reach the model server at {url.scheme}://{host}:{port} ({exc.strerror or exc}): "
                 "start it or fix --api-base"
             ) from exc
-
-
-def redact_url(url: str | None) -> str | None:
-    """A URL without user, password or query (where tokens hide), for files we write."""
-    if not url:
-        return url
-    parts = urlparse(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return parts._replace(netloc=netloc, query="", fragment="").geturl()
 
 
 def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
