@@ -238,10 +238,16 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
         made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
-    curves = {f: a["agreement"]["with_verdict"] for f, a in analyses.items() if a.get("agreement", {}).get("with_verdict")}
+    curves = {}
+    for f, a in analyses.items():
+        agreement = a.get("agreement") or {}
+        if agreement.get("mode") == "sequential" and agreement.get("by_judge"):
+            curves[f"{f} (with previous judge)"] = [None, *agreement["by_judge"]]
+        elif agreement.get("with_verdict"):
+            curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
     if curves:
         made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png",
-                                                   ylabel="share of votes = verdict")
+                                                   ylabel="agreement rate")
     for f, a in analyses.items():
         if a.get("ambiguity"):
             made[f"ambiguity-{f}"] = plots.ambiguity_bars(pd.DataFrame(a["ambiguity"]),

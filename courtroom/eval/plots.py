@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -57,6 +58,7 @@ def agreement_curves(curves: Mapping[str, Sequence[float | None]], path: Path, *
         xs = [i + 1 for i, v in enumerate(values) if v is not None]
         ax.plot(xs, [v for v in values if v is not None], marker="o", label=name)
     ax.set_xlabel("judge")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)

@@ -48,7 +48,7 @@ font-size:.8rem;text-transform:none}.turn ul.extra{margin:.2rem 0;font-size:.85r
 background:#fdeeee}.role-judge{border-color:#6a1b9a;background:#f5edfa}.role-clerk{border-color:#546e7a;
 background:#eef2f4}.role-debater{border-color:#00796b;background:#e9f6f4}.role-assistant,.role-reasoner{
 border-color:#ef6c00;background:#fff4e8}.role-classifier,.role-critic{border-color:#5d4037;background:#f6f1ee}
-table.fields td,table.field td{text-align:left}p.none{color:#777}
+table.fields td,table.field td,table.analysis td{text-align:left}p.none{color:#777}
 """
 
 _JS = """
@@ -86,8 +86,10 @@ def _value(v: Any) -> str:
 def _scalar(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3f}"
-    if isinstance(v, Mapping | list):
-        return html.escape(json.dumps(v, ensure_ascii=False))
+    if isinstance(v, list):
+        return "[" + ", ".join(_scalar(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{html.escape(str(k))}: {_scalar(x)}" for k, x in v.items()) + "}"
     return html.escape(str(v))
 
 
