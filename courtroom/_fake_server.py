@@ -149,7 +149,11 @@ class FakeServer:
                 with server._lock:
                     server.counts[fault or "ok"] += 1
                 if fault == "429":
-                    return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "0"})
+                    return self._send(
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit"}},
+                        {"retry-after": "0"},
+                    )
                 if fault == "500":
                     return self._send(500, {"error": {"message": "injected server error"}})
                 if fault == "timeout":
@@ -168,13 +172,26 @@ class FakeServer:
                 elif fault is None:
                     with server._lock:
                         server.served.append(json.dumps(messages, sort_keys=True))
-                self._send(200, {
-                    "id": f"fake-{server.counts['requests']}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "length" if fault == "truncated" else "stop"}],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
-                              "total_tokens": (len(prompt) + len(text)) // 4},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"fake-{server.counts['requests']}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "length" if fault == "truncated" else "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": len(prompt) // 4,
+                            "completion_tokens": len(text) // 4,
+                            "total_tokens": (len(prompt) + len(text)) // 4,
+                        },
+                    },
+                )
 
         return Handler

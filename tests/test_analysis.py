@@ -32,10 +32,15 @@ def test_d_rate_and_both_ambiguity_rules() -> None:
     assert d_rate(["A", "A", "A", "B", "B"]) == pytest.approx(0.2)
     assert d_rate(["A", "A", "A", "A", "B"]) == pytest.approx(0.6)
     assert d_rate(["A", "A", "B", "C", None]) == pytest.approx(0.2)
-    table = ambiguity({"x": ["A"] * 5, "y": ["A", "A", "A", "A", "B"], "z": ["A", "A", "A", "B", "B"]}, theta=0.5)
+    table = ambiguity(
+        {"x": ["A"] * 5, "y": ["A", "A", "A", "A", "B"], "z": ["A", "A", "A", "B", "B"]}, theta=0.5
+    )
     flags = table.set_index("id")[["ambiguous", "changed"]].to_dict("index")
-    assert flags == {"x": {"ambiguous": False, "changed": False}, "y": {"ambiguous": False, "changed": True},
-                     "z": {"ambiguous": True, "changed": True}}
+    assert flags == {
+        "x": {"ambiguous": False, "changed": False},
+        "y": {"ambiguous": False, "changed": True},
+        "z": {"ambiguous": True, "changed": True},
+    }
 
 
 def test_ambiguity_split_accuracy_per_part() -> None:
@@ -51,8 +56,12 @@ def test_ambiguity_split_accuracy_per_part() -> None:
 
 
 def test_judge_agreement_parallel_and_sequential() -> None:
-    results = [row("a", "A", "A", votes=["A", "A", "A"]), row("b", "A", "B", votes=["B", "A", "B"]),
-               row("c", "B", "B", votes=["B", "B", "B"]), row("d", "B", None)]
+    results = [
+        row("a", "A", "A", votes=["A", "A", "A"]),
+        row("b", "A", "B", votes=["B", "A", "B"]),
+        row("c", "B", "B", votes=["B", "B", "B"]),
+        row("d", "B", None),
+    ]
     par = judge_agreement(results, "parallel")
     assert par["n"] == 3 and par["unanimous"] == pytest.approx(2 / 3)
     assert par["pairwise"] == pytest.approx((1 + 1 / 3 + 1) / 3)
@@ -63,13 +72,32 @@ def test_judge_agreement_parallel_and_sequential() -> None:
 
 
 def test_ph_transitions_and_debate_corrections() -> None:
-    results = [row("a", "A", "A", ph_label="B"), row("b", "A", "B", ph_label="A"), row("c", "A", "A", ph_label="A"),
-               row("d", "B", "A", ph_label="A"), row("e", "B", None)]
+    results = [
+        row("a", "A", "A", ph_label="B"),
+        row("b", "A", "B", ph_label="A"),
+        row("c", "A", "A", ph_label="A"),
+        row("d", "B", "A", ph_label="A"),
+        row("e", "B", None),
+    ]
     t = ph_transitions(results)
-    assert t == {"wrong_to_correct": 1, "correct_to_wrong": 1, "kept_correct": 1, "kept_wrong": 1, "n": 4,
-                 "skipped": 1}
-    objs = [ExampleResult(r["id"], r["input"], r["gold"], r["prediction"], fields={"initial_label": r["fields"].get(
-        "ph_label")}) for r in results]
+    assert t == {
+        "wrong_to_correct": 1,
+        "correct_to_wrong": 1,
+        "kept_correct": 1,
+        "kept_wrong": 1,
+        "n": 4,
+        "skipped": 1,
+    }
+    objs = [
+        ExampleResult(
+            r["id"],
+            r["input"],
+            r["gold"],
+            r["prediction"],
+            fields={"initial_label": r["fields"].get("ph_label")},
+        )
+        for r in results
+    ]
     c = debate_corrections(objs)
     assert (c["correction"], c["degradation"], c["kept_right"], c["kept_wrong"]) == (1, 1, 1, 1)
     assert set(analyze(results, {"judge_mode": "parallel"})) == {"ph_transitions"}
@@ -83,7 +111,9 @@ def test_hearings_run_k_times_on_the_clerk() -> None:
         return {"most_likely": "Yes"}
 
     lm = scripted_lm({"clerk": clerk}, model=f"fake/clerk-{time.time_ns()}")
-    program = build_program("courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm}))
+    program = build_program(
+        "courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm})
+    )
     votes = run_hearings(clerk_hearing(program), {"one": "case one", "two": "case two"}, k=5, concurrency=1)
     assert votes["one"] == ["Yes"] * 5
     assert sorted(votes["two"]) in (["No", "No", "No", "Yes", "Yes"], ["No", "No", "Yes", "Yes", "Yes"])
@@ -99,9 +129,11 @@ def test_hearings_respect_the_request_bound() -> None:
 
     with FakeServer(latency=0.05) as server:
         lm = server.lm(f"openai/hear-{time.time_ns()}", cache=False)
-        program = build_program("courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0},
-                                lms=RoleLMs({"default": lm}))
-        votes = run_hearings(clerk_hearing(program), {f"c{i}": f"case number {i}" for i in range(4)}, k=4,
-                             concurrency=4)
+        program = build_program(
+            "courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm})
+        )
+        votes = run_hearings(
+            clerk_hearing(program), {f"c{i}": f"case number {i}" for i in range(4)}, k=4, concurrency=4
+        )
         assert server.counts["requests"] == 16 and all(len(v) == 4 for v in votes.values())
         assert 1 < server.max_in_flight <= 4

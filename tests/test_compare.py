@@ -20,19 +20,42 @@ from courtroom.testing import FakeServer, oracle_lm
 def _oracle(tag: str) -> RoleLMs:
     data = load_task("web_of_lies", limit=8, seed=1)
     gold = {ex.case: ex.label for ex in data.examples}
-    lm = oracle_lm(gold, ["Yes", "No"], accuracy={"default": 0.7, "judge": 0.8, "clerk": 0.6}, cache=True,
-                   model=f"fake/{tag}-{time.time_ns()}")
+    lm = oracle_lm(
+        gold,
+        ["Yes", "No"],
+        accuracy={"default": 0.7, "judge": 0.8, "clerk": 0.6},
+        cache=True,
+        model=f"fake/{tag}-{time.time_ns()}",
+    )
     return RoleLMs({"default": lm})
 
 
 def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) -> None:
-    result = compare("web_of_lies", ["zero-shot", "courtroom-llm", "jot"], limit=8, seed=1, repeats=3,
-                     knobs={"jot.n_loops": 1, "k_precedents": 0, "n_judges": 3}, out=tmp_path,
-                     ambiguity_k=3, lms=_oracle("cmp"))
+    result = compare(
+        "web_of_lies",
+        ["zero-shot", "courtroom-llm", "jot"],
+        limit=8,
+        seed=1,
+        repeats=3,
+        knobs={"jot.n_loops": 1, "k_precedents": 0, "n_judges": 3},
+        out=tmp_path,
+        ambiguity_k=3,
+        lms=_oracle("cmp"),
+    )
     table = result.table
     assert list(table.index) == ["zero-shot", "courtroom-llm", "jot"]
-    for column in ("accuracy", "macro_f1", "failures", "calls", "tokens", "cost", "wall_seconds", "accuracy_sd",
-                   "accuracy_ci_low", "accuracy_ci_high"):
+    for column in (
+        "accuracy",
+        "macro_f1",
+        "failures",
+        "calls",
+        "tokens",
+        "cost",
+        "wall_seconds",
+        "accuracy_sd",
+        "accuracy_ci_low",
+        "accuracy_ci_high",
+    ):
         assert column in table.columns
     assert table.loc["zero-shot", "calls"] == 8 and table.loc["jot", "calls"] == 8 * 3
     assert table.loc["courtroom-llm", "calls"] == 8 * (1 + 2 + 3)
@@ -48,13 +71,17 @@ def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) ->
     assert {"repeats", "agreement", "ambiguity-courtroom-llm"} <= set(result.plots)
     for path in result.plots.values():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    votes = json.loads(next(result.out_dir.glob("*courtroom-llm*/repeat-0/ambiguity.json")).read_text())["votes"]
+    votes = json.loads(next(result.out_dir.glob("*courtroom-llm*/repeat-0/ambiguity.json")).read_text())[
+        "votes"
+    ]
     assert len(votes) == 8 and all(len(v) == 3 for v in votes.values())
 
 
 def test_split_knobs() -> None:
     assert split_knobs({"jot.n_loops": 2, "n_judges": 5}, ["jot", "courtroom-llm"]) == {
-        "jot": {"n_loops": 2}, "courtroom-llm": {"n_judges": 5}}
+        "jot": {"n_loops": 2},
+        "courtroom-llm": {"n_judges": 5},
+    }
     with pytest.raises(ConfigError, match="no compared framework has that knob"):
         split_knobs({"n_rounds": 2}, ["jot"])
     with pytest.raises(ConfigError, match="not one of the compared frameworks"):
@@ -63,9 +90,25 @@ def test_split_knobs() -> None:
 
 def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeServer() as server:
-        code = main(["compare", "--task", "navigate", "--frameworks", "zero-shot,cot,jot", "--limit", "4",
-                     "--set", "jot.n_loops=1", "--lm", f"openai/cmp-{time.time_ns()}", "--api-base", server.url,
-                     "--out", str(tmp_path)])
+        code = main(
+            [
+                "compare",
+                "--task",
+                "navigate",
+                "--frameworks",
+                "zero-shot,cot,jot",
+                "--limit",
+                "4",
+                "--set",
+                "jot.n_loops=1",
+                "--lm",
+                f"openai/cmp-{time.time_ns()}",
+                "--api-base",
+                server.url,
+                "--out",
+                str(tmp_path),
+            ]
+        )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "| framework | accuracy |" in out and "| jot |" in out and "comparison folder:" in out
@@ -79,29 +122,64 @@ def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
     from courtroom.eval.report import write_report
 
-    result = compare("boolean_expressions", ["zero-shot", "cot"], limit=2, out=tmp_path,
-                     lms=RoleLMs({"default": local_lm}))
+    result = compare(
+        "boolean_expressions", ["zero-shot", "cot"], limit=1, out=tmp_path, lms=RoleLMs({"default": local_lm})
+    )
     assert list(result.table.index) == ["zero-shot", "cot"]
-    assert (result.table["calls"] == 2).all() and (result.table["failures"] <= 2).all()
+    assert (result.table["calls"] == 1).all() and (result.table["failures"] <= 1).all()
     page = write_report(result.out_dir, tmp_path / "r.html").read_text()
-    assert page.count('<details class="example') == 4
+    assert page.count('<details class="example') == 2
 
 
-def test_run_prints_the_ambiguity_split_and_compare_prints_analyses(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_prints_the_ambiguity_split_and_compare_prints_analyses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with FakeServer() as server:
-        code = main(["run", "courtroom-llm", "--task", "web_of_lies", "--limit", "4", "--set", "k_precedents=0",
-                     "--lm", f"openai/amb-{time.time_ns()}", "--api-base", server.url, "--ambiguity-k", "3",
-                     "--out", str(tmp_path / "runs")])
+        code = main(
+            [
+                "run",
+                "courtroom-llm",
+                "--task",
+                "web_of_lies",
+                "--limit",
+                "4",
+                "--set",
+                "k_precedents=0",
+                "--lm",
+                f"openai/amb-{time.time_ns()}",
+                "--api-base",
+                server.url,
+                "--ambiguity-k",
+                "3",
+                "--out",
+                str(tmp_path / "runs"),
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 0, err
         assert "ambiguous vs normal" in out and "| D_rate <= 0.5 |" in out and "| top label changed |" in out
         (run_dir,) = (tmp_path / "runs").iterdir()
         votes = json.loads((run_dir / "ambiguity.json").read_text())["votes"]
         assert len(votes) == 4 and all(len(v) == 3 for v in votes.values())
-        code = main(["compare", "--task", "web_of_lies", "--frameworks", "courtroom-llm", "--limit", "3",
-                     "--set", "k_precedents=0", "--lm", f"openai/amb2-{time.time_ns()}", "--api-base", server.url,
-                     "--out", str(tmp_path / "cmp")])
+        code = main(
+            [
+                "compare",
+                "--task",
+                "web_of_lies",
+                "--frameworks",
+                "courtroom-llm",
+                "--limit",
+                "3",
+                "--set",
+                "k_precedents=0",
+                "--lm",
+                f"openai/amb2-{time.time_ns()}",
+                "--api-base",
+                server.url,
+                "--out",
+                str(tmp_path / "cmp"),
+            ]
+        )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "courtroom-llm: judge agreement (parallel): unanimous" in out

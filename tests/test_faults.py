@@ -17,8 +17,10 @@ N = 200
 
 @pytest.fixture(scope="module")
 def examples() -> list:
-    return load_task("boolean_expressions", split="test", limit=N, seed=11).examples + load_task(
-        "boolean_expressions", split="train", seed=11).examples[: N - 300 if N > 300 else 0]
+    return (
+        load_task("boolean_expressions", split="test", limit=N, seed=11).examples
+        + load_task("boolean_expressions", split="train", seed=11).examples[: N - 300 if N > 300 else 0]
+    )
 
 
 def _evaluate(server: FakeServer, examples: list, **lm_kwargs: object) -> tuple[list, dict]:

@@ -31,7 +31,7 @@ def truth_of_last(question: str) -> bool:
 def returns_to_start(text: str) -> bool:
     head = "If you follow these instructions, do you return to the starting point? "
     assert text.startswith(head) and text.endswith("\nOptions:\n- Yes\n- No")
-    steps = text[len(head):].split("\n")[0]
+    steps = text[len(head) :].split("\n")[0]
     x = y = 0
     dx, dy = 0, 1
     for instr in re.findall(r"[^.]+\.", steps):
@@ -48,22 +48,32 @@ def returns_to_start(text: str) -> bool:
             m = re.fullmatch(r"Take (\d+) steps?( forward| backward| left| right)?\.", instr)
             assert m, instr
             k, way = int(m.group(1)), (m.group(2) or "").strip()
-            vx, vy = {"": (dx, dy), "forward": (0, 1), "backward": (0, -1), "left": (-1, 0), "right": (1, 0)}[way]
+            vx, vy = {"": (dx, dy), "forward": (0, 1), "backward": (0, -1), "left": (-1, 0), "right": (1, 0)}[
+                way
+            ]
             x, y = x + k * vx, y + k * vy
     return (x, y) == (0, 0)
 
 
 PATTERNS = [
-    ("all", r"every (.+) is (an? .+)"), ("no", r"no (.+) is (an? .+)"),
-    ("nec", r"being (an? .+) is necessary for being (an? .+)"), ("notall", r"whoever is not (an? .+) is (an? .+)"),
-    ("some", r"somebody is (an? .+) and (an? .+)"), ("isnot", r"(\w+) is not (an? .+)"), ("is", r"(\w+) is (an? .+)"),
+    ("all", r"every (.+) is (an? .+)"),
+    ("no", r"no (.+) is (an? .+)"),
+    ("nec", r"being (an? .+) is necessary for being (an? .+)"),
+    ("notall", r"whoever is not (an? .+) is (an? .+)"),
+    ("some", r"somebody is (an? .+) and (an? .+)"),
+    ("isnot", r"(\w+) is not (an? .+)"),
+    ("is", r"(\w+) is (an? .+)"),
 ]
 
 
 def parse_sentence(s: str) -> tuple[str, str, str]:
     s = s.strip().rstrip(".")
-    s = re.sub(r"^(First premise: |Second premise: |To begin with, |First of all, |Moreover, |Next, |Hence, |"
-               r"Therefore, |So, necessarily, |It follows that )", "", s)
+    s = re.sub(
+        r"^(First premise: |Second premise: |To begin with, |First of all, |Moreover, |Next, |Hence, |"
+        r"Therefore, |So, necessarily, |It follows that )",
+        "",
+        s,
+    )
     s = s[0].lower() + s[1:]
     for form, pat in PATTERNS:
         m = re.fullmatch(pat, s)
@@ -74,18 +84,26 @@ def parse_sentence(s: str) -> tuple[str, str, str]:
 
 def valid_by_small_models(premises: list[tuple[str, str, str]], conclusion: tuple[str, str, str]) -> bool:
     """Search explicit domains of up to 4 individuals (element 0 is the named person) for a countermodel."""
-    preds = sorted({p for s in (*premises, conclusion) for p in s[1:] if s[0] not in ("is", "isnot")}
-                   | {s[2] for s in (*premises, conclusion) if s[0] in ("is", "isnot")})
+    preds = sorted(
+        {p for s in (*premises, conclusion) for p in s[1:] if s[0] not in ("is", "isnot")}
+        | {s[2] for s in (*premises, conclusion) if s[0] in ("is", "isnot")}
+    )
 
     def holds(s: tuple[str, str, str], dom: list[dict[str, bool]]) -> bool:
         form, a, b = s
         return {
-            "all": lambda: all(not d[a] or d[b] for d in dom), "no": lambda: all(not (d[a] and d[b]) for d in dom),
-            "nec": lambda: all(not d[b] or d[a] for d in dom), "notall": lambda: all(d[a] or d[b] for d in dom),
-            "some": lambda: any(d[a] and d[b] for d in dom), "is": lambda: dom[0][b], "isnot": lambda: not dom[0][b],
+            "all": lambda: all(not d[a] or d[b] for d in dom),
+            "no": lambda: all(not (d[a] and d[b]) for d in dom),
+            "nec": lambda: all(not d[b] or d[a] for d in dom),
+            "notall": lambda: all(d[a] or d[b] for d in dom),
+            "some": lambda: any(d[a] and d[b] for d in dom),
+            "is": lambda: dom[0][b],
+            "isnot": lambda: not dom[0][b],
         }[form]()
 
-    kinds = [dict(zip(preds, bits, strict=True)) for bits in itertools.product([False, True], repeat=len(preds))]
+    kinds = [
+        dict(zip(preds, bits, strict=True)) for bits in itertools.product([False, True], repeat=len(preds))
+    ]
     for size in range(1, 5):
         for dom in itertools.product(kinds, repeat=size):
             if all(holds(p, list(dom)) for p in premises) and not holds(conclusion, list(dom)):
@@ -126,7 +144,9 @@ def test_formal_fallacies_labels_agree_with_an_independent_checker() -> None:
     assert sum(r["target"] == "valid" for r in records) == 60
     for r in records:
         text = r["input"]
-        assert text.endswith("deductively valid or invalid?\nOptions:\n- valid \n- invalid")  # BBH's trailing space
+        assert text.endswith(
+            "deductively valid or invalid?\nOptions:\n- valid \n- invalid"
+        )  # BBH's trailing space
         argument = text.split('"')[1].removeprefix("Here comes a perfectly valid argument: ")
         sentences = [parse_sentence(s) for s in re.split(r"(?<=\.) ", argument)]
         expected = valid_by_small_models(sentences[:-1], sentences[-1])

@@ -25,7 +25,9 @@ def test_concurrency_bounds_requests_in_flight_despite_fan_out() -> None:
     examples = load_task("web_of_lies", limit=4).examples
     with FakeServer(latency=0.05) as server:
         lms = RoleLMs({"default": server.lm(f"openai/inflight-{time.time_ns()}", cache=False)})
-        program = build_program("courtroom-llm", ["Yes", "No"], knobs={"n_judges": 5, "k_precedents": 0}, lms=lms)
+        program = build_program(
+            "courtroom-llm", ["Yes", "No"], knobs={"n_judges": 5, "k_precedents": 0}, lms=lms
+        )
         results = evaluate(program, examples, concurrency=2)
         assert all(r.error is None for r in results)
         assert server.max_in_flight <= 2
@@ -36,8 +38,10 @@ def test_concurrency_bounds_requests_in_flight_despite_fan_out() -> None:
 
 def test_failures_are_listed_and_count_as_wrong() -> None:
     results = [
-        ExampleResult("a", "x", "True", "True"), ExampleResult("b", "x", "False", None, error="LMTimeoutError: t"),
-        ExampleResult("c", "x", "False", "False"), ExampleResult("d", "x", "True", None, error="AdapterParseError: p"),
+        ExampleResult("a", "x", "True", "True"),
+        ExampleResult("b", "x", "False", None, error="LMTimeoutError: t"),
+        ExampleResult("c", "x", "False", "False"),
+        ExampleResult("d", "x", "True", None, error="AdapterParseError: p"),
     ]
     s = summarize(results, ["True", "False"], 2.0)
     assert s["n"] == 4 and s["failures"] == 2 and s["accuracy"] == 0.5 and s["failed_ids"] == ["b", "d"]
@@ -48,13 +52,23 @@ def test_cost_uses_litellm_price_then_the_user_table() -> None:
     usage = {"calls": 1, "sent": 1, "prompt_tokens": 1000, "completion_tokens": 1000}
 
     def result(model: str) -> ExampleResult:
-        return ExampleResult("a", "x", "True", "True", usage={
-            **usage, "by_model": {model: {"sent": 1, "prompt_tokens": 1000, "completion_tokens": 1000}}})
+        return ExampleResult(
+            "a",
+            "x",
+            "True",
+            "True",
+            usage={
+                **usage,
+                "by_model": {model: {"sent": 1, "prompt_tokens": 1000, "completion_tokens": 1000}},
+            },
+        )
 
     assert summarize([result("openai/my-local")], ["True", "False"], 1.0)["cost"] is None
     mine = summarize([result("openai/my-local")], ["True", "False"], 1.0, {"openai/my-local": [1.0, 3.0]})
     assert math.isclose(mine["cost"], 0.004)
-    known = summarize([result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"openai/gpt-4o-mini": [100.0, 100.0]})
+    known = summarize(
+        [result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"openai/gpt-4o-mini": [100.0, 100.0]}
+    )
     assert math.isclose(known["cost"], 1000 * 0.15e-6 + 1000 * 0.6e-6)  # LiteLLM's price wins
 
 
@@ -106,8 +120,9 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     data = load_task("web_of_lies", limit=6)
     gold = {ex.case: ex.label for ex in data.examples}
     lm = oracle_lm(gold, ["Yes", "No"], accuracy=0.9, model=f"fake/prep-{time.time_ns()}")
-    config = RunConfig("courtroom-llm", "web_of_lies", limit=6, knobs={"k_precedents": 2}, out=str(tmp_path),
-                       train_limit=40)
+    config = RunConfig(
+        "courtroom-llm", "web_of_lies", limit=6, knobs={"k_precedents": 2}, out=str(tmp_path), train_limit=40
+    )
     outcome = run(config, lms=RoleLMs({"default": lm}))
     assert outcome.summary["failures"] == 0
     assert all(len(r.fields["precedents"]) == 2 for r in outcome.results)
@@ -115,19 +130,45 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     precedents = {p["case"] for r in outcome.results for p in r.fields["precedents"]}
     assert precedents <= train and not precedents & {r.input for r in outcome.results}
     prepared = json.loads((outcome.run_dir / "prepare.json").read_text())
-    assert len(prepared["train_ids"]) == 40 and not set(prepared["train_ids"]) & {r.id for r in outcome.results}
+    assert len(prepared["train_ids"]) == 40 and not set(prepared["train_ids"]) & {
+        r.id for r in outcome.results
+    }
     assert prepared["usage"]["calls"] == 0  # TF-IDF index only; reasons are written lazily per precedent
 
 
-def test_cli_custom_dataset_with_repeats_and_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_custom_dataset_with_repeats_and_prices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = [{"q": f"is {i} even?", "a": "yes" if i % 2 == 0 else "no"} for i in range(40)]
     pd.DataFrame(rows).to_csv(tmp_path / "even.csv", index=False)
     (tmp_path / "prices.json").write_text(json.dumps({"openai/even-model": [1.0, 2.0]}))
     with FakeServer() as server:
-        code = main(["run", "zero-shot", "--dataset", str(tmp_path / "even.csv"), "--text-field", "q",
-                     "--label-field", "a", "--labels", "yes,no", "--lm", "openai/even-model", "--api-base",
-                     server.url, "--repeats", "2", "--limit", "5", "--prices", str(tmp_path / "prices.json"),
-                     "--out", str(tmp_path / "runs")])
+        code = main(
+            [
+                "run",
+                "zero-shot",
+                "--dataset",
+                str(tmp_path / "even.csv"),
+                "--text-field",
+                "q",
+                "--label-field",
+                "a",
+                "--labels",
+                "yes,no",
+                "--lm",
+                "openai/even-model",
+                "--api-base",
+                server.url,
+                "--repeats",
+                "2",
+                "--limit",
+                "5",
+                "--prices",
+                str(tmp_path / "prices.json"),
+                "--out",
+                str(tmp_path / "runs"),
+            ]
+        )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "repeat group:" in out and "| accuracy |" in out and "95% CI" in out
@@ -143,5 +184,3 @@ def test_cli_dataset_options_need_each_other(capsys: pytest.CaptureFixture[str])
     assert "--dataset needs --text-field, --label-field, --labels" in capsys.readouterr().err
     assert main(["run", "--resume", "/nonexistent"]) == 2
     assert "not a run folder" in capsys.readouterr().err
-
-

@@ -32,17 +32,30 @@ def chromium() -> str:
         pytest.skip("chromium is not installed and apt-get is unavailable to install it")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env, timeout=900, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=True, env=env, timeout=1800,
-                   capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "chromium"], check=True, env=env, timeout=1800, capture_output=True
+    )
     found = _find_chromium()
     assert found, "apt-get installed chromium but no chromium binary is on PATH"
     return found
 
 
 def _browse(chromium: str, url: str, profile: Path, *action: str) -> subprocess.CompletedProcess[str]:
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--window-size=1200,1400", *action, url]
+    cmd = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--window-size=1200,1400",
+        *action,
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -50,9 +63,17 @@ def _browse(chromium: str, url: str, profile: Path, *action: str) -> subprocess.
 def courtroom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = load_task("navigate", limit=10, seed=4)
     gold = {ex.case: ex.label for ex in data.examples}
-    lm = oracle_lm(gold, ["Yes", "No"], accuracy={"default": 0.6, "judge": 0.7}, model=f"fake/rep-{time.time_ns()}")
-    config = RunConfig("courtroom-llm", "navigate", limit=10, seed=4, knobs={"k_precedents": 1},
-                       out=str(tmp_path_factory.mktemp("runs")))
+    lm = oracle_lm(
+        gold, ["Yes", "No"], accuracy={"default": 0.6, "judge": 0.7}, model=f"fake/rep-{time.time_ns()}"
+    )
+    config = RunConfig(
+        "courtroom-llm",
+        "navigate",
+        limit=10,
+        seed=4,
+        knobs={"k_precedents": 1},
+        out=str(tmp_path_factory.mktemp("runs")),
+    )
     return run(config, lms=RoleLMs({"default": lm})).run_dir
 
 
@@ -72,14 +93,22 @@ def test_run_report_renders_in_chromium(chromium: str, courtroom_run: Path, tmp_
     assert html.count('<details class="example') == 10
     shot = tmp_path / "report.png"
     res = _browse(chromium, out.as_uri(), tmp_path / "profile2", f"--screenshot={shot}")
-    assert res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    assert (
+        res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    )
 
 
 def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Path) -> None:
     with FakeServer(faults={"garbage": 0.3}, seed=2) as server:
         lm = server.lm(f"openai/report-{time.time_ns()}", cache=False)
-        comp = compare("web_of_lies", ["zero-shot", "jot"], limit=8, knobs={"jot.n_loops": 1}, out=tmp_path,
-                       lms=RoleLMs({"default": lm}))
+        comp = compare(
+            "web_of_lies",
+            ["zero-shot", "jot"],
+            limit=8,
+            knobs={"jot.n_loops": 1},
+            out=tmp_path,
+            lms=RoleLMs({"default": lm}),
+        )
     failed = int(comp.table["failures"].sum())
     assert failed > 0
     out = tmp_path / "cmp.html"
@@ -96,7 +125,9 @@ def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Pat
     assert all("error:" in e for e in shown)
 
 
-def test_report_of_something_else_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_of_something_else_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
     assert "is not a run, repeat group or comparison folder" in capsys.readouterr().err
 
@@ -108,8 +139,9 @@ def test_report_of_a_repeat_group_and_of_an_interrupted_run(tmp_path: Path) -> N
     data = load_task("web_of_lies", limit=5, seed=1)
     gold = {ex.case: ex.label for ex in data.examples}
     lm = oracle_lm(gold, ["Yes", "No"], 0.6, cache=True, model=f"fake/grp-{time.time_ns()}")
-    group = run_repeats(RunConfig("cot", "web_of_lies", limit=5, seed=1, out=str(tmp_path)), 3,
-                        lms=RoleLMs({"default": lm}))
+    group = run_repeats(
+        RunConfig("cot", "web_of_lies", limit=5, seed=1, out=str(tmp_path)), 3, lms=RoleLMs({"default": lm})
+    )
     page = write_report(group.group_dir, tmp_path / "g.html").read_text()
     assert "Summary over 3 repeats" in page and "ci_low" in page and page.count("data:image/png;base64,") == 1
     assert page.count('<details class="example') == 5

@@ -1,4 +1,4 @@
-"""Resume: an interrupted run, resumed, gives the uninterrupted run's table; no successful call is sent twice."""
+"""Resume: an interrupted run, resumed, gives the uninterrupted run's table; nothing is sent twice."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ TABLE = ("n", "accuracy", "macro_f1", "failures", "per_class", "calls")
 def responder(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Deterministic answers that depend on the prompt, so accuracy is neither 0 nor 1."""
     h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
-    values = {n: p["enum"][h % len(p["enum"])] for n, p in (schema.get("properties") or {}).items() if "enum" in p}
+    values = {
+        n: p["enum"][h % len(p["enum"])] for n, p in (schema.get("properties") or {}).items() if "enum" in p
+    }
     return answer_for_schema(schema, values, f"argument {h % 997}")
 
 
@@ -37,7 +39,9 @@ def server():
 
 
 def _config(out: Path) -> RunConfig:
-    return RunConfig("jot", "web_of_lies", limit=24, seed=3, knobs={"n_loops": 2}, concurrency=3, out=str(out))
+    return RunConfig(
+        "jot", "web_of_lies", limit=24, seed=3, knobs={"n_loops": 2}, concurrency=3, out=str(out)
+    )
 
 
 def test_interrupted_then_resumed_equals_uninterrupted(server: FakeServer, tmp_path: Path) -> None:
@@ -78,12 +82,30 @@ def test_interrupted_then_resumed_equals_uninterrupted(server: FakeServer, tmp_p
 
 
 def _cli(server: FakeServer, model: str, out: Path, *extra: str) -> list[str]:
-    return ["run", "jot", "--task", "navigate", "--limit", "30", "--loops", "2", "--lm", model,
-            "--api-base", server.url, "--concurrency", "2", "--out", str(out), *extra]
+    return [
+        "run",
+        "jot",
+        "--task",
+        "navigate",
+        "--limit",
+        "30",
+        "--loops",
+        "2",
+        "--lm",
+        model,
+        "--api-base",
+        server.url,
+        "--concurrency",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
-def test_killed_cli_run_resumes_to_the_same_table(server: FakeServer, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_killed_cli_run_resumes_to_the_same_table(
+    server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ref_out = tmp_path / "ref"
     assert main(_cli(server, f"openai/kill-ref-{time.time_ns()}", ref_out)) == 0
     capsys.readouterr()
@@ -94,8 +116,12 @@ def test_killed_cli_run_resumes_to_the_same_table(server: FakeServer, tmp_path: 
 
     out = tmp_path / "killed"
     env = {**os.environ, "OPENAI_API_KEY": "sk-fake"}
-    cmd = [sys.executable, "-c", "import sys; from courtroom.cli import main; sys.exit(main(sys.argv[1:]))",
-           *_cli(server, f"openai/kill-{time.time_ns()}", out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from courtroom.cli import main; sys.exit(main(sys.argv[1:]))",
+        *_cli(server, f"openai/kill-{time.time_ns()}", out),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 60
@@ -133,7 +159,9 @@ def test_interrupted_repeat_group_resumes(tmp_path: Path) -> None:
     gold = {ex.case: ex.label for ex in load_task("web_of_lies", limit=12, seed=6).examples}
 
     def lms(tag: str) -> RoleLMs:
-        return RoleLMs({"default": oracle_lm(gold, ["Yes", "No"], 0.6, cache=True, model=f"fake/{tag}-{time.time_ns()}")})
+        return RoleLMs(
+            {"default": oracle_lm(gold, ["Yes", "No"], 0.6, cache=True, model=f"fake/{tag}-{time.time_ns()}")}
+        )
 
     config = RunConfig("zero-shot", "web_of_lies", limit=12, seed=6, concurrency=2)
     ref = run_repeats(RunConfig(**{**vars(config), "out": str(tmp_path / "ref")}), 3, lms=lms("ref"))

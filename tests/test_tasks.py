@@ -52,7 +52,10 @@ def test_registry_holds_every_spec_task_with_its_hub_id() -> None:
     assert caselaw.labels == ("Plaintiff wins", "Defendant wins") and caselaw.hub is None
     assert get_task("anli_r2").labels == ("entailment", "neutral", "contradiction")
     assert get_task("emotion").labels[:2] == ("sadness", "joy")
-    assert get_task("winogrande").positions is None and get_task("winogrande").labels == ("option1", "option2")
+    assert get_task("winogrande").positions is None and get_task("winogrande").labels == (
+        "option1",
+        "option2",
+    )
 
 
 def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,7 +63,9 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 
     calls = []
 
-    def fake_load(path: str, config: str | None = None, split: str | None = None, **kw: Any) -> list[dict[str, Any]]:
+    def fake_load(
+        path: str, config: str | None = None, split: str | None = None, **kw: Any
+    ) -> list[dict[str, Any]]:
         calls.append((path, config, split))
         return [{"sentence1": f"p{i}", "sentence2": f"h{i}", "label": i % 2} for i in range(20)]
 
@@ -73,7 +78,10 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".parquet"])
 def test_every_file_format_loads(tmp_path: Path, suffix: str) -> None:
-    rows = [{"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"} for i in range(30)]
+    rows = [
+        {"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"}
+        for i in range(30)
+    ]
     data = load_task("boolean_expressions", data=str(write(tmp_path / f"bool{suffix}", rows)), split="test")
     assert len(data.examples) == 18 and all(ex.id.startswith("bool-") for ex in data.examples)
     for ex in data.examples:
@@ -82,20 +90,34 @@ def test_every_file_format_loads(tmp_path: Path, suffix: str) -> None:
 
 
 def test_bbh_quirks_lower_case_targets_and_trailing_spaces(tmp_path: Path) -> None:
-    sports = [{"input": f"Is the following sentence plausible? \"Player {i} scored.\"", "target": "yes" if i % 2 else "no"}
-              for i in range(10)]
+    sports = [
+        {
+            "input": f'Is the following sentence plausible? "Player {i} scored."',
+            "target": "yes" if i % 2 else "no",
+        }
+        for i in range(10)
+    ]
     data = load_splits("sports_understanding", data=str(write(tmp_path / "s.jsonl", sports)))[1]
     assert {ex.label for split in data.values() for ex in split} == {"Yes", "No"}
-    ff = [{"input": "\"Arg.\"\nIs the argument valid?\nOptions:\n- valid \n- invalid", "target": t}
-          for t in ["valid", "invalid"] * 5]
+    ff = [
+        {"input": '"Arg."\nIs the argument valid?\nOptions:\n- valid \n- invalid', "target": t}
+        for t in ["valid", "invalid"] * 5
+    ]
     _, splits, _ = load_splits("formal_fallacies", data=str(write(tmp_path / "f.json", ff)))
     case = splits["test"][0].case
     assert "- valid\n- invalid" in case and not any(line.endswith(" ") for line in case.splitlines())
 
 
 def test_structured_tasks_build_text_and_map_labels(tmp_path: Path) -> None:
-    wino = [{"sentence": f"The cup did not fit in the bag because _ was big {i}.", "option1": "cup", "option2": "bag",
-             "answer": "1" if i % 2 else "2"} for i in range(10)]
+    wino = [
+        {
+            "sentence": f"The cup did not fit in the bag because _ was big {i}.",
+            "option1": "cup",
+            "option2": "bag",
+            "answer": "1" if i % 2 else "2",
+        }
+        for i in range(10)
+    ]
     _, splits, _ = load_splits("winogrande", data=str(write(tmp_path / "w.parquet", wino)))
     ex = splits["test"][0]
     assert "Option 1: cup\nOption 2: bag" in ex.case and ex.label in ("option1", "option2")
@@ -105,12 +127,18 @@ def test_structured_tasks_build_text_and_map_labels(tmp_path: Path) -> None:
     boolq = [{"question": "is it?", "passage": f"text {i}", "answer": bool(i % 2)} for i in range(10)]
     _, splits, _ = load_splits("boolq", data=str(write(tmp_path / "b.jsonl", boolq)))
     assert {e.label for s in splits.values() for e in s} == {"True", "False"}
-    cail = [{"fact": f"案情 {i}", "accusation": acc} for i, acc in
-            enumerate([["盗窃"], ["诈骗"], ["盗窃", "抢劫"], ["妨害公务"], ["[走私、贩卖、运输、制造]毒品"]] * 4)]
+    cail = [
+        {"fact": f"案情 {i}", "accusation": acc}
+        for i, acc in enumerate(
+            [["盗窃"], ["诈骗"], ["盗窃", "抢劫"], ["妨害公务"], ["[走私、贩卖、运输、制造]毒品"]] * 4
+        )
+    ]
     _, splits, _ = load_splits("cail2018", data=str(write(tmp_path / "c.jsonl", cail)))
     labels = {e.label for s in splits.values() for e in s}
     assert labels == {"盗窃", "诈骗", "走私、贩卖、运输、制造毒品"}  # several or unknown charges filtered out
-    case = [{"text": f"case {i}", "label": "Plaintiff wins" if i % 3 else "Defendant wins"} for i in range(10)]
+    case = [
+        {"text": f"case {i}", "label": "Plaintiff wins" if i % 3 else "Defendant wins"} for i in range(10)
+    ]
     assert load_task("caselaw", data=str(write(tmp_path / "law.jsonl", case)), split="dev").examples
 
 
@@ -129,8 +157,12 @@ def test_splits_are_seeded_disjoint_and_cover_the_data(tmp_path: Path) -> None:
 def test_custom_dataset_from_a_local_file(tmp_path: Path) -> None:
     rows = [{"premise": f"p{i}", "hypothesis": f"h{i}", "gold": i % 3} for i in range(20)]
     path = write(tmp_path / "nli.csv", rows)
-    spec = {"dataset": str(path), "text_fields": ["premise", "hypothesis"], "label_field": "gold",
-            "labels": ["yes", "maybe", "no"]}
+    spec = {
+        "dataset": str(path),
+        "text_fields": ["premise", "hypothesis"],
+        "label_field": "gold",
+        "labels": ["yes", "maybe", "no"],
+    }
     data = load_task("ignored", dataset=spec, split="test")
     assert data.task.name == "custom:nli"
     assert data.examples[0].case.startswith("Premise: p") and "\nHypothesis: h" in data.examples[0].case
@@ -138,8 +170,9 @@ def test_custom_dataset_from_a_local_file(tmp_path: Path) -> None:
 
 
 def test_custom_dataset_from_the_hub_is_a_hub_task() -> None:
-    task, data = custom_task("org/set", text_fields=["t"], label_field="l", labels=["a", "b"], config="c",
-                             hub_split="validation")
+    task, data = custom_task(
+        "org/set", text_fields=["t"], label_field="l", labels=["a", "b"], config="c", hub_split="validation"
+    )
     assert data == "hub" and task.hub == ("org/set", "c", "validation") and task.labels == ("a", "b")
 
 
@@ -148,13 +181,17 @@ def test_custom_dataset_from_the_hub_is_a_hub_task() -> None:
 
 def test_missing_field_names_the_field_and_the_available_ones(tmp_path: Path) -> None:
     path = write(tmp_path / "x.jsonl", [{"question": "q", "answer": "True"}] * 5)
-    with pytest.raises(DataError, match=r"missing field 'input', 'target'; available fields: answer, question"):
+    with pytest.raises(
+        DataError, match=r"missing field 'input', 'target'; available fields: answer, question"
+    ):
         load_task("boolean_expressions", data=str(path))
 
 
 def test_labels_outside_the_label_space_name_the_rows(tmp_path: Path) -> None:
     rows = [{"input": "x", "target": t} for t in ["True", "maybe", "False", "True", "nope"]]
-    with pytest.raises(DataError, match=r"labels outside \['True', 'False'\] in row 1 \('maybe'\), row 4 \('nope'\)"):
+    with pytest.raises(
+        DataError, match=r"labels outside \['True', 'False'\] in row 1 \('maybe'\), row 4 \('nope'\)"
+    ):
         load_task("boolean_expressions", data=str(write(tmp_path / "x.jsonl", rows)))
 
 
@@ -171,11 +208,14 @@ def test_unknown_split_and_task() -> None:
         get_task("nope")
 
 
-@pytest.mark.parametrize("name,content,match", [
-    ("bad.json", "{not json", "not valid JSON"),
-    ("bad.txt", "hello", r"use a \.json, \.jsonl, \.csv or \.parquet file"),
-    ("bad.parquet", "not parquet at all", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "name,content,match",
+    [
+        ("bad.json", "{not json", "not valid JSON"),
+        ("bad.txt", "hello", r"use a \.json, \.jsonl, \.csv or \.parquet file"),
+        ("bad.parquet", "not parquet at all", "cannot read"),
+    ],
+)
 def test_unreadable_files(tmp_path: Path, name: str, content: str, match: str) -> None:
     path = tmp_path / name
     path.write_text(content)

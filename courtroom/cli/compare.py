@@ -33,16 +33,25 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
     lines = []
     if "agreement" in found:
         a = found["agreement"]
-        rate = (f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}" if a.get("unanimous") is not None
-                else f"consecutive {a['consecutive']:.3f}" if a.get("consecutive") is not None else "n/a")
+        rate = (
+            f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}"
+            if a.get("unanimous") is not None
+            else f"consecutive {a['consecutive']:.3f}"
+            if a.get("consecutive") is not None
+            else "n/a"
+        )
         lines.append(f"{name}: judge agreement ({a['mode']}): {rate}")
     if "ph_transitions" in found:
         t = found["ph_transitions"]
-        lines.append(f"{name}: preliminary hearing -> verdict: wrong->correct {t['wrong_to_correct']}, "
-                     f"correct->wrong {t['correct_to_wrong']} (of {t['n']})")
+        lines.append(
+            f"{name}: preliminary hearing -> verdict: wrong->correct {t['wrong_to_correct']}, "
+            f"correct->wrong {t['correct_to_wrong']} (of {t['n']})"
+        )
     if "corrections" in found:
         c = found["corrections"]
-        lines.append(f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})")
+        lines.append(
+            f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})"
+        )
     if found.get("ambiguity"):
         table = pd.DataFrame(found["ambiguity"]).set_index("rule")
         lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))
@@ -51,24 +60,43 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
 
 @app.command("compare")
 def compare_command(
-    frameworks: Annotated[str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")],
-    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Use the first N examples of the split.")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")] = 1,
+    frameworks: Annotated[
+        str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
+    ],
+    task: Annotated[
+        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
+    ] = "boolean_expressions",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Use the first N examples of the split.")
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")
+    ] = 1,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
-    sets: Annotated[list[str] | None, typer.Option(
-        "--set", help="Knob KEY=VALUE for every framework that has it, or FRAMEWORK.KEY=VALUE; repeatable.")] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Knob KEY=VALUE for every framework that has it, or FRAMEWORK.KEY=VALUE; repeatable.",
+        ),
+    ] = None,
     lm: opt.LM = None,
     role: opt.ROLE = None,
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
-    out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
-    ambiguity_k: Annotated[int, typer.Option(
-        "--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off).")] = 0,
+    out: Annotated[
+        str, typer.Option("--out", help="Folder that receives the comparison folder.")
+    ] = "comparisons",
+    ambiguity_k: Annotated[
+        int,
+        typer.Option(
+            "--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off)."
+        ),
+    ] = 0,
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
     dataset: DATASET = None,
     text_field: TEXT_FIELD = None,
@@ -100,10 +128,27 @@ def compare_command(
             bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
 
         result = compare(
-            task, names, limit=limit, repeats=repeats, lm=lm, roles=roles, data=data, split=split, seed=seed,
-            knobs=opt.parse_sets(sets), concurrency=concurrency, out=out, temperature=temperature,
-            max_tokens=max_tokens, api_base=api_base, dataset=spec, prices=load_prices(prices) if prices else None,
-            ambiguity_k=ambiguity_k, theta=theta, progress=progress, train_limit=train_limit,
+            task,
+            names,
+            limit=limit,
+            repeats=repeats,
+            lm=lm,
+            roles=roles,
+            data=data,
+            split=split,
+            seed=seed,
+            knobs=opt.parse_sets(sets),
+            concurrency=concurrency,
+            out=out,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            dataset=spec,
+            prices=load_prices(prices) if prices else None,
+            ambiguity_k=ambiguity_k,
+            theta=theta,
+            progress=progress,
+            train_limit=train_limit,
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)

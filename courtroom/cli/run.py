@@ -33,49 +33,98 @@ def summary_table(summary: dict, title: str) -> Table:
     return table
 
 
-DATASET = Annotated[str | None, typer.Option(
-    "--dataset", help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.")]
-TEXT_FIELD = Annotated[str | None, typer.Option(
-    "--text-field", help="Field(s) that make the case text, comma-separated.")]
+DATASET = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.",
+    ),
+]
+TEXT_FIELD = Annotated[
+    str | None, typer.Option("--text-field", help="Field(s) that make the case text, comma-separated.")
+]
 LABEL_FIELD = Annotated[str | None, typer.Option("--label-field", help="Field holding the label.")]
-LABELS = Annotated[str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")]
+LABELS = Annotated[
+    str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")
+]
 DATASET_CONFIG = Annotated[str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.")]
 HUB_SPLIT = Annotated[str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.")]
-TRAIN_LIMIT = Annotated[int | None, typer.Option(
-    "--train-limit", help="Fit precedents / the reliability assistant / demos on at most N training cases.")]
-PRICES = Annotated[Path | None, typer.Option(
-    "--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens.")]
+TRAIN_LIMIT = Annotated[
+    int | None,
+    typer.Option(
+        "--train-limit",
+        help="Fit precedents / the reliability assistant / demos on at most N training cases.",
+    ),
+]
+PRICES = Annotated[
+    Path | None,
+    typer.Option("--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens."),
+]
 
 
-def dataset_spec(dataset: str | None, text_field: str | None, label_field: str | None, labels: str | None,
-                 config: str | None, hub_split: str) -> dict[str, Any] | None:
+def dataset_spec(
+    dataset: str | None,
+    text_field: str | None,
+    label_field: str | None,
+    labels: str | None,
+    config: str | None,
+    hub_split: str,
+) -> dict[str, Any] | None:
     """``--dataset`` options as :func:`courtroom.eval.tasks.custom_task` arguments (None without one)."""
     if dataset is None:
         if text_field or label_field or labels:
             raise ConfigError("--text-field, --label-field and --labels go with --dataset ID_OR_PATH")
         return None
-    missing = [flag for flag, v in (("--text-field", text_field), ("--label-field", label_field),
-                                    ("--labels", labels)) if not v]
+    missing = [
+        flag
+        for flag, v in (("--text-field", text_field), ("--label-field", label_field), ("--labels", labels))
+        if not v
+    ]
     if missing:
-        raise ConfigError(f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
-                          "--label-field answer --labels yes,no")
-    return {"dataset": dataset, "text_fields": str(text_field).split(","), "label_field": str(label_field),
-            "labels": str(labels).split(","), "config": config, "hub_split": hub_split}
+        raise ConfigError(
+            f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
+            "--label-field answer --labels yes,no"
+        )
+    return {
+        "dataset": dataset,
+        "text_fields": str(text_field).split(","),
+        "label_field": str(label_field),
+        "labels": str(labels).split(","),
+        "config": config,
+        "hub_split": hub_split,
+    }
 
 
 def _progress_bar(console: Console) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, transient=True)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 @app.command("run")
 def run_command(
-    framework: Annotated[str | None, typer.Argument(
-        help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume.")] = None,
-    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Run the first N examples of the split.")] = None,
+    framework: Annotated[
+        str | None,
+        typer.Argument(
+            help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."
+        ),
+    ] = None,
+    task: Annotated[
+        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
+    ] = "boolean_expressions",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Run the first N examples of the split.")
+    ] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
-    data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")] = "auto",
+    data: Annotated[
+        str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")
+    ] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
     sets: opt.SET = None,
@@ -84,14 +133,27 @@ def run_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
-    concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).")] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            help="Examples run at once, and the bound on LM requests in flight "
+            "(default 4; on --resume, the run's).",
+        ),
+    ] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
-    show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
-    resume_dir: Annotated[Path | None, typer.Option(
-        "--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice.")] = None,
-    retry_failed: Annotated[bool, typer.Option(
-        "--retry-failed", help="With --resume: run the examples that failed again too.")] = False,
+    show: Annotated[
+        int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")
+    ] = None,
+    resume_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."
+        ),
+    ] = None,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="With --resume: run the examples that failed again too.")
+    ] = False,
     repeats: Annotated[int, typer.Option("--repeats", help="Run R times; report mean, sd and 95% CI.")] = 1,
     dataset: DATASET = None,
     text_field: TEXT_FIELD = None,
@@ -101,8 +163,13 @@ def run_command(
     hub_split: HUB_SPLIT = "train",
     prices: PRICES = None,
     train_limit: TRAIN_LIMIT = None,
-    ambiguity_k: Annotated[int, typer.Option(
-        "--ambiguity-k", help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).")] = 0,
+    ambiguity_k: Annotated[
+        int,
+        typer.Option(
+            "--ambiguity-k",
+            help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
+        ),
+    ] = 0,
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
@@ -122,9 +189,22 @@ def run_command(
             knobs["n_loops"] = loops
         spec = dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
         config = RunConfig(
-            framework=framework, task=task, data=data, split=split, limit=limit, seed=seed, knobs=knobs, lm=lm,
-            roles=parse_role_overrides(role or [], cls.roles), temperature=temperature, max_tokens=max_tokens,
-            api_base=api_base, concurrency=concurrency or 4, out=out, dataset=spec, prices=price_table,
+            framework=framework,
+            task=task,
+            data=data,
+            split=split,
+            limit=limit,
+            seed=seed,
+            knobs=knobs,
+            lm=lm,
+            roles=parse_role_overrides(role or [], cls.roles),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            concurrency=concurrency or 4,
+            out=out,
+            dataset=spec,
+            prices=price_table,
             train_limit=train_limit,
         )
     stdout = Console()
@@ -141,24 +221,40 @@ def run_command(
             state["done"] += 1
             state["failed"] += res.prediction is None
             state["correct"] += res.correct
-            bar.update(handle, advance=1, status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}")
+            bar.update(
+                handle,
+                advance=1,
+                status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}",
+            )
 
         group = None
         if config is None:
             assert resume_dir is not None
-            overrides: dict[str, Any] = {"lm": lm, "api_base": api_base, "temperature": temperature,
-                                         "max_tokens": max_tokens, "concurrency": concurrency, "prices": price_table}
+            overrides: dict[str, Any] = {
+                "lm": lm,
+                "api_base": api_base,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "concurrency": concurrency,
+                "prices": price_table,
+            }
             if role:
                 overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
             if is_repeat_group(resume_dir):
-                group = resume_repeats(resume_dir, progress=lambda r, res: progress(res),
-                                       on_start=lambda r, n: on_start(n), **overrides)
+                group = resume_repeats(
+                    resume_dir,
+                    progress=lambda r, res: progress(res),
+                    on_start=lambda r, n: on_start(n),
+                    **overrides,
+                )
             else:
-                outcome = resume(resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed,
-                                 **overrides)
+                outcome = resume(
+                    resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
+                )
         elif repeats > 1:
-            group = run_repeats(config, repeats, progress=lambda r, res: progress(res),
-                                on_start=lambda r, n: on_start(n))
+            group = run_repeats(
+                config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
+            )
         else:
             outcome = run(config, progress=progress, on_start=on_start)
     if group is not None:
@@ -170,8 +266,10 @@ def run_command(
     title = f"{outcome.run_dir.name}"
     stdout.print(summary_table(outcome.summary, title))
     if outcome.summary["failures"]:
-        stdout.print(f"{outcome.summary['failures']} example(s) failed: "
-                     f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors")
+        stdout.print(
+            f"{outcome.summary['failures']} example(s) failed: "
+            f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
+        )
     if ambiguity_k:
         from courtroom.cli.compare import analyses_lines
         from courtroom.eval.compare import run_ambiguity
@@ -186,4 +284,6 @@ def run_command(
     stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
     if outcome.results and outcome.summary["failures"] == len(outcome.results):
         first = next(r.error for r in outcome.results if r.error)
-        raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")
+        raise CourtroomError(
+            f"every example failed (first error: {first}); check the model name, key and network"
+        )

@@ -33,7 +33,9 @@ def print_example(run_dir: Path, index: int, console: Console) -> None:
 @app.command("show")
 def show_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder printed by `courtroom run`.")],
-    example: Annotated[int | None, typer.Option("--example", help="Print the transcript of example i.")] = None,
+    example: Annotated[
+        int | None, typer.Option("--example", help="Print the transcript of example i.")
+    ] = None,
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
     from courtroom.eval.runs import load_run, summary_markdown
@@ -44,7 +46,10 @@ def show_command(
         return
     meta, results, summary = load_run(run_dir)
     if summary:
-        console.print(summary_markdown(summary, f"{meta['config']['framework']} on {meta['task']['name']}"), markup=False)
+        console.print(
+            summary_markdown(summary, f"{meta['config']['framework']} on {meta['task']['name']}"),
+            markup=False,
+        )
     table = Table("i", "id", "gold", "prediction", "error")
     for i, r in enumerate(results):
         table.add_row(str(i), r["id"], r["gold"], str(r["prediction"]), (r.get("error") or "")[:60])

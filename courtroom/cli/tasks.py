@@ -21,5 +21,7 @@ def tasks_command() -> None:
         t = TASKS[name]
         table.add_row(name, ", ".join(t.labels), t.source, "yes" if t.has_generator else "", t.description)
     Console().print(table)
-    Console().print("Any task also loads from --data PATH (json/jsonl/csv/parquet); any other dataset with "
-                    "--dataset ID_OR_PATH --text-field F --label-field F --labels a,b")
+    Console().print(
+        "Any task also loads from --data PATH (json/jsonl/csv/parquet); any other dataset with "
+        "--dataset ID_OR_PATH --text-field F --label-field F --labels a,b"
+    )

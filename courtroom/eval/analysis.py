@@ -50,7 +50,11 @@ def clerk_hearing(program: Any) -> Hearing:
 
 
 def run_hearings(
-    hearing: Hearing, cases: Mapping[str, str], k: int = 5, *, concurrency: int = 4,
+    hearing: Hearing,
+    cases: Mapping[str, str],
+    k: int = 5,
+    *,
+    concurrency: int = 4,
 ) -> dict[str, list[str | None]]:
     """Example id -> the K hearing labels (None for a sample that failed), ``concurrency`` at a time."""
     if k < 2:
@@ -63,8 +67,10 @@ def run_hearings(
         except Exception:  # noqa: BLE001 - a failed sample is recorded as None, not fatal
             return None
 
-    with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]), \
-            ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with (
+        dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]),
+        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+    ):
         # Contexts are copied here, in the caller's thread, so the limit and the caller's settings apply.
         futures = [pool.submit(contextvars.copy_context().run, one, job) for job in jobs]
         labels = [f.result() for f in futures]
@@ -87,15 +93,22 @@ def ambiguity(votes: Mapping[str, Sequence[str | None]], theta: float = 0.5) -> 
     rows = []
     for ex_id, labels in votes.items():
         counts = Counter(x for x in labels if x is not None).most_common()
-        rows.append({
-            "id": ex_id, "k": len(labels), "top": counts[0][0] if counts else None, "d_rate": d_rate(labels),
-            "ambiguous": d_rate(labels) <= theta, "changed": len(counts) != 1 or None in labels,
-        })
+        rows.append(
+            {
+                "id": ex_id,
+                "k": len(labels),
+                "top": counts[0][0] if counts else None,
+                "d_rate": d_rate(labels),
+                "ambiguous": d_rate(labels) <= theta,
+                "changed": len(counts) != 1 or None in labels,
+            }
+        )
     return pd.DataFrame(rows, columns=["id", "k", "top", "d_rate", "ambiguous", "changed"])
 
 
-def ambiguity_split(results: Iterable[ExampleResult | Row], votes: Mapping[str, Sequence[str | None]],
-                    theta: float = 0.5) -> pd.DataFrame:
+def ambiguity_split(
+    results: Iterable[ExampleResult | Row], votes: Mapping[str, Sequence[str | None]], theta: float = 0.5
+) -> pd.DataFrame:
     """Accuracy on the normal and ambiguous parts, under the D_rate rule and the "changed" rule."""
     rows = {r["id"]: r for r in _rows(results)}
     table = ambiguity({i: v for i, v in votes.items() if i in rows}, theta)
@@ -104,8 +117,15 @@ def ambiguity_split(results: Iterable[ExampleResult | Row], votes: Mapping[str, 
         for part, flag in (("normal", False), ("ambiguous", True)):
             ids = table.loc[table[column] == flag, "id"] if len(table) else []
             part_rows = [rows[i] for i in ids]
-            out.append({"rule": rule, "part": part, "n": len(part_rows), "share": len(part_rows) / max(len(table), 1),
-                        "accuracy": _accuracy(part_rows)})
+            out.append(
+                {
+                    "rule": rule,
+                    "part": part,
+                    "n": len(part_rows),
+                    "share": len(part_rows) / max(len(table), 1),
+                    "accuracy": _accuracy(part_rows),
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -127,7 +147,8 @@ def judge_agreement(results: Iterable[ExampleResult | Row], mode: str = "paralle
         return out
     width = max(len(v) for v in votes)
     out["with_verdict"] = [
-        _share([v[j] == r["prediction"] for v, r in zip(votes, rows, strict=True) if len(v) > j]) for j in range(width)
+        _share([v[j] == r["prediction"] for v, r in zip(votes, rows, strict=True) if len(v) > j])
+        for j in range(width)
     ]
     if mode == "sequential":
         by_judge = [_share([v[j] == v[j - 1] for v in votes if len(v) > j]) for j in range(1, width)]
@@ -135,8 +156,11 @@ def judge_agreement(results: Iterable[ExampleResult | Row], mode: str = "paralle
         out.update(consecutive=_share(pairs), by_judge=by_judge)
     else:
         out["unanimous"] = _share([len(set(v)) == 1 for v in votes])
-        pair_rates = [_share([v[a] == v[b] for a in range(len(v)) for b in range(a + 1, len(v))]) for v in votes
-                      if len(v) > 1]
+        pair_rates = [
+            _share([v[a] == v[b] for a in range(len(v)) for b in range(a + 1, len(v))])
+            for v in votes
+            if len(v) > 1
+        ]
         out["pairwise"] = _share_mean(pair_rates)
     return out
 
@@ -160,14 +184,25 @@ def transitions(results: Iterable[ExampleResult | Row], initial_field: str) -> d
     ``kept_correct``, ``kept_wrong``; a failed final verdict is wrong. Rows without the field
     (failed before it was produced) are counted in ``skipped``.
     """
-    out = {"wrong_to_correct": 0, "correct_to_wrong": 0, "kept_correct": 0, "kept_wrong": 0, "n": 0, "skipped": 0}
+    out = {
+        "wrong_to_correct": 0,
+        "correct_to_wrong": 0,
+        "kept_correct": 0,
+        "kept_wrong": 0,
+        "n": 0,
+        "skipped": 0,
+    }
     for r in _rows(results):
         first = (r.get("fields") or {}).get(initial_field)
         if first is None:
             out["skipped"] += 1
             continue
-        key = {(False, True): "wrong_to_correct", (True, False): "correct_to_wrong",
-               (True, True): "kept_correct", (False, False): "kept_wrong"}[(first == r["gold"], r["prediction"] == r["gold"])]
+        key = {
+            (False, True): "wrong_to_correct",
+            (True, False): "correct_to_wrong",
+            (True, True): "kept_correct",
+            (False, False): "kept_wrong",
+        }[(first == r["gold"], r["prediction"] == r["gold"])]
         out[key] += 1
         out["n"] += 1
     return out
@@ -185,12 +220,22 @@ def debate_corrections(results: Iterable[ExampleResult | Row]) -> dict[str, int]
     ``degradation`` counts (plus the unchanged ones).
     """
     t = transitions(results, "initial_label")
-    return {"correction": t["wrong_to_correct"], "degradation": t["correct_to_wrong"],
-            "kept_right": t["kept_correct"], "kept_wrong": t["kept_wrong"], "n": t["n"], "skipped": t["skipped"]}
+    return {
+        "correction": t["wrong_to_correct"],
+        "degradation": t["correct_to_wrong"],
+        "kept_right": t["kept_correct"],
+        "kept_wrong": t["kept_wrong"],
+        "n": t["n"],
+        "skipped": t["skipped"],
+    }
 
 
-def analyze(results: Iterable[ExampleResult | Row], framework_config: Mapping[str, Any] | None = None,
-            votes: Mapping[str, Sequence[str | None]] | None = None, theta: float = 0.5) -> dict[str, Any]:
+def analyze(
+    results: Iterable[ExampleResult | Row],
+    framework_config: Mapping[str, Any] | None = None,
+    votes: Mapping[str, Sequence[str | None]] | None = None,
+    theta: float = 0.5,
+) -> dict[str, Any]:
     """Every analysis the results support.
 
     Agreement (votes), PH transitions (ph_label),

@@ -94,7 +94,9 @@ class Task:
         return f"{path}" + (f":{config}" if config else "") + f" ({split})"
 
 
-def _bbh(name: str, labels: tuple[str, str], description: str, positions: tuple[str, str] | None = None) -> Task:
+def _bbh(
+    name: str, labels: tuple[str, str], description: str, positions: tuple[str, str] | None = None
+) -> Task:
     return Task(name, labels, positions, hub=("lukaemon/bbh", name, "test"), description=description)
 
 
@@ -108,8 +110,18 @@ def _winogrande_label(r: Record) -> str:
 
 # The ten most frequent single-charge accusations of CAIL2018 (Xiao et al., 2018). Rows with
 # several charges or another charge are filtered: the frameworks decide one label per case.
-CAIL_CHARGES = ("盗窃", "危险驾驶", "故意伤害", "交通肇事", "走私、贩卖、运输、制造毒品",
-                "容留他人吸毒", "诈骗", "寻衅滋事", "抢劫", "信用卡诈骗")
+CAIL_CHARGES = (
+    "盗窃",
+    "危险驾驶",
+    "故意伤害",
+    "交通肇事",
+    "走私、贩卖、运输、制造毒品",
+    "容留他人吸毒",
+    "诈骗",
+    "寻衅滋事",
+    "抢劫",
+    "信用卡诈骗",
+)
 
 
 def _cail_charges(r: Record) -> list[str]:
@@ -129,32 +141,84 @@ BUILTIN_TASKS: tuple[Task, ...] = (
     _bbh("formal_fallacies", ("valid", "invalid"), "BBH: is the argument deductively valid?"),
     _bbh("web_of_lies", ("Yes", "No"), "BBH: follow a chain of liars and truth-tellers."),
     _bbh("navigate", ("Yes", "No"), "BBH: do the steps return to the starting point?"),
-    _bbh("sports_understanding", ("Yes", "No"), "BBH: is the sports sentence plausible? (targets are lower case)"),
-    Task("winogrande", ("option1", "option2"), hub=("allenai/winogrande", "winogrande_xl", "validation"),
-         fields=("sentence", "option1", "option2", "answer"), text=_winogrande_text, label=_winogrande_label,
-         description="Winogrande: which option fills the blank?"),
-    Task("rte", ("entailment", "not_entailment"), hub=("nyu-mll/glue", "rte", "validation"),
-         fields=("sentence1", "sentence2", "label"), text=fields_text(["sentence1", "sentence2"], ["Premise", "Hypothesis"]),
-         label=field_text("label"), description="GLUE RTE: does the premise entail the hypothesis?"),
-    Task("qnli", ("entailment", "not_entailment"), hub=("nyu-mll/glue", "qnli", "validation"),
-         fields=("question", "sentence", "label"), text=fields_text(["question", "sentence"]),
-         label=field_text("label"), description="GLUE QNLI: does the sentence answer the question?"),
-    Task("boolq", ("True", "False"), hub=("google/boolq", None, "validation"),
-         fields=("question", "passage", "answer"), text=fields_text(["passage", "question"]),
-         label=field_text("answer"), description="BoolQ: a yes/no question about a passage."),
+    _bbh(
+        "sports_understanding",
+        ("Yes", "No"),
+        "BBH: is the sports sentence plausible? (targets are lower case)",
+    ),
+    Task(
+        "winogrande",
+        ("option1", "option2"),
+        hub=("allenai/winogrande", "winogrande_xl", "validation"),
+        fields=("sentence", "option1", "option2", "answer"),
+        text=_winogrande_text,
+        label=_winogrande_label,
+        description="Winogrande: which option fills the blank?",
+    ),
+    Task(
+        "rte",
+        ("entailment", "not_entailment"),
+        hub=("nyu-mll/glue", "rte", "validation"),
+        fields=("sentence1", "sentence2", "label"),
+        text=fields_text(["sentence1", "sentence2"], ["Premise", "Hypothesis"]),
+        label=field_text("label"),
+        description="GLUE RTE: does the premise entail the hypothesis?",
+    ),
+    Task(
+        "qnli",
+        ("entailment", "not_entailment"),
+        hub=("nyu-mll/glue", "qnli", "validation"),
+        fields=("question", "sentence", "label"),
+        text=fields_text(["question", "sentence"]),
+        label=field_text("label"),
+        description="GLUE QNLI: does the sentence answer the question?",
+    ),
+    Task(
+        "boolq",
+        ("True", "False"),
+        hub=("google/boolq", None, "validation"),
+        fields=("question", "passage", "answer"),
+        text=fields_text(["passage", "question"]),
+        label=field_text("answer"),
+        description="BoolQ: a yes/no question about a passage.",
+    ),
     *(
-        Task(f"anli_r{k}", ("entailment", "neutral", "contradiction"), hub=("facebook/anli", None, f"test_r{k}"),
-             fields=("premise", "hypothesis", "label"), text=fields_text(["premise", "hypothesis"]),
-             label=field_text("label"), description=f"Adversarial NLI round {k} (3 classes).")
+        Task(
+            f"anli_r{k}",
+            ("entailment", "neutral", "contradiction"),
+            hub=("facebook/anli", None, f"test_r{k}"),
+            fields=("premise", "hypothesis", "label"),
+            text=fields_text(["premise", "hypothesis"]),
+            label=field_text("label"),
+            description=f"Adversarial NLI round {k} (3 classes).",
+        )
         for k in (1, 2, 3)
     ),
-    Task("emotion", ("sadness", "joy", "love", "anger", "fear", "surprise"), hub=("dair-ai/emotion", "split", "test"),
-         fields=("text", "label"), text=fields_text(["text"]), label=field_text("label"),
-         description="Emotion of an English tweet (6 classes)."),
-    Task("cail2018", CAIL_CHARGES, hub=("china-ai-law-challenge/cail2018", None, "exercise_contest_test"),
-         fields=("fact", "accusation"), text=fields_text(["fact"]), label=lambda r: _cail_charges(r)[0],
-         keep=_cail_keep, description="CAIL2018: the charge of a Chinese criminal case (10 most frequent, single charge)."),
-    Task("caselaw", ("Plaintiff wins", "Defendant wins"), fields=("text", "label"), text=fields_text(["text"]),
-         label=field_text("label"),
-         description="Legal judgment in the CaseLaw shape: JSONL of {text, label} (Plaintiff/Defendant wins)."),
+    Task(
+        "emotion",
+        ("sadness", "joy", "love", "anger", "fear", "surprise"),
+        hub=("dair-ai/emotion", "split", "test"),
+        fields=("text", "label"),
+        text=fields_text(["text"]),
+        label=field_text("label"),
+        description="Emotion of an English tweet (6 classes).",
+    ),
+    Task(
+        "cail2018",
+        CAIL_CHARGES,
+        hub=("china-ai-law-challenge/cail2018", None, "exercise_contest_test"),
+        fields=("fact", "accusation"),
+        text=fields_text(["fact"]),
+        label=lambda r: _cail_charges(r)[0],
+        keep=_cail_keep,
+        description="CAIL2018: the charge of a Chinese criminal case (10 most frequent, single charge).",
+    ),
+    Task(
+        "caselaw",
+        ("Plaintiff wins", "Defendant wins"),
+        fields=("text", "label"),
+        text=fields_text(["text"]),
+        label=field_text("label"),
+        description="Legal judgment in the CaseLaw shape: JSONL of {text, label} (Plaintiff/Defendant wins).",
+    ),
 )

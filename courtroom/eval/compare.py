@@ -51,12 +51,16 @@ def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> di
         fw, dot, knob = key.rpartition(".")
         if dot:
             if fw not in out:
-                raise ConfigError(f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}")
+                raise ConfigError(
+                    f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}"
+                )
             out[fw][knob] = value
             continue
         takers = [f for f in frameworks if key in get_framework(f).knobs()]
         if not takers:
-            raise ConfigError(f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE")
+            raise ConfigError(
+                f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE"
+            )
         for f in takers:
             out[f][key] = value
     return out
@@ -72,8 +76,10 @@ def markdown_table(df: pd.DataFrame) -> str:
 
     head = [df.index.name or "", *map(str, df.columns)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join([str(i), *(cell(v) for v in row)]) + " |" for i, row in zip(df.index, df.values,
-                                                                                          strict=True)]
+    lines += [
+        "| " + " | ".join([str(i), *(cell(v) for v in row)]) + " |"
+        for i, row in zip(df.index, df.values, strict=True)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -84,8 +90,13 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     for c in ("cached",):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
     acc = outcome.stats["accuracy"]
-    row.update(accuracy_sd=acc["sd"], accuracy_ci_low=acc["ci_low"], accuracy_ci_high=acc["ci_high"],
-               macro_f1_sd=outcome.stats["macro_f1"]["sd"], repeats=len(outcome.outcomes))
+    row.update(
+        accuracy_sd=acc["sd"],
+        accuracy_ci_low=acc["ci_low"],
+        accuracy_ci_high=acc["ci_high"],
+        macro_f1_sd=outcome.stats["macro_f1"]["sd"],
+        repeats=len(outcome.outcomes),
+    )
     return row
 
 
@@ -95,13 +106,29 @@ def _results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleRes
 
 
 def compare(
-    task: str, frameworks: Sequence[str], *, limit: int | None = None, repeats: int = 1, lm: str | None = None,
-    roles: Mapping[str, str] | None = None, data: str = "auto", split: str = "test", seed: int = 0,
-    knobs: Mapping[str, Any] | None = None, concurrency: int = 4, out: str | Path = "comparisons",
-    temperature: float | None = None, max_tokens: int | None = None, api_base: str | None = None,
-    dataset: Mapping[str, Any] | None = None, prices: Mapping[str, Sequence[float]] | None = None,
-    ambiguity_k: int = 0, theta: float = 0.5, lms: RoleLMs | None = None,
-    progress: Callable[[str, ExampleResult], None] | None = None, train_limit: int | None = None,
+    task: str,
+    frameworks: Sequence[str],
+    *,
+    limit: int | None = None,
+    repeats: int = 1,
+    lm: str | None = None,
+    roles: Mapping[str, str] | None = None,
+    data: str = "auto",
+    split: str = "test",
+    seed: int = 0,
+    knobs: Mapping[str, Any] | None = None,
+    concurrency: int = 4,
+    out: str | Path = "comparisons",
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    dataset: Mapping[str, Any] | None = None,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    ambiguity_k: int = 0,
+    theta: float = 0.5,
+    lms: RoleLMs | None = None,
+    progress: Callable[[str, ExampleResult], None] | None = None,
+    train_limit: int | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder."""
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
@@ -117,11 +144,25 @@ def compare(
     out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
     out_dir.mkdir(parents=True)
     configs = {
-        f: RunConfig(f, task, data=data, split=split, limit=limit, seed=seed, knobs=per_fw[f], lm=lm,
-                     roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
-                     temperature=temperature, max_tokens=max_tokens, api_base=api_base, concurrency=concurrency,
-                     out=str(out_dir), dataset=dict(dataset) if dataset else None,
-                     prices={k: list(v) for k, v in prices.items()} if prices else None, train_limit=train_limit)
+        f: RunConfig(
+            f,
+            task,
+            data=data,
+            split=split,
+            limit=limit,
+            seed=seed,
+            knobs=per_fw[f],
+            lm=lm,
+            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            concurrency=concurrency,
+            out=str(out_dir),
+            dataset=dict(dataset) if dataset else None,
+            prices={k: list(v) for k, v in prices.items()} if prices else None,
+            train_limit=train_limit,
+        )
         for f in frameworks
     }
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
@@ -145,9 +186,16 @@ def compare(
     return comparison
 
 
-def _write(out_dir: Path, task: str, frameworks: Sequence[str], outcomes: Mapping[str, Any],
-           configs: Mapping[str, RunConfig]) -> Comparison:
-    table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
+def _write(
+    out_dir: Path,
+    task: str,
+    frameworks: Sequence[str],
+    outcomes: Mapping[str, Any],
+    configs: Mapping[str, RunConfig],
+) -> Comparison:
+    table = pd.DataFrame(
+        [_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework")
+    )
     table.to_csv(out_dir / "table.csv")
     (out_dir / "table.md").write_text(f"# {task}\n\n" + markdown_table(table))
     runs, analyses = {}, {}
@@ -161,11 +209,18 @@ def _write(out_dir: Path, task: str, frameworks: Sequence[str], outcomes: Mappin
             analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
     (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
     first = configs[frameworks[0]]
-    (out_dir / "comparison.json").write_text(json.dumps({
-        "task": task, "frameworks": list(frameworks), "runs": runs,
-        "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
-        | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
-    }, indent=2))
+    (out_dir / "comparison.json").write_text(
+        json.dumps(
+            {
+                "task": task,
+                "frameworks": list(frameworks),
+                "runs": runs,
+                "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
+                | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
+            },
+            indent=2,
+        )
+    )
     return Comparison(out_dir, table, runs, analyses)
 
 
@@ -177,8 +232,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def run_ambiguity(run_dir: str | Path, k: int = 5, theta: float = 0.5, *, lms: RoleLMs | None = None,
-                  concurrency: int | None = None) -> pd.DataFrame:
+def run_ambiguity(
+    run_dir: str | Path,
+    k: int = 5,
+    theta: float = 0.5,
+    *,
+    lms: RoleLMs | None = None,
+    concurrency: int | None = None,
+) -> pd.DataFrame:
     """Hear every case of a Courtroom-LLM run K times; write ``ambiguity.json``; return the split.
 
     The program is rebuilt from the run's ``meta.json`` (``lms`` replaces its models, e.g. fakes).
@@ -188,16 +249,28 @@ def run_ambiguity(run_dir: str | Path, k: int = 5, theta: float = 0.5, *, lms: R
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
     if "clerk" not in get_framework(config.framework).roles:
-        raise ConfigError(f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm")
+        raise ConfigError(
+            f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm"
+        )
     program = _setup(config, lms).program
-    votes = analysis.run_hearings(analysis.clerk_hearing(program), {r["id"]: r["input"] for r in rows}, k,
-                                  concurrency=concurrency or config.concurrency)
+    votes = analysis.run_hearings(
+        analysis.clerk_hearing(program),
+        {r["id"]: r["input"] for r in rows},
+        k,
+        concurrency=concurrency or config.concurrency,
+    )
     (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
     return analysis.ambiguity_split(rows, votes, theta)
 
 
-def _ambiguity(comparison: Comparison, outcomes: Mapping[str, Any], lms: RoleLMs | None, k: int, theta: float,
-               concurrency: int) -> None:
+def _ambiguity(
+    comparison: Comparison,
+    outcomes: Mapping[str, Any],
+    lms: RoleLMs | None,
+    k: int,
+    theta: float,
+    concurrency: int,
+) -> None:
     """Run the preliminary hearing K times for every framework that has one; store the split."""
     for f, o in outcomes.items():
         if "clerk" not in get_framework(f).roles:
@@ -212,8 +285,10 @@ def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dic
     """(comparison.json, table, analyses) of a comparison folder."""
     path = Path(path)
     if not (path / "comparison.json").is_file():
-        raise ConfigError(f"{path} is not a comparison folder (no comparison.json): pass a folder printed by "
-                          "`courtroom compare`")
+        raise ConfigError(
+            f"{path} is not a comparison folder (no comparison.json): pass a folder printed by "
+            "`courtroom compare`"
+        )
     info = json.loads((path / "comparison.json").read_text())
     table = pd.read_csv(path / "table.csv", index_col="framework")
     analyses = json.loads((path / "analyses.json").read_text()) if (path / "analyses.json").is_file() else {}
@@ -230,14 +305,20 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     info, table, analyses = load_comparison(out_dir)
     made: dict[str, Path] = {}
     if "accuracy_ci_low" in table.columns:
-        errors = [(table["accuracy"] - table["accuracy_ci_low"]).fillna(0), (table["accuracy_ci_high"] - table["accuracy"]).fillna(0)]
+        errors = [
+            (table["accuracy"] - table["accuracy_ci_low"]).fillna(0),
+            (table["accuracy_ci_high"] - table["accuracy"]).fillna(0),
+        ]
     else:
         errors = None
-    made["accuracy"] = plots.accuracy_bars(table["accuracy"], out_dir / "plots" / "accuracy.png", errors,
-                                           f"{info['task']}: accuracy")
+    made["accuracy"] = plots.accuracy_bars(
+        table["accuracy"], out_dir / "plots" / "accuracy.png", errors, f"{info['task']}: accuracy"
+    )
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
-        made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
+        made["repeats"] = plots.repeats_boxplot(
+            accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy"
+        )
     curves = {}
     for f, a in analyses.items():
         agreement = a.get("agreement") or {}
@@ -246,12 +327,16 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
         elif agreement.get("with_verdict"):
             curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
     if curves:
-        made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png",
-                                                   ylabel="agreement rate")
+        made["agreement"] = plots.agreement_curves(
+            curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate"
+        )
     for f, a in analyses.items():
         if a.get("ambiguity"):
-            made[f"ambiguity-{f}"] = plots.ambiguity_bars(pd.DataFrame(a["ambiguity"]),
-                                                          out_dir / "plots" / f"ambiguity-{f}.png", f"{f}: ambiguity split")
+            made[f"ambiguity-{f}"] = plots.ambiguity_bars(
+                pd.DataFrame(a["ambiguity"]),
+                out_dir / "plots" / f"ambiguity-{f}.png",
+                f"{f}: ambiguity split",
+            )
     return made
 
 

@@ -67,10 +67,46 @@ def _balanced(n: int, yes_share: float) -> list[bool]:
 
 
 NAMES = (
-    "Fidel", "Crista", "Jamey", "Millicent", "Lorine", "Vina", "Helene", "Kandi", "Ka", "Christie", "Delbert",
-    "Leda", "Shalonda", "Sherrie", "Jerry", "Raymond", "Alejandro", "Ryan", "Yoland", "Inga", "Osvaldo",
-    "Jaymie", "Gwenn", "Michael", "Rashida", "Sima", "Tamika", "Antwan", "Elanor", "Maybelle", "Conception",
-    "Willian", "Audrie", "Bernita", "Kristian", "Delfina", "Teressa", "Phoebe", "Alexis", "Fletcher",
+    "Fidel",
+    "Crista",
+    "Jamey",
+    "Millicent",
+    "Lorine",
+    "Vina",
+    "Helene",
+    "Kandi",
+    "Ka",
+    "Christie",
+    "Delbert",
+    "Leda",
+    "Shalonda",
+    "Sherrie",
+    "Jerry",
+    "Raymond",
+    "Alejandro",
+    "Ryan",
+    "Yoland",
+    "Inga",
+    "Osvaldo",
+    "Jaymie",
+    "Gwenn",
+    "Michael",
+    "Rashida",
+    "Sima",
+    "Tamika",
+    "Antwan",
+    "Elanor",
+    "Maybelle",
+    "Conception",
+    "Willian",
+    "Audrie",
+    "Bernita",
+    "Kristian",
+    "Delfina",
+    "Teressa",
+    "Phoebe",
+    "Alexis",
+    "Fletcher",
 )
 
 
@@ -88,7 +124,9 @@ def web_of_lies(n: int, seed: int = 0) -> list[Record]:
         if (sum(lies) % 2 == 0) != want_yes:
             lies[rng.randrange(5)] ^= True
         parts = [f"{names[0]} {'lies' if lies[0] else 'tells the truth'}."]
-        parts += [f"{names[i]} says {names[i - 1]} {'lies' if lies[i] else 'tells the truth'}." for i in range(1, 5)]
+        parts += [
+            f"{names[i]} says {names[i - 1]} {'lies' if lies[i] else 'tells the truth'}." for i in range(1, 5)
+        ]
         question = f"Question: {' '.join(parts)} Does {names[4]} tell the truth?"
         out.append({"input": question, "target": "Yes" if want_yes else "No"})
     rng.shuffle(out)
@@ -163,8 +201,12 @@ def navigate(n: int, seed: int = 0) -> list[Record]:
     out: list[Record] = []
     for want_yes in _balanced(n, 0.4):
         walk = (_face_forward_walk if rng.random() < 0.5 else _turning_walk)(rng, want_yes)
-        out.append({"input": f"{NAVIGATE_QUESTION} {' '.join(walk)}{NAVIGATE_OPTIONS}",
-                    "target": "Yes" if want_yes else "No"})
+        out.append(
+            {
+                "input": f"{NAVIGATE_QUESTION} {' '.join(walk)}{NAVIGATE_OPTIONS}",
+                "target": "Yes" if want_yes else "No",
+            }
+        )
     rng.shuffle(out)
     return out
 
@@ -172,12 +214,30 @@ def navigate(n: int, seed: int = 0) -> list[Record]:
 # -- formal fallacies: monadic syllogisms labelled by a model checker ---------------------------
 
 _THEMES = (
-    ("a schoolmate of Sondra", "a stepsister of Pricilla", "a close friend of Fernando", "a cousin of Lowell",
-     "a great-grandfather of Leroy", "an ancestor of Ivan"),
-    ("a fan of FC Porto", "a supporter of Celtic", "an expert of Everton", "a devotee of AS Roma",
-     "an opponent to Real Madrid", "a follower of SSC Napoli"),
-    ("an ingredient of Lip Gloss", "an ingredient of Eye Shadow", "an ingredient of Brow Powder",
-     "an ingredient of Night Cream", "an ingredient of Sheer Lip", "an ingredient of Body Lotion"),
+    (
+        "a schoolmate of Sondra",
+        "a stepsister of Pricilla",
+        "a close friend of Fernando",
+        "a cousin of Lowell",
+        "a great-grandfather of Leroy",
+        "an ancestor of Ivan",
+    ),
+    (
+        "a fan of FC Porto",
+        "a supporter of Celtic",
+        "an expert of Everton",
+        "a devotee of AS Roma",
+        "an opponent to Real Madrid",
+        "a follower of SSC Napoli",
+    ),
+    (
+        "an ingredient of Lip Gloss",
+        "an ingredient of Eye Shadow",
+        "an ingredient of Brow Powder",
+        "an ingredient of Night Cream",
+        "an ingredient of Sheer Lip",
+        "an ingredient of Body Lotion",
+    ),
 )
 _PEOPLE = ("Lesley", "Carmen", "Ira", "Tonda", "Gustavo", "Marisa", "Cristi", "Jeffrey")
 # A sentence is (form, a, b): a and b index the three predicates. Models: which of the 8 cells
@@ -265,16 +325,24 @@ def formal_fallacies(n: int, seed: int = 0) -> list[Record]:
         links = ["Second premise: ", "Moreover, ", "Next, "]
         said = [_say(s, preds, person) for s in premises]
         body = " ".join(
-            (opener := (openers if i == 0 else links)[rng.randrange(3)]) + (text[0].upper() if opener.endswith(": ") else text[0]) + text[1:] + "."
+            (opener := (openers if i == 0 else links)[rng.randrange(3)])
+            + (text[0].upper() if opener.endswith(": ") else text[0])
+            + text[1:]
+            + "."
             for i, text in enumerate(said)
         )
         closing = rng.choice(["Hence, ", "Therefore, ", "So, necessarily, ", "It follows that "])
-        argument = f"Here comes a perfectly valid argument: {body} {closing}{_say(conclusion, preds, person)}."
-        text = (f'"{argument}"\nIs the argument, given the explicitly stated premises, deductively valid or '
-                "invalid?\nOptions:\n- valid \n- invalid")
+        argument = (
+            f"Here comes a perfectly valid argument: {body} {closing}{_say(conclusion, preds, person)}."
+        )
+        text = (
+            f'"{argument}"\nIs the argument, given the explicitly stated premises, deductively valid or '
+            "invalid?\nOptions:\n- valid \n- invalid"
+        )
         out.append({"input": text, "target": "valid" if want_valid else "invalid"})
     rng.shuffle(out)
     return out
+
 
 GENERATORS: dict[str, Callable[[int, int], list[Record]]] = {
     "boolean_expressions": boolean_expressions,

@@ -72,8 +72,15 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
         except Exception as exc:  # noqa: BLE001 - every failure is recorded for this example
             error, label, fields, transcript = _describe(exc), None, {}, []
     return ExampleResult(
-        id=str(example.id), input=example.case, gold=example.label, prediction=label, transcript=transcript,
-        usage=meter.usage.to_dict(), error=error, fields=fields, seconds=round(time.perf_counter() - start, 4),
+        id=str(example.id),
+        input=example.case,
+        gold=example.label,
+        prediction=label,
+        transcript=transcript,
+        usage=meter.usage.to_dict(),
+        error=error,
+        fields=fields,
+        seconds=round(time.perf_counter() - start, 4),
     )
 
 

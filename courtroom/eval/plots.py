@@ -26,8 +26,9 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def accuracy_bars(accuracy: pd.Series, path: Path, errors: Sequence[Sequence[float]] | None = None,
-                  title: str = "") -> Path:
+def accuracy_bars(
+    accuracy: pd.Series, path: Path, errors: Sequence[Sequence[float]] | None = None, title: str = ""
+) -> Path:
     """Accuracy per framework; ``errors`` (below, above) draws the 95% CI of repeats."""
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(accuracy) + 1.5), 3.4))
     ax.bar(range(len(accuracy)), accuracy.fillna(0), yerr=errors, capsize=4, color="#5c6bc0")
@@ -77,8 +78,13 @@ def ambiguity_bars(split: pd.DataFrame, path: Path, title: str = "") -> Path:
         xs = [i + (j - 0.5) * width for i in range(len(rules))]
         bars = ax.bar(xs, sub["accuracy"].fillna(0), width, label=part)
         for bar, n in zip(bars, sub["n"], strict=True):
-            ax.annotate(f"n={int(n)}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                        va="bottom", fontsize=8)
+            ax.annotate(
+                f"n={int(n)}",
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     ax.set_xticks(range(len(rules)), rules)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("accuracy")
@@ -90,8 +96,17 @@ def ambiguity_bars(split: pd.DataFrame, path: Path, title: str = "") -> Path:
 def confusion(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[str], path: Path) -> Path:
     """Counts of gold (rows) by prediction (columns); failures get their own column."""
     cols = [*labels, "failed"]
-    grid = [[sum(1 for g, p in zip(golds, preds, strict=True) if g == gl and (p if p is not None else "failed") == c)
-             for c in cols] for gl in labels]
+    grid = [
+        [
+            sum(
+                1
+                for g, p in zip(golds, preds, strict=True)
+                if g == gl and (p if p is not None else "failed") == c
+            )
+            for c in cols
+        ]
+        for gl in labels
+    ]
     fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(cols), 0.9 + 0.6 * len(labels)))
     ax.imshow(grid, cmap="Blues")
     for i, line in enumerate(grid):

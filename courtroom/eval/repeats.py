@@ -113,15 +113,19 @@ def is_repeat_group(path: str | Path) -> bool:
 
 def _finish(group: Path, config: RunConfig, outcomes: list[RunOutcome]) -> RepeatOutcome:
     stats = repeat_stats([o.summary for o in outcomes])
-    (group / "repeats.json").write_text(json.dumps({"stats": stats, "runs": [o.run_dir.name for o in outcomes]},
-                                                   indent=2))
+    (group / "repeats.json").write_text(
+        json.dumps({"stats": stats, "runs": [o.run_dir.name for o in outcomes]}, indent=2)
+    )
     title = f"{config.framework} on {config.task}: {len(outcomes)} repeats"
     (group / "repeats.md").write_text(stats_markdown(stats, title))
     return RepeatOutcome(group, outcomes, stats)
 
 
 def run_repeats(
-    config: RunConfig, repeats: int, *, lms: RoleLMs | None = None,
+    config: RunConfig,
+    repeats: int,
+    *,
+    lms: RoleLMs | None = None,
     progress: Callable[[int, ExampleResult], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
 ) -> RepeatOutcome:
@@ -132,15 +136,25 @@ def run_repeats(
     name = config.task.replace("/", "-") if not config.dataset else "custom"
     group = Path(config.out) / f"{created}_{config.framework}_{name}_x{repeats}_{uuid.uuid4().hex[:6]}"
     group.mkdir(parents=True)
-    (group / "group.json").write_text(json.dumps(
-        {"repeats": repeats, "config": {**asdict(config), "api_base": redact_url(config.api_base)}}, indent=2))
+    (group / "group.json").write_text(
+        json.dumps(
+            {"repeats": repeats, "config": {**asdict(config), "api_base": redact_url(config.api_base)}},
+            indent=2,
+        )
+    )
     return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
 
 
 def _run_group(
-    group: Path, config: RunConfig, repeats: int, lms: RoleLMs | None,
-    progress: Callable[[int, ExampleResult], None] | None, on_start: Callable[[int, int], None] | None,
-    *, resuming: bool, **overrides: Any,
+    group: Path,
+    config: RunConfig,
+    repeats: int,
+    lms: RoleLMs | None,
+    progress: Callable[[int, ExampleResult], None] | None,
+    on_start: Callable[[int, int], None] | None,
+    *,
+    resuming: bool,
+    **overrides: Any,
 ) -> RepeatOutcome:
     outcomes = []
     for r in range(repeats):
@@ -156,9 +170,14 @@ def _run_group(
     return _finish(group, config, outcomes)
 
 
-def resume_repeats(group_dir: str | Path, *, lms: RoleLMs | None = None,
-                   progress: Callable[[int, ExampleResult], None] | None = None,
-                   on_start: Callable[[int, int], None] | None = None, **overrides: Any) -> RepeatOutcome:
+def resume_repeats(
+    group_dir: str | Path,
+    *,
+    lms: RoleLMs | None = None,
+    progress: Callable[[int, ExampleResult], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    **overrides: Any,
+) -> RepeatOutcome:
     """Finish an interrupted group: finished repeats are read back, the others resumed or run."""
     group = Path(group_dir)
     if not is_repeat_group(group):
@@ -169,4 +188,6 @@ def resume_repeats(group_dir: str | Path, *, lms: RoleLMs | None = None,
     for key, value in overrides.items():
         if value is not None and value != {} and key in known:
             setattr(config, key, value)
-    return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)
+    return _run_group(
+        group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides
+    )

@@ -25,36 +25,56 @@ from courtroom.eval.runs import load_run
 from courtroom.transcript import render_html
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222;
-line-height:1.45;padding:0 1rem}
-h1{font-size:1.6rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
-table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{border:1px solid #ccc;padding:.25rem .6rem;
-text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+body{
+  font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+  color:#222;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem}
+h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
+th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}
+th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
 img.plot{max-width:100%;border:1px solid #eee;margin:.4rem .4rem 0 0}
 .filters{position:sticky;top:0;background:#fff;padding:.5rem 0;z-index:2;border-bottom:1px solid #eee}
-.filters button{margin-right:.4rem;padding:.25rem .8rem;border:1px solid #999;border-radius:1rem;background:#fafafa;
-cursor:pointer}.filters button.active{background:#333;color:#fff}
+.filters button{
+  margin-right:.4rem;padding:.25rem .8rem;border:1px solid #999;border-radius:1rem;
+  background:#fafafa;cursor:pointer}
+.filters button.active{background:#333;color:#fff}
 details.example{border:1px solid #ddd;border-radius:6px;margin:.5rem 0;padding:.3rem .7rem}
 details.example>summary{cursor:pointer;font-weight:600}
-details.correct>summary::before{content:"✓ ";color:#1a7f37}details.wrong>summary::before{content:"✗ ";color:#c62828}
+details.correct>summary::before{content:"✓ ";color:#1a7f37}
+details.wrong>summary::before{content:"✗ ";color:#c62828}
 details.failed>summary::before{content:"⚠ ";color:#b26a00}
-.case{white-space:pre-wrap;background:#f7f7f7;padding:.5rem;border-radius:4px;font-family:ui-monospace,monospace;
-font-size:.85rem}.error{color:#b00020;font-weight:600}
-.turn{border-left:5px solid #999;background:#fafafa;margin:.45rem 0;padding:.35rem .7rem;border-radius:0 6px 6px 0}
-.turn .who{font-weight:700;text-transform:capitalize}.turn .text{white-space:pre-wrap}
-.turn .decision{display:inline-block;margin-left:.6rem;padding:0 .5rem;border-radius:.7rem;background:#333;color:#fff;
-font-size:.8rem;text-transform:none}.turn ul.extra{margin:.2rem 0;font-size:.85rem;color:#444}
-.role-lawyer,.role-attorney{border-color:#1565c0;background:#eef4fc}.role-prosecutor{border-color:#c62828;
-background:#fdeeee}.role-judge{border-color:#6a1b9a;background:#f5edfa}.role-clerk{border-color:#546e7a;
-background:#eef2f4}.role-debater{border-color:#00796b;background:#e9f6f4}.role-assistant,.role-reasoner{
-border-color:#ef6c00;background:#fff4e8}.role-classifier,.role-critic{border-color:#5d4037;background:#f6f1ee}
-table.fields td,table.field td,table.analysis td{text-align:left}p.none{color:#777}
+.case{
+  white-space:pre-wrap;background:#f7f7f7;padding:.5rem;border-radius:4px;
+  font-family:ui-monospace,monospace;font-size:.85rem}
+.error{color:#b00020;font-weight:600}
+.turn{
+  border-left:5px solid #999;background:#fafafa;margin:.45rem 0;padding:.35rem .7rem;
+  border-radius:0 6px 6px 0}
+.turn .who{font-weight:700;text-transform:capitalize}
+.turn .text{white-space:pre-wrap}
+.turn .decision{
+  display:inline-block;margin-left:.6rem;padding:0 .5rem;border-radius:.7rem;background:#333;
+  color:#fff;font-size:.8rem;text-transform:none}
+.turn ul.extra{margin:.2rem 0;font-size:.85rem;color:#444}
+.role-lawyer,.role-attorney{border-color:#1565c0;background:#eef4fc}
+.role-prosecutor{border-color:#c62828;background:#fdeeee}
+.role-judge{border-color:#6a1b9a;background:#f5edfa}
+.role-clerk{border-color:#546e7a;background:#eef2f4}
+.role-debater{border-color:#00796b;background:#e9f6f4}
+.role-assistant,.role-reasoner{border-color:#ef6c00;background:#fff4e8}
+.role-classifier,.role-critic{border-color:#5d4037;background:#f6f1ee}
+table.fields td,table.field td,table.analysis td{text-align:left}
+p.none{color:#777}
 """
 
 _JS = """
 function show(kind){document.querySelectorAll('details.example').forEach(function(d){
- d.style.display=(kind==='all'||d.classList.contains(kind)||(kind==='wrong'&&d.classList.contains('failed')))?'':'none';});
- document.querySelectorAll('.filters button').forEach(function(b){b.classList.toggle('active',b.dataset.kind===kind);});
+ var on=kind==='all'||d.classList.contains(kind)||(kind==='wrong'&&d.classList.contains('failed'));
+ d.style.display=on?'':'none';});
+ document.querySelectorAll('.filters button').forEach(function(b){
+  b.classList.toggle('active',b.dataset.kind===kind);});
  if(history.replaceState){history.replaceState(null,'','#'+kind);}}
 if(['wrong','failed','correct'].indexOf(location.hash.slice(1))>=0){show(location.hash.slice(1));}
 """
@@ -73,8 +93,10 @@ def _value(v: Any) -> str:
     if isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v):
         keys = list(dict.fromkeys(k for x in v for k in x))
         head = "".join(f"<th>{html.escape(str(k))}</th>" for k in ["#", *keys])
-        body = "".join("<tr><td>" + str(i) + "</td>" + "".join(f"<td>{_scalar(x.get(k))}</td>" for k in keys) + "</tr>"
-                       for i, x in enumerate(v))
+        body = "".join(
+            "<tr><td>" + str(i) + "</td>" + "".join(f"<td>{_scalar(x.get(k))}</td>" for k in keys) + "</tr>"
+            for i, x in enumerate(v)
+        )
         return f"<table class='field'><tr>{head}</tr>{body}</table>"
     if isinstance(v, list):
         return ", ".join(_scalar(x) for x in v)
@@ -94,13 +116,18 @@ def _scalar(v: Any) -> str:
 
 
 def _example(i: int, r: Mapping[str, Any], opened: bool) -> str:
-    status = "failed" if r.get("prediction") is None else ("correct" if r["prediction"] == r["gold"] else "wrong")
+    status = (
+        "failed" if r.get("prediction") is None else ("correct" if r["prediction"] == r["gold"] else "wrong")
+    )
     pred = "FAILED" if r.get("prediction") is None else r["prediction"]
     fields = r.get("fields") or {}
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{_value(v)}</td></tr>"
-                   for k, v in fields.items())
+    rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{_value(v)}</td></tr>"
+        for k, v in fields.items()
+    )
     parts = [
-        f'<details class="example {status}" data-id="{html.escape(str(r["id"]))}"{" open" if opened else ""}>',
+        f'<details class="example {status}" data-id="{html.escape(str(r["id"]))}"'
+        + (" open>" if opened else ">"),
         f"<summary>#{i} {html.escape(str(r['id']))} — gold: {html.escape(str(r['gold']))} — prediction: "
         f"{html.escape(str(pred))}</summary>",
         f'<div class="case">{html.escape(str(r.get("input", "")))}</div>',
@@ -124,28 +151,42 @@ def _transcripts(runs: Mapping[str, Path]) -> str:
         first_wrong = next((i for i, r in enumerate(results) if r.get("prediction") != r["gold"]), 0)
         blocks.append(f"<h3>{html.escape(name)}</h3>")
         blocks += [_example(i, r, opened=i == first_wrong) for i, r in enumerate(results)]
-    buttons = "".join(f'<button data-kind="{k}" class="{"active" if k == "all" else ""}" onclick="show(\'{k}\')">'
-                      f"{k} ({n})</button>" for k, n in counts.items())
-    return f'<section id="transcripts"><h2>Transcripts</h2><div class="filters">{buttons}</div>{"".join(blocks)}</section>'
+    buttons = "".join(
+        f'<button data-kind="{k}" class="{"active" if k == "all" else ""}" onclick="show(\'{k}\')">'
+        f"{k} ({n})</button>"
+        for k, n in counts.items()
+    )
+    body = f'<div class="filters">{buttons}</div>{"".join(blocks)}'
+    return f'<section id="transcripts"><h2>Transcripts</h2>{body}</section>'
 
 
 def _run_analyses(run_dir: Path, workdir: Path) -> tuple[str, list[Path]]:
     meta, results, _ = load_run(run_dir)
     votes_file = run_dir / "ambiguity.json"
     amb = json.loads(votes_file.read_text()) if votes_file.is_file() else None
-    found = analysis.analyze(results, meta.get("framework_config"), amb["votes"] if amb else None,
-                             amb["theta"] if amb else 0.5)
+    found = analysis.analyze(
+        results, meta.get("framework_config"), amb["votes"] if amb else None, amb["theta"] if amb else 0.5
+    )
     out, figs = [], []
     labels = meta["task"]["labels"]
-    figs.append(plots.confusion([r["gold"] for r in results], [r.get("prediction") for r in results], labels,
-                                workdir / "confusion.png"))
+    figs.append(
+        plots.confusion(
+            [r["gold"] for r in results],
+            [r.get("prediction") for r in results],
+            labels,
+            workdir / "confusion.png",
+        )
+    )
     for key, value in found.items():
         if isinstance(value, pd.DataFrame):
             out.append(f"<h3>{html.escape(key)}</h3>" + _table(value.set_index(value.columns[0]), "analysis"))
             figs.append(plots.ambiguity_bars(value, workdir / f"{key}.png"))
         else:
-            out.append(f"<h3>{html.escape(key)}</h3><table class='analysis'>" + "".join(
-                f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in value.items()) + "</table>")
+            out.append(
+                f"<h3>{html.escape(key)}</h3><table class='analysis'>"
+                + "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in value.items())
+                + "</table>"
+            )
     return "".join(out), figs
 
 
@@ -154,9 +195,11 @@ def _section(key: str, title: str, body: str) -> str:
 
 
 def _page(title: str, sections: Sequence[str]) -> str:
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{''.join(sections)}"
-            f"<script>{_JS}</script></body></html>")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{''.join(sections)}"
+        f"<script>{_JS}</script></body></html>"
+    )
 
 
 def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
@@ -168,41 +211,65 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
             info, table, analyses = load_comparison(src)
             images = sorted((src / "plots").glob("*.png"))
             extra = "".join(
-                f"<h3>{html.escape(f)}</h3><table class='analysis'>" + "".join(
-                    f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in a.items()) + "</table>"
-                for f, a in analyses.items() if a)
+                f"<h3>{html.escape(f)}</h3><table class='analysis'>"
+                + "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in a.items())
+                + "</table>"
+                for f, a in analyses.items()
+                if a
+            )
             title = f"courtroom comparison: {info['task']}"
-            sections = [f'<section id="summary"><h2>Summary</h2>{_table(table)}</section>',
-                        _section("plots", "Plots", "".join(_img(p) for p in images)),
-                        _section("analyses", "Analyses", extra),
-                        _transcripts(comparison_runs(src))]
+            sections = [
+                f'<section id="summary"><h2>Summary</h2>{_table(table)}</section>',
+                _section("plots", "Plots", "".join(_img(p) for p in images)),
+                _section("analyses", "Analyses", extra),
+                _transcripts(comparison_runs(src)),
+            ]
         elif (src / "group.json").is_file():
-            stats = json.loads((src / "repeats.json").read_text())["stats"] if (src / "repeats.json").is_file() else {}
+            stats = (
+                json.loads((src / "repeats.json").read_text())["stats"]
+                if (src / "repeats.json").is_file()
+                else {}
+            )
             runs = sorted(p for p in src.glob("repeat-*") if (p / "summary.json").is_file())
             accs = [json.loads((p / "summary.json").read_text())["accuracy"] for p in runs]
             title = f"courtroom repeats: {src.name}"
-            box = plots.repeats_boxplot({src.name.split("_")[1]: accs}, work / "repeats.png") if accs else None
-            sections = [f'<section id="summary"><h2>Summary over {len(runs)} repeats</h2>'
-                        f"{_table(pd.DataFrame(stats).T)}</section>",
-                        _section("plots", "Plots", _img(box) if box else ""),
-                        _transcripts({"repeat-0": runs[0]} if runs else {})]
+            box = (
+                plots.repeats_boxplot({src.name.split("_")[1]: accs}, work / "repeats.png") if accs else None
+            )
+            sections = [
+                f'<section id="summary"><h2>Summary over {len(runs)} repeats</h2>'
+                f"{_table(pd.DataFrame(stats).T)}</section>",
+                _section("plots", "Plots", _img(box) if box else ""),
+                _transcripts({"repeat-0": runs[0]} if runs else {}),
+            ]
         elif (src / "meta.json").is_file():
             meta, results, summary = load_run(src)
             summary = summary or {}
-            rows = {k: ("n/a" if v is None else v) for k, v in summary.items() if not isinstance(v, list | dict)}
+            rows = {
+                k: ("n/a" if v is None else v) for k, v in summary.items() if not isinstance(v, list | dict)
+            }
             per_class = pd.DataFrame(summary.get("per_class") or {}).T
             found, figs = _run_analyses(src, work)
             title = f"courtroom run: {meta['config']['framework']} on {meta['task']['name']}"
-            sections = [f'<section id="summary"><h2>Summary</h2>{_table(pd.DataFrame([rows]).T.rename(columns={0: "value"}))}'
-                        + (f"<h3>per class</h3>{_table(per_class, 'per-class')}" if len(per_class) else "")
-                        + ("<p>Summary missing: the run was interrupted; finish it with --resume.</p>" if not summary
-                           else "") + "</section>",
-                        _section("plots", "Plots", "".join(_img(p) for p in figs)),
-                        _section("analyses", "Analyses", found),
-                        _transcripts({meta["config"]["framework"]: src})]
+            sections = [
+                '<section id="summary"><h2>Summary</h2>'
+                + _table(pd.DataFrame([rows]).T.rename(columns={0: "value"}))
+                + (f"<h3>per class</h3>{_table(per_class, 'per-class')}" if len(per_class) else "")
+                + (
+                    "<p>Summary missing: the run was interrupted; finish it with --resume.</p>"
+                    if not summary
+                    else ""
+                )
+                + "</section>",
+                _section("plots", "Plots", "".join(_img(p) for p in figs)),
+                _section("analyses", "Analyses", found),
+                _transcripts({meta["config"]["framework"]: src}),
+            ]
         else:
-            raise ConfigError(f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
-                              "`courtroom run` or `courtroom compare`")
+            raise ConfigError(
+                f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
+                "`courtroom run` or `courtroom compare`"
+            )
         page = _page(title, sections)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

@@ -89,8 +89,14 @@ def get_framework(name: str) -> type[CourtroomProgram]:
 
 
 def build_program(
-    name: str, labels: Any, positions: Any = None, *, knobs: Mapping[str, Any] | None = None,
-    lms: RoleLMs | None = None, lm: Any = None, roles: Mapping[str, Any] | None = None,
+    name: str,
+    labels: Any,
+    positions: Any = None,
+    *,
+    knobs: Mapping[str, Any] | None = None,
+    lms: RoleLMs | None = None,
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
 ) -> CourtroomProgram:
     """Instantiate a framework, refusing knobs it does not have."""
     cls = get_framework(name)
@@ -140,9 +146,14 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
     usage = total_usage(results)
     summary = score([r.gold for r in results], [r.prediction for r in results], labels)
     summary.update(
-        calls=usage.calls, sent=usage.sent, cached=usage.cached, prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens, tokens=usage.prompt_tokens + usage.completion_tokens,
-        cost=usage.cost(user_prices(usage.by_model, prices)), wall_seconds=round(wall, 3),
+        calls=usage.calls,
+        sent=usage.sent,
+        cached=usage.cached,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        tokens=usage.prompt_tokens + usage.completion_tokens,
+        cost=usage.cost(user_prices(usage.by_model, prices)),
+        wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],
     )
     return summary
@@ -151,14 +162,18 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
 def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The summary as a small Markdown table."""
     rows = [
-        ("accuracy", f"{summary['accuracy']:.3f}"), ("macro-F1", f"{summary['macro_f1']:.3f}"),
-        ("examples", summary["n"]), ("failures", summary["failures"]),
+        ("accuracy", f"{summary['accuracy']:.3f}"),
+        ("macro-F1", f"{summary['macro_f1']:.3f}"),
+        ("examples", summary["n"]),
+        ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
         ("tokens", summary["tokens"]),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
-    return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
+    return (
+        f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
+    )
 
 
 @dataclass
@@ -174,18 +189,30 @@ def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
     """Load the data, build the role models and the program, and fit it on the train split."""
     configure_cache()
     cls = get_framework(config.framework)
-    data = load_task(config.task, data=config.data, split=config.split, limit=config.limit, seed=config.seed,
-                     dataset=config.dataset)
+    data = load_task(
+        config.task,
+        data=config.data,
+        split=config.split,
+        limit=config.limit,
+        seed=config.seed,
+        dataset=config.dataset,
+    )
     if lms is None:
         lms = resolve_roles(
-            config.lm, config.roles, valid_roles=cls.roles, temperature=config.temperature,
-            max_tokens=config.max_tokens, api_base=config.api_base,
+            config.lm,
+            config.roles,
+            valid_roles=cls.roles,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            api_base=config.api_base,
         )
     if config.repeat:
         from courtroom.eval.repeats import salted_roles
 
         lms = salted_roles(lms, config.repeat)
-    program = build_program(config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms)
+    program = build_program(
+        config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms
+    )
     check_reachable(lms)
     return _Setup(program, lms, data.task, data.examples, data.source)
 
@@ -196,8 +223,10 @@ def _prepare(setup: _Setup, config: RunConfig) -> dict[str, Any]:
         return {}
     train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
     train = train[: config.train_limit] if config.train_limit else train
-    with metered() as meter, dspy.context(callbacks=[*dspy.settings.get("callbacks", []),
-                                                     InFlightLimit(config.concurrency)]):
+    with (
+        metered() as meter,
+        dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(config.concurrency)]),
+    ):
         setup.program.prepare(train)
     return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
 
@@ -229,8 +258,12 @@ def _earlier_wall(run_dir: Path) -> float:
 
 
 def _execute(
-    run_dir: Path, config: RunConfig, setup: _Setup, done: list[ExampleResult],
-    progress: Callable[[ExampleResult], None] | None, on_start: Callable[[int], None] | None,
+    run_dir: Path,
+    config: RunConfig,
+    setup: _Setup,
+    done: list[ExampleResult],
+    progress: Callable[[ExampleResult], None] | None,
+    on_start: Callable[[int], None] | None,
 ) -> RunOutcome:
     finished = {r.id for r in done}
     todo = [ex for ex in setup.examples if ex.id not in finished]
@@ -260,9 +293,14 @@ def _execute(
     return RunOutcome(run_dir, summary, results)
 
 
-def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None = None,
-        on_start: Callable[[int], None] | None = None, lms: RoleLMs | None = None,
-        run_dir: Path | None = None) -> RunOutcome:
+def run(
+    config: RunConfig,
+    *,
+    progress: Callable[[ExampleResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    lms: RoleLMs | None = None,
+    run_dir: Path | None = None,
+) -> RunOutcome:
     """Evaluate a framework on a task and write the run folder.
 
     ``lms`` (a ready role map, e.g. fakes) replaces the models named in ``config``; ``run_dir``
@@ -279,8 +317,13 @@ def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None =
         "config": {**asdict(config), "api_base": redact_url(config.api_base)},
         "framework_config": setup.program.config(),
         "models": setup.lms.names(cls.roles),
-        "task": {"name": setup.task.name, "labels": list(setup.task.labels), "positions": setup.program.positions,
-                 "split": config.split, "source": setup.source},
+        "task": {
+            "name": setup.task.name,
+            "labels": list(setup.task.labels),
+            "positions": setup.program.positions,
+            "split": config.split,
+            "source": setup.source,
+        },
         "seed": config.seed,
         "example_ids": [ex.id for ex in setup.examples],
         "versions": versions(),
@@ -293,8 +336,12 @@ def run(config: RunConfig, *, progress: Callable[[ExampleResult], None] | None =
 
 
 def resume(
-    run_dir: str | Path, *, progress: Callable[[ExampleResult], None] | None = None,
-    on_start: Callable[[int], None] | None = None, lms: RoleLMs | None = None, retry_failed: bool = False,
+    run_dir: str | Path,
+    *,
+    progress: Callable[[ExampleResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    lms: RoleLMs | None = None,
+    retry_failed: bool = False,
     **overrides: Any,
 ) -> RunOutcome:
     """Finish an interrupted run in its own folder: only examples without a result are run.
@@ -318,11 +365,14 @@ def resume(
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):
         raise ConfigError(
-            f"{path}: the data no longer gives the run's examples (ids differ); resume needs the same data and seed"
+            f"{path}: the data no longer gives the run's examples (ids differ); "
+            "resume needs the same data and seed"
         )
     done = [ExampleResult(**r) for r in rows if not (retry_failed and r.get("prediction") is None)]
     if setup.program.config() != meta.get("framework_config"):
-        raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
+        raise ConfigError(
+            f"{path}: framework settings differ from the run's; resume with the same --set values"
+        )
     if type(setup.program).prepare is not CourtroomProgram.prepare and len(done) < len(ids):
         _prepare(setup, config)  # refits from the cache: the earlier session sent these calls
     return _execute(path, config, setup, done, progress, on_start)
@@ -336,7 +386,9 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]],
     """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
-        raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
+        raise ConfigError(
+            f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`"
+        )
     meta = json.loads((path / "meta.json").read_text())
     by_id: dict[str, dict[str, Any]] = {}
     results_path = path / "results.jsonl"

@@ -48,8 +48,14 @@ def is_local_path(dataset: str) -> bool:
 
 
 def custom_task(
-    dataset: str, *, text_fields: Sequence[str], label_field: str, labels: Sequence[str],
-    positions: Sequence[str] | None = None, config: str | None = None, hub_split: str = "train",
+    dataset: str,
+    *,
+    text_fields: Sequence[str],
+    label_field: str,
+    labels: Sequence[str],
+    positions: Sequence[str] | None = None,
+    config: str | None = None,
+    hub_split: str = "train",
 ) -> tuple[Task, str]:
     """A task for any Hub or local dataset, and the ``data`` argument that loads it.
 
@@ -64,10 +70,14 @@ def custom_task(
     local = is_local_path(dataset)
     name = f"custom:{Path(dataset).stem if local else dataset}"
     task = Task(
-        name, labels, tuple(positions) if positions else None,
+        name,
+        labels,
+        tuple(positions) if positions else None,
         hub=None if local else (dataset, config, hub_split),
-        fields=(*text_fields, label_field.strip()), text=fields_text(text_fields),
-        label=field_text(label_field.strip()), description=f"custom dataset {dataset}",
+        fields=(*text_fields, label_field.strip()),
+        text=fields_text(text_fields),
+        label=field_text(label_field.strip()),
+        description=f"custom dataset {dataset}",
     )
     return task, (dataset if local else "hub")
 
@@ -102,7 +112,9 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     try:
         ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable files
-        raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
+        raise DataError(
+            f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        ) from exc
     return [dict(r) for r in ds]
 
 
@@ -110,7 +122,9 @@ def _read_hub(task: Task) -> list[dict[str, Any]]:
     import datasets
 
     if task.hub is None:
-        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)")
+        raise ConfigError(
+            f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)"
+        )
     path, config, split = task.hub
     try:
         ds = datasets.load_dataset(path, config, split=split)
@@ -122,7 +136,9 @@ def _read_hub(task: Task) -> list[dict[str, Any]]:
     return [dict(r) for r in ds]
 
 
-def load_records(task: Task, data: str = "auto", *, seed: int = 0, pool: int = GENERATED_POOL) -> tuple[list[dict[str, Any]], str]:
+def load_records(
+    task: Task, data: str = "auto", *, seed: int = 0, pool: int = GENERATED_POOL
+) -> tuple[list[dict[str, Any]], str]:
     """Raw records and a description of their source.
 
     ``data`` is ``auto`` (the generator if the task has one, else the Hub), ``generate``, ``hub``
@@ -161,7 +177,9 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
     _check_fields(task, records)
     kept = [(i, r) for i, r in enumerate(records) if task.keep is None or task.keep(r)]
     if not kept:
-        raise DataError(f"{task.name}: no rows left after filtering {len(records)} rows; check the data matches the task")
+        raise DataError(
+            f"{task.name}: no rows left after filtering {len(records)} rows; check the data matches the task"
+        )
     examples, bad = [], []
     for i, r in kept:
         raw = task.label(r)
@@ -176,7 +194,9 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
         examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
+        raise DataError(
+            f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels"
+        )
     return examples
 
 
@@ -186,7 +206,11 @@ def split_examples(examples: Sequence[dspy.Example], seed: int) -> dict[str, lis
     random.Random(f"split-{seed}").shuffle(order)
     n_train = int(len(order) * FRACTIONS["train"])
     n_dev = int(len(order) * FRACTIONS["dev"])
-    return {"train": order[:n_train], "dev": order[n_train:n_train + n_dev], "test": order[n_train + n_dev:]}
+    return {
+        "train": order[:n_train],
+        "dev": order[n_train : n_train + n_dev],
+        "test": order[n_train + n_dev :],
+    }
 
 
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
@@ -196,7 +220,11 @@ def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> 
 
 
 def load_splits(
-    name: str | Task, *, data: str = "auto", seed: int = 0, dataset: Mapping[str, Any] | None = None,
+    name: str | Task,
+    *,
+    data: str = "auto",
+    seed: int = 0,
+    dataset: Mapping[str, Any] | None = None,
 ) -> tuple[Task, dict[str, list[dspy.Example]], str]:
     """(task, every split, source description): ``dataset`` holds :func:`custom_task` arguments."""
     task, data = _resolve(name, dataset, data)
@@ -207,7 +235,12 @@ def load_splits(
 
 
 def load_task(
-    name: str | Task, *, data: str = "auto", split: str = "test", limit: int | None = None, seed: int = 0,
+    name: str | Task,
+    *,
+    data: str = "auto",
+    split: str = "test",
+    limit: int | None = None,
+    seed: int = 0,
     dataset: Mapping[str, Any] | None = None,
 ) -> TaskData:
     """Load one split of a task, optionally the first ``limit`` examples."""
@@ -223,6 +256,17 @@ def load_task(
 
 
 __all__ = [
-    "FRACTIONS", "SPLITS", "TASKS", "Task", "TaskData", "custom_task", "get_task", "load_records", "load_splits",
-    "load_task", "register", "split_examples", "to_examples",
+    "FRACTIONS",
+    "SPLITS",
+    "TASKS",
+    "Task",
+    "TaskData",
+    "custom_task",
+    "get_task",
+    "load_records",
+    "load_splits",
+    "load_task",
+    "register",
+    "split_examples",
+    "to_examples",
 ]
