@@ -90,6 +90,8 @@ def test_mean_sd_ci() -> None:
     half = 4.302652729911275 * 0.1 / math.sqrt(3)  # t(0.975, 2)
     assert math.isclose(s["ci_low"], 0.6 - half) and math.isclose(s["ci_high"], 0.6 + half)
     assert mean_sd_ci([0.4])["ci_low"] is None and mean_sd_ci([])["mean"] is None
+    wide = mean_sd_ci([0.0, 0.5], bounds=(0.0, 1.0))
+    assert wide["ci_low"] == 0.0 and wide["ci_high"] == 1.0  # clipped to the metric's range
 
 
 def test_repeats_sample_fresh_answers_and_rerun_from_the_cache(tmp_path: Path) -> None:

@@ -63,8 +63,15 @@ def salted_roles(lms: RoleLMs, salt: int) -> RoleLMs:
     return out
 
 
-def mean_sd_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str, float | int | None]:
-    """Mean, sample standard deviation and a Student-t confidence interval of the mean."""
+def mean_sd_ci(
+    values: Sequence[float | None],
+    level: float = 0.95,
+    bounds: tuple[float | None, float | None] = (None, None),
+) -> dict[str, float | int | None]:
+    """Mean, sample standard deviation and a Student-t confidence interval of the mean.
+
+    ``bounds`` clips the interval to the metric's range (accuracy cannot leave [0, 1]).
+    """
     vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     n = len(vals)
     if n == 0:
@@ -76,12 +83,22 @@ def mean_sd_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str,
 
     sd = statistics.stdev(vals)
     half = float(t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-    return {"n": n, "mean": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
+    low, high = mean - half, mean + half
+    if bounds[0] is not None:
+        low = max(low, bounds[0])
+    if bounds[1] is not None:
+        high = min(high, bounds[1])
+    return {"n": n, "mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
 
 
 def repeat_stats(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric: mean, sd and 95% CI over the repeats' summaries."""
-    return {m: mean_sd_ci([s.get(m) for s in summaries]) for m in STAT_METRICS}
+    return {
+        m: mean_sd_ci(
+            [s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in ("accuracy", "macro_f1") else None)
+        )
+        for m in STAT_METRICS
+    }
 
 
 def stats_markdown(stats: dict[str, dict[str, Any]], title: str) -> str:

@@ -67,6 +67,7 @@ details.failed>summary::before{content:"⚠ ";color:#b26a00}
 .role-classifier,.role-critic{border-color:#5d4037;background:#f6f1ee}
 table.fields td,table.field td,table.analysis td{text-align:left}
 p.none{color:#777}
+div.scroll{overflow-x:auto}
 """
 
 _JS = """
@@ -86,7 +87,8 @@ def _img(path: Path) -> str:
 
 
 def _table(df: pd.DataFrame, css: str = "summary") -> str:
-    return df.to_html(classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0)
+    table = df.to_html(classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0, index_names=False)
+    return f'<div class="scroll">{table}</div>'
 
 
 def _value(v: Any) -> str:
