@@ -87,7 +87,9 @@ def _img(path: Path) -> str:
 
 
 def _table(df: pd.DataFrame, css: str = "summary") -> str:
-    table = df.to_html(classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0, index_names=False)
+    table = df.to_html(
+        classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0, index_names=False
+    )
     return f'<div class="scroll">{table}</div>'
 
 
