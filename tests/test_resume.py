@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from courtroom.eval.resume import resume
 
 from courtroom.cli import main
-from courtroom.eval.runs import RunConfig, load_run, resume, run
+from courtroom.eval.runs import RunConfig, load_run, run
 from courtroom.lms import RoleLMs
 from courtroom.testing import FakeServer, answer_for_schema
 
@@ -182,3 +183,21 @@ def test_interrupted_repeat_group_resumes(tmp_path: Path) -> None:
     assert done.stats["accuracy"] == ref.stats["accuracy"]
     answered = sum(models["default"].engine_impl._seen.values())
     assert answered == 3 * 12  # every call answered once over both sessions: nothing was asked twice
+
+
+def test_retry_failed_sends_failed_examples_afresh(tmp_path: Path) -> None:
+    with FakeServer(responder, faults={"garbage": 0.4}, seed=1) as server:
+        lms = RoleLMs({"default": server.lm(f"openai/retry-{time.time_ns()}")})
+        config = RunConfig("zero-shot", "web_of_lies", limit=12, seed=2, out=str(tmp_path))
+        first = run(config, lms=lms)
+        failed = first.summary["failures"]
+        assert failed > 0
+        server.faults = {}
+        before = server.counts["requests"]
+        plain = resume(first.run_dir, lms=lms)  # nothing missing: nothing sent, failures kept
+        assert server.counts["requests"] == before and plain.summary["failures"] == failed
+        retried = resume(first.run_dir, lms=lms, retry_failed=True)
+        # The cached garbage is not served again: exactly the failed examples are sent once more.
+        assert server.counts["requests"] - before == failed
+        assert retried.summary["failures"] == 0 and retried.summary["n"] == 12
+        assert len(set(server.served)) == len(server.served)

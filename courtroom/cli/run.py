@@ -175,7 +175,8 @@ def run_command(
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.eval.metrics import load_prices
     from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
-    from courtroom.eval.runs import RunConfig, get_framework, resume, run
+    from courtroom.eval.resume import resume
+    from courtroom.eval.runs import RunConfig, get_framework, run
     from courtroom.lms import parse_role_overrides
 
     price_table = load_prices(prices) if prices else None

@@ -24,7 +24,8 @@ from typing import Any
 
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.runs import RunConfig, RunOutcome, redact_url, resume, run
+from courtroom.eval.resume import resume
+from courtroom.eval.runs import RunConfig, RunOutcome, redact_url, run
 from courtroom.lms import RoleLMs
 
 SALT = 1_000_003

@@ -264,9 +264,12 @@ def _execute(
     done: list[ExampleResult],
     progress: Callable[[ExampleResult], None] | None,
     on_start: Callable[[int], None] | None,
+    retry: tuple[CourtroomProgram, set[str]] | None = None,
 ) -> RunOutcome:
     finished = {r.id for r in done}
-    todo = [ex for ex in setup.examples if ex.id not in finished]
+    retry_program, retry_ids = retry if retry else (setup.program, set())
+    todo = [ex for ex in setup.examples if ex.id not in finished and ex.id not in retry_ids]
+    again = [ex for ex in setup.examples if ex.id in retry_ids]
     if on_start:
         on_start(len(setup.examples))
     for r in done:
@@ -284,6 +287,8 @@ def _execute(
                 progress(res)
 
         new = evaluate(setup.program, todo, concurrency=config.concurrency, on_result=record)
+        if again:
+            new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record)
     _session(run_dir, "end")
     by_id = {r.id: r for r in [*done, *new]}
     results = [by_id[ex.id] for ex in setup.examples]
@@ -333,49 +338,6 @@ def run(
     if prepare_usage:
         (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
     return _execute(run_dir, config, setup, [], progress, on_start)
-
-
-def resume(
-    run_dir: str | Path,
-    *,
-    progress: Callable[[ExampleResult], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
-    lms: RoleLMs | None = None,
-    retry_failed: bool = False,
-    **overrides: Any,
-) -> RunOutcome:
-    """Finish an interrupted run in its own folder: only examples without a result are run.
-
-    Every LM answer of the earlier session is in the cache, so nothing is sent twice. Model
-    settings (``lm``, ``roles``, ``api_base``, ``concurrency``, ...) may be overridden, e.g. to
-    give back an ``api_base`` whose credentials were redacted. With ``retry_failed``, examples
-    that failed are run again too.
-    """
-    path = Path(run_dir)
-    meta, rows, _ = load_run(path)
-    known = set(RunConfig.__dataclass_fields__)
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ConfigError(f"cannot override {', '.join(unknown)} on resume")
-    config = RunConfig(**{k: v for k, v in meta["config"].items() if k in known})
-    for key, value in overrides.items():
-        if value is not None and value != {}:
-            setattr(config, key, value)
-    setup = _setup(config, lms)
-    ids = [ex.id for ex in setup.examples]
-    if ids != meta.get("example_ids"):
-        raise ConfigError(
-            f"{path}: the data no longer gives the run's examples (ids differ); "
-            "resume needs the same data and seed"
-        )
-    done = [ExampleResult(**r) for r in rows if not (retry_failed and r.get("prediction") is None)]
-    if setup.program.config() != meta.get("framework_config"):
-        raise ConfigError(
-            f"{path}: framework settings differ from the run's; resume with the same --set values"
-        )
-    if type(setup.program).prepare is not CourtroomProgram.prepare and len(done) < len(ids):
-        _prepare(setup, config)  # refits from the cache: the earlier session sent these calls
-    return _execute(path, config, setup, done, progress, on_start)
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:

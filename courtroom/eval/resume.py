@@ -1,0 +1,92 @@
+"""Resume an interrupted run in its own folder (``courtroom run --resume RUN_DIR``).
+
+Only examples without a result run; every LM answer of the earlier session comes back from the
+cache, so no successful call is sent twice. ``--retry-failed`` reruns failed examples too, on
+salted models, because a cut-off or unparseable answer sits in the cache like a good one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from courtroom.errors import ConfigError
+from courtroom.eval.harness import ExampleResult
+from courtroom.eval.runs import RunConfig, RunOutcome, _execute, _prepare, _Setup, _setup, load_run
+from courtroom.lms import RoleLMs
+from courtroom.programs import CourtroomProgram
+
+RETRY_SALT = 10_000
+"""Salt offset of ``--retry-failed`` attempts (repeats use salts 1, 2, ...)."""
+
+
+def resume(
+    run_dir: str | Path,
+    *,
+    progress: Callable[[ExampleResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    lms: RoleLMs | None = None,
+    retry_failed: bool = False,
+    **overrides: Any,
+) -> RunOutcome:
+    """Finish an interrupted run in its own folder: only examples without a result are run.
+
+    Every LM answer of the earlier session is in the cache, so nothing is sent twice. Model
+    settings (``lm``, ``roles``, ``api_base``, ``concurrency``, ...) may be overridden, e.g. to
+    give back an ``api_base`` whose credentials were redacted. With ``retry_failed``, examples
+    that failed are run again too.
+    """
+    path = Path(run_dir)
+    meta, rows, _ = load_run(path)
+    known = set(RunConfig.__dataclass_fields__)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(f"cannot override {', '.join(unknown)} on resume")
+    config = RunConfig(**{k: v for k, v in meta["config"].items() if k in known})
+    for key, value in overrides.items():
+        if value is not None and value != {}:
+            setattr(config, key, value)
+    setup = _setup(config, lms)
+    ids = [ex.id for ex in setup.examples]
+    if ids != meta.get("example_ids"):
+        raise ConfigError(
+            f"{path}: the data no longer gives the run's examples (ids differ); "
+            "resume needs the same data and seed"
+        )
+    keys = set(ExampleResult.__dataclass_fields__)
+    done = [
+        ExampleResult(**{k: v for k, v in r.items() if k in keys})
+        for r in rows
+        if not (retry_failed and r.get("prediction") is None)
+    ]
+    if setup.program.config() != meta.get("framework_config"):
+        raise ConfigError(
+            f"{path}: framework settings differ from the run's; resume with the same --set values"
+        )
+    if type(setup.program).prepare is not CourtroomProgram.prepare and len(done) < len(ids):
+        _prepare(setup, config)  # refits from the cache: the earlier session sent these calls
+    retry = None
+    if retry_failed:
+        retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
+    return _execute(path, config, setup, done, progress, on_start, retry)
+
+
+def _retry_program(
+    run_dir: Path, config: RunConfig, setup: _Setup, failed: set[str]
+) -> tuple[CourtroomProgram, set[str]] | None:
+    """The program that reruns failed examples: its models are salted by the attempt number.
+
+    A cut-off or unparseable answer sits in the cache like a good one, so a retry with the same
+    requests would get it back; salted requests are sent afresh (all calls of those examples).
+    """
+    if not failed:
+        return None
+    from courtroom.eval.repeats import salted_roles
+
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    attempts = max(sum(f'"id": "{i}"' in line for line in lines) for i in failed)
+    lms = salted_roles(setup.lms, RETRY_SALT * attempts + config.repeat)
+    program = setup.program.deepcopy()  # keeps what prepare() fitted (precedents, reliability model, demos)
+    program.lms = lms
+    return program, failed
