@@ -314,9 +314,15 @@ def run_study(
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
-    study.optimize(
-        objective, n_trials=config.trials, n_jobs=config.workers, catch=(Exception,), gc_after_trial=False
-    )
+    # Threads of one process can pop the same enqueued trial from SQLite and tell it twice
+    # ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one at a time first.
+    from optuna.trial import TrialState
+
+    queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
+    first = min(queued, config.trials)
+    for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
+        if n_trials:
+            study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
     return StudyOutcome(study, config, space)
 
 
