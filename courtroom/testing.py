@@ -92,7 +92,9 @@ def _response(text: str, prompt: str, latency: float) -> Response:
         model="fake",
         message=Message.assistant([TextPart(text)]),
         finish_reason="stop",
-        usage=Usage(input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=(len(prompt) + len(text)) // 4),
+        usage=Usage(
+            input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=(len(prompt) + len(text)) // 4
+        ),
     )
 
 

@@ -30,8 +30,24 @@ def _run_dir(out: str) -> Path:
 
 
 def test_run_writes_a_complete_run_folder(server, capsys):
-    args = ["run", "jot", "--task", "boolean_expressions", "--limit", "3", "--loops", "2", "--seed", "5",
-            "--lm", "openai/fake-cli", "--api-base", server.url, "--role", "judge=openai/fake-judge"]
+    args = [
+        "run",
+        "jot",
+        "--task",
+        "boolean_expressions",
+        "--limit",
+        "3",
+        "--loops",
+        "2",
+        "--seed",
+        "5",
+        "--lm",
+        "openai/fake-cli",
+        "--api-base",
+        server.url,
+        "--role",
+        "judge=openai/fake-judge",
+    ]
     before = server.counts["requests"]
     code, out, err = _run(args, capsys)
     assert code == 0, err
@@ -42,7 +58,11 @@ def test_run_writes_a_complete_run_folder(server, capsys):
     assert run_dir.name.split("_")[1:3] == ["jot", "boolean"]
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["seed"] == 5 and len(meta["example_ids"]) == 3
-    assert meta["models"] == {"lawyer": "openai/fake-cli", "prosecutor": "openai/fake-cli", "judge": "openai/fake-judge"}
+    assert meta["models"] == {
+        "lawyer": "openai/fake-cli",
+        "prosecutor": "openai/fake-cli",
+        "judge": "openai/fake-judge",
+    }
     assert meta["framework_config"]["n_loops"] == 2
     assert {"dspy", "litellm", "python"} <= set(meta["versions"])
     rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
@@ -75,15 +95,21 @@ def test_help_works(capsys):
     assert code == 0 and "run" in out and "show" in out
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["run", "nope", "--task", "boolean_expressions"], "valid frameworks are"),
-    (["run", "jot", "--task", "nope"], "valid tasks are"),
-    (["run", "jot", "--role", "judge"], "write ROLE=MODEL"),
-    (["run", "jot", "--role", "jury=openai/x"], "valid roles are judge, lawyer, prosecutor"),
-    (["run", "jot", "--lm", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--limit", "1"], "cannot reach the model server"),
-    (["run", "jot", "--set", "n_judges=3", "--lm", "openai/x"], "jot has no knob n_judges"),
-    (["show", "/nonexistent/run"], "not a run folder"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nope", "--task", "boolean_expressions"], "valid frameworks are"),
+        (["run", "jot", "--task", "nope"], "valid tasks are"),
+        (["run", "jot", "--role", "judge"], "write ROLE=MODEL"),
+        (["run", "jot", "--role", "jury=openai/x"], "valid roles are judge, lawyer, prosecutor"),
+        (
+            ["run", "jot", "--lm", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--limit", "1"],
+            "cannot reach the model server",
+        ),
+        (["run", "jot", "--set", "n_judges=3", "--lm", "openai/x"], "jot has no knob n_judges"),
+        (["show", "/nonexistent/run"], "not a run folder"),
+    ],
+)
 def test_bad_input_is_one_line_with_the_fix(args, needle, capsys):
     code, out, err = _run(args, capsys)
     assert code != 0
@@ -104,8 +130,9 @@ def test_bbh_json_file_loads_through_datasets(tmp_path, server, capsys):
     rows = [{"input": f"True and {v} {i} is", "target": str(v)} for i, v in enumerate([True, False] * 5)]
     path = tmp_path / "bbh.json"
     path.write_text(json.dumps({"examples": rows}))
-    code, out, err = _run(["run", "jot", "--data", str(path), "--loops", "1", "--lm", "openai/fake",
-                           "--api-base", server.url], capsys)
+    code, out, err = _run(
+        ["run", "jot", "--data", str(path), "--loops", "1", "--lm", "openai/fake", "--api-base", server.url], capsys
+    )
     assert code == 0, err
     meta = json.loads((_run_dir(out) / "meta.json").read_text())
     assert meta["task"]["source"] == f"file {path}" and len(meta["example_ids"]) == 6  # the 60% test split
@@ -120,16 +147,22 @@ def test_debug_shows_the_traceback():
 
 def test_missing_weights_from_the_command_line(tmp_path):
     env = {**os.environ, "COURTROOM_LOCAL_MODEL": str(tmp_path / "missing.gguf")}
-    proc = subprocess.run([sys.executable, "-m", "courtroom.cli", "run", "jot", "--limit", "1"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "courtroom.cli", "run", "jot", "--limit", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert "COURTROOM_LOCAL_MODEL" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_credentials_in_api_base_are_not_written(server, capsys):
     url = server.url.replace("http://", "http://user:s3cret@") + "?token=abc"
-    code, out, err = _run(["run", "jot", "--limit", "1", "--loops", "1", "--lm", "openai/fake", "--api-base", url],
-                          capsys)
+    code, out, err = _run(
+        ["run", "jot", "--limit", "1", "--loops", "1", "--lm", "openai/fake", "--api-base", url], capsys
+    )
     run_dir = _run_dir(out)
     for path in run_dir.iterdir():
         text = path.read_text()
@@ -140,6 +173,21 @@ def test_every_example_failing_is_an_error(server, capsys):
     from courtroom.testing import FakeServer
 
     with FakeServer(faults={"garbage": 1.0}) as bad:
-        code, out, err = _run(["run", "jot", "--limit", "2", "--loops", "1", "--lm", "openai/garbage",
-                               "--api-base", bad.url, "--seed", "99"], capsys)
+        code, out, err = _run(
+            [
+                "run",
+                "jot",
+                "--limit",
+                "2",
+                "--loops",
+                "1",
+                "--lm",
+                "openai/garbage",
+                "--api-base",
+                bad.url,
+                "--seed",
+                "99",
+            ],
+            capsys,
+        )
     assert code != 0 and "every example failed" in err and "run folder:" in out

@@ -37,13 +37,15 @@ def test_last_judgment_is_the_verdict():
 
 def test_positions_map_to_labels():
     lm = scripted_lm({"judge": {"decision": "valid"}})
-    prog = JudgmentOfThought(["valid", "invalid"], positions=["the argument is valid", "the argument is invalid"], lm=lm,
-                             n_loops=1)
+    prog = JudgmentOfThought(
+        ["valid", "invalid"], positions=["the argument is valid", "the argument is invalid"], lm=lm, n_loops=1
+    )
     with pytest.raises(AdapterParseError):
         prog(case="x")  # "valid" is not a position: the schema enum is over positions
     lm2 = scripted_lm({"judge": {"decision": "the argument is invalid"}})
-    prog2 = JudgmentOfThought(["valid", "invalid"], positions=["the argument is valid", "the argument is invalid"],
-                              lm=lm2, n_loops=1)
+    prog2 = JudgmentOfThought(
+        ["valid", "invalid"], positions=["the argument is valid", "the argument is invalid"], lm=lm2, n_loops=1
+    )
     assert prog2(case="x").label == "invalid"
 
 
@@ -65,8 +67,13 @@ def test_both_advocates_absent_is_refused():
 
 @pytest.mark.parametrize("feedback", [True, False])
 def test_feedback_reaches_advocates_only_when_enabled(feedback):
-    script = {"judge": lambda role, turn, text: {"decision": "True", "feedback_to_lawyer": f"FB-LAWYER-{turn}",
-                                                 "feedback_to_prosecutor": f"FB-PROSECUTOR-{turn}"}}
+    script = {
+        "judge": lambda role, turn, text: {
+            "decision": "True",
+            "feedback_to_lawyer": f"FB-LAWYER-{turn}",
+            "feedback_to_prosecutor": f"FB-PROSECUTOR-{turn}",
+        }
+    }
     lm = scripted_lm(script)
     JudgmentOfThought(LABELS, lm=lm, n_loops=3, use_feedback=feedback)(case=CASE)
     prompts = lm.engine_impl.prompts
@@ -81,16 +88,23 @@ def test_feedback_reaches_advocates_only_when_enabled(feedback):
 
 
 def test_advocates_see_the_opponents_last_argument():
-    lm = scripted_lm({"lawyer": lambda r, t, p: {"argument": f"LAWYER-ARG-{t}"},
-                      "prosecutor": lambda r, t, p: {"argument": f"PROS-ARG-{t}"}, "judge": {"decision": "True"}})
+    lm = scripted_lm(
+        {
+            "lawyer": lambda r, t, p: {"argument": f"LAWYER-ARG-{t}"},
+            "prosecutor": lambda r, t, p: {"argument": f"PROS-ARG-{t}"},
+            "judge": {"decision": "True"},
+        }
+    )
     JudgmentOfThought(LABELS, lm=lm, n_loops=2)(case=CASE)
     lawyer = [p for r, p in lm.engine_impl.prompts if r == "lawyer"]
     assert "PROS-ARG-0" in lawyer[1] and "PROS-ARG" not in lawyer[0]
 
 
 def _role_lms():
-    return {role: scripted_lm({"judge": {"decision": "True"}}, model=f"fake/{role}")
-            for role in ("lawyer", "prosecutor", "judge")}
+    return {
+        role: scripted_lm({"judge": {"decision": "True"}}, model=f"fake/{role}")
+        for role in ("lawyer", "prosecutor", "judge")
+    }
 
 
 def test_each_role_reaches_its_own_model():
@@ -105,8 +119,9 @@ def test_routing_survives_bootstrap_fewshot():
     default = scripted_lm({"judge": {"decision": "True"}}, model="fake/default")
     student = JudgmentOfThought(LABELS, lm=default, roles=lms, n_loops=1)
     train = [dspy.Example(case=f"True and True or False {i} is", label="True").with_inputs("case") for i in range(4)]
-    compiled = dspy.BootstrapFewShot(metric=lambda ex, pred, trace=None: pred.label == ex.label,
-                                     max_bootstrapped_demos=2, max_labeled_demos=0).compile(student, trainset=train)
+    compiled = dspy.BootstrapFewShot(
+        metric=lambda ex, pred, trace=None: pred.label == ex.label, max_bootstrapped_demos=2, max_labeled_demos=0
+    ).compile(student, trainset=train)
     assert compiled.lms is student.lms
     assert any(p.demos for p in compiled.predictors()), "bootstrap should have collected demos"
     for lm in lms.values():
@@ -121,7 +136,11 @@ def test_deepcopy_shares_role_map_and_state_has_one_shape(tmp_path):
     a = JudgmentOfThought(LABELS, lm=scripted_lm({}), n_loops=1)
     b = JudgmentOfThought(LABELS, lm=scripted_lm({}), n_loops=5, use_lawyer=False)
     assert copy.deepcopy(a).lms is a.lms
-    assert [n for n, _ in a.named_predictors()] == [n for n, _ in b.named_predictors()] == ["lawyer", "prosecutor", "judge"]
+    assert (
+        [n for n, _ in a.named_predictors()]
+        == [n for n, _ in b.named_predictors()]
+        == ["lawyer", "prosecutor", "judge"]
+    )
     a.save(tmp_path / "p.json")
     b.load(tmp_path / "p.json")
     state = json.loads((tmp_path / "p.json").read_text())

@@ -83,7 +83,9 @@ def test_no_orphan_server(mode, tmp_path):
     script = tmp_path / "start.py"
     script.write_text(SCRIPT)
     arg = mode if mode in ("exit", "raise") else "wait"
-    proc = subprocess.Popen([sys.executable, str(script), arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     pid = int(proc.stdout.readline())
     assert _alive(pid)
     if arg == "wait":

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from courtroom.eval.resume import resume
 
 from courtroom.cli import main
+from courtroom.eval.resume import resume
 from courtroom.eval.runs import RunConfig, load_run, run
 from courtroom.lms import RoleLMs
 from courtroom.testing import FakeServer, answer_for_schema

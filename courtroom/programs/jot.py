@@ -45,7 +45,11 @@ class JudgmentOfThought(CourtroomProgram):
         if not (use_lawyer or use_prosecutor):
             raise ConfigError("jot: at least one of the lawyer and the prosecutor must take part")
         self.n_loops = int(n_loops)
-        self.use_lawyer, self.use_prosecutor, self.use_feedback = bool(use_lawyer), bool(use_prosecutor), bool(use_feedback)
+        self.use_lawyer, self.use_prosecutor, self.use_feedback = (
+            bool(use_lawyer),
+            bool(use_prosecutor),
+            bool(use_feedback),
+        )
         # One predictor per role, whatever the ablation, so saved state has one shape.
         self.lawyer = dspy.Predict(jot.Lawyer)
         self.prosecutor = dspy.Predict(jot.Prosecutor)
@@ -69,29 +73,65 @@ class JudgmentOfThought(CourtroomProgram):
             calls: dict[str, Any] = {}
             if self.use_lawyer:
                 calls["lawyer"] = functools.partial(
-                    self.ask, "lawyer", self.lawyer, case=case, position=pos, opposing_position=neg, stage=stage,
-                    opponent_argument=prosecutor_arg or NONE, judge_feedback=feedback["lawyer"] or NONE,
+                    self.ask,
+                    "lawyer",
+                    self.lawyer,
+                    case=case,
+                    position=pos,
+                    opposing_position=neg,
+                    stage=stage,
+                    opponent_argument=prosecutor_arg or NONE,
+                    judge_feedback=feedback["lawyer"] or NONE,
                 )
             if self.use_prosecutor:
                 calls["prosecutor"] = functools.partial(
-                    self.ask, "prosecutor", self.prosecutor, case=case, position=neg, opposing_position=pos,
-                    stage=stage, opponent_argument=lawyer_arg or NONE, judge_feedback=feedback["prosecutor"] or NONE,
+                    self.ask,
+                    "prosecutor",
+                    self.prosecutor,
+                    case=case,
+                    position=neg,
+                    opposing_position=pos,
+                    stage=stage,
+                    opponent_argument=lawyer_arg or NONE,
+                    judge_feedback=feedback["prosecutor"] or NONE,
                 )
             outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
             for role in ("lawyer", "prosecutor"):
                 if role in outs:
-                    transcript.append(Turn(role, r, outs[role].argument, extra={"stage": stage.split(" ")[0]}
-                                           | ({"saw_feedback": feedback[role]} if feedback[role] else {})))
+                    transcript.append(
+                        Turn(
+                            role,
+                            r,
+                            outs[role].argument,
+                            extra={"stage": stage.split(" ")[0]}
+                            | ({"saw_feedback": feedback[role]} if feedback[role] else {}),
+                        )
+                    )
             lawyer_arg = outs["lawyer"].argument if "lawyer" in outs else ABSENT.format(role="lawyer")
             prosecutor_arg = outs["prosecutor"].argument if "prosecutor" in outs else ABSENT.format(role="prosecutor")
             j = self.ask(
-                "judge", self.judge, case=case, positive_position=pos, negative_position=neg,
-                lawyer_argument=lawyer_arg, prosecutor_argument=prosecutor_arg,
+                "judge",
+                self.judge,
+                case=case,
+                positive_position=pos,
+                negative_position=neg,
+                lawyer_argument=lawyer_arg,
+                prosecutor_argument=prosecutor_arg,
                 judgment_round=f"judgment {r}" + (" (final)" if r == self.n_loops else ""),
             )
             decisions.append(j.decision)
-            transcript.append(Turn("judge", r, j.analysis, decision=j.decision, extra={
-                "feedback_to_lawyer": j.feedback_to_lawyer, "feedback_to_prosecutor": j.feedback_to_prosecutor}))
+            transcript.append(
+                Turn(
+                    "judge",
+                    r,
+                    j.analysis,
+                    decision=j.decision,
+                    extra={
+                        "feedback_to_lawyer": j.feedback_to_lawyer,
+                        "feedback_to_prosecutor": j.feedback_to_prosecutor,
+                    },
+                )
+            )
             if self.use_feedback:
                 feedback = {"lawyer": j.feedback_to_lawyer, "prosecutor": j.feedback_to_prosecutor}
         return self.verdict(self.label_of(decisions[-1]), transcript, judge_decisions=decisions)
