@@ -15,13 +15,16 @@ def _schema_json(signature: type[dspy.Signature]) -> str:
     return json.dumps(_get_structured_outputs_response_format(signature).model_json_schema())
 
 
+# Signature classes hash by identity at run time; mypy sees the metaclass's __eq__ and doubts it.
+
+
 def output_schema(signature: type[dspy.Signature]) -> dict[str, Any]:
     """JSON schema of a signature's outputs (Literal fields become ``enum``); a fresh copy each call.
 
     Signatures are immutable classes (DSPy's ``with_*`` make new ones), so the schema is built
     once per class: building it creates a pydantic model, a third of a call's CPU time.
     """
-    return json.loads(_schema_json(signature))
+    return json.loads(_schema_json(signature))  # type: ignore[arg-type]
 
 
 def string_budget(lm: Any, n_fields: int, n_free: int) -> int | None:
@@ -53,7 +56,7 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
 
     def format_system_message(self, signature: type[dspy.Signature]) -> str:
         """DSPy's system message, built once per signature class."""
-        return _system_message(type(self), signature)
+        return _system_message(type(self), signature)  # type: ignore[arg-type]
 
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
         style = getattr(lm, "schema_style", None)

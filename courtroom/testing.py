@@ -138,6 +138,7 @@ class ScriptedEngine(_Engine):
             self.turns[role] += 1
             self.prompts.append((role, prompt))
         entry = self.script.get(role, self.script.get("default", {}))
+        values: Any
         if callable(entry):
             values = entry(role, turn, prompt)
         elif isinstance(entry, Mapping):

@@ -65,7 +65,8 @@ class CourtroomProgram(dspy.Module):
         """Structural knobs and their defaults."""
         params = inspect.signature(cls.__init__).parameters
         return {
-            n: p.default for n, p in params.items()
+            n: p.default
+            for n, p in params.items()
             if n not in _BASE_PARAMS and p.kind is p.KEYWORD_ONLY and p.default is not p.empty
         }
 
@@ -85,8 +86,12 @@ class CourtroomProgram(dspy.Module):
         return self.labels[self.positions.index(position)]
 
     def ask(
-        self, role: str, predictor: dspy.Predict, rollout: int | None = None,
-        lm_config: Mapping[str, Any] | None = None, **inputs: Any,
+        self,
+        role: str,
+        predictor: dspy.Predict,
+        rollout: int | None = None,
+        lm_config: Mapping[str, Any] | None = None,
+        **inputs: Any,
     ) -> dspy.Prediction:
         """Call ``predictor`` on ``role``'s model, counted by the current meter.
 

@@ -12,6 +12,7 @@ and reasons as JSON; :meth:`PrecedentIndex.from_dict` refits the vectors on load
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -93,9 +94,7 @@ class PrecedentIndex:
         self.labels = [str(c["label"]) for c in cases]
         self.reasons: dict[str, str] = dict(reasons or {})
         self._lock = threading.Lock()
-        matrix, self._embed = (
-            _embed_tfidf(self.cases) if embedder == TFIDF else _embed_model(embedder, self.cases)
-        )
+        matrix, self._embed = _embed_tfidf(self.cases) if embedder == TFIDF else _embed_model(embedder, self.cases)
         self._matrix = _normalise(np.asarray(matrix, dtype=float))
 
     def __len__(self) -> int:
@@ -127,13 +126,11 @@ class PrecedentIndex:
             for i in picked
         ]
 
-    def with_reasons(
-        self, precedents: Sequence[Precedent], explain: Callable[[Precedent], str]
-    ) -> list[Precedent]:
+    def with_reasons(self, precedents: Sequence[Precedent], explain: Callable[[Precedent], str]) -> list[Precedent]:
         """Fill each precedent's reason, calling ``explain`` only for cases never explained before."""
         with self._lock:
             missing = [p for p in precedents if p.key not in self.reasons]
-        fresh = run_parallel([lambda p=p: explain(p) for p in missing])
+        fresh = run_parallel([functools.partial(explain, p) for p in missing])
         with self._lock:
             for p, reason in zip(missing, fresh, strict=True):
                 self.reasons.setdefault(p.key, reason)

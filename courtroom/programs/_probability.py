@@ -67,9 +67,7 @@ def from_votes(votes: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
 
 
 def _tokens(logprobs: Any) -> list[tuple[str, float]]:
-    content = (
-        logprobs.get("content") if isinstance(logprobs, Mapping) else getattr(logprobs, "content", logprobs)
-    )
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else getattr(logprobs, "content", logprobs)
     out = []
     for tok in content or []:
         get = tok.get if isinstance(tok, Mapping) else lambda k, t=tok: getattr(t, k, None)
@@ -97,9 +95,7 @@ def from_logprobs(out: dspy.Prediction, labels: Sequence[str]) -> dict[str, floa
     key = text.find('"label"')
     start = text.find(f'"{label}"', max(key, 0)) + 1
     if start <= 0:
-        raise ConfigError(
-            "debate-feedback: could not find the label in the log-probabilities; use prob_method='field'"
-        )
+        raise ConfigError("debate-feedback: could not find the label in the log-probabilities; use prob_method='field'")
     end, pos, total = start + len(label), 0, 0.0
     for tok, lp in tokens:
         if pos < end and pos + len(tok) > start:

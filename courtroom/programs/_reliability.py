@@ -43,9 +43,7 @@ class ReliabilityModel:
         from sklearn.linear_model import LogisticRegression
 
         if not texts:
-            raise ConfigError(
-                "debate-feedback: the assistant needs training debates; pass a non-empty trainset"
-            )
+            raise ConfigError("debate-feedback: the assistant needs training debates; pass a non-empty trainset")
         y = np.asarray([int(bool(a)) for a in agrees])
         if len(set(y.tolist())) < 2:
             # Every debater right (or every one wrong): the only honest score is that rate.
@@ -61,9 +59,7 @@ class ReliabilityModel:
         if self._constant is not None:
             return [self._constant] * len(texts)
         if self._clf is None:
-            raise ConfigError(
-                "debate-feedback: the assistant is not trained; call program.prepare(trainset) first"
-            )
+            raise ConfigError("debate-feedback: the assistant is not trained; call program.prepare(trainset) first")
         return [float(p) for p in self._clf.predict_proba(self._vec.transform(list(texts)))[:, 1]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +96,5 @@ class ReliabilityModel:
             clf.classes_ = np.asarray([0, 1])
             model._clf = clf
         elif kind != "unfitted":
-            raise ConfigError(
-                f"unknown reliability model kind {kind!r} in the saved program; re-run prepare()"
-            )
+            raise ConfigError(f"unknown reliability model kind {kind!r} in the saved program; re-run prepare()")
         return model

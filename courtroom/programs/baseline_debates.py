@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,7 +69,8 @@ class KhanDebate(CourtroomProgram):
             so_far = "\n".join(history) or NONE
             outs = run_parallel(
                 [
-                    lambda i=i, so_far=so_far: self.ask(
+                    functools.partial(
+                        self.ask,
                         "debater",
                         self.debater,
                         rollout=i,
@@ -83,9 +85,7 @@ class KhanDebate(CourtroomProgram):
             for i, out in enumerate(outs):
                 transcript.append(Turn(f"debater-{i + 1}", r, out.argument, extra={"answer": sides[i]}))
                 history.append(f"Round {r}, debater {i + 1} (for {sides[i]}): {out.argument}")
-        j = self.ask(
-            "judge", self.judge, case=case, labels=labels_text(self.labels), debate="\n".join(history)
-        )
+        j = self.ask("judge", self.judge, case=case, labels=labels_text(self.labels), debate="\n".join(history))
         transcript.append(Turn("judge", self.n_rounds + 1, j.reason, decision=j.decision))
         return self.verdict(j.decision, transcript, sides=sides)
 
@@ -132,9 +132,7 @@ class Reflexion(CourtroomProgram):
             transcript.append(Turn("solver", r, out.reasoning, decision=out.answer))
             if r == self.max_retries + 1:
                 break  # no retry left: a critique could not change the answer
-            c = self.ask(
-                "critic", self.critic, case=case, labels=labels, answer=out.answer, reasoning=out.reasoning
-            )
+            c = self.ask("critic", self.critic, case=case, labels=labels, answer=out.answer, reasoning=out.reasoning)
             transcript.append(Turn("critic", r, c.critique, extra={"accepted": bool(c.is_correct)}))
             if c.is_correct:
                 break

@@ -9,6 +9,7 @@ model would have given), then label order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,9 +46,7 @@ class ZeroShot(CourtroomProgram):
         roles: RoleLMs | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
-        self.classifier = dspy.Predict(
-            sig.Classify.with_updated_fields("answer", type_=label_type(self.labels))
-        )
+        self.classifier = dspy.Predict(sig.Classify.with_updated_fields("answer", type_=label_type(self.labels)))
 
     def forward(self, case: str) -> dspy.Prediction:
         """Classify ``case``."""
@@ -111,15 +110,11 @@ class ChainOfThought(CourtroomProgram):
         roles: RoleLMs | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
-        self.classifier = dspy.Predict(
-            sig.Reason.with_updated_fields("answer", type_=label_type(self.labels))
-        )
+        self.classifier = dspy.Predict(sig.Reason.with_updated_fields("answer", type_=label_type(self.labels)))
 
     def _sample(self, case: str, i: int) -> tuple[str, Turn]:
         out = self.ask("classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels))
-        return out.answer, Turn(
-            "classifier", i + 1, out.reasoning, decision=out.answer, extra={"sample": i + 1}
-        )
+        return out.answer, Turn("classifier", i + 1, out.reasoning, decision=out.answer, extra={"sample": i + 1})
 
     def forward(self, case: str) -> dspy.Prediction:
         """Reason about ``case`` and answer."""
@@ -147,11 +142,9 @@ class SelfConsistency(ChainOfThought):
 
     def forward(self, case: str) -> dspy.Prediction:
         """Sample ``k_samples`` reasoned answers concurrently and take the majority."""
-        samples = run_parallel([lambda i=i: self._sample(case, i) for i in range(self.k_samples)])
+        samples = run_parallel([functools.partial(self._sample, case, i) for i in range(self.k_samples)])
         votes = [a for a, _ in samples]
-        return self.verdict(
-            majority(votes, self.labels, prefer=votes[0]), [t for _, t in samples], votes=votes
-        )
+        return self.verdict(majority(votes, self.labels, prefer=votes[0]), [t for _, t in samples], votes=votes)
 
 
 class ParallelVote(ZeroShot):
@@ -176,15 +169,12 @@ class ParallelVote(ZeroShot):
         """Ask ``n_models`` times concurrently and take the majority."""
         outs = run_parallel(
             [
-                lambda i=i: self.ask(
-                    "classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels)
+                functools.partial(
+                    self.ask, "classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels)
                 )
                 for i in range(self.n_models)
             ]
         )
         votes = [o.answer for o in outs]
-        turns = [
-            Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1})
-            for i, v in enumerate(votes)
-        ]
+        turns = [Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1}) for i, v in enumerate(votes)]
         return self.verdict(majority(votes, self.labels, prefer=votes[0]), turns, votes=votes)

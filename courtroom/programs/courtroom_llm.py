@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,13 +68,9 @@ class CourtroomLLM(CourtroomProgram):
         if int(n_judges) < 1:
             raise ConfigError(f"courtroom-llm: n_judges must be >= 1, got {n_judges}; set n_judges=1, 3 or 5")
         if judge_mode not in JUDGE_MODES:
-            raise ConfigError(
-                f"courtroom-llm: unknown judge_mode {judge_mode!r}; use one of {', '.join(JUDGE_MODES)}"
-            )
+            raise ConfigError(f"courtroom-llm: unknown judge_mode {judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
         if assignment not in ASSIGNMENTS:
-            raise ConfigError(
-                f"courtroom-llm: unknown assignment {assignment!r}; use one of {', '.join(ASSIGNMENTS)}"
-            )
+            raise ConfigError(f"courtroom-llm: unknown assignment {assignment!r}; use one of {', '.join(ASSIGNMENTS)}")
         if int(k_precedents) < 0:
             raise ConfigError(f"courtroom-llm: k_precedents must be >= 0, got {k_precedents}")
         if int(max_argument_sentences) < 0:
@@ -136,11 +133,7 @@ class CourtroomLLM(CourtroomProgram):
 
     def _argue(self, role: str, case: str, label: str, other: str) -> tuple[str, Turn]:
         predictor = self.prosecutor if role == "prosecutor" else self.attorney
-        limit = (
-            f"at most {self.max_argument_sentences} sentence(s)"
-            if self.max_argument_sentences
-            else "no limit"
-        )
+        limit = f"at most {self.max_argument_sentences} sentence(s)" if self.max_argument_sentences else "no limit"
         out = self.ask(role, predictor, case=case, label=label, opposing_label=other, length_limit=limit)
         text, cut = limit_sentences(out.argument, self.max_argument_sentences)
         extra: dict[str, Any] = {"label": label}
@@ -207,15 +200,13 @@ class CourtroomLLM(CourtroomProgram):
         if self.judge_mode == "parallel":
             outs = run_parallel(
                 [
-                    lambda i=i: self.ask("judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+                    functools.partial(self.ask, "judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
                     for i in range(self.n_judges)
                 ]
             )
         else:
             for i in range(self.n_judges):
-                out = self.ask(
-                    "judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs
-                )
+                out = self.ask("judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs)
                 outs.append(out)
                 previous.append(f"Judge {i + 1} decided {out.decision}: {out.reason}")
         votes = [o.decision for o in outs]

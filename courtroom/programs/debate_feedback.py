@@ -6,6 +6,7 @@ with smoothing when the reliability passes the threshold.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -76,9 +77,7 @@ class DebateFeedback(CourtroomProgram):
 
     name = "debate-feedback"
     roles = ("judge", "debater", "assistant")
-    summary = (
-        "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
-    )
+    summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
 
     def __init__(
         self,
@@ -154,7 +153,7 @@ class DebateFeedback(CourtroomProgram):
         batch = 4  # cases debated at once; each debate runs its debaters concurrently too
         for start in range(0, len(trainset), batch):
             chunk = trainset[start : start + batch]
-            finals = run_parallel([lambda ex=ex: self._debate(ex.case)[-1] for ex in chunk])
+            finals = [d[-1] for d in run_parallel([functools.partial(self._debate, ex.case) for ex in chunk])]
             for ex, replies in zip(chunk, finals, strict=True):
                 for d, reply in enumerate(replies):
                     texts.append(reliability_text(ex.case, reply))
@@ -194,20 +193,19 @@ class DebateFeedback(CourtroomProgram):
             else "\n".join(f"Expert {d + 1} (for {self.position_of(d)}): {t}" for d, t in enumerate(last))
         )
         n = range(self.n_debaters)
-        opinions = run_parallel([lambda d=d: self._speak(case, d, "opinion", previous, NONE) for d in n])
+        opinions = run_parallel([functools.partial(self._speak, case, d, "opinion", previous, NONE) for d in n])
         ops = [o for o, _ in opinions]
 
         def others(d: int) -> str:
             return "\n".join(f"Expert {j + 1} (for {self.position_of(j)}): {ops[j]}" for j in n if j != d)
 
-        replies = run_parallel([lambda d=d: self._speak(case, d, "reply", previous, others(d)) for d in n])
+        replies = run_parallel([functools.partial(self._speak, case, d, "reply", previous, others(d)) for d in n])
         turns = [
             Turn(
                 f"debater-{d + 1}",
                 r,
                 text,
-                extra={"position": self.position_of(d), "stage": stage}
-                | ({"truncated": True} if cut else {}),
+                extra={"position": self.position_of(d), "stage": stage} | ({"truncated": True} if cut else {}),
             )
             for stage, said in (("opinion", opinions), ("reply", replies))
             for d, (text, cut) in enumerate(said)
@@ -220,7 +218,8 @@ class DebateFeedback(CourtroomProgram):
         if self.scorer == "llm":
             outs = run_parallel(
                 [
-                    lambda d=d: self.ask(
+                    functools.partial(
+                        self.ask,
                         "assistant",
                         self.assistant,
                         rollout=d,
@@ -242,7 +241,7 @@ class DebateFeedback(CourtroomProgram):
         if self.prob_method == "votes":
             outs = run_parallel(
                 [
-                    lambda s=s: self.ask("judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
+                    functools.partial(self.ask, "judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
                     for s in range(self.k_samples)
                 ]
             )
@@ -263,9 +262,7 @@ class DebateFeedback(CourtroomProgram):
         o, _ = self._estimate(case, NONE, 0)
         initial = prob.decide(o, self.labels)
         history = [o]
-        transcript = [
-            Turn("judge", 0, "initial estimate O_0 on the case alone", decision=initial, extra={"O": o})
-        ]
+        transcript = [Turn("judge", 0, "initial estimate O_0 on the case alone", decision=initial, extra={"O": o})]
         reliabilities: list[list[float]] = []
         gates: list[bool] = []
         last: list[str] | None = None
