@@ -13,8 +13,13 @@ def frameworks_command() -> None:
     """List frameworks and baselines with their roles and knobs (defaults)."""
     from courtroom.programs import FRAMEWORKS
 
-    table = Table("name", "roles", "knobs (defaults)", "about")
+    table = Table(show_lines=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("roles", no_wrap=True)
+    table.add_column("knobs (defaults)", no_wrap=True)
+    table.add_column("about", ratio=1)
     for name, cls in FRAMEWORKS.items():
-        knobs = ", ".join(f"{k}={v}" for k, v in cls.knobs().items())
-        table.add_row(name, ", ".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
+        # One knob and one role per line keeps the table readable in an 80-column terminal.
+        knobs = "\n".join(f"{k}={v}" for k, v in cls.knobs().items()) or "-"
+        table.add_row(name, "\n".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
     Console().print(table)
