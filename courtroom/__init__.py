@@ -1,25 +1,45 @@
-"""courtroom: courtroom-style multi-LLM reasoning as declarative, optimizable DSPy programs."""
+"""courtroom: courtroom-style multi-LLM reasoning as declarative, optimizable DSPy programs.
 
-from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError
-from courtroom.lms import LMSpec, RoleLMs, resolve_roles
-from courtroom.programs import FRAMEWORKS, CourtroomProgram
-from courtroom.saving import load_program as load
-from courtroom.transcript import Turn, render_html, render_text
+The public names are imported on first use, so ``courtroom --help`` does not pay for DSPy.
+"""
+
+import os
+
+# Before anything imports LiteLLM: otherwise it fetches its price map from the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError  # noqa: E402
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "FRAMEWORKS": ("courtroom.programs", "FRAMEWORKS"),
+    "CourtroomProgram": ("courtroom.programs", "CourtroomProgram"),
+    "LMSpec": ("courtroom.lms", "LMSpec"),
+    "RoleLMs": ("courtroom.lms", "RoleLMs"),
+    "resolve_roles": ("courtroom.lms", "resolve_roles"),
+    "load": ("courtroom.saving", "load_program"),
+    "Turn": ("courtroom.transcript", "Turn"),
+    "render_html": ("courtroom.transcript", "render_html"),
+    "render_text": ("courtroom.transcript", "render_text"),
+    "compile_program": ("courtroom.optimize.compile", "compile_program"),
+    "run_study": ("courtroom.optimize.study", "run_study"),
+}
+
 
 def __getattr__(name: str) -> object:
-    # Optimizer entry points import DSPy's teleprompters and Optuna: only when asked for.
-    if name == "compile_program":
-        from courtroom.optimize.compile import compile_program
+    if name in _LAZY:
+        import importlib
 
-        return compile_program
-    if name == "run_study":
-        from courtroom.optimize.study import run_study
-
-        return run_study
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'courtroom' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
 
 
 __all__ = [
