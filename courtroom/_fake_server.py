@@ -16,7 +16,7 @@ FAULTS = ("429", "500", "timeout", "garbage", "truncated")
 
 
 def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
-    from courtroom.testing import answer_for_schema
+    from courtroom._fakes import answer_for_schema
 
     return answer_for_schema(schema, {}, "fake server reply")
 
@@ -74,7 +74,7 @@ class FakeServer:
 
     def lm(self, model: str = "openai/fake", **kwargs: Any) -> Any:
         """A ``dspy.LM`` pointed at this server (JSON schema sent OpenAI-style)."""
-        from courtroom.testing import FakeLM
+        from courtroom._fakes import FakeLM
 
         kwargs.setdefault("num_retries", 0)
         return FakeLM(model, api_base=self.url, api_key="sk-fake", engine="litellm", **kwargs)

@@ -41,13 +41,6 @@ class LMSpec:
         return self.model
 
 
-class LlamaCppLM(dspy.LM):
-    """An LM served by llama.cpp's OpenAI-compatible server (schema sent as ``json_object``)."""
-
-    schema_style = "llamacpp"
-    max_string_chars: int | None = None
-
-
 class OpenAICompatibleLM(dspy.LM):
     """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs."""
 
@@ -81,8 +74,13 @@ def model_name(lm: Any) -> str:
     return str(getattr(lm, "model", type(lm).__name__))
 
 
+def saved_name(lm: Any) -> str:
+    """The name a saved program records for a model: its ``saved_name`` (``local``), else its model string."""
+    return str(getattr(lm, "saved_name", None) or model_name(lm))
+
+
 def build_lm(spec: LMSpec | str) -> Any:
-    """Build a ``dspy.LM`` from a spec; ``"local"`` starts (or reuses) the embedded model server."""
+    """Build a ``dspy.LM`` from a spec; ``"local"`` asks :mod:`courtroom.local` for the embedded model."""
     if isinstance(spec, str):
         spec = LMSpec(model=spec)
     if spec.model == LOCAL:

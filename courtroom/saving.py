@@ -26,7 +26,7 @@ from typing import Any
 import dspy
 
 from courtroom.errors import ConfigError
-from courtroom.lms import LOCAL, LlamaCppLM, RoleLMs, model_name, resolve_roles
+from courtroom.lms import RoleLMs, resolve_roles, saved_name
 from courtroom.programs import FRAMEWORKS, CourtroomProgram
 
 FORMAT = "courtroom-program"
@@ -37,9 +37,7 @@ ARTEFACT_TYPES: dict[str, type] = {}
 
 def describe_lm(lm: Any) -> str:
     """The name a saved program records for a model: never a key or a base URL."""
-    if isinstance(lm, LlamaCppLM):
-        return LOCAL
-    return model_name(lm)
+    return saved_name(lm)
 
 
 def role_models(program: CourtroomProgram) -> dict[str, str]:
@@ -68,18 +66,14 @@ def _checksum(doc: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def save_program(
-    program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None
-) -> Path:
+def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
     """Write ``program`` and its metadata (task, optimizer, scores, ...) to ``path`` as JSON."""
-    from courtroom.eval.runs import versions
+    from courtroom._versions import versions
 
     state = program.dump_state(json_mode=True)
     for name, pred_state in state.items():
         if isinstance(pred_state, dict) and pred_state.get("lm") is not None:
-            raise ConfigError(
-                f"predictor {name!r} carries its own model; courtroom programs route models by role"
-            )
+            raise ConfigError(f"predictor {name!r} carries its own model; courtroom programs route models by role")
     meta = dict(metadata or {})
     task = dict(meta.pop("task", {}))
     task.setdefault("labels", list(program.labels))
@@ -119,8 +113,7 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
     )
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ConfigError(
-            f"{path} is not a courtroom program file (no courtroom metadata); "
-            "compile one with `courtroom compile`"
+            f"{path} is not a courtroom program file (no courtroom metadata); compile one with `courtroom compile`"
         )
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
@@ -135,8 +128,7 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
     check["metadata"] = dict(doc["metadata"]) | {"courtroom": body}
     if claimed != _checksum(check):
         raise ConfigError(
-            f"{path} was modified after it was saved (checksum mismatch); recompile it "
-            "or restore the original file"
+            f"{path} was modified after it was saved (checksum mismatch); recompile it or restore the original file"
         )
     state = {k: v for k, v in doc.items() if k != "metadata"}
     return state, meta
@@ -177,18 +169,14 @@ def load_program(
         saved = dict(meta.get("models") or {})
         fakes = sorted({m for m in saved.values() if m.startswith("fake/")})
         if fakes:
-            raise ConfigError(
-                f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)"
-            )
+            raise ConfigError(f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)")
         lm, roles = saved.pop("default", None), {r: m for r, m in saved.items() if r in cls.roles}
     lms = resolve_roles(lm, roles, valid_roles=cls.roles, **lm_options)
     task = meta.get("task") or {}
     unknown = sorted(set(meta.get("config") or {}) - set(cls.knobs()))
     if unknown:
         raise ConfigError(f"{path} sets knobs {', '.join(unknown)} that {name} does not have: recompile it")
-    program = cls(
-        task.get("labels") or [], task.get("positions"), roles=lms, **dict(meta.get("config") or {})
-    )
+    program = cls(task.get("labels") or [], task.get("positions"), roles=lms, **dict(meta.get("config") or {}))
     expected = {n for n, _ in program.named_predictors()}
     if not expected <= set(state):
         raise ConfigError(
@@ -197,9 +185,7 @@ def load_program(
         )
     for key in expected:
         if not isinstance(state[key], dict) or state[key].get("lm") is not None:
-            raise ConfigError(
-                f"{path}: predictor {key!r} state is malformed or names its own model; recompile it"
-            )
+            raise ConfigError(f"{path}: predictor {key!r} state is malformed or names its own model; recompile it")
     try:
         program.load_state(state, allow_unsafe_lm_state=False)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -36,21 +36,15 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
 from courtroom._fake_server import FakeServer
+from courtroom._fakes import FakeLM, answer_for_schema
 from courtroom.lms import current_role
 
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
 __all__ = ["FakeLM", "FakeServer", "answer_for_schema", "oracle_lm", "scripted_lm"]
-
-
-class FakeLM(dspy.LM):
-    """A ``dspy.LM`` answered by a local engine; the schema is sent OpenAI-style."""
-
-    schema_style = "json_schema"
 
 
 def _prompt_text(request: Any) -> str:
@@ -61,27 +55,6 @@ def _prompt_text(request: Any) -> str:
 def _schema(request: Any) -> dict[str, Any]:
     fmt = request.config.response_format or {}
     return dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
-
-
-def answer_for_schema(schema: Mapping[str, Any], values: Mapping[str, Any], filler: str) -> dict[str, Any]:
-    """Fill every property of ``schema``: given values first, then type-based defaults."""
-    out: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        if name in values:
-            out[name] = values[name]
-        elif "enum" in prop:
-            out[name] = prop["enum"][0]
-        elif prop.get("type") in ("number", "integer"):
-            out[name] = 0.5
-        elif prop.get("type") == "boolean":
-            out[name] = True
-        elif prop.get("type") == "array":
-            out[name] = []
-        elif prop.get("type") == "object":
-            out[name] = {}
-        else:
-            out[name] = filler
-    return out
 
 
 def _response(text: str, prompt: str, latency: float) -> Response:

@@ -18,8 +18,8 @@ from courtroom.eval.analysis import (
     run_hearings,
 )
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.runs import build_program
 from courtroom.lms import RoleLMs
+from courtroom.programs import build_program
 from courtroom.testing import scripted_lm
 
 

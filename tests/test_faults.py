@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from courtroom.eval.harness import evaluate
-from courtroom.eval.runs import build_program, summarize
+from courtroom.eval.harness import evaluate, summarize
 from courtroom.eval.tasks import load_task
 from courtroom.lms import RoleLMs
+from courtroom.programs import build_program
 from courtroom.testing import FakeServer
 
 N = 200

@@ -12,12 +12,14 @@ import pytest
 
 from courtroom.cli import main
 from courtroom.errors import DataError
-from courtroom.eval.harness import ExampleResult, evaluate
+from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import load_prices
-from courtroom.eval.repeats import mean_sd_ci, run_repeats, salted_lm
-from courtroom.eval.runs import RunConfig, build_program, run, summarize
+from courtroom.eval.repeats import mean_sd_ci, run_repeats
+from courtroom.eval.runs import RunConfig, run
+from courtroom.eval.salting import salted_lm
 from courtroom.eval.tasks import load_task
 from courtroom.lms import RoleLMs
+from courtroom.programs import build_program
 from courtroom.testing import FakeServer, oracle_lm
 
 

@@ -9,10 +9,7 @@ import sys
 import click
 import typer
 
-app = typer.Typer(
-    name="courtroom", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Courtroom-style multi-LLM reasoning as optimizable DSPy programs. Add --debug for tracebacks.",
-)
+from courtroom.cli._app import app
 
 
 def _register() -> None:
@@ -53,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        print(f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (rerun with --debug)",
-              file=sys.stderr)
+        print(
+            f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (rerun with --debug)",
+            file=sys.stderr,
+        )
         return 1
     return 0

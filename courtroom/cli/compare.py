@@ -9,69 +9,15 @@ import typer
 from rich.console import Console
 
 from courtroom.cli import _options as opt
-from courtroom.cli import app
-from courtroom.cli.run import (
-    DATASET,
-    DATASET_CONFIG,
-    HUB_SPLIT,
-    LABEL_FIELD,
-    LABELS,
-    PRICES,
-    TEXT_FIELD,
-    TRAIN_LIMIT,
-    _progress_bar,
-    dataset_spec,
-)
-
-
-def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
-    """The papers' analyses of one framework as printable lines (the ambiguity split as a table)."""
-    import pandas as pd
-
-    from courtroom.eval.compare import markdown_table
-
-    lines = []
-    if "agreement" in found:
-        a = found["agreement"]
-        rate = (
-            f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}"
-            if a.get("unanimous") is not None
-            else f"consecutive {a['consecutive']:.3f}"
-            if a.get("consecutive") is not None
-            else "n/a"
-        )
-        lines.append(f"{name}: judge agreement ({a['mode']}): {rate}")
-    if "ph_transitions" in found:
-        t = found["ph_transitions"]
-        lines.append(
-            f"{name}: preliminary hearing -> verdict: wrong->correct {t['wrong_to_correct']}, "
-            f"correct->wrong {t['correct_to_wrong']} (of {t['n']})"
-        )
-    if "corrections" in found:
-        c = found["corrections"]
-        lines.append(
-            f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})"
-        )
-    if found.get("ambiguity"):
-        table = pd.DataFrame(found["ambiguity"]).set_index("rule")
-        lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))
-    return lines
+from courtroom.cli._app import app
 
 
 @app.command("compare")
 def compare_command(
-    frameworks: Annotated[
-        str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
-    ],
-    task: Annotated[
-        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
-    ] = "boolean_expressions",
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Use the first N examples of the split.")
-    ] = None,
-    repeats: Annotated[
-        int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")
-    ] = 1,
+    frameworks: Annotated[str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")],
+    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
+    limit: Annotated[int | None, typer.Option("--limit", help="Use the first N examples of the split.")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")] = 1,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
@@ -88,27 +34,24 @@ def compare_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
-    out: Annotated[
-        str, typer.Option("--out", help="Folder that receives the comparison folder.")
-    ] = "comparisons",
+    out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
     ambiguity_k: Annotated[
         int,
-        typer.Option(
-            "--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off)."
-        ),
+        typer.Option("--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off)."),
     ] = 0,
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
-    dataset: DATASET = None,
-    text_field: TEXT_FIELD = None,
-    label_field: LABEL_FIELD = None,
-    labels: LABELS = None,
-    dataset_config: DATASET_CONFIG = None,
-    hub_split: HUB_SPLIT = "train",
-    prices: PRICES = None,
-    train_limit: TRAIN_LIMIT = None,
+    dataset: opt.DATASET = None,
+    text_field: opt.TEXT_FIELD = None,
+    label_field: opt.LABEL_FIELD = None,
+    labels: opt.LABELS = None,
+    dataset_config: opt.DATASET_CONFIG = None,
+    hub_split: opt.HUB_SPLIT = "train",
+    prices: opt.PRICES = None,
+    train_limit: opt.TRAIN_LIMIT = None,
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
-    from courtroom.eval.compare import compare, markdown_table
+    from courtroom.eval.analysis import markdown_table
+    from courtroom.eval.compare import compare
     from courtroom.eval.metrics import load_prices
 
     names = [f.strip() for f in frameworks.split(",") if f.strip()]
@@ -118,8 +61,8 @@ def compare_command(
         from courtroom.errors import ConfigError
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
-    spec = dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
-    with _progress_bar(Console(stderr=True)) as bar:
+    spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
+    with opt.progress_bar(Console(stderr=True)) as bar:
         handles: dict[str, Any] = {}
 
         def progress(framework: str, res: Any) -> None:
@@ -152,6 +95,8 @@ def compare_command(
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)
+    from courtroom.eval.analysis import analyses_lines
+
     for name, found in result.analyses.items():
         for line in analyses_lines(name, found):
             console.print(line, markup=False, soft_wrap=True)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli import _options as opt
-from courtroom.cli import app
+from courtroom.cli._app import app
 from courtroom.errors import ConfigError
 
 
@@ -84,9 +84,9 @@ def compile_command(
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.cache import configure_cache
-    from courtroom.eval.runs import get_framework
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize.compile import compile_program
+    from courtroom.programs import get_framework
     from courtroom.saving import save_program
 
     base: dict[str, Any] = read_config(config) if config else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from courtroom.cli import app
+from courtroom.cli._app import app
 
 
 @app.command("frameworks")

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from courtroom.cli import _options as opt
-from courtroom.cli import app
+from courtroom.cli._app import app
 from courtroom.errors import ConfigError, DataError
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from courtroom.cli import app
+from courtroom.cli._app import app
 
 
 @app.command("report")

@@ -7,11 +7,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from courtroom.cli import _options as opt
-from courtroom.cli import app
+from courtroom.cli._app import app
 from courtroom.errors import ConfigError, CourtroomError
 
 
@@ -33,94 +32,14 @@ def summary_table(summary: dict, title: str) -> Table:
     return table
 
 
-DATASET = Annotated[
-    str | None,
-    typer.Option(
-        "--dataset",
-        help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.",
-    ),
-]
-TEXT_FIELD = Annotated[
-    str | None, typer.Option("--text-field", help="Field(s) that make the case text, comma-separated.")
-]
-LABEL_FIELD = Annotated[str | None, typer.Option("--label-field", help="Field holding the label.")]
-LABELS = Annotated[
-    str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")
-]
-DATASET_CONFIG = Annotated[str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.")]
-HUB_SPLIT = Annotated[str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.")]
-TRAIN_LIMIT = Annotated[
-    int | None,
-    typer.Option(
-        "--train-limit",
-        help="Fit precedents / the reliability assistant / demos on at most N training cases.",
-    ),
-]
-PRICES = Annotated[
-    Path | None,
-    typer.Option("--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens."),
-]
-
-
-def dataset_spec(
-    dataset: str | None,
-    text_field: str | None,
-    label_field: str | None,
-    labels: str | None,
-    config: str | None,
-    hub_split: str,
-) -> dict[str, Any] | None:
-    """``--dataset`` options as :func:`courtroom.eval.tasks.custom_task` arguments (None without one)."""
-    if dataset is None:
-        if text_field or label_field or labels:
-            raise ConfigError("--text-field, --label-field and --labels go with --dataset ID_OR_PATH")
-        return None
-    missing = [
-        flag
-        for flag, v in (("--text-field", text_field), ("--label-field", label_field), ("--labels", labels))
-        if not v
-    ]
-    if missing:
-        raise ConfigError(
-            f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
-            "--label-field answer --labels yes,no"
-        )
-    return {
-        "dataset": dataset,
-        "text_fields": str(text_field).split(","),
-        "label_field": str(label_field),
-        "labels": str(labels).split(","),
-        "config": config,
-        "hub_split": hub_split,
-    }
-
-
-def _progress_bar(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-
 @app.command("run")
 def run_command(
     framework: Annotated[
         str | None,
-        typer.Argument(
-            help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."
-        ),
+        typer.Argument(help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."),
     ] = None,
-    task: Annotated[
-        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
-    ] = "boolean_expressions",
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Run the first N examples of the split.")
-    ] = None,
+    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
+    limit: Annotated[int | None, typer.Option("--limit", help="Run the first N examples of the split.")] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
     data: Annotated[
         str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")
@@ -137,32 +56,27 @@ def run_command(
         int | None,
         typer.Option(
             "--concurrency",
-            help="Examples run at once, and the bound on LM requests in flight "
-            "(default 4; on --resume, the run's).",
+            help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).",
         ),
     ] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
-    show: Annotated[
-        int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")
-    ] = None,
+    show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
     resume_dir: Annotated[
         Path | None,
-        typer.Option(
-            "--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."
-        ),
+        typer.Option("--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."),
     ] = None,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="With --resume: run the examples that failed again too.")
     ] = False,
     repeats: Annotated[int, typer.Option("--repeats", help="Run R times; report mean, sd and 95% CI.")] = 1,
-    dataset: DATASET = None,
-    text_field: TEXT_FIELD = None,
-    label_field: LABEL_FIELD = None,
-    labels: LABELS = None,
-    dataset_config: DATASET_CONFIG = None,
-    hub_split: HUB_SPLIT = "train",
-    prices: PRICES = None,
-    train_limit: TRAIN_LIMIT = None,
+    dataset: opt.DATASET = None,
+    text_field: opt.TEXT_FIELD = None,
+    label_field: opt.LABEL_FIELD = None,
+    labels: opt.LABELS = None,
+    dataset_config: opt.DATASET_CONFIG = None,
+    hub_split: opt.HUB_SPLIT = "train",
+    prices: opt.PRICES = None,
+    train_limit: opt.TRAIN_LIMIT = None,
     ambiguity_k: Annotated[
         int,
         typer.Option(
@@ -176,8 +90,9 @@ def run_command(
     from courtroom.eval.metrics import load_prices
     from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.eval.resume import resume
-    from courtroom.eval.runs import RunConfig, get_framework, run
+    from courtroom.eval.runs import RunConfig, run
     from courtroom.lms import parse_role_overrides
+    from courtroom.programs import get_framework
 
     price_table = load_prices(prices) if prices else None
     config = None
@@ -188,7 +103,7 @@ def run_command(
         knobs = opt.parse_sets(sets)
         if loops is not None:
             knobs["n_loops"] = loops
-        spec = dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
+        spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
         config = RunConfig(
             framework=framework,
             task=task,
@@ -210,7 +125,7 @@ def run_command(
         )
     stdout = Console()
     # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
-    with _progress_bar(Console(stderr=True)) as bar:
+    with opt.progress_bar(Console(stderr=True)) as bar:
         handle = bar.add_task(framework or "resume", total=None, status="starting")
         state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
 
@@ -272,7 +187,7 @@ def run_command(
             f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
         )
     if ambiguity_k:
-        from courtroom.cli.compare import analyses_lines
+        from courtroom.eval.analysis import analyses_lines
         from courtroom.eval.compare import run_ambiguity
 
         parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta)
@@ -285,6 +200,4 @@ def run_command(
     stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
     if outcome.results and outcome.summary["failures"] == len(outcome.results):
         first = next(r.error for r in outcome.results if r.error)
-        raise CourtroomError(
-            f"every example failed (first error: {first}); check the model name, key and network"
-        )
+        raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")

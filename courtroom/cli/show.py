@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from courtroom.cli import app
+from courtroom.cli._app import app
 from courtroom.errors import ConfigError
 
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli import _options as opt
-from courtroom.cli import app
+from courtroom.cli._app import app
 from courtroom.errors import ConfigError
 
 SHOWN = ("number", "state", "accuracy", "macro_f1", "calls_per_example", "sent", "cached")
@@ -83,10 +83,10 @@ def study_command(
     ] = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
-    from courtroom.eval.runs import get_framework
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize._report import best_trial, export_config, pareto_table, trials_table, write_report
     from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
+    from courtroom.programs import get_framework
 
     cls = get_framework(framework)
     config = StudyConfig(

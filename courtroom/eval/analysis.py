@@ -9,6 +9,7 @@ preliminary hearing K times per case for the ambiguity split.
 from __future__ import annotations
 
 import contextvars
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -147,8 +148,7 @@ def judge_agreement(results: Iterable[ExampleResult | Row], mode: str = "paralle
         return out
     width = max(len(v) for v in votes)
     out["with_verdict"] = [
-        _share([v[j] == r["prediction"] for v, r in zip(votes, rows, strict=True) if len(v) > j])
-        for j in range(width)
+        _share([v[j] == r["prediction"] for v, r in zip(votes, rows, strict=True) if len(v) > j]) for j in range(width)
     ]
     if mode == "sequential":
         by_judge = [_share([v[j] == v[j - 1] for v in votes if len(v) > j]) for j in range(1, width)]
@@ -157,9 +157,7 @@ def judge_agreement(results: Iterable[ExampleResult | Row], mode: str = "paralle
     else:
         out["unanimous"] = _share([len(set(v)) == 1 for v in votes])
         pair_rates = [
-            _share([v[a] == v[b] for a in range(len(v)) for b in range(a + 1, len(v))])
-            for v in votes
-            if len(v) > 1
+            _share([v[a] == v[b] for a in range(len(v)) for b in range(a + 1, len(v))]) for v in votes if len(v) > 1
         ]
         out["pairwise"] = _share_mean(pair_rates)
     return out
@@ -253,3 +251,47 @@ def analyze(
     if votes:
         out["ambiguity"] = ambiguity_split(rows, votes, theta)
     return out
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A DataFrame as a GitHub Markdown table (floats to 4 significant digits)."""
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "n/a"
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    head = [df.index.name or "", *map(str, df.columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += [
+        "| " + " | ".join([str(i), *(cell(v) for v in row)]) + " |" for i, row in zip(df.index, df.values, strict=True)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
+    """The papers' analyses of one framework as printable lines (the ambiguity split as a table)."""
+    lines = []
+    if "agreement" in found:
+        a = found["agreement"]
+        rate = (
+            f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}"
+            if a.get("unanimous") is not None
+            else f"consecutive {a['consecutive']:.3f}"
+            if a.get("consecutive") is not None
+            else "n/a"
+        )
+        lines.append(f"{name}: judge agreement ({a['mode']}): {rate}")
+    if "ph_transitions" in found:
+        t = found["ph_transitions"]
+        lines.append(
+            f"{name}: preliminary hearing -> verdict: wrong->correct {t['wrong_to_correct']}, "
+            f"correct->wrong {t['correct_to_wrong']} (of {t['n']})"
+        )
+    if "corrections" in found:
+        c = found["corrections"]
+        lines.append(f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})")
+    if found.get("ambiguity"):
+        table = pd.DataFrame(found["ambiguity"]).set_index("rule")
+        lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))
+    return lines

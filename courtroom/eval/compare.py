@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +17,14 @@ from typing import Any
 
 import pandas as pd
 
+from courtroom.cache import redact_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, run_repeats
-from courtroom.eval.runs import RunConfig, RunOutcome, _setup, get_framework, load_run, redact_url, run
+from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
 from courtroom.lms import RoleLMs
+from courtroom.programs import get_framework
 
 COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
 
@@ -51,36 +52,15 @@ def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> di
         fw, dot, knob = key.rpartition(".")
         if dot:
             if fw not in out:
-                raise ConfigError(
-                    f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}"
-                )
+                raise ConfigError(f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}")
             out[fw][knob] = value
             continue
         takers = [f for f in frameworks if key in get_framework(f).knobs()]
         if not takers:
-            raise ConfigError(
-                f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE"
-            )
+            raise ConfigError(f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE")
         for f in takers:
             out[f][key] = value
     return out
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    """A DataFrame as a GitHub Markdown table (floats to 4 significant digits)."""
-
-    def cell(v: Any) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "n/a"
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    head = [df.index.name or "", *map(str, df.columns)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += [
-        "| " + " | ".join([str(i), *(cell(v) for v in row)]) + " |"
-        for i, row in zip(df.index, df.values, strict=True)
-    ]
-    return "\n".join(lines) + "\n"
 
 
 def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
@@ -193,11 +173,9 @@ def _write(
     outcomes: Mapping[str, Any],
     configs: Mapping[str, RunConfig],
 ) -> Comparison:
-    table = pd.DataFrame(
-        [_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework")
-    )
+    table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
     table.to_csv(out_dir / "table.csv")
-    (out_dir / "table.md").write_text(f"# {task}\n\n" + markdown_table(table))
+    (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(table))
     runs, analyses = {}, {}
     for f in frameworks:
         o = outcomes[f]
@@ -249,10 +227,8 @@ def run_ambiguity(
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
     if "clerk" not in get_framework(config.framework).roles:
-        raise ConfigError(
-            f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm"
-        )
-    program = _setup(config, lms).program
+        raise ConfigError(f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm")
+    program = RunSetup.build(config, lms).program
     votes = analysis.run_hearings(
         analysis.clerk_hearing(program),
         {r["id"]: r["input"] for r in rows},
@@ -286,8 +262,7 @@ def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dic
     path = Path(path)
     if not (path / "comparison.json").is_file():
         raise ConfigError(
-            f"{path} is not a comparison folder (no comparison.json): pass a folder printed by "
-            "`courtroom compare`"
+            f"{path} is not a comparison folder (no comparison.json): pass a folder printed by `courtroom compare`"
         )
     info = json.loads((path / "comparison.json").read_text())
     table = pd.read_csv(path / "table.csv", index_col="framework")
@@ -316,9 +291,7 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     )
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
-        made["repeats"] = plots.repeats_boxplot(
-            accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy"
-        )
+        made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
     curves = {}
     for f, a in analyses.items():
         agreement = a.get("agreement") or {}
@@ -327,9 +300,7 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
         elif agreement.get("with_verdict"):
             curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
     if curves:
-        made["agreement"] = plots.agreement_curves(
-            curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate"
-        )
+        made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate")
     for f, a in analyses.items():
         if a.get("ambiguity"):
             made[f"ambiguity-{f}"] = plots.ambiguity_bars(

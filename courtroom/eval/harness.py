@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.callback import BaseCallback
 
+from courtroom.eval.metrics import score, user_prices
 from courtroom.transcript import Turn
 from courtroom.usage import Usage, metered
 
@@ -172,3 +173,25 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
             for key in agg:
                 agg[key] += counts.get(key, 0)
     return total
+
+
+def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
+    """Scores, failures, calls, tokens, cost and wall time of a list of results.
+
+    Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
+    input and output dollars); it is None when no model has a price.
+    """
+    usage = total_usage(results)
+    summary = score([r.gold for r in results], [r.prediction for r in results], labels)
+    summary.update(
+        calls=usage.calls,
+        sent=usage.sent,
+        cached=usage.cached,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        tokens=usage.prompt_tokens + usage.completion_tokens,
+        cost=usage.cost(user_prices(usage.by_model, prices)),
+        wall_seconds=round(wall, 3),
+        failed_ids=[r.id for r in results if r.prediction is None],
+    )
+    return summary

@@ -22,46 +22,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from courtroom.cache import redact_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.resume import resume
-from courtroom.eval.runs import RunConfig, RunOutcome, redact_url, run
+from courtroom.eval.runs import RunConfig, RunOutcome, run
 from courtroom.lms import RoleLMs
 
-SALT = 1_000_003
 STAT_METRICS = ("accuracy", "macro_f1", "failures", "calls", "sent", "tokens", "cost", "wall_seconds")
-_salted_classes: dict[type, type] = {}
-
-
-def _salted_class(cls: type) -> type:
-    if cls not in _salted_classes:
-
-        def __call__(self: Any, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
-            kwargs["rollout_id"] = self.courtroom_salt * SALT + int(kwargs.get("rollout_id") or 0)
-            return cls.__call__(self, prompt, messages=messages, **kwargs)
-
-        salted = type(f"Salted{cls.__name__}", (cls,), {"__call__": __call__, "__module__": __name__})
-        _salted_classes[cls] = salted
-    return _salted_classes[cls]
-
-
-def salted_lm(lm: Any, salt: int) -> Any:
-    """A copy of ``lm`` whose calls carry ``rollout_id`` offset by ``salt`` (distinct cache entries)."""
-    twin = lm.copy()
-    twin.__class__ = _salted_class(type(lm))
-    twin.courtroom_salt = int(salt)
-    return twin
-
-
-def salted_roles(lms: RoleLMs, salt: int) -> RoleLMs:
-    """The role map with every model salted; roles that shared one model still share its copy."""
-    copies: dict[int, Any] = {}
-    out = RoleLMs()
-    for role, lm in lms.items():
-        if id(lm) not in copies:
-            copies[id(lm)] = salted_lm(lm, salt)
-        out[role] = copies[id(lm)]
-    return out
 
 
 def mean_sd_ci(
@@ -95,9 +63,7 @@ def mean_sd_ci(
 def repeat_stats(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric: mean, sd and 95% CI over the repeats' summaries."""
     return {
-        m: mean_sd_ci(
-            [s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in ("accuracy", "macro_f1") else None)
-        )
+        m: mean_sd_ci([s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in ("accuracy", "macro_f1") else None))
         for m in STAT_METRICS
     }
 
@@ -206,6 +172,4 @@ def resume_repeats(
     for key, value in overrides.items():
         if value is not None and value != {} and key in known:
             setattr(config, key, value)
-    return _run_group(
-        group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides
-    )
+    return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)

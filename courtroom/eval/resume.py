@@ -13,7 +13,8 @@ from typing import Any
 
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.runs import RunConfig, RunOutcome, _execute, _prepare, _Setup, _setup, load_run
+from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run
+from courtroom.eval.salting import salted_roles
 from courtroom.lms import RoleLMs
 from courtroom.programs import CourtroomProgram
 
@@ -47,12 +48,11 @@ def resume(
     for key, value in overrides.items():
         if value is not None and value != {}:
             setattr(config, key, value)
-    setup = _setup(config, lms)
+    setup = RunSetup.build(config, lms)
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):
         raise ConfigError(
-            f"{path}: the data no longer gives the run's examples (ids differ); "
-            "resume needs the same data and seed"
+            f"{path}: the data no longer gives the run's examples (ids differ); resume needs the same data and seed"
         )
     keys = set(ExampleResult.__dataclass_fields__)
     done = [
@@ -61,19 +61,17 @@ def resume(
         if not (retry_failed and r.get("prediction") is None)
     ]
     if setup.program.config() != meta.get("framework_config"):
-        raise ConfigError(
-            f"{path}: framework settings differ from the run's; resume with the same --set values"
-        )
-    if type(setup.program).prepare is not CourtroomProgram.prepare and len(done) < len(ids):
-        _prepare(setup, config)  # refits from the cache: the earlier session sent these calls
+        raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
+    if setup.learns and len(done) < len(ids):
+        setup.prepare()  # refits from the cache: the earlier session sent these calls
     retry = None
     if retry_failed:
         retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
-    return _execute(path, config, setup, done, progress, on_start, retry)
+    return setup.execute(path, done, progress, on_start, retry)
 
 
 def _retry_program(
-    run_dir: Path, config: RunConfig, setup: _Setup, failed: set[str]
+    run_dir: Path, config: RunConfig, setup: RunSetup, failed: set[str]
 ) -> tuple[CourtroomProgram, set[str]] | None:
     """The program that reruns failed examples: its models are salted by the attempt number.
 
@@ -82,8 +80,6 @@ def _retry_program(
     """
     if not failed:
         return None
-    from courtroom.eval.repeats import salted_roles
-
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     attempts = max(sum(f'"id": "{i}"' in line for line in lines) for i in failed)
     lms = salted_roles(setup.lms, RETRY_SALT * attempts + config.repeat)

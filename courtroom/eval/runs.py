@@ -8,29 +8,26 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import platform
 import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import dspy
 
+from courtroom._versions import versions
 from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
-from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, total_usage
-from courtroom.eval.metrics import score, user_prices
+from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
+from courtroom.eval.salting import salted_roles
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
-from courtroom.programs import FRAMEWORKS, CourtroomProgram
+from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.usage import metered
-
-VERSIONED = ("courtroom", "dspy", "litellm", "optuna", "datasets", "pandas", "scikit-learn")
 
 
 @dataclass
@@ -70,48 +67,6 @@ class RunOutcome:
     results: list[ExampleResult]
 
 
-def versions() -> dict[str, str]:
-    """Installed versions of the libraries that shape results."""
-    out = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-def get_framework(name: str) -> type[CourtroomProgram]:
-    """The registered program class called ``name``."""
-    if name not in FRAMEWORKS:
-        raise ConfigError(f"unknown framework {name!r}: valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
-    return FRAMEWORKS[name]
-
-
-def build_program(
-    name: str,
-    labels: Any,
-    positions: Any = None,
-    *,
-    knobs: Mapping[str, Any] | None = None,
-    lms: RoleLMs | None = None,
-    lm: Any = None,
-    roles: Mapping[str, Any] | None = None,
-) -> CourtroomProgram:
-    """Instantiate a framework, refusing knobs it does not have."""
-    cls = get_framework(name)
-    valid = cls.knobs()
-    unknown = sorted(set(knobs or {}) - set(valid))
-    if unknown:
-        raise ConfigError(
-            f"{name} has no knob {', '.join(unknown)}: its knobs are "
-            + (", ".join(f"{k}={v}" for k, v in valid.items()) or "(none)")
-        )
-    if lms is not None:
-        return cls(labels, positions, roles=lms, **dict(knobs or {}))
-    return cls(labels, positions, lm=lm, roles=roles, **dict(knobs or {}))
-
-
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
     """Fail fast, in one line, when a model server with an ``api_base`` does not accept connections."""
     for lm in {id(v): v for v in lms.values()}.values():
@@ -137,28 +92,6 @@ def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     return path
 
 
-def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
-    """Scores, failures, calls, tokens, cost and wall time of a list of results.
-
-    Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
-    input and output dollars); it is None when no model has a price.
-    """
-    usage = total_usage(results)
-    summary = score([r.gold for r in results], [r.prediction for r in results], labels)
-    summary.update(
-        calls=usage.calls,
-        sent=usage.sent,
-        cached=usage.cached,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        tokens=usage.prompt_tokens + usage.completion_tokens,
-        cost=usage.cost(user_prices(usage.by_model, prices)),
-        wall_seconds=round(wall, 3),
-        failed_ids=[r.id for r in results if r.prediction is None],
-    )
-    return summary
-
-
 def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The summary as a small Markdown table."""
     rows = [
@@ -171,64 +104,114 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
-    return (
-        f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
-    )
+    return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
 @dataclass
-class _Setup:
+class RunSetup:
+    """A run ready to execute: its config, program, role models, task and examples.
+
+    :func:`run` builds one for a new folder and :func:`courtroom.eval.resume.resume` for an
+    existing one; both then call :meth:`prepare` and :meth:`execute`.
+    """
+
+    config: RunConfig
     program: CourtroomProgram
     lms: RoleLMs
     task: Any
     examples: list[Any]
     source: str
 
-
-def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
-    """Load the data, build the role models and the program, and fit it on the train split."""
-    configure_cache()
-    cls = get_framework(config.framework)
-    data = load_task(
-        config.task,
-        data=config.data,
-        split=config.split,
-        limit=config.limit,
-        seed=config.seed,
-        dataset=config.dataset,
-    )
-    if lms is None:
-        lms = resolve_roles(
-            config.lm,
-            config.roles,
-            valid_roles=cls.roles,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            api_base=config.api_base,
+    @classmethod
+    def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
+        """Load the data, build the role models and the program (``lms`` replaces the named models)."""
+        configure_cache()
+        framework = get_framework(config.framework)
+        data = load_task(
+            config.task,
+            data=config.data,
+            split=config.split,
+            limit=config.limit,
+            seed=config.seed,
+            dataset=config.dataset,
         )
-    if config.repeat:
-        from courtroom.eval.repeats import salted_roles
+        if lms is None:
+            lms = resolve_roles(
+                config.lm,
+                config.roles,
+                valid_roles=framework.roles,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                api_base=config.api_base,
+            )
+        if config.repeat:
+            lms = salted_roles(lms, config.repeat)
+        program = build_program(config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms)
+        check_reachable(lms)
+        return cls(config, program, lms, data.task, data.examples, data.source)
 
-        lms = salted_roles(lms, config.repeat)
-    program = build_program(
-        config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms
-    )
-    check_reachable(lms)
-    return _Setup(program, lms, data.task, data.examples, data.source)
+    @property
+    def learns(self) -> bool:
+        """Whether the program fits anything on the train split (``prepare``)."""
+        return type(self.program).prepare is not CourtroomProgram.prepare
 
+    def prepare(self) -> dict[str, Any]:
+        """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
+        if not self.learns:
+            return {}
+        config = self.config
+        train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
+        train = train[: config.train_limit] if config.train_limit else train
+        with (
+            metered() as meter,
+            dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(config.concurrency)]),
+        ):
+            self.program.prepare(train)
+        return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
 
-def _prepare(setup: _Setup, config: RunConfig) -> dict[str, Any]:
-    """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
-    if type(setup.program).prepare is CourtroomProgram.prepare:
-        return {}
-    train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
-    train = train[: config.train_limit] if config.train_limit else train
-    with (
-        metered() as meter,
-        dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(config.concurrency)]),
-    ):
-        setup.program.prepare(train)
-    return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
+    def execute(
+        self,
+        run_dir: Path,
+        done: list[ExampleResult],
+        progress: Callable[[ExampleResult], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        retry: tuple[CourtroomProgram, set[str]] | None = None,
+    ) -> RunOutcome:
+        """Evaluate the examples without a result in ``done`` into ``run_dir``; write the summary.
+
+        ``retry`` is a program and the ids it reruns (``--retry-failed``).
+        """
+        config = self.config
+        finished = {r.id for r in done}
+        retry_program, retry_ids = retry if retry else (self.program, set())
+        todo = [ex for ex in self.examples if ex.id not in finished and ex.id not in retry_ids]
+        again = [ex for ex in self.examples if ex.id in retry_ids]
+        if on_start:
+            on_start(len(self.examples))
+        for r in done:
+            if progress:
+                progress(r)
+        earlier = _earlier_wall(run_dir)
+        _session(run_dir, "start")
+        start = time.perf_counter()
+        with (run_dir / "results.jsonl").open("a") as sink:
+
+            def record(res: ExampleResult) -> None:
+                sink.write(json.dumps(res.to_dict()) + "\n")
+                sink.flush()
+                if progress:
+                    progress(res)
+
+            new = evaluate(self.program, todo, concurrency=config.concurrency, on_result=record)
+            if again:
+                new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record)
+        _session(run_dir, "end")
+        by_id = {r.id: r for r in [*done, *new]}
+        results = [by_id[ex.id] for ex in self.examples]
+        summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
+        return RunOutcome(run_dir, summary, results)
 
 
 def _session(run_dir: Path, event: str) -> None:
@@ -257,47 +240,6 @@ def _earlier_wall(run_dir: Path) -> float:
     return total
 
 
-def _execute(
-    run_dir: Path,
-    config: RunConfig,
-    setup: _Setup,
-    done: list[ExampleResult],
-    progress: Callable[[ExampleResult], None] | None,
-    on_start: Callable[[int], None] | None,
-    retry: tuple[CourtroomProgram, set[str]] | None = None,
-) -> RunOutcome:
-    finished = {r.id for r in done}
-    retry_program, retry_ids = retry if retry else (setup.program, set())
-    todo = [ex for ex in setup.examples if ex.id not in finished and ex.id not in retry_ids]
-    again = [ex for ex in setup.examples if ex.id in retry_ids]
-    if on_start:
-        on_start(len(setup.examples))
-    for r in done:
-        if progress:
-            progress(r)
-    earlier = _earlier_wall(run_dir)
-    _session(run_dir, "start")
-    start = time.perf_counter()
-    with (run_dir / "results.jsonl").open("a") as sink:
-
-        def record(res: ExampleResult) -> None:
-            sink.write(json.dumps(res.to_dict()) + "\n")
-            sink.flush()
-            if progress:
-                progress(res)
-
-        new = evaluate(setup.program, todo, concurrency=config.concurrency, on_result=record)
-        if again:
-            new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record)
-    _session(run_dir, "end")
-    by_id = {r.id: r for r in [*done, *new]}
-    results = [by_id[ex.id] for ex in setup.examples]
-    summary = summarize(results, setup.task.labels, earlier + time.perf_counter() - start, config.prices)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {setup.task.name}"))
-    return RunOutcome(run_dir, summary, results)
-
-
 def run(
     config: RunConfig,
     *,
@@ -311,7 +253,7 @@ def run(
     ``lms`` (a ready role map, e.g. fakes) replaces the models named in ``config``; ``run_dir``
     (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name.
     """
-    setup = _setup(config, lms)
+    setup = RunSetup.build(config, lms)
     if run_dir is None:
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
     else:
@@ -334,10 +276,10 @@ def run(
         "versions": versions(),
     }
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
-    prepare_usage = _prepare(setup, config)
+    prepare_usage = setup.prepare()
     if prepare_usage:
         (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
-    return _execute(run_dir, config, setup, [], progress, on_start)
+    return setup.execute(run_dir, [], progress, on_start)
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
@@ -348,9 +290,7 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]],
     """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
-        raise ConfigError(
-            f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`"
-        )
+        raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
     meta = json.loads((path / "meta.json").read_text())
     by_id: dict[str, dict[str, Any]] = {}
     results_path = path / "results.jsonl"

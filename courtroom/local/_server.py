@@ -195,25 +195,3 @@ def shared_server() -> LocalServer:
         if _shared is None:
             _shared = LocalServer()
     return _shared.start()
-
-
-def local_lm(*, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-    """A ``dspy.LM`` on the embedded server (started if needed).
-
-    ``engine="litellm"`` matters: DSPy's native client sends ``max_completion_tokens``, which
-    llama.cpp ignores (generation then runs to the context limit).
-    """
-    from courtroom.lms import LlamaCppLM
-
-    server = shared_server()
-    lm = LlamaCppLM(
-        f"openai/{server.alias}",
-        api_base=server.api_base,
-        api_key="sk-local-no-key",
-        engine="litellm",
-        temperature=0.7 if temperature is None else temperature,
-        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
-        num_retries=2,
-    )
-    lm.max_string_chars = MAX_STRING_CHARS
-    return lm

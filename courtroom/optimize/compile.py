@@ -23,13 +23,12 @@ import dspy
 
 from courtroom._adapter import ADAPTER
 from courtroom.errors import ConfigError
-from courtroom.eval.harness import evaluate
-from courtroom.eval.runs import build_program, get_framework, summarize
+from courtroom.eval.harness import evaluate, summarize
 from courtroom.lms import RoleLMs, build_lm, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
-from courtroom.programs import CourtroomProgram
+from courtroom.programs import CourtroomProgram, build_program, get_framework
 
 
 @dataclass
@@ -203,6 +202,12 @@ OPTIMIZERS: dict[str, Optimizer] = {
         Optimizer("refine", "Refine (refused)", refuse=_SINGLE_LM),
     )
 }
+
+
+def register(optimizer: Optimizer) -> Optimizer:
+    """Add an optimizer to the registry (replacing one of the same name)."""
+    OPTIMIZERS[optimizer.name] = optimizer
+    return optimizer
 
 
 def get_optimizer(name: str) -> Optimizer:

@@ -148,7 +148,7 @@ def build_space(
     temperatures: bool = False,
 ) -> list[Param]:
     """The search space of ``framework``, narrowed by ``overrides`` (name -> ``LOW:HIGH`` or ``a,b``)."""
-    from courtroom.eval.runs import get_framework
+    from courtroom.programs import get_framework
 
     cls = get_framework(framework)
     if framework not in SPACES:
@@ -178,7 +178,7 @@ def build_space(
 
 def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
     """The paper's configuration (the class's knob defaults), where the space still contains it."""
-    from courtroom.eval.runs import get_framework
+    from courtroom.programs import get_framework
 
     knobs = get_framework(framework).knobs()
     out: dict[str, Any] = {}

@@ -28,10 +28,10 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
-from courtroom.eval.runs import build_program, get_framework
 from courtroom.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
+from courtroom.programs import build_program, get_framework
 from courtroom.usage import metered
 
 OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}

@@ -1,5 +1,16 @@
-"""Frameworks and baselines as DSPy modules; ``FRAMEWORKS`` is the one registry, by name."""
+"""Frameworks and baselines as DSPy modules; ``FRAMEWORKS`` is the one registry, by name.
 
+:func:`build_program` is the one way to make a program from a name and knobs: the harness, the
+optimizers, studies and the CLI all call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from courtroom.errors import ConfigError
+from courtroom.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram
 from courtroom.programs.baseline_debates import KhanDebate, Reflexion
 from courtroom.programs.baselines import ChainOfThought, FewShot, ParallelVote, SelfConsistency, ZeroShot
@@ -24,6 +35,45 @@ FRAMEWORKS: dict[str, type[CourtroomProgram]] = {
 }
 
 
+def register(cls: type[CourtroomProgram]) -> type[CourtroomProgram]:
+    """Add a framework class to the registry under ``cls.name`` (usable as a class decorator)."""
+    if not cls.name:
+        raise ConfigError(f"{cls.__name__} has no name: set the class attribute `name`")
+    FRAMEWORKS[cls.name] = cls
+    return cls
+
+
+def get_framework(name: str) -> type[CourtroomProgram]:
+    """The registered program class called ``name``."""
+    if name not in FRAMEWORKS:
+        raise ConfigError(f"unknown framework {name!r}: valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
+    return FRAMEWORKS[name]
+
+
+def build_program(
+    name: str,
+    labels: Any,
+    positions: Any = None,
+    *,
+    knobs: Mapping[str, Any] | None = None,
+    lms: RoleLMs | None = None,
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
+) -> CourtroomProgram:
+    """Instantiate a framework, refusing knobs it does not have."""
+    cls = get_framework(name)
+    valid = cls.knobs()
+    unknown = sorted(set(knobs or {}) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"{name} has no knob {', '.join(unknown)}: its knobs are "
+            + (", ".join(f"{k}={v}" for k, v in valid.items()) or "(none)")
+        )
+    if lms is not None:
+        return cls(labels, positions, roles=lms, **dict(knobs or {}))
+    return cls(labels, positions, lm=lm, roles=roles, **dict(knobs or {}))
+
+
 def all_roles() -> tuple[str, ...]:
     """Every role name any registered program uses."""
     return tuple(sorted({r for cls in FRAMEWORKS.values() for r in cls.roles}))
@@ -43,4 +93,7 @@ __all__ = [
     "SelfConsistency",
     "ZeroShot",
     "all_roles",
+    "build_program",
+    "get_framework",
+    "register",
 ]

@@ -1,0 +1,19 @@
+"""Installed versions of the libraries that shape results (run folders and saved programs record them)."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+VERSIONED = ("courtroom", "dspy", "litellm", "optuna", "datasets", "pandas", "scikit-learn")
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of the libraries that shape results."""
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
