@@ -117,16 +117,20 @@ class CourtroomProgram(dspy.Module):
         predictor: dspy.Predict,
         rollout: int | None = None,
         lm_config: Mapping[str, Any] | None = None,
+        *,
+        sample: bool = True,
         **inputs: Any,
     ) -> dspy.Prediction:
         """Call ``predictor`` on ``role``'s model, counted by the current meter.
 
-        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id.
+        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. Unless
+        ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its own
+        runs at that temperature.
         """
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
         own = (getattr(self.lms.for_role(role), "kwargs", None) or {}).get("temperature")
-        if own is None and role in self.temperatures:
+        if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
         with use_role(self.lms, role):
             try:

@@ -81,7 +81,7 @@ def cot_demos(program: CourtroomProgram, trainset: Sequence[dspy.Example], k: in
     outs = run_parallel(
         [
             functools.partial(
-                program.ask, "classifier", program.classifier, signature=reason, demos=[],
+                program.ask, "classifier", program.classifier, sample=False, signature=reason, demos=[],
                 case=trainset[i].case, labels=labels,
             )
             for i in picked

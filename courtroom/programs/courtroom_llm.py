@@ -205,7 +205,8 @@ class CourtroomLLM(CourtroomProgram):
             for p in precedents
         ]
         # The judges may only answer A1 or A2: the decision's enum is narrowed for this case.
-        judge_sig = self.judge.signature.with_updated_fields("decision", type_=label_type([a1, a2]))
+        pair = sorted((a1, a2), key=self.labels.index)  # label order: the schema does not favour A1
+        judge_sig = self.judge.signature.with_updated_fields("decision", type_=label_type(pair))
         inputs: dict[str, Any] = {
             "signature": judge_sig,
             "case": case,

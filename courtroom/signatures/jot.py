@@ -82,4 +82,6 @@ def solo_judge(judge: type[dspy.Signature], role: str) -> type[dspy.Signature]:
     absent = "prosecutor" if role == "lawyer" else "lawyer"
     side = "positive" if role == "lawyer" else "negative"
     sig = judge.delete(f"{absent}_argument").delete(f"feedback_to_{absent}")
+    sig = sig.with_updated_fields("positive_position", desc="the positive position")
+    sig = sig.with_updated_fields("negative_position", desc="the negative position")
     return sig.with_instructions(SOLO_JUDGE.format(role=role, side=side))
