@@ -58,11 +58,32 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
     return lines
 
 
+def suite_lines(table: Any) -> str:
+    """The paper-vs-measured table of a suite as Markdown."""
+    from courtroom.eval.compare import markdown_table
+
+    shown = table.assign(
+        ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
+    ).set_index("task")[["row", "paper", "measured", "ci95", "n"]]
+    return markdown_table(shown)
+
+
 @app.command("compare")
 def compare_command(
     frameworks: Annotated[
-        str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
-    ],
+        str | None, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option("--suite", help="Run a paper's comparison table (see `courtroom frameworks`) instead."),
+    ] = None,
+    suite_tasks: Annotated[
+        str | None, typer.Option("--suite-tasks", help="With --suite: only these of its tasks, comma-separated.")
+    ] = None,
+    presets: Annotated[
+        list[str] | None,
+        typer.Option("--preset", help="A paper preset for the compared framework it names; repeatable."),
+    ] = None,
     task: Annotated[
         str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
     ] = "boolean_expressions",
@@ -107,11 +128,14 @@ def compare_command(
     prices: PRICES = None,
     train_limit: TRAIN_LIMIT = None,
 ) -> None:
-    """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
+    """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
+    from courtroom.errors import ConfigError
     from courtroom.eval.compare import compare, markdown_table
     from courtroom.eval.metrics import load_prices
 
-    names = [f.strip() for f in frameworks.split(",") if f.strip()]
+    if (frameworks is None) == (suite is None):
+        raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
+    names = [f.strip() for f in (frameworks or "").split(",") if f.strip()]
     roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
     bad = [r for r in role or [] if "=" not in r]
     if bad:
@@ -127,9 +151,7 @@ def compare_command(
                 handles[framework] = bar.add_task(framework, total=None, status="")
             bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
 
-        result = compare(
-            task,
-            names,
+        common: dict[str, Any] = dict(
             limit=limit,
             repeats=repeats,
             lm=lm,
@@ -150,11 +172,28 @@ def compare_command(
             progress=progress,
             train_limit=train_limit,
         )
+        if suite:
+            from courtroom.eval.suites import get_suite, run_suite
+
+            chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else None
+            table, results = run_suite(suite, tasks=chosen, **common)
+        else:
+            results = {task: compare(task, names, presets=presets or (), **common)}
     console = Console()
-    console.print(markdown_table(result.table), markup=False, soft_wrap=True)
-    for name, found in result.analyses.items():
-        for line in analyses_lines(name, found):
-            console.print(line, markup=False, soft_wrap=True)
-    for name, path in result.plots.items():
-        console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
-    console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+    for result in results.values():
+        console.print(markdown_table(result.table), markup=False, soft_wrap=True)
+        for name, found in result.analyses.items():
+            for line in analyses_lines(name, found):
+                console.print(line, markup=False, soft_wrap=True)
+        for name, path in result.plots.items():
+            console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
+        console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+    if suite:
+        about = get_suite(suite)
+        console.print(
+            f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI)"
+            + (f"; {about.note}" if about.note else ""),
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(suite_lines(table), markup=False, soft_wrap=True)

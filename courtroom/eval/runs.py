@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import platform
 import socket
 import time
@@ -30,6 +31,7 @@ from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import FRAMEWORKS, CourtroomProgram
 from courtroom.usage import metered
 
+logger = logging.getLogger(__name__)
 VERSIONED = ("courtroom", "dspy", "litellm", "optuna", "datasets", "pandas", "scikit-learn")
 
 
@@ -59,6 +61,8 @@ class RunConfig:
     """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.eval.repeats`)."""
     train_limit: int | None = None
     """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
+    preset: str | None = None
+    """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
 
 
 @dataclass
@@ -197,10 +201,15 @@ def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
         seed=config.seed,
         dataset=config.dataset,
     )
+    from courtroom.programs.presets import role_specs, sampling_temperatures
+
+    temperatures = sampling_temperatures(cls, config.preset)
     if lms is None:
+        # Without --temperature, roles the framework samples run at its (or the preset's) temperature.
+        roles = role_specs(config.roles, config.lm, temperatures) if config.temperature is None else config.roles
         lms = resolve_roles(
             config.lm,
-            config.roles,
+            roles,
             valid_roles=cls.roles,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
@@ -210,9 +219,14 @@ def _setup(config: RunConfig, lms: RoleLMs | None) -> _Setup:
         from courtroom.eval.repeats import salted_roles
 
         lms = salted_roles(lms, config.repeat)
-    program = build_program(
-        config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms
-    )
+    knobs = dict(config.knobs)
+    if "seed" in cls.knobs():
+        knobs.setdefault("seed", config.seed)  # e.g. Courtroom-LLM's random assignment follows the run's seed
+    program = build_program(config.framework, data.task.labels, data.task.positions, knobs=knobs, lms=lms)
+    program.temperatures.update(temperatures)
+    warning = program.sampling_warning()
+    if warning:
+        logger.warning(warning)
     check_reachable(lms)
     return _Setup(program, lms, data.task, data.examples, data.source)
 
@@ -321,6 +335,8 @@ def run(
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
         "config": {**asdict(config), "api_base": redact_url(config.api_base)},
         "framework_config": setup.program.config(),
+        "preset": config.preset,
+        "temperatures": {r: setup.program.temperature_of(r) for r in cls.roles},
         "models": setup.lms.names(cls.roles),
         "task": {
             "name": setup.task.name,
