@@ -27,23 +27,21 @@ def frameworks_command() -> None:
     from courtroom.eval.suites import SUITES
     from courtroom.programs.presets import PRESETS
 
-    presets = Table(title="presets (--preset NAME on run, compare, compile, study)", show_lines=True)
-    for column in ("preset", "framework", "knobs", "temperatures"):
-        presets.add_column(column, no_wrap=True)
-    presets.add_column("source", ratio=1)
+    # Plain lines, not tables: long names stay whole and greppable at 80 columns.
+    lines = ["", "presets (--preset NAME on run, compare, compile, study; --set still wins):"]
     for p in PRESETS.values():
-        presets.add_row(
-            p.name,
-            p.framework,
-            "\n".join(f"{k}={v}" for k, v in p.knobs.items()),
-            "\n".join(f"{r}={t}" for r, t in p.temperatures.items()) or "framework default",
-            p.source,
-        )
-    console.print(presets)
-    suites = Table(title="suites (courtroom compare --suite NAME)", show_lines=True)
-    for column in ("suite", "reproduces", "rows"):
-        suites.add_column(column, no_wrap=True)
-    suites.add_column("tasks", ratio=1)
+        temps = ", ".join(f"{r}={t}" for r, t in p.temperatures.items()) or "the framework's defaults"
+        lines += [
+            f"  {p.name} -> {p.framework}",
+            "    knobs: " + ", ".join(f"{k}={v}" for k, v in p.knobs.items()),
+            f"    temperatures: {temps}",
+            f"    source: {p.source}",
+        ]
+    lines += ["", "suites (courtroom compare --suite NAME [--suite-tasks a,b]):"]
     for s in SUITES.values():
-        suites.add_row(s.name, f"{s.paper}\n{s.table}", "\n".join(r.name for r in s.rows), ", ".join(s.tasks))
-    console.print(suites)
+        lines += [
+            f"  {s.name} -> {s.paper}, {s.table}",
+            "    rows: " + ", ".join(r.name for r in s.rows),
+            "    tasks: " + ", ".join(s.tasks),
+        ]
+    console.print("\n".join(lines), markup=False, soft_wrap=True)
