@@ -172,8 +172,9 @@ class OracleEngine(_Engine):
             options = prop.get("enum")
             if not options:
                 continue
-            idx = self.labels.index(gold) if gold in self.labels else None
-            if idx is None or idx >= len(options):
+            # By value: an enum narrowed to some labels (Courtroom-LLM's A1/A2) still finds the gold one.
+            idx = options.index(gold) if gold in options else None
+            if idx is None:
                 chosen_index = rng.randrange(len(options))
             elif correct:
                 chosen_index = idx

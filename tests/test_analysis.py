@@ -31,15 +31,25 @@ def test_d_rate_and_both_ambiguity_rules() -> None:
     assert d_rate(["A"] * 5) == 1.0
     assert d_rate(["A", "A", "A", "B", "B"]) == pytest.approx(0.2)
     assert d_rate(["A", "A", "A", "A", "B"]) == pytest.approx(0.6)
-    assert d_rate(["A", "A", "B", "C", None]) == pytest.approx(0.2)
+    assert d_rate(["A", "A", "B", "C", None]) == pytest.approx(0.25)  # K = the 4 samples heard
+    assert d_rate([None, None]) is None
     table = ambiguity(
-        {"x": ["A"] * 5, "y": ["A", "A", "A", "A", "B"], "z": ["A", "A", "A", "B", "B"]}, theta=0.5
+        {
+            "x": ["A"] * 5,
+            "y": ["A", "A", "A", "A", "B"],
+            "z": ["A", "A", "A", "B", "B"],
+            "f": ["A", "A", None, "A", "A"],
+            "u": [None] * 5,
+        },
+        theta=0.5,
     )
-    flags = table.set_index("id")[["ambiguous", "changed"]].to_dict("index")
+    flags = table.set_index("id")[["ambiguous", "changed", "failed"]].to_dict("index")
     assert flags == {
-        "x": {"ambiguous": False, "changed": False},
-        "y": {"ambiguous": False, "changed": True},
-        "z": {"ambiguous": True, "changed": True},
+        "x": {"ambiguous": False, "changed": False, "failed": 0},
+        "y": {"ambiguous": False, "changed": True, "failed": 0},
+        "z": {"ambiguous": True, "changed": True, "failed": 0},
+        "f": {"ambiguous": False, "changed": False, "failed": 1},  # a failed sample is not a change
+        "u": {"ambiguous": None, "changed": None, "failed": 5},  # never heard: in neither part
     }
 
 

@@ -25,14 +25,38 @@ def test_zero_shot_and_cot() -> None:
     lm = scripted_lm({"classifier": {"answer": "joy", "reasoning": "because"}})
     out = ZeroShot(SIX, lm=lm)(case="c")
     assert out.label == "joy" and [t.role for t in out.transcript] == ["classifier"]
-    out = ChainOfThought(SIX, lm=lm)(case="c")
+    out = ChainOfThought(SIX, lm=lm, k_shots=0)(case="c")
     assert out.label == "joy" and out.transcript[0].text == "because"
+    with pytest.raises(ConfigError, match="prepare"):
+        ChainOfThought(SIX, lm=lm)(case="c")
+
+
+def test_few_shot_cot_and_sc_share_demos_generated_once_by_zero_shot_cot() -> None:
+    train = [dspy.Example(case=f"train case {i}", label=BINARY[i % 2], id=i) for i in range(10)]
+    lm = scripted_lm({"classifier": lambda r, t, p: {"reasoning": f"REASONED-{p.split()[-1]}", "answer": "True"}})
+    lm.cache = True  # the real cache: each demo is generated once, then shared
+    few, cot = FewShot(BINARY, lm=lm, seed=3), ChainOfThought(BINARY, lm=lm, seed=3)
+    sc = SelfConsistency(BINARY, lm=lm, seed=3)
+    for program in (few, cot, sc):
+        program.prepare(train)
+    assert lm.engine_impl.turns["classifier"] == 3  # three demos, generated once for all three programs
+    cases = [d.case for d in few.classifier.demos]
+    assert cases == [d.case for d in cot.classifier.demos] == [d.case for d in sc.classifier.demos]
+    assert all(d.reasoning.startswith("REASONED") for d in cot.classifier.demos)
+    assert all("reasoning" not in d for d in few.classifier.demos)
+    labelled = FewShot(BINARY, lm=lm, seed=3, demo_source="labelled")
+    labelled.prepare(train)
+    gold = {ex.case: ex.label for ex in train}
+    assert [(d.case, d.answer) for d in labelled.classifier.demos] == [(c, gold[c]) for c in cases]
+    assert lm.engine_impl.turns["classifier"] == 3  # labelled demos call nothing
+    schema = "\n".join(m["content"] for m in lm.history[0]["messages"])
+    assert "short" not in schema
 
 
 def test_few_shot_demos_are_seeded_and_shown() -> None:
     train = [dspy.Example(case=f"train case {i}", label=BINARY[i % 2], id=i) for i in range(10)]
     lm = scripted_lm({})
-    a, b = FewShot(BINARY, lm=lm, k_shots=3, seed=1), FewShot(BINARY, lm=lm, k_shots=3, seed=1)
+    a, b = (FewShot(BINARY, lm=lm, k_shots=3, seed=1, demo_source="labelled") for _ in range(2))
     a.prepare(train)
     b.prepare(train)
     assert [d.case for d in a.classifier.demos] == [d.case for d in b.classifier.demos]
@@ -48,7 +72,7 @@ def test_few_shot_demos_are_seeded_and_shown() -> None:
 
 def test_self_consistency_and_parallel_vote_take_the_majority() -> None:
     lm = scripted_lm({"classifier": [{"answer": "anger"}, {"answer": "fear"}, {"answer": "fear"}]})
-    out = SelfConsistency(SIX, lm=lm, k_samples=3)(case="c")
+    out = SelfConsistency(SIX, lm=lm, k_samples=3, k_shots=0)(case="c")
     assert sorted(out.votes) == ["anger", "fear", "fear"] and out.label == "fear"
     lm = scripted_lm(
         {
@@ -63,6 +87,12 @@ def test_self_consistency_and_parallel_vote_take_the_majority() -> None:
     )
     out = ParallelVote(SIX, lm=lm, n_models=5)(case="c")
     assert out.label == "love" and len(out.transcript) == 5
+    train = [dspy.Example(case=f"train case {i}", label=SIX[i % 6], id=i) for i in range(10)]
+    program = ParallelVote(SIX, lm=lm, n_models=2, k_shots=2)
+    program.prepare(train)
+    program(case="the test case")
+    demo = program.classifier.demos[0].case
+    assert all(demo in "".join(m["content"] for m in h["messages"]) for h in lm.history[-2:])
 
 
 def test_parallel_vote_accuracy_on_the_oracle() -> None:
@@ -75,6 +105,7 @@ def test_parallel_vote_accuracy_on_the_oracle() -> None:
 
 def test_khan_debate_binary_and_multiclass() -> None:
     lm = scripted_lm({"judge": {"decision": "False"}})
+    assert KhanDebate.knobs()["n_rounds"] == 3  # the JoT paper's setting
     out = KhanDebate(BINARY, lm=lm, n_rounds=2)(case="c")
     assert [t.role for t in out.transcript] == ["debater-1", "debater-2"] * 2 + ["judge"]
     assert out.sides == BINARY and out.label == "False"

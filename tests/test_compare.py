@@ -71,10 +71,34 @@ def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) ->
     assert {"repeats", "agreement", "ambiguity-courtroom-llm"} <= set(result.plots)
     for path in result.plots.values():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    votes = json.loads(next(result.out_dir.glob("*courtroom-llm*/repeat-0/ambiguity.json")).read_text())[
-        "votes"
-    ]
+    # The hearing runs once per case for the whole comparison, and splits every row by it.
+    votes = json.loads((result.out_dir / "ambiguity.json").read_text())["votes"]
     assert len(votes) == 8 and all(len(v) == 3 for v in votes.values())
+    rows = ("zero-shot", "courtroom-llm", "jot")
+    sizes = {f: [(p["rule"], p["part"], p["n"]) for p in analyses[f]["ambiguity"]] for f in rows}
+    assert sizes["zero-shot"] == sizes["courtroom-llm"] == sizes["jot"]
+    assert sum(n for rule, _, n in sizes["jot"] if rule.startswith("D_rate")) == 8
+    parts = {(p["rule"], p["part"]): p for p in analyses["courtroom-llm"]["ambiguity"]}
+    assert all("agreement" in p for p in parts.values() if p["n"])  # judge agreement split the same way
+    assert "ambiguity-zero-shot" in result.plots
+
+
+def test_rows_and_presets_compare_named_configurations(tmp_path: Path) -> None:
+    rows = {
+        "jot-1-loop": ("jot", {"n_loops": 1}, None),
+        "jot-2-loops": ("jot", {"n_loops": 2}, "jot-paper"),
+    }
+    result = compare("web_of_lies", list(rows), rows=rows, limit=4, seed=1, out=tmp_path, lms=_oracle("rows"))
+    assert list(result.table.index) == ["jot-1-loop", "jot-2-loops"]
+    assert result.table.loc["jot-1-loop", "calls"] == 4 * 3 and result.table.loc["jot-2-loops", "calls"] == 4 * 6
+    meta = json.loads((tmp_path.glob("*/jot-2-loops/meta.json").__next__()).read_text())
+    assert meta["preset"] == "jot-paper" and meta["framework_config"]["n_loops"] == 2
+    result = compare(
+        "web_of_lies", ["jot", "zero-shot"], presets=["jot-paper"], limit=2, seed=1, out=tmp_path, lms=_oracle("p")
+    )
+    assert result.table.loc["jot", "calls"] == 2 * 9  # the preset's 3 loops
+    with pytest.raises(ConfigError, match="not compared"):
+        compare("web_of_lies", ["zero-shot"], presets=["jot-paper"], limit=2, out=tmp_path, lms=_oracle("x"))
 
 
 def test_split_knobs() -> None:
@@ -123,7 +147,12 @@ def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
     from courtroom.eval.report import write_report
 
     result = compare(
-        "boolean_expressions", ["zero-shot", "cot"], limit=1, out=tmp_path, lms=RoleLMs({"default": local_lm})
+        "boolean_expressions",
+        ["zero-shot", "cot"],
+        limit=1,
+        knobs={"k_shots": 0},  # zero-shot CoT: no demos to generate on the slow local model
+        out=tmp_path,
+        lms=RoleLMs({"default": local_lm}),
     )
     assert list(result.table.index) == ["zero-shot", "cot"]
     assert (result.table["calls"] == 1).all() and (result.table["failures"] <= 1).all()

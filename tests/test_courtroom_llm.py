@@ -43,7 +43,7 @@ def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> 
             ]
         }
     )
-    rest = scripted_lm({"clerk": {"most_likely": "False", "runner_up": "True"}})
+    rest = scripted_lm({"clerk": {"most_likely": "False", "ranking": ["False", "True"]}})
     program = CourtroomLLM(
         BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0
     )
@@ -65,7 +65,7 @@ def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> 
 def test_parallel_tie_goes_to_a1_then_label_order() -> None:
     lm = scripted_lm(
         {
-            "clerk": {"most_likely": "False", "runner_up": "True"},
+            "clerk": {"most_likely": "False", "ranking": ["False", "True"]},
             "judge": [{"decision": "True"}, {"decision": "False"}],
         }
     )
@@ -74,28 +74,33 @@ def test_parallel_tie_goes_to_a1_then_label_order() -> None:
 
     labels = ["a", "b", "c"]
     lm = scripted_lm(
-        {"clerk": {"most_likely": "a", "runner_up": "b"}, "judge": [{"decision": "c"}, {"decision": "b"}]}
+        {"clerk": {"most_likely": "b", "ranking": ["b", "c", "a"]}, "judge": [{"decision": "c"}, {"decision": "b"}]}
     )
     out = CourtroomLLM(labels, lm=lm, n_judges=2, k_precedents=0)(case="c")
-    assert out.label == "b"  # A1 not tied: first tied label in label order
+    assert out.label == "b"  # A1
 
 
-def test_binary_runner_up_is_forced_and_multiclass_repeat_moves_to_next_label() -> None:
-    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "True"}})
+def test_runner_up_is_the_highest_ranked_label_other_than_a1() -> None:
+    lm = scripted_lm({"clerk": {"most_likely": "True", "ranking": ["True"]}})
     out = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=0)(case="c")
     assert (out.ph_label, out.ph_runner_up) == ("True", "False")
-    assert "note" in out.transcript[0].extra
 
-    lm = scripted_lm({"clerk": {"most_likely": "c", "runner_up": "c"}})
-    out = CourtroomLLM(["a", "b", "c"], lm=lm, n_judges=1, k_precedents=0)(case="c")
-    assert (out.ph_label, out.ph_runner_up) == ("c", "a")
+    labels = ["a", "b", "c", "d"]
+    lm = scripted_lm({"clerk": {"most_likely": "b", "ranking": ["b", "b", "d", "a"]}})
+    out = CourtroomLLM(labels, lm=lm, n_judges=1, k_precedents=0)(case="c")
+    assert (out.ph_label, out.ph_runner_up) == ("b", "d")  # not "c", the next label in list order
+    assert "note" not in out.transcript[0].extra
+
+    lm = scripted_lm({"clerk": {"most_likely": "c", "ranking": ["c"]}})
+    out = CourtroomLLM(labels, lm=lm, n_judges=1, k_precedents=0)(case="c")
+    assert (out.ph_label, out.ph_runner_up) == ("c", "d")  # last resort: the ranking names no other label
     assert "next label" in out.transcript[0].extra["note"]
 
 
 def test_transcript_structure_and_argument_limit() -> None:
     lm = scripted_lm(
         {
-            "clerk": {"most_likely": "True", "runner_up": "False"},
+            "clerk": {"most_likely": "True", "ranking": ["True", "False"]},
             "prosecutor": {"argument": "First sentence. Second one! Third?"},
             "attorney": {"argument": "Only one."},
         }
@@ -113,7 +118,7 @@ def test_transcript_structure_and_argument_limit() -> None:
 
 
 def test_random_assignment_is_seeded_per_case() -> None:
-    lm = scripted_lm({"clerk": {"most_likely": "True", "runner_up": "False"}})
+    lm = scripted_lm({"clerk": {"most_likely": "True", "ranking": ["True", "False"]}})
     program = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=0, assignment="random", seed=7)
     first = [program(case=f"case {i}").assignment["prosecutor"] for i in range(20)]
     again = [program(case=f"case {i}").assignment["prosecutor"] for i in range(20)]
@@ -145,12 +150,13 @@ def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
     program = CourtroomLLM(BINARY, lm=lm, n_judges=1, k_precedents=2)
     program.prepare(train)
     out = program(case="my cat likes the mat")
-    assert [p["key"] for p in out.precedents] == ["id:a", "id:c"]
-    assert [t.role for t in out.transcript].count("reasoner") == 2
+    # k=2 per candidate: A1 (True) has two training cases, A2 (False) one.
+    assert [p["key"] for p in out.precedents] == ["id:a", "id:c", "id:b"]
+    assert [t.role for t in out.transcript].count("reasoner") == 3
     judge_prompt = next(text for role, text in lm.engine_impl.prompts if role == "judge")
     assert "the cat sat on the mat" in judge_prompt and "Correct label: True" in judge_prompt
     program(case="a cat on a mat again")
-    assert lm.engine_impl.turns["reasoner"] == 2  # generated once per training case
+    assert lm.engine_impl.turns["reasoner"] == 3  # generated once per training case
 
     restored = PrecedentIndex.from_dict(program.precedent_index.to_dict())
     assert restored.reasons == program.precedent_index.reasons

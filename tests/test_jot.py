@@ -56,8 +56,14 @@ def test_ablation_removes_the_role(flag, absent):
     roles = {role for role, _ in roles_of(pred)}
     assert absent not in roles and "judge" in roles
     assert absent not in lm.engine_impl.turns
-    judge_prompts = [p for r, p in lm.engine_impl.prompts if r == "judge"]
-    assert all(f"(no {absent} in this trial)" in p for p in judge_prompts)
+    present = "prosecutor" if absent == "lawyer" else "lawyer"
+    judge_calls = [h for h in lm.history if "judgment_round" in h["messages"][-1]["content"]]
+    assert len(judge_calls) == 2
+    for call in judge_calls:  # the whole prompt, instructions and output format included
+        text = "\n".join(m["content"] for m in call["messages"]).lower()
+        assert absent not in text, "the judge's prompt mentions the absent advocate"
+        assert f"feedback_to_{present}" in text and f"{present}_argument" in text
+    assert all(set(t.extra) == {f"feedback_to_{present}"} for t in pred.transcript if t.role == "judge")
 
 
 def test_both_advocates_absent_is_refused():
@@ -85,6 +91,23 @@ def test_feedback_reaches_advocates_only_when_enabled(feedback):
         assert "FB-PROSECUTOR-0" in prosecutor[1] and "FB-LAWYER" not in prosecutor[1]
     else:
         assert not any("FB-" in p for p in lawyer + prosecutor)
+
+
+def test_advocates_see_their_own_earlier_arguments():
+    lm = scripted_lm(
+        {
+            "lawyer": lambda r, t, p: {"argument": f"LAWYER-ARG-{t}"},
+            "prosecutor": lambda r, t, p: {"argument": f"PROS-ARG-{t}"},
+            "judge": {"decision": "True"},
+        }
+    )
+    JudgmentOfThought(LABELS, lm=lm, n_loops=3)(case=CASE)
+    lawyer = [p for r, p in lm.engine_impl.prompts if r == "lawyer"]
+    prosecutor = [p for r, p in lm.engine_impl.prompts if r == "prosecutor"]
+    assert "LAWYER-ARG" not in lawyer[0]
+    assert "LAWYER-ARG-0" in lawyer[2] and "LAWYER-ARG-1" in lawyer[2]  # the closing sees both earlier ones
+    assert "PROS-ARG-0" in prosecutor[2] and "PROS-ARG-1" in prosecutor[2]
+    assert "PROS-ARG-0" not in lawyer[2]  # only the opponent's *last* argument
 
 
 def test_advocates_see_the_opponents_last_argument():

@@ -127,19 +127,31 @@ def test_structured_tasks_build_text_and_map_labels(tmp_path: Path) -> None:
     boolq = [{"question": "is it?", "passage": f"text {i}", "answer": bool(i % 2)} for i in range(10)]
     _, splits, _ = load_splits("boolq", data=str(write(tmp_path / "b.jsonl", boolq)))
     assert {e.label for s in splits.values() for e in s} == {"True", "False"}
-    cail = [
-        {"fact": f"案情 {i}", "accusation": acc}
-        for i, acc in enumerate(
-            [["盗窃"], ["诈骗"], ["盗窃", "抢劫"], ["妨害公务"], ["[走私、贩卖、运输、制造]毒品"]] * 4
-        )
-    ]
-    _, splits, _ = load_splits("cail2018", data=str(write(tmp_path / "c.jsonl", cail)))
-    labels = {e.label for s in splits.values() for e in s}
-    assert labels == {"盗窃", "诈骗", "走私、贩卖、运输、制造毒品"}  # several or unknown charges filtered out
+    # CAIL2018's label space comes from the data: the 10 most frequent single charges.
+    charges = [f"罪名{k:02d}" for k in range(12)]
+    accusations = [[c] for k, c in enumerate(charges) for _ in range(12 - k)]  # charge k appears 12 - k times
+    accusations += [["盗窃", "抢劫"]] * 30 + [["[走私、贩卖、运输、制造]毒品"]] * 20
+    cail = [{"fact": f"案情 {i}", "accusation": acc} for i, acc in enumerate(accusations)]
+    task, splits, _ = load_splits("cail2018", data=str(write(tmp_path / "c.jsonl", cail)))
+    expected = ("走私、贩卖、运输、制造毒品", *charges[:9])  # multi-charge rows and the 2 rarest left out
+    assert task.labels == expected and get_task("cail2018").labels == ()
+    assert {e.label for s in splits.values() for e in s} == set(expected)
+    assert sum(len(s) for s in splits.values()) == 20 + sum(12 - k for k in range(9))
     case = [
         {"text": f"case {i}", "label": "Plaintiff wins" if i % 3 else "Defendant wins"} for i in range(10)
     ]
     assert load_task("caselaw", data=str(write(tmp_path / "law.jsonl", case)), split="dev").examples
+    # The shape the Debate-Feedback authors released: case_background and labels.
+    released = [
+        {"case_background": f"background {i}", "labels": "Plaintiff wins" if i % 3 else "Defendant wins"}
+        for i in range(10)
+    ]
+    _, splits, _ = load_splits("caselaw", data=str(write(tmp_path / "df.jsonl", released)))
+    examples = [e for s in splits.values() for e in s]
+    assert len(examples) == 10 and all(e.case.startswith("background") for e in examples)
+    assert {e.label for e in examples} == {"Plaintiff wins", "Defendant wins"}
+    with pytest.raises(DataError, match="none of the fields case_background, text"):
+        load_task("caselaw", data=str(write(tmp_path / "bad.jsonl", [{"fact": "x", "labels": "Plaintiff wins"}])))
 
 
 def test_splits_are_seeded_disjoint_and_cover_the_data(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampli
 MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model answer.")]
 API_BASE = Annotated[str | None, typer.Option("--api-base", help="Base URL of an OpenAI-compatible server.")]
 SET = Annotated[list[str] | None, typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.")]
+PRESET = Annotated[
+    str | None,
+    typer.Option("--preset", help="A paper's configuration in one word (see `courtroom frameworks`); --set wins."),
+]
 
 
 def parse_value(text: str) -> Any:

@@ -12,12 +12,41 @@ from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 
 
+def suite_lines(table: Any) -> str:
+    """The paper-vs-measured table of a suite as Markdown."""
+    from courtroom.eval.analysis import markdown_table
+
+    shown = table.assign(
+        ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
+    ).set_index("task")[["row", "paper", "measured", "ci95", "n"]]
+    return markdown_table(shown)
+
+
 @app.command("compare")
 def compare_command(
-    frameworks: Annotated[str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")],
-    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Use the first N examples of the split.")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")] = 1,
+    frameworks: Annotated[
+        str | None, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option("--suite", help="Run a paper's comparison table (see `courtroom frameworks`) instead."),
+    ] = None,
+    suite_tasks: Annotated[
+        str | None, typer.Option("--suite-tasks", help="With --suite: only these of its tasks, comma-separated.")
+    ] = None,
+    presets: Annotated[
+        list[str] | None,
+        typer.Option("--preset", help="A paper preset for the compared framework it names; repeatable."),
+    ] = None,
+    task: Annotated[
+        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
+    ] = "boolean_expressions",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Use the first N examples of the split.")
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")
+    ] = 1,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
@@ -49,12 +78,15 @@ def compare_command(
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
 ) -> None:
-    """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
-    from courtroom.eval.analysis import markdown_table
+    """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
+    from courtroom.errors import ConfigError
+    from courtroom.eval.analysis import analyses_lines, markdown_table
     from courtroom.eval.compare import compare
     from courtroom.eval.metrics import load_prices
 
-    names = [f.strip() for f in frameworks.split(",") if f.strip()]
+    if (frameworks is None) == (suite is None):
+        raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
+    names = [f.strip() for f in (frameworks or "").split(",") if f.strip()]
     roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
     bad = [r for r in role or [] if "=" not in r]
     if bad:
@@ -70,9 +102,7 @@ def compare_command(
                 handles[framework] = bar.add_task(framework, total=None, status="")
             bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
 
-        result = compare(
-            task,
-            names,
+        common: dict[str, Any] = dict(
             limit=limit,
             repeats=repeats,
             lm=lm,
@@ -93,13 +123,28 @@ def compare_command(
             progress=progress,
             train_limit=train_limit,
         )
-    console = Console()
-    console.print(markdown_table(result.table), markup=False, soft_wrap=True)
-    from courtroom.eval.analysis import analyses_lines
+        if suite:
+            from courtroom.eval.suites import get_suite, run_suite
 
-    for name, found in result.analyses.items():
-        for line in analyses_lines(name, found):
-            console.print(line, markup=False, soft_wrap=True)
-    for name, path in result.plots.items():
-        console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
-    console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+            chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else None
+            table, results = run_suite(suite, tasks=chosen, **common)
+        else:
+            results = {task: compare(task, names, presets=presets or (), **common)}
+    console = Console()
+    for result in results.values():
+        console.print(markdown_table(result.table), markup=False, soft_wrap=True)
+        for name, found in result.analyses.items():
+            for line in analyses_lines(name, found):
+                console.print(line, markup=False, soft_wrap=True)
+        for name, path in result.plots.items():
+            console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
+        console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+    if suite:
+        about = get_suite(suite)
+        console.print(
+            f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI)"
+            + (f"; {about.note}" if about.note else ""),
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(suite_lines(table), markup=False, soft_wrap=True)

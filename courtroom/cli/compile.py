@@ -73,6 +73,7 @@ def compile_command(
     ] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
     sets: opt.SET = None,
+    preset: opt.PRESET = None,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data and splits.")] = 0,
     lm: opt.LM = None,
@@ -87,16 +88,18 @@ def compile_command(
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize.compile import compile_program
     from courtroom.programs import get_framework
+    from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
     from courtroom.saving import save_program
 
     base: dict[str, Any] = read_config(config) if config else {}
     framework = framework or base.get("framework")
-    if not framework:
-        raise ConfigError("name a framework: `courtroom compile jot ...` or --config best.json")
+    if not framework and not preset:
+        raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
+    framework, preset_knobs = apply_preset(preset, framework)
     if base.get("framework") and base["framework"] != framework:
         raise ConfigError(f"--config is for {base['framework']}, not {framework}")
     cls = get_framework(framework)
-    knobs = dict(base.get("knobs") or {}) | opt.parse_sets(sets)
+    knobs = preset_knobs | dict(base.get("knobs") or {}) | opt.parse_sets(sets)
     if loops is not None:
         knobs["n_loops"] = loops
     roles = dict(base.get("roles") or {}) | parse_role_overrides(role or [], cls.roles)
@@ -109,6 +112,9 @@ def compile_command(
         roles = {r: LMSpec(str(roles.get(r) or default), temperature=float(t)) for r, t in temps.items()} | {
             r: m for r, m in roles.items() if r not in temps
         }
+    if temperature is None and not temps:
+        # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
+        roles = role_specs(roles, lm or base.get("lm"), sampling_temperatures(cls, preset))
     configure_cache()
     result = compile_program(
         framework,
@@ -128,7 +134,7 @@ def compile_command(
         api_base=api_base,
         concurrency=concurrency,
     )
-    path = save_program(result.program, out, result.metadata)
+    path = save_program(result.program, out, result.metadata | {"preset": preset})
     console = Console()
     console.print(scores_table(result.before, result.after, f"{framework} + {optimizer}"))
     console.print(f"program: {path}")

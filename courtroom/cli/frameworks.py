@@ -10,7 +10,7 @@ from courtroom.cli._app import app
 
 @app.command("frameworks")
 def frameworks_command() -> None:
-    """List frameworks and baselines with their roles and knobs (defaults)."""
+    """List frameworks and baselines with their roles and knobs (defaults), the paper presets and suites."""
     from courtroom.programs import FRAMEWORKS
 
     table = Table(show_lines=True)
@@ -22,4 +22,26 @@ def frameworks_command() -> None:
         # One knob and one role per line keeps the table readable in an 80-column terminal.
         knobs = "\n".join(f"{k}={v}" for k, v in cls.knobs().items()) or "-"
         table.add_row(name, "\n".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    from courtroom.eval.suites import SUITES
+    from courtroom.programs.presets import PRESETS
+
+    # Plain lines, not tables: long names stay whole and greppable at 80 columns.
+    lines = ["", "presets (--preset NAME on run, compare, compile, study; --set still wins):"]
+    for p in PRESETS.values():
+        temps = ", ".join(f"{r}={t}" for r, t in p.temperatures.items()) or "the framework's defaults"
+        lines += [
+            f"  {p.name} -> {p.framework}",
+            "    knobs: " + ", ".join(f"{k}={v}" for k, v in p.knobs.items()),
+            f"    temperatures: {temps}",
+            f"    source: {p.source}",
+        ]
+    lines += ["", "suites (courtroom compare --suite NAME [--suite-tasks a,b]):"]
+    for s in SUITES.values():
+        lines += [
+            f"  {s.name} -> {s.paper}, {s.table}",
+            "    rows: " + ", ".join(r.name for r in s.rows),
+            "    tasks: " + ", ".join(s.tasks),
+        ]
+    console.print("\n".join(lines), markup=False, soft_wrap=True)

@@ -47,6 +47,7 @@ def run_command(
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
     sets: opt.SET = None,
+    preset: opt.PRESET = None,
     lm: opt.LM = None,
     role: opt.ROLE = None,
     temperature: opt.TEMPERATURE = None,
@@ -97,12 +98,15 @@ def run_command(
     price_table = load_prices(prices) if prices else None
     config = None
     if resume_dir is None:
-        if framework is None:
-            raise ConfigError("name a framework (see `courtroom frameworks`) or pass --resume RUN_DIR")
-        cls = get_framework(framework)
+        from courtroom.programs.presets import apply_preset
+
+        if framework is None and preset is None:
+            raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
         knobs = opt.parse_sets(sets)
         if loops is not None:
             knobs["n_loops"] = loops
+        framework, knobs = apply_preset(preset, framework, knobs)
+        cls = get_framework(framework)
         spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
         config = RunConfig(
             framework=framework,
@@ -122,6 +126,7 @@ def run_command(
             dataset=spec,
             prices=price_table,
             train_limit=train_limit,
+            preset=preset,
         )
     stdout = Console()
     # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.

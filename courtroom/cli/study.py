@@ -67,6 +67,10 @@ def study_command(
     lm: Annotated[
         list[str] | None, typer.Option("--lm", help="Model; repeat to let the study choose a model per role.")
     ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option("--preset", help="Fix the knobs a paper preset sets (see `courtroom frameworks`); --space wins."),
+    ] = None,
     role: opt.ROLE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
@@ -85,9 +89,14 @@ def study_command(
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize._report import best_trial, export_config, pareto_table, trials_table, write_report
+    from courtroom.optimize.spaces import SPACES
     from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
     from courtroom.programs import get_framework
+    from courtroom.programs.presets import apply_preset
 
+    framework, fixed = apply_preset(preset, framework) if preset else (framework, {})
+    in_space = {p.name for p in SPACES.get(framework, ())}
+    preset_space = {k: str(v) for k, v in fixed.items() if k in in_space}
     cls = get_framework(framework)
     config = StudyConfig(
         framework=framework,
@@ -102,7 +111,7 @@ def study_command(
         workers=workers,
         objective=objective,
         cost_objective=cost_objective,
-        space=parse_space(space),
+        space=preset_space | parse_space(space),
         models=list(lm or []),
         roles=parse_role_overrides(role or [], cls.roles),
         search_temperature=search_temperature,

@@ -19,7 +19,8 @@ def tasks_command() -> None:
         table.add_column(column, overflow="fold")
     for name in sorted(TASKS):
         t = TASKS[name]
-        table.add_row(name, ", ".join(t.labels), t.source, "yes" if t.has_generator else "", t.description)
+        labels = ", ".join(t.labels) if t.labels else "(from the data)"
+        table.add_row(name, labels, t.source, "yes" if t.has_generator else "", t.description)
     Console().print(table)
     Console().print(
         "Any task also loads from --data PATH (json/jsonl/csv/parquet); any other dataset with "

@@ -81,52 +81,99 @@ def run_hearings(
     return out
 
 
-def d_rate(labels: Sequence[str | None]) -> float:
-    """(freq(top1) - freq(top2)) / K over the K hearing labels (failed samples count toward K)."""
-    counts = Counter(x for x in labels if x is not None).most_common(2)
-    top1 = counts[0][1] if counts else 0
+def d_rate(labels: Sequence[str | None]) -> float | None:
+    """(freq(top1) - freq(top2)) / K over the K hearing labels that were heard.
+
+    A failed sample (None) is counted apart: it is not a label, and K is the number of samples
+    that answered. None when every sample failed.
+    """
+    heard = [x for x in labels if x is not None]
+    if not heard:
+        return None
+    counts = Counter(heard).most_common(2)
     top2 = counts[1][1] if len(counts) > 1 else 0
-    return (top1 - top2) / len(labels) if labels else 0.0
+    return (counts[0][1] - top2) / len(heard)
 
 
 def ambiguity(votes: Mapping[str, Sequence[str | None]], theta: float = 0.5) -> pd.DataFrame:
-    """Per example: top label, D_rate, ``ambiguous`` (D_rate <= theta) and ``changed`` (any disagreement)."""
+    """Per example: top label, D_rate, ``ambiguous``, ``changed`` and ``failed``.
+
+    ``ambiguous``: D_rate <= theta. ``changed``: the heard samples disagree. ``failed``: samples
+    that gave no label, counted apart. An example whose samples all failed has ``ambiguous`` and
+    ``changed`` None: it is in neither part.
+    """
     rows = []
     for ex_id, labels in votes.items():
-        counts = Counter(x for x in labels if x is not None).most_common()
+        heard = [x for x in labels if x is not None]
+        counts = Counter(heard).most_common()
+        rate = d_rate(labels)
         rows.append(
             {
                 "id": ex_id,
                 "k": len(labels),
+                "failed": len(labels) - len(heard),
                 "top": counts[0][0] if counts else None,
-                "d_rate": d_rate(labels),
-                "ambiguous": d_rate(labels) <= theta,
-                "changed": len(counts) != 1 or None in labels,
+                "d_rate": rate,
+                "ambiguous": None if rate is None else rate <= theta,
+                "changed": None if not heard else len(counts) > 1,
             }
         )
-    return pd.DataFrame(rows, columns=["id", "k", "top", "d_rate", "ambiguous", "changed"])
+    return pd.DataFrame(rows, columns=["id", "k", "failed", "top", "d_rate", "ambiguous", "changed"])
+
+
+RULES = ("ambiguous", "changed")
+
+
+def rule_name(column: str, theta: float) -> str:
+    """How a rule is labelled in tables: the early paper's D_rate rule or the final paper's stricter one."""
+    return f"D_rate <= {theta}" if column == "ambiguous" else "top label changed"
+
+
+def parts(votes: Mapping[str, Sequence[str | None]], theta: float = 0.5) -> dict[str, dict[str, set[str]]]:
+    """Rule name -> part ("normal", "ambiguous") -> example ids; computed once per case, for every row."""
+    table = ambiguity(votes, theta)
+    out: dict[str, dict[str, set[str]]] = {}
+    for column in RULES:
+        flags = dict(zip(table["id"], table[column], strict=True)) if len(table) else {}
+        out[rule_name(column, theta)] = {
+            "normal": {i for i, f in flags.items() if f is False},
+            "ambiguous": {i for i, f in flags.items() if f is True},
+        }
+    return out
 
 
 def ambiguity_split(
-    results: Iterable[ExampleResult | Row], votes: Mapping[str, Sequence[str | None]], theta: float = 0.5
+    results: Iterable[ExampleResult | Row],
+    votes: Mapping[str, Sequence[str | None]],
+    theta: float = 0.5,
+    mode: str = "parallel",
 ) -> pd.DataFrame:
-    """Accuracy on the normal and ambiguous parts, under the D_rate rule and the "changed" rule."""
+    """Accuracy on the normal and ambiguous parts, under the D_rate rule and the "changed" rule.
+
+    ``votes`` are the hearing's K samples per case (the same for every framework compared). Rows
+    with judge ``votes`` also get the judges' agreement per part (``unanimous`` or ``consecutive``).
+    ``unheard`` counts the cases whose hearing samples all failed (in neither part).
+    """
     rows = {r["id"]: r for r in _rows(results)}
     table = ambiguity({i: v for i, v in votes.items() if i in rows}, theta)
+    unheard = int(table["top"].isna().sum()) if len(table) else 0
+    heard = max(len(table) - unheard, 1)
     out = []
-    for rule, column in ((f"D_rate <= {theta}", "ambiguous"), ("top label changed", "changed")):
-        for part, flag in (("normal", False), ("ambiguous", True)):
-            ids = table.loc[table[column] == flag, "id"] if len(table) else []
-            part_rows = [rows[i] for i in ids]
-            out.append(
-                {
-                    "rule": rule,
-                    "part": part,
-                    "n": len(part_rows),
-                    "share": len(part_rows) / max(len(table), 1),
-                    "accuracy": _accuracy(part_rows),
-                }
-            )
+    for rule, split in parts({i: v for i, v in votes.items() if i in rows}, theta).items():
+        for part in ("normal", "ambiguous"):
+            part_rows = [rows[i] for i in table["id"] if i in split[part]]
+            record: dict[str, Any] = {
+                "rule": rule,
+                "part": part,
+                "n": len(part_rows),
+                "share": len(part_rows) / heard,
+                "accuracy": _accuracy(part_rows),
+                "unheard": unheard,
+            }
+            if any((r.get("fields") or {}).get("votes") for r in part_rows):
+                agree = judge_agreement(part_rows, mode)
+                record["agreement"] = agree.get("unanimous", agree.get("consecutive"))
+            out.append(record)
     return pd.DataFrame(out)
 
 
@@ -249,7 +296,8 @@ def analyze(
     if "initial_label" in fields:
         out["corrections"] = debate_corrections(rows)
     if votes:
-        out["ambiguity"] = ambiguity_split(rows, votes, theta)
+        mode = (framework_config or {}).get("judge_mode", "parallel")
+        out["ambiguity"] = ambiguity_split(rows, votes, theta, mode)
     return out
 
 

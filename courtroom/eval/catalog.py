@@ -9,8 +9,9 @@ labels need no per-task code.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Record = Mapping[str, Any]
@@ -77,6 +78,21 @@ class Task:
     keep: Callable[[Record], bool] | None = None
     """Rows to keep (others are filtered out before label checking), e.g. single-charge cases."""
     description: str = ""
+    label_space: Callable[[Sequence[Record]], tuple[str, ...]] | None = None
+    """Derive the labels from the loaded records (rows outside them are then dropped), e.g. CAIL2018's
+    most frequent charges; ``labels`` is then empty until the data is loaded."""
+
+    def with_labels_from(self, records: Sequence[Record]) -> Task:
+        """This task with its label space taken from ``records`` (itself if it has a fixed one)."""
+        if self.label_space is None:
+            return self
+        labels = self.label_space(records)
+        keep, label = self.keep, self.label
+        return replace(
+            self,
+            labels=labels,
+            keep=lambda r: (keep is None or keep(r)) and canonical_label(label(r), labels) is not None,
+        )
 
     @property
     def has_generator(self) -> bool:
@@ -108,20 +124,8 @@ def _winogrande_label(r: Record) -> str:
     return {"1": "option1", "2": "option2"}.get(str(r["answer"]).strip(), str(r["answer"]))
 
 
-# The ten most frequent single-charge accusations of CAIL2018 (Xiao et al., 2018). Rows with
-# several charges or another charge are filtered: the frameworks decide one label per case.
-CAIL_CHARGES = (
-    "盗窃",
-    "危险驾驶",
-    "故意伤害",
-    "交通肇事",
-    "走私、贩卖、运输、制造毒品",
-    "容留他人吸毒",
-    "诈骗",
-    "寻衅滋事",
-    "抢劫",
-    "信用卡诈骗",
-)
+CAIL_TOP = 10
+"""CAIL2018's label space: the most frequent single charges of the loaded data."""
 
 
 def _cail_charges(r: Record) -> list[str]:
@@ -131,8 +135,35 @@ def _cail_charges(r: Record) -> list[str]:
 
 
 def _cail_keep(r: Record) -> bool:
-    charges = _cail_charges(r)
-    return len(charges) == 1 and charges[0] in CAIL_CHARGES
+    # The frameworks decide one label per case: rows with several charges are left out.
+    return len(_cail_charges(r)) == 1
+
+
+def _cail_space(records: Sequence[Record]) -> tuple[str, ...]:
+    counts = Counter(_cail_charges(r)[0] for r in records if _cail_keep(r))
+    return tuple(c for c, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:CAIL_TOP])
+
+
+def _caselaw_field(r: Record, names: Sequence[str]) -> Any:
+    for name in names:
+        if name in r:
+            return r[name]
+    from courtroom.errors import DataError
+
+    raise DataError(
+        f"caselaw: a row has none of the fields {', '.join(names)}; available fields: {', '.join(sorted(r))}"
+    )
+
+
+def _caselaw_text(r: Record) -> str:
+    return str(_caselaw_field(r, ("case_background", "text"))).strip()
+
+
+def _caselaw_label(r: Record) -> Any:
+    value = _caselaw_field(r, ("labels", "label"))
+    if isinstance(value, list | tuple) and len(value) == 1:
+        return value[0]  # a one-element list of labels
+    return value
 
 
 BUILTIN_TASKS: tuple[Task, ...] = (
@@ -205,20 +236,23 @@ BUILTIN_TASKS: tuple[Task, ...] = (
     ),
     Task(
         "cail2018",
-        CAIL_CHARGES,
+        (),
         hub=("china-ai-law-challenge/cail2018", None, "exercise_contest_test"),
         fields=("fact", "accusation"),
         text=fields_text(["fact"]),
         label=lambda r: _cail_charges(r)[0],
         keep=_cail_keep,
-        description="CAIL2018: the charge of a Chinese criminal case (10 most frequent, single charge).",
+        label_space=_cail_space,
+        description=f"CAIL2018 charge prediction as single-charge classification: labels are the {CAIL_TOP} "
+        "most frequent single charges of the loaded data (not the paper's multi-label article prediction).",
     ),
     Task(
         "caselaw",
         ("Plaintiff wins", "Defendant wins"),
-        fields=("text", "label"),
-        text=fields_text(["text"]),
-        label=field_text("label"),
-        description="Legal judgment in the CaseLaw shape: JSONL of {text, label} (Plaintiff/Defendant wins).",
+        fields=(),
+        text=_caselaw_text,
+        label=_caselaw_label,
+        description="Legal judgment (Plaintiff/Defendant wins): JSONL with {case_background, labels} as the "
+        "Debate-Feedback authors released it, or {text, label}.",
     ),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
 from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
 
-COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
+logger = logging.getLogger(__name__)
+COLUMNS = ("accuracy", "macro_f1", "n", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
 
 
 @dataclass
@@ -41,12 +43,15 @@ class Comparison:
     plots: dict[str, Path] = field(default_factory=dict)
 
 
-def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``{"jot.n_loops": 2, "seed": 1}`` -> knobs per framework.
+def split_knobs(
+    sets: Mapping[str, Any] | None, frameworks: Sequence[str], of: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """``{"jot.n_loops": 2, "seed": 1}`` -> knobs per framework (or per row, ``of`` naming its framework).
 
     An unprefixed knob goes to every
     framework that has it, and must belong to at least one.
     """
+    of = dict(of or {})
     out: dict[str, dict[str, Any]] = {f: {} for f in frameworks}
     for key, value in (sets or {}).items():
         fw, dot, knob = key.rpartition(".")
@@ -55,7 +60,7 @@ def split_knobs(sets: Mapping[str, Any] | None, frameworks: Sequence[str]) -> di
                 raise ConfigError(f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}")
             out[fw][knob] = value
             continue
-        takers = [f for f in frameworks if key in get_framework(f).knobs()]
+        takers = [f for f in frameworks if key in get_framework(of.get(f, f)).knobs()]
         if not takers:
             raise ConfigError(f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE")
         for f in takers:
@@ -109,13 +114,30 @@ def compare(
     lms: RoleLMs | None = None,
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
+    presets: Sequence[str] = (),
+    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
 ) -> Comparison:
-    """Run every framework on the same examples and write the comparison folder."""
+    """Run every framework on the same examples and write the comparison folder.
+
+    ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
+    knobs, preset)) compares named configurations, several of one framework if need be (suites);
+    ``frameworks`` then lists row names.
+    """
+    from courtroom.programs.presets import apply_preset, get_preset
+
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if not frameworks:
         raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    classes = {f: get_framework(f) for f in frameworks}
-    per_fw = split_knobs(knobs, frameworks)
+    spec = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
+    for name in presets:
+        matched = [f for f in frameworks if spec[f][0] == get_preset(name).framework]
+        if not matched:
+            raise ConfigError(f"--preset {name} is for {get_preset(name).framework}, which is not compared")
+        for f in matched:
+            spec[f] = (spec[f][0], spec[f][1], name)
+    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in spec.items()}
+    classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
+    per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
     unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
     if unknown_roles:
         raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
@@ -125,13 +147,13 @@ def compare(
     out_dir.mkdir(parents=True)
     configs = {
         f: RunConfig(
-            f,
+            base[f][0],
             task,
             data=data,
             split=split,
             limit=limit,
             seed=seed,
-            knobs=per_fw[f],
+            knobs=base[f][1] | per_fw[f],
             lm=lm,
             roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
             temperature=temperature,
@@ -142,6 +164,7 @@ def compare(
             dataset=dict(dataset) if dataset else None,
             prices={k: list(v) for k, v in prices.items()} if prices else None,
             train_limit=train_limit,
+            preset=spec[f][2],
         )
         for f in frameworks
     }
@@ -161,7 +184,7 @@ def compare(
             outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
     if ambiguity_k:
-        _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)
+        _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
     return comparison
 
@@ -210,6 +233,33 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def hearing_votes(
+    config: RunConfig,
+    cases: Mapping[str, str],
+    k: int = 5,
+    *,
+    lms: RoleLMs | None = None,
+    concurrency: int | None = None,
+) -> dict[str, list[str | None]]:
+    """The preliminary hearing K times on each case (example id -> labels; None for a failed sample).
+
+    The hearing is Courtroom-LLM's clerk on ``config``'s data and models (its ``clerk`` role), so
+    sample 0 shares the cache with a Courtroom-LLM run's own hearing.
+    """
+    known = {f for f in RunConfig.__dataclass_fields__}
+    hearing = RunConfig(
+        **{key: v for key, v in vars(config).items() if key in known}
+        | {"framework": "courtroom-llm", "knobs": {"k_precedents": 0}, "preset": None, "limit": config.limit}
+    )
+    hearing.roles = {r: m for r, m in config.roles.items() if r == "clerk"}
+    program = RunSetup.build(hearing, lms).program
+    if program.temperature_of("clerk") == 0:
+        logger.warning("the ambiguity split hears each case %d times at temperature 0: the samples will agree", k)
+    return analysis.run_hearings(
+        analysis.clerk_hearing(program), cases, k, concurrency=concurrency or config.concurrency
+    )
+
+
 def run_ambiguity(
     run_dir: str | Path,
     k: int = 5,
@@ -218,42 +268,40 @@ def run_ambiguity(
     lms: RoleLMs | None = None,
     concurrency: int | None = None,
 ) -> pd.DataFrame:
-    """Hear every case of a Courtroom-LLM run K times; write ``ambiguity.json``; return the split.
+    """Hear every case of a run K times; write ``ambiguity.json``; return the split of its results.
 
-    The program is rebuilt from the run's ``meta.json`` (``lms`` replaces its models, e.g. fakes).
+    Any framework's run works: the hearing is Courtroom-LLM's clerk on the run's data and models
+    (``lms`` replaces them, e.g. fakes).
     """
     run_dir = Path(run_dir)
     meta, rows, _ = load_run(run_dir)
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
-    if "clerk" not in get_framework(config.framework).roles:
-        raise ConfigError(f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm")
-    program = RunSetup.build(config, lms).program
-    votes = analysis.run_hearings(
-        analysis.clerk_hearing(program),
-        {r["id"]: r["input"] for r in rows},
-        k,
-        concurrency=concurrency or config.concurrency,
-    )
+    votes = hearing_votes(config, {r["id"]: r["input"] for r in rows}, k, lms=lms, concurrency=concurrency)
     (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
-    return analysis.ambiguity_split(rows, votes, theta)
+    mode = (meta.get("framework_config") or {}).get("judge_mode", "parallel")
+    return analysis.ambiguity_split(rows, votes, theta, mode)
 
 
 def _ambiguity(
     comparison: Comparison,
     outcomes: Mapping[str, Any],
+    configs: Mapping[str, RunConfig],
     lms: RoleLMs | None,
     k: int,
     theta: float,
     concurrency: int,
 ) -> None:
-    """Run the preliminary hearing K times for every framework that has one; store the split."""
+    """Hear each case K times, once for the whole comparison, and split every row by it."""
+    # A Courtroom-LLM row's models hear the cases (its own hearing is sample 0); else the first row's.
+    first = next((f for f, c in configs.items() if c.framework == "courtroom-llm"), next(iter(configs)))
+    _, results = _results(outcomes[first])
+    votes = hearing_votes(configs[first], {r.id: r.input for r in results}, k, lms=lms, concurrency=concurrency)
+    (comparison.out_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
     for f, o in outcomes.items():
-        if "clerk" not in get_framework(f).roles:
-            continue
-        run_dir, _ = _results(o)
-        split = run_ambiguity(run_dir, k, theta, lms=lms, concurrency=concurrency)
-        comparison.analyses[f]["ambiguity"] = split.to_dict("records")
+        _, rows = _results(o)
+        mode = configs[f].knobs.get("judge_mode", "parallel")
+        comparison.analyses[f]["ambiguity"] = analysis.ambiguity_split(rows, votes, theta, mode).to_dict("records")
     (comparison.out_dir / "analyses.json").write_text(json.dumps(comparison.analyses, indent=2))
 
 

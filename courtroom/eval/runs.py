@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import socket
 import time
 import uuid
@@ -28,6 +29,8 @@ from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.usage import metered
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,6 +59,8 @@ class RunConfig:
     """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.eval.repeats`)."""
     train_limit: int | None = None
     """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
+    preset: str | None = None
+    """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
 
 
 @dataclass
@@ -135,10 +140,15 @@ class RunSetup:
             seed=config.seed,
             dataset=config.dataset,
         )
+        from courtroom.programs.presets import role_specs, sampling_temperatures
+
+        temperatures = sampling_temperatures(framework, config.preset)
         if lms is None:
+            # Without --temperature, roles the framework samples run at its (or the preset's) temperature.
+            roles = role_specs(config.roles, config.lm, temperatures) if config.temperature is None else config.roles
             lms = resolve_roles(
                 config.lm,
-                config.roles,
+                roles,
                 valid_roles=framework.roles,
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
@@ -146,7 +156,14 @@ class RunSetup:
             )
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
-        program = build_program(config.framework, data.task.labels, data.task.positions, knobs=config.knobs, lms=lms)
+        knobs = dict(config.knobs)
+        if "seed" in framework.knobs():
+            knobs.setdefault("seed", config.seed)  # e.g. Courtroom-LLM's random assignment follows the run's seed
+        program = build_program(config.framework, data.task.labels, data.task.positions, knobs=knobs, lms=lms)
+        program.temperatures.update(temperatures)
+        warning = program.sampling_warning()
+        if warning:
+            logger.warning(warning)
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source)
 
@@ -264,6 +281,8 @@ def run(
         "config": {**asdict(config), "api_base": redact_url(config.api_base)},
         "framework_config": setup.program.config(),
         "models": setup.lms.names(cls.roles),
+        "preset": config.preset,
+        "temperatures": {r: setup.program.temperature_of(r) for r in cls.roles},
         "task": {
             "name": setup.task.name,
             "labels": list(setup.task.labels),

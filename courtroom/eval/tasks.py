@@ -229,6 +229,9 @@ def load_splits(
     """(task, every split, source description): ``dataset`` holds :func:`custom_task` arguments."""
     task, data = _resolve(name, dataset, data)
     records, source = load_records(task, data, seed=seed)
+    if records:
+        _check_fields(task, records)
+        task = task.with_labels_from(records)
     local = data not in ("auto", "generate", "hub")
     prefix = Path(data).stem if local else task.name
     return task, split_examples(to_examples(task, records, prefix), seed), source

@@ -33,6 +33,8 @@ class CourtroomProgram(dspy.Module):
     roles: ClassVar[tuple[str, ...]] = ()
     binary_only: ClassVar[bool] = False
     summary: ClassVar[str] = ""
+    sampling_temperatures: ClassVar[dict[str, float]] = {}
+    """Role -> the temperature used when the user gives none (see :meth:`sampled_roles`)."""
 
     def __init__(
         self,
@@ -59,6 +61,8 @@ class CourtroomProgram(dspy.Module):
             self.lms = roles
         else:
             self.lms = resolve_roles(lm, roles, valid_roles=self.roles)
+        self.temperatures: dict[str, float] = dict(self.sampling_temperatures)
+        """Role -> temperature sent with each call when the role's model has none of its own."""
 
     @classmethod
     def knobs(cls) -> dict[str, Any]:
@@ -81,6 +85,28 @@ class CourtroomProgram(dspy.Module):
         ``case``, ``label`` and ``id``. Programs that learn nothing ignore it.
         """
 
+    def sampled_roles(self) -> dict[str, int]:
+        """Roles asked the same prompt several times per case, and how many times (this config).
+
+        Such samples differ only at temperature > 0; :func:`sampling_warning` says so otherwise.
+        """
+        return {}
+
+    def temperature_of(self, role: str) -> float | None:
+        """The temperature ``role``'s calls run at: its model's own, else :attr:`temperatures`."""
+        own = (getattr(self.lms.for_role(role), "kwargs", None) or {}).get("temperature")
+        return float(own) if own is not None else self.temperatures.get(role)
+
+    def sampling_warning(self) -> str | None:
+        """One line if a role is sampled several times at temperature 0 (every sample the same answer)."""
+        cold = [f"{r} x{n}" for r, n in self.sampled_roles().items() if self.temperature_of(r) == 0]
+        if not cold:
+            return None
+        return (
+            f"{self.name}: {', '.join(cold)} sampled at temperature 0: the samples will be identical "
+            "and the extra calls wasted; pass --temperature > 0 (or drop it to use the framework's default)"
+        )
+
     def label_of(self, position: str) -> str:
         """The label a position stands for."""
         return self.labels[self.positions.index(position)]
@@ -91,14 +117,21 @@ class CourtroomProgram(dspy.Module):
         predictor: dspy.Predict,
         rollout: int | None = None,
         lm_config: Mapping[str, Any] | None = None,
+        *,
+        sample: bool = True,
         **inputs: Any,
     ) -> dspy.Prediction:
         """Call ``predictor`` on ``role``'s model, counted by the current meter.
 
-        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id.
+        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. Unless
+        ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its own
+        runs at that temperature.
         """
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
+        own = (getattr(self.lms.for_role(role), "kwargs", None) or {}).get("temperature")
+        if sample and own is None and role in self.temperatures:
+            config["temperature"] = self.temperatures[role]
         with use_role(self.lms, role):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
-import re
 from collections import Counter
 from collections.abc import Sequence
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+from typing import Any
 
 
 def labels_text(labels: Sequence[str]) -> str:
@@ -16,15 +15,29 @@ def labels_text(labels: Sequence[str]) -> str:
     return ", ".join(f'"{label}"' for label in labels)
 
 
+@functools.cache
+def _segmenter() -> Any:
+    # pysbd: rule-based sentence boundaries (abbreviations such as "e.g." and "U.S.", numbers,
+    # list items), pure Python, no data to download. Imported on first use.
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split into sentences by pysbd (whitespace kept with each sentence)."""
+    return [s for s in _segmenter().segment(text or "") if s.strip()]
+
+
 def limit_sentences(text: str, n: int) -> tuple[str, bool]:
     """The first ``n`` sentences of ``text`` (``n <= 0``: no limit) and whether it was cut."""
     text = (text or "").strip()
     if n <= 0:
         return text, False
-    parts = [p for p in _SENTENCE_END.split(text) if p]
+    parts = sentences(text)
     if len(parts) <= n:
         return text, False
-    return " ".join(parts[:n]), True
+    return "".join(parts[:n]).strip(), True
 
 
 def limit_words(text: str, n: int) -> tuple[str, bool]:

@@ -104,17 +104,18 @@ class PrecedentIndex:
         # Optimizer copies of a program share the fitted index (it is data, not a parameter).
         return self
 
-    def search(self, case: str, k: int) -> list[Precedent]:
+    def search(self, case: str, k: int, label: str | None = None) -> list[Precedent]:
         """The ``k`` most similar training cases (cosine similarity; ties by training order).
 
-        The case itself is skipped if it is in the index, so a training case never cites itself.
+        With ``label``, only training cases whose gold label is ``label`` (fewer if the index holds
+        fewer). The case itself is skipped if it is in the index, so a training case never cites itself.
         """
         if k <= 0:
             return []
         query = _normalise(np.asarray(self._embed([case]), dtype=float))[0]
         sims = self._matrix @ query
         order = sorted(range(len(sims)), key=lambda i: (-sims[i], i))
-        picked = [i for i in order if self.cases[i] != case][:k]
+        picked = [i for i in order if self.cases[i] != case and label in (None, self.labels[i])][:k]
         return [
             Precedent(
                 self.keys[i],

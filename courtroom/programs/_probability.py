@@ -15,17 +15,13 @@ PROB_METHODS = ("field", "votes", "logprobs")
 
 
 def add_probability_fields(signature: type[dspy.Signature], labels: Sequence[str]) -> type[dspy.Signature]:
-    """Append the judge's probability outputs.
+    """Append one probability output per label, ``p_1 .. p_K``, each naming its label.
 
-    Binary tasks get ``probability`` (of labels[0]); multi-class tasks get ``p_1 .. p_K``, one per
-    label, normalised afterwards.
+    One field per label, binary tasks included: a single "probability of labels[0]" placed after the
+    ``label`` field is easily filled with the confidence in the chosen label, which flips the result
+    whenever that label is labels[1]. The values are normalised and checked against the written
+    label by :func:`from_fields`.
     """
-    if len(labels) == 2:
-        return signature.append(
-            "probability",
-            dspy.OutputField(desc=f"probability between 0 and 1 that the correct label is {labels[0]!r}"),
-            type_=float,
-        )
     for i, label in enumerate(labels, 1):
         signature = signature.append(
             f"p_{i}",
@@ -52,12 +48,24 @@ def normalise(weights: Sequence[float], labels: Sequence[str]) -> dict[str, floa
     return {lab: w / total for lab, w in zip(labels, weights, strict=True)}
 
 
-def from_fields(out: dspy.Prediction, labels: Sequence[str]) -> dict[str, float]:
-    """The distribution stated in the probability fields."""
-    if len(labels) == 2:
-        p = clamp(out.probability)
-        return {labels[0]: p, labels[1]: 1.0 - p}
-    return normalise([clamp(out[f"p_{i}"]) for i in range(1, len(labels) + 1)], labels)
+def from_fields(out: dspy.Prediction, labels: Sequence[str]) -> tuple[dict[str, float], bool]:
+    """The distribution stated in the per-label fields, checked against the written ``label``.
+
+    Returns (distribution, agreed). The values are normalised (all zero: uniform). They agree with
+    the written label when it has the highest probability, ties included (so at exactly 0.5 on a
+    binary task the written label stands). On disagreement the written label wins, the judge's
+    committed answer, constrained to the label space, and the numbers are read as misplaced: the
+    written label's probability and the highest one are swapped, which keeps the stated confidence.
+    """
+    dist = normalise([clamp(out.get(f"p_{i}")) for i in range(1, len(labels) + 1)], labels)
+    written = out.get("label")
+    top = max(dist.values())
+    if written not in dist or dist[written] >= top:
+        return dist, True
+    best = next(lab for lab in labels if dist[lab] == top)
+    swapped = dict(dist)
+    swapped[written], swapped[best] = dist[best], dist[written]
+    return swapped, False
 
 
 def from_votes(votes: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
@@ -106,11 +114,15 @@ def from_logprobs(out: dspy.Prediction, labels: Sequence[str]) -> dict[str, floa
     return {lab: p if lab == label else rest for lab in labels}
 
 
-def decide(dist: Mapping[str, float], labels: Sequence[str]) -> str:
-    """Binary: labels[0] iff its probability >= 0.5. Multi-class: argmax, ties by label order."""
-    if len(labels) == 2:
-        return labels[0] if dist[labels[0]] >= 0.5 else labels[1]
-    return max(labels, key=lambda lab: (dist[lab], -labels.index(lab)))
+def decide(dist: Mapping[str, float], labels: Sequence[str], tie: str | None = None) -> str:
+    """The most probable label (binary: p > 0.5).
+
+    A tie, e.g. exactly 0.5 on a binary task, goes to ``tie`` if it is among the tied labels, else
+    to the first tied label in label order.
+    """
+    top = max(dist[lab] for lab in labels)
+    tied = [lab for lab in labels if math.isclose(dist[lab], top, abs_tol=1e-12)]
+    return tie if tie in tied else tied[0]
 
 
 def smooth(previous: Mapping[str, float], new: Mapping[str, float], t: float) -> dict[str, float]:

@@ -22,6 +22,8 @@ NONE = "(none)"
 class KhanDebate(CourtroomProgram):
     """Khan et al. (2024) debate: two debaters assigned opposite answers argue for ``n_rounds`` rounds.
 
+    Three rounds by default, as the JoT paper ran it ("For SC, Khan et al., and JoT, 3 loops were used").
+
     Binary tasks: debater 1 defends labels[0] and debater 2 labels[1]. Multi-class tasks: a cheap
     zero-shot ``classifier`` call names the two most likely labels (if it repeats itself, the
     second becomes the next label in order) and the debaters defend those; the judge may still pick
@@ -39,7 +41,7 @@ class KhanDebate(CourtroomProgram):
         *,
         lm: Any = None,
         roles: RoleLMs | Mapping[str, Any] | None = None,
-        n_rounds: int = 2,
+        n_rounds: int = 3,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_rounds) < 1:

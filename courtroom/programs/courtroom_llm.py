@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 
@@ -23,23 +23,28 @@ ASSIGNMENTS = ("fixed", "random")
 
 
 class CourtroomLLM(CourtroomProgram):
-    """Courtroom-LLM: a clerk proposes A1/A2, advocates argue them, judges decide with precedents.
+    """Courtroom-LLM: a clerk proposes A1/A2, advocates argue them, judges choose between the two.
 
-    * **Preliminary hearing** (``clerk``): the most likely label A1 and the runner-up A2. For a
-      binary task A2 is always the other label. For multi-class, if the clerk repeats A1 as A2,
-      A2 becomes the label after A1 in label order, and the transcript says so.
+    * **Preliminary hearing** (``clerk``): the most likely label A1 and a ranking of the labels. A2
+      is the highest-ranked label other than A1 (binary: the other label). Only if the ranking names
+      no other label does A2 fall back to the label after A1 in label order; the transcript says so.
     * **Arguments**: the ``prosecutor`` argues A1 and the ``attorney`` A2 (``assignment="fixed"``,
-      early paper), or a coin seeded by ``seed`` and the case text swaps them
-      (``assignment="random"``, final paper). Arguments are cut to ``max_argument_sentences``
-      (0: no limit); a cut is marked in the transcript.
-    * **Precedents**: the ``k_precedents`` most similar training cases (see
-      :mod:`courtroom.programs._precedents`), each with its gold label and a one-sentence reason
-      written once per training case by the ``reasoner`` and cached on the program.
-    * **Judges**: ``n_judges`` calls of one ``judge`` predictor (rollout ids make them distinct
-      samples). ``judge_mode="parallel"``: independent judges, majority vote; a tie goes to A1 if
-      A1 is among the tied labels, else to the tied label that comes first in label order.
+      early paper), or a coin seeded by ``seed`` (a run sets it to the run's seed) and the case text
+      swaps them (``assignment="random"``, final paper). Arguments are cut to
+      ``max_argument_sentences`` sentences (0: no limit) by a real sentence splitter (pysbd); a cut
+      is marked in the transcript.
+    * **Precedents**: for each candidate, the ``k_precedents`` most similar training cases whose gold
+      label is that candidate (the papers' "precedent size 1" shows one for A1 and one for A2), see
+      :mod:`courtroom.programs._precedents`, each with a reason written once per training case by
+      the ``reasoner`` and cached on the program.
+    * **Judges** choose between A1 and A2 only (the hearing makes the main trial binary, §3.1): the
+      decision's schema enum is those two, framed as two opposite arguments of which one is correct.
+      ``n_judges`` calls of one ``judge`` predictor (rollout ids make them distinct samples).
+      ``judge_mode="parallel"``: independent judges, majority vote; a tie goes to A1.
       ``"sequential"``: each judge sees the earlier judges' decisions and reasons; the last
       judge's decision is the verdict.
+    * **Sampling**: the clerk, advocates and judges run at temperature 0.5 (§4.1.3) unless their
+      model has a temperature of its own.
 
     Output fields: ``label``, ``transcript``, ``votes``, ``ph_label`` (A1), ``ph_runner_up`` (A2),
     ``precedents`` (dicts) and ``assignment`` (role -> label).
@@ -48,6 +53,13 @@ class CourtroomLLM(CourtroomProgram):
     name = "courtroom-llm"
     roles = ("clerk", "prosecutor", "attorney", "judge", "reasoner")
     summary = "Courtroom-LLM: preliminary hearing, prosecutor vs attorney, precedents, a panel of judges."
+    # §4.1.3: "the temperature for the model was fixed at 0.5" for PH, prosecutor, attorney and judge.
+    sampling_temperatures: ClassVar[dict[str, float]] = {
+        "clerk": 0.5,
+        "prosecutor": 0.5,
+        "attorney": 0.5,
+        "judge": 0.5,
+    }
 
     def __init__(
         self,
@@ -82,13 +94,17 @@ class CourtroomLLM(CourtroomProgram):
         lt = label_type(self.labels)
         self.clerk = dspy.Predict(
             sig.PreliminaryHearing.with_updated_fields("most_likely", type_=lt).with_updated_fields(
-                "runner_up", type_=lt
+                "ranking", type_=list[lt]  # type: ignore[valid-type]
             )
         )
         self.prosecutor = dspy.Predict(sig.Prosecutor)
         self.attorney = dspy.Predict(sig.Attorney)
         self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=lt))
         self.reasoner = dspy.Predict(sig.PrecedentReason)
+
+    def sampled_roles(self) -> dict[str, int]:
+        """Parallel judges read the same prompt ``n_judges`` times."""
+        return {"judge": self.n_judges} if self.judge_mode == "parallel" and self.n_judges > 1 else {}
 
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Index the training cases for precedent retrieval (nothing to do when ``k_precedents`` is 0)."""
@@ -109,17 +125,15 @@ class CourtroomLLM(CourtroomProgram):
 
     def _hearing(self, case: str) -> tuple[str, str, Turn]:
         ph = self.ask("clerk", self.clerk, case=case, labels=labels_text(self.labels))
-        a1, a2 = ph.most_likely, ph.runner_up
+        a1 = ph.most_likely
+        ranking = [str(x) for x in (ph.ranking or [])]
         note = ""
-        if len(self.labels) == 2:
-            forced = next(x for x in self.labels if x != a1)
-            if a2 != forced:
-                note = f"runner-up set to the other label {forced!r} (binary task)"
-            a2 = forced
-        elif a2 == a1:
+        a2 = next((x for x in ranking if x != a1 and x in self.labels), None)
+        if a2 is None:
             a2 = self.labels[(self.labels.index(a1) + 1) % len(self.labels)]
-            note = f"clerk repeated A1 as runner-up; runner-up set to the next label {a2!r}"
-        extra = {"runner_up": a2} | ({"note": note} if note else {})
+            if len(self.labels) > 2:
+                note = f"the ranking names no label other than A1; runner-up set to the next label {a2!r}"
+        extra = {"runner_up": a2, "ranking": ranking} | ({"note": note} if note else {})
         return (
             a1,
             a2,
@@ -141,7 +155,8 @@ class CourtroomLLM(CourtroomProgram):
             extra |= {"truncated": True, "original": out.argument}
         return text, Turn(role, 1, text, extra=extra)
 
-    def _precedents(self, case: str) -> list[Precedent]:
+    def _precedents(self, case: str, candidates: Sequence[str]) -> list[Precedent]:
+        """``k_precedents`` nearest training cases for each candidate, A1's first."""
         if self.k_precedents == 0:
             return []
         if self.precedent_index is None:
@@ -149,7 +164,8 @@ class CourtroomLLM(CourtroomProgram):
                 f"courtroom-llm: k_precedents={self.k_precedents} needs training cases; call "
                 "program.prepare(trainset) first or set k_precedents=0"
             )
-        found = self.precedent_index.search(case, self.k_precedents)
+        index = self.precedent_index
+        found = [p for label in candidates for p in index.search(case, self.k_precedents, label=label)]
         return self.precedent_index.with_reasons(
             found, lambda p: self.ask("reasoner", self.reasoner, case=p.case, label=p.label).reason
         )
@@ -172,7 +188,7 @@ class CourtroomLLM(CourtroomProgram):
             [
                 lambda: self._argue("prosecutor", case, assigned["prosecutor"], assigned["attorney"]),
                 lambda: self._argue("attorney", case, assigned["attorney"], assigned["prosecutor"]),
-                lambda: self._precedents(case),
+                lambda: self._precedents(case, (a1, a2)),
             ]
         )
         (p_text, p_turn), (d_text, d_turn) = stages[0], stages[1]
@@ -188,9 +204,13 @@ class CourtroomLLM(CourtroomProgram):
             )
             for p in precedents
         ]
+        # The judges may only answer A1 or A2: the decision's enum is narrowed for this case.
+        pair = sorted((a1, a2), key=self.labels.index)  # label order: the schema does not favour A1
+        judge_sig = self.judge.signature.with_updated_fields("decision", type_=label_type(pair))
         inputs: dict[str, Any] = {
+            "signature": judge_sig,
             "case": case,
-            "labels": labels_text(self.labels),
+            "candidates": labels_text([a1, a2]),
             "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
             "attorney_argument": f"[{assigned['attorney']}] {d_text}",
             "precedents": self._precedents_text(precedents),

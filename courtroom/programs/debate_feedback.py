@@ -1,20 +1,21 @@
 """Debate-Feedback (SPEC §4.3, paper Algorithm 1): debate, verify reliability, smooth the judge.
 
-Debaters argue, an assistant scores their reliability, and the judge's probability is updated
-with smoothing when the reliability passes the threshold.
+Debaters argue, an assistant scores the reliability of each final comment, and the judge's
+probability is updated with smoothing from the comments that pass the threshold.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 
 from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
 from courtroom.lms import RoleLMs
+from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.programs._common import labels_text, limit_words
@@ -22,7 +23,7 @@ from courtroom.programs._reliability import ReliabilityModel, reliability_text
 from courtroom.signatures import debate as sig
 from courtroom.transcript import Turn
 
-NONE = "(none)"
+NONE = deb.NONE
 RELIABILITY = ("none", "assistant", "llm")
 VARIANTS = ("single", "assistant")
 _STATE_KEY = "courtroom_reliability_model"
@@ -52,32 +53,42 @@ def correction_counts(
 class DebateFeedback(CourtroomProgram):
     """Debate-Feedback: a judge's probability refined by ``n_rounds`` of debate.
 
-    * **Initial estimate** O_0: a distribution over the labels from the ``judge``. ``prob_method``
-      says how it is read: ``"field"`` (default; the judge states the probability of labels[0]
-      for a binary task, or one probability per label, normalised, for multi-class),
-      ``"votes"`` (the label vote share of ``k_samples`` judge samples, with rollout ids) or
-      ``"logprobs"`` (the token log-probabilities of the chosen label; only for providers that
-      return them, else a ConfigError).
-    * **Debate step**: ``n_debaters`` debaters, debater i arguing labels[i mod K]. Each gives an
-      opinion (within ``word_limit`` words, cut if longer), then reads the others' and replies.
-      Debaters in a step run concurrently; later rounds see the earlier rounds' replies.
-    * **Verification**: with ``variant="assistant"``, each debater's reply gets a reliability in
-      [0, 1] from the assistant: ``reliability="assistant"`` is a scikit-learn model trained in
-      :meth:`prepare` on single-variant debates over the training cases; ``"llm"`` asks the
-      ``assistant`` role. ``variant="single"`` (or ``reliability="none"``) uses no assistant.
-    * **Gate and smoothing**: the gate passes when the mean reliability is >= ``threshold``
-      (always, without an assistant). Then the judge summarises the round and re-estimates in the
-      same call (the summary field comes first, so the estimate reads it), and
-      O_i = (1 - T) * O_{i-1} + T * estimate with T = ``smoothing``. Otherwise O_i is a fresh
-      estimate on the case alone. The label is O_n's: labels[0] iff p >= 0.5 (binary), or argmax.
+    * **Initial estimate** O_0 = LM(x): the ``judge`` on the case alone. ``prob_method`` says how the
+      distribution is read: ``"field"`` (default: one probability per label, each field naming its
+      label, normalised and checked against the written label, see
+      :func:`courtroom.programs._probability.from_fields`), ``"votes"`` (the vote share of
+      ``k_samples`` judge samples) or ``"logprobs"`` (token log-probabilities of the chosen label).
+    * **Who argues what**: binary tasks split the ``n_debaters`` evenly between the two labels, an
+      odd one out arguing without an assigned side; multi-class tasks give the debaters the labels
+      O_0 ranks highest (:func:`courtroom.programs._debate.perspectives`).
+    * **Debate step**, every round starting from the case (Algorithm 1): each debater gives an
+      opinion (within ``word_limit`` words, cut if longer), then replies seeing its own opinion and
+      the others', and states its final stance (a label).
+    * **Verification and gate**: with ``variant="assistant"`` each final comment (reply) gets a
+      reliability: ``reliability="assistant"`` is a scikit-learn model trained in :meth:`prepare` on
+      single-variant debates over the training cases, on the stated stance against the gold label
+      (Table 1); ``"llm"`` asks the ``assistant`` role. The comments whose reliability reaches
+      ``threshold`` go to the judge with their scores; the single variant passes every comment.
+      If none passes, O_i = O_0, reused with no new call.
+    * **Summary, then estimate** (Table 4, step 4): the ``summarizer`` (the judge's model unless
+      routed elsewhere) summarises the passing comments, sum = LM(a, e, v); then the judge, shown
+      its initial prediction, gives LM(x, sum). ``summarize=False`` merges the two for cost: the
+      judge reads the passing comments themselves. O_i = (1 - T) * O_{i-1} + T * LM(x, sum) with
+      T = ``smoothing``.
+    * **Label**: the most probable label of O_n; a tie (exactly 0.5 on a binary task) goes to the
+      initial prediction.
 
-    Output fields: ``label``, ``transcript``, ``probabilities`` (O_0..O_n, each label -> p),
-    ``initial_label``, ``reliabilities`` (per round) and ``gates`` (per round).
+    Output fields: ``label``, ``transcript``, ``probabilities`` (O_0..O_n), ``initial_label``,
+    ``sides`` (debater -> assigned label or None), ``stances`` and ``reliabilities`` (per round,
+    per debater), ``passed`` (per round, the debaters whose comments reached the judge) and
+    ``gates`` (per round, whether any did).
     """
 
     name = "debate-feedback"
-    roles = ("judge", "debater", "assistant")
+    roles = ("judge", "summarizer", "debater", "assistant")
     summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
+    # The paper gives no temperature; 1.0 is the default of the OpenAI API its GPT-4o runs used.
+    sampling_temperatures: ClassVar[dict[str, float]] = {"judge": 1.0, "debater": 1.0}
 
     def __init__(
         self,
@@ -95,6 +106,7 @@ class DebateFeedback(CourtroomProgram):
         reliability: str = "assistant",
         prob_method: str = "field",
         k_samples: int = 3,
+        summarize: bool = True,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         checks = [
@@ -104,10 +116,7 @@ class DebateFeedback(CourtroomProgram):
             (0.0 <= float(smoothing) <= 1.0, f"smoothing T must be in [0, 1], got {smoothing}"),
             (0.0 <= float(threshold) <= 1.0, f"threshold must be in [0, 1], got {threshold}"),
             (variant in VARIANTS, f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}"),
-            (
-                reliability in RELIABILITY,
-                f"unknown reliability {reliability!r}; use one of {', '.join(RELIABILITY)}",
-            ),
+            (reliability in RELIABILITY, f"unknown reliability {reliability!r}; use one of {', '.join(RELIABILITY)}"),
             (
                 prob_method in prob.PROB_METHODS,
                 f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}",
@@ -119,18 +128,18 @@ class DebateFeedback(CourtroomProgram):
                 raise ConfigError(f"debate-feedback: {message}")
         self.n_rounds, self.n_debaters, self.word_limit = int(n_rounds), int(n_debaters), int(word_limit)
         self.smoothing, self.threshold = float(smoothing), float(threshold)
-        self.variant, self.reliability, self.prob_method, self.k_samples = (
-            variant,
-            reliability,
-            prob_method,
-            int(k_samples),
-        )
+        self.variant, self.reliability, self.prob_method = variant, reliability, prob_method
+        self.k_samples, self.summarize = int(k_samples), bool(summarize)
+        if "summarizer" not in self.lms and "judge" in self.lms:
+            # The paper's judge writes the summary: same model unless the summarizer is routed elsewhere.
+            self.lms = RoleLMs({**self.lms, "summarizer": self.lms["judge"]})
         self.reliability_model = ReliabilityModel()
-        judge = prob.add_probability_fields(
-            sig.Judge.with_updated_fields("label", type_=label_type(self.labels)), self.labels
+        lt = label_type(self.labels)
+        self.judge = dspy.Predict(
+            prob.add_probability_fields(sig.Judge.with_updated_fields("label", type_=lt), self.labels)
         )
-        self.judge = dspy.Predict(judge)
-        self.debater = dspy.Predict(sig.Debater)
+        self.summarizer = dspy.Predict(sig.Summarize)
+        self.debater = dspy.Predict(sig.Debater.with_updated_fields("stance", type_=lt))
         self.assistant = dspy.Predict(sig.Assistant)
 
     @property
@@ -138,83 +147,48 @@ class DebateFeedback(CourtroomProgram):
         """The reliability actually used: ``none`` for the single variant."""
         return "none" if self.variant == "single" else self.reliability
 
-    def position_of(self, d: int) -> str:
-        """The label debater ``d`` (0-based) argues for: round-robin over the labels."""
-        return self.labels[d % len(self.labels)]
+    def sampled_roles(self) -> dict[str, int]:
+        """Debaters' opinion prompts repeat every round; judge votes repeat ``k_samples`` times."""
+        out = {"debater": self.n_rounds}
+        if self.prob_method == "votes":
+            out["judge"] = self.k_samples
+        return {r: n for r, n in out.items() if n > 1}
 
-    # -- training the assistant -----------------------------------------------------------------
+    # -- the debate step -------------------------------------------------------------------------
 
-    def prepare(self, trainset: Sequence[dspy.Example]) -> None:
-        """Train the assistant (``reliability="assistant"``) on single-variant debates over ``trainset``."""
-        if self.scorer != "assistant":
-            return
-        texts: list[str] = []
-        agrees: list[bool] = []
-        batch = 4  # cases debated at once; each debate runs its debaters concurrently too
-        for start in range(0, len(trainset), batch):
-            chunk = trainset[start : start + batch]
-            finals = [d[-1] for d in run_parallel([functools.partial(self._debate, ex.case) for ex in chunk])]
-            for ex, replies in zip(chunk, finals, strict=True):
-                for d, reply in enumerate(replies):
-                    texts.append(reliability_text(ex.case, reply))
-                    agrees.append(self.position_of(d) == ex.label)
-        self.reliability_model.fit(texts, agrees)
-
-    def _debate(self, case: str) -> list[list[str]]:
-        """Single-variant debate rounds (no judge): each round's replies."""
-        replies: list[list[str]] = []
-        for r in range(1, self.n_rounds + 1):
-            _, rep, _ = self._round(case, r, replies[-1] if replies else None)
-            replies.append(rep)
-        return replies
-
-    # -- one round ---------------------------------------------------------------------------------
-
-    def _speak(self, case: str, d: int, stage: str, previous: str, others: str) -> tuple[str, bool]:
-        limit = f"at most {self.word_limit} words" if self.word_limit else "no limit"
-        out = self.ask(
+    def _speak(self, case: str, r: int, d: int, side: str | None, own: str, others: str) -> dspy.Prediction:
+        return self.ask(
             "debater",
             self.debater,
-            rollout=d,
+            rollout=(r - 1) * self.n_debaters + d,
             case=case,
             labels=labels_text(self.labels),
-            position=self.position_of(d),
-            stage=stage,
-            previous_rounds=previous,
+            perspective=deb.perspective_text(side),
+            stage="reply" if own != NONE else "opinion",
+            own_opinion=own,
             other_opinions=others,
-            word_limit=limit,
+            word_limit=f"at most {self.word_limit} words" if self.word_limit else "no limit",
         )
-        return limit_words(out.opinion, self.word_limit)
 
-    def _round(self, case: str, r: int, last: list[str] | None) -> tuple[list[str], list[str], list[Turn]]:
-        previous = (
-            NONE
-            if last is None
-            else "\n".join(f"Expert {d + 1} (for {self.position_of(d)}): {t}" for d, t in enumerate(last))
+    def _round(self, case: str, r: int, sides: Sequence[str | None]) -> list[deb.Comment]:
+        """Opinions from the case alone, then replies that see their own opinion and the others'."""
+        n = range(len(sides))
+        ops = run_parallel([functools.partial(self._speak, case, r, d, sides[d], NONE, NONE) for d in n])
+        cut_ops = [limit_words(o.opinion, self.word_limit) for o in ops]
+        said = [(d, sides[d], cut_ops[d][0]) for d in n]
+        replies = run_parallel(
+            [functools.partial(self._speak, case, r, d, sides[d], cut_ops[d][0], deb.others_text(said, d)) for d in n]
         )
-        n = range(self.n_debaters)
-        opinions = run_parallel([functools.partial(self._speak, case, d, "opinion", previous, NONE) for d in n])
-        ops = [o for o, _ in opinions]
+        out = []
+        for d, reply in zip(n, replies, strict=True):
+            text, cut = limit_words(reply.opinion, self.word_limit)
+            out.append(deb.Comment(d, sides[d], cut_ops[d][0], text, reply.stance, cut_ops[d][1], cut))
+        return out
 
-        def others(d: int) -> str:
-            return "\n".join(f"Expert {j + 1} (for {self.position_of(j)}): {ops[j]}" for j in n if j != d)
-
-        replies = run_parallel([functools.partial(self._speak, case, d, "reply", previous, others(d)) for d in n])
-        turns = [
-            Turn(
-                f"debater-{d + 1}",
-                r,
-                text,
-                extra={"position": self.position_of(d), "stage": stage} | ({"truncated": True} if cut else {}),
-            )
-            for stage, said in (("opinion", opinions), ("reply", replies))
-            for d, (text, cut) in enumerate(said)
-        ]
-        return ops, [t for t, _ in replies], turns
-
-    def _reliabilities(self, case: str, replies: list[str]) -> list[float]:
+    def _reliabilities(self, case: str, comments: Sequence[deb.Comment]) -> dict[int, float] | None:
         if self.scorer == "assistant":
-            return self.reliability_model.score([reliability_text(case, t) for t in replies])
+            scores = self.reliability_model.score([reliability_text(case, c.reply) for c in comments])
+            return {c.debater: s for c, s in zip(comments, scores, strict=True)}
         if self.scorer == "llm":
             outs = run_parallel(
                 [
@@ -222,22 +196,55 @@ class DebateFeedback(CourtroomProgram):
                         self.ask,
                         "assistant",
                         self.assistant,
-                        rollout=d,
+                        rollout=c.debater,
                         case=case,
-                        position=self.position_of(d),
-                        comment=replies[d],
+                        stance=c.stance,
+                        comment=c.reply,
                     )
-                    for d in range(len(replies))
+                    for c in comments
                 ]
             )
-            return [prob.clamp(o.reliability) for o in outs]
-        return []
+            return {c.debater: prob.clamp(o.reliability) for c, o in zip(comments, outs, strict=True)}
+        return None
+
+    # -- training the assistant -----------------------------------------------------------------
+
+    def prepare(self, trainset: Sequence[dspy.Example]) -> None:
+        """Train the assistant (``reliability="assistant"``) on single-variant debates over ``trainset``.
+
+        Each final comment of every round is one sample: (case + comment) -> whether the stance the
+        debater stated equals the gold label (Table 1).
+        """
+        if self.scorer != "assistant":
+            return
+        texts: list[str] = []
+        agrees: list[bool] = []
+        batch = 4  # cases debated at once; each debate runs its debaters concurrently too
+        for start in range(0, len(trainset), batch):
+            chunk = trainset[start : start + batch]
+            debates = run_parallel([functools.partial(self._training_debate, ex.case) for ex in chunk])
+            for ex, rounds in zip(chunk, debates, strict=True):
+                for comment in (c for comments in rounds for c in comments):
+                    texts.append(reliability_text(ex.case, comment.reply))
+                    agrees.append(comment.stance == ex.label)
+        self.reliability_model.fit(texts, agrees)
+
+    def _training_debate(self, case: str) -> list[list[deb.Comment]]:
+        """The debate rounds of a single-variant run (multi-class sides need O_0 first)."""
+        o0 = self._estimate(case, NONE, NONE, 0)[0] if len(self.labels) > 2 else {}
+        sides = deb.perspectives(self.labels, self.n_debaters, o0)
+        return [self._round(case, r, sides) for r in range(1, self.n_rounds + 1)]
 
     # -- the judge -------------------------------------------------------------------------------
 
-    def _estimate(self, case: str, debate: str, rollout: int) -> tuple[dict[str, float], str]:
-        """A distribution over the labels (read per ``prob_method``) and the judge's summary."""
-        inputs: dict[str, Any] = {"case": case, "labels": labels_text(self.labels), "debate": debate}
+    def _estimate(self, case: str, initial: str, summary: str, rollout: int) -> tuple[dict[str, float], str, bool]:
+        """(distribution over the labels, the written label, whether they agreed)."""
+        inputs: dict[str, Any] = {
+            "case": case,
+            "labels": labels_text(self.labels),
+            "initial_prediction": initial,
+            "debate_summary": summary,
+        }
         if self.prob_method == "votes":
             outs = run_parallel(
                 [
@@ -245,12 +252,18 @@ class DebateFeedback(CourtroomProgram):
                     for s in range(self.k_samples)
                 ]
             )
-            return prob.from_votes([o.label for o in outs], self.labels), outs[0].summary
+            dist = prob.from_votes([o.label for o in outs], self.labels)
+            return dist, prob.decide(dist, self.labels, tie=outs[0].label), True
         if self.prob_method == "logprobs":
             out = self.ask("judge", self.judge, rollout=rollout, lm_config={"logprobs": True}, **inputs)
-            return prob.from_logprobs(out, self.labels), out.summary
+            return prob.from_logprobs(out, self.labels), out.label, True
         out = self.ask("judge", self.judge, rollout=rollout, **inputs)
-        return prob.from_fields(out, self.labels), out.summary
+        dist, agreed = prob.from_fields(out, self.labels)
+        return dist, out.label, agreed
+
+    def _initial_text(self, label: str, dist: Mapping[str, float]) -> str:
+        probs = ", ".join(f"{lab}: {p:.2f}" for lab, p in dist.items())
+        return f"Your initial prediction on the case alone was {label} ({probs})."
 
     def forward(self, case: str) -> dspy.Prediction:
         """Debate ``case``; ``label`` follows the final smoothed probability O_n."""
@@ -259,65 +272,99 @@ class DebateFeedback(CourtroomProgram):
                 "debate-feedback: the assistant is not trained; call program.prepare(trainset) "
                 "first, or use reliability='llm' or variant='single'"
             )
-        o, _ = self._estimate(case, NONE, 0)
-        initial = prob.decide(o, self.labels)
-        history = [o]
-        transcript = [Turn("judge", 0, "initial estimate O_0 on the case alone", decision=initial, extra={"O": o})]
+        o0, written, agreed = self._estimate(case, NONE, NONE, 0)
+        initial = prob.decide(o0, self.labels, tie=written)
+        o, history = o0, [o0]
+        transcript = [
+            Turn(
+                "judge",
+                0,
+                "initial estimate O_0 on the case alone",
+                decision=initial,
+                extra={"O": o0, "written_label": written, "agreed": agreed},
+            )
+        ]
+        sides = deb.perspectives(self.labels, self.n_debaters, o0)
+        stances: list[list[str]] = []
         reliabilities: list[list[float]] = []
-        gates: list[bool] = []
-        last: list[str] | None = None
+        passed_by_round: list[list[int]] = []
         for r in range(1, self.n_rounds + 1):
-            ops, replies, turns = self._round(case, r, last)
-            last = replies
-            transcript += turns
-            rel = self._reliabilities(case, replies)
-            reliabilities.append(rel)
-            mean = sum(rel) / len(rel) if rel else None
-            passed = mean is None or mean >= self.threshold
-            gates.append(passed)
-            if rel:
+            comments = self._round(case, r, sides)
+            stances.append([c.stance for c in comments])
+            transcript += self._debate_turns(r, comments)
+            rel = self._reliabilities(case, comments)
+            passed = [c for c in comments if rel is None or rel[c.debater] >= self.threshold]
+            reliabilities.append([rel[c.debater] for c in comments] if rel else [])
+            passed_by_round.append([c.debater + 1 for c in passed])
+            if rel is not None:
                 transcript.append(
                     Turn(
                         "assistant",
                         r,
-                        f"mean reliability {mean:.3f} (threshold {self.threshold})",
-                        extra={"reliabilities": rel, "method": self.scorer, "gate": passed},
+                        f"reliabilities {[round(v, 3) for v in rel.values()]} "
+                        f"(threshold {self.threshold}); passed: {passed_by_round[-1] or 'none'}",
+                        extra={
+                            "reliabilities": list(rel.values()),
+                            "method": self.scorer,
+                            "passed": passed_by_round[-1],
+                        },
                     )
                 )
-            if passed:
-                debate = self._debate_text(ops, replies, rel)
-                new, summary = self._estimate(case, debate, r)
-                o = prob.smooth(o, new, self.smoothing)
-                text = summary
-            else:
-                new, _ = self._estimate(case, NONE, r)
-                o = new
-                text = "gate failed: fresh estimate on the case alone, debate ignored"
+            if not passed:
+                o = o0  # Algorithm 1's else branch: O_i = LM(x), the initial prediction, reused
+                transcript.append(
+                    Turn(
+                        "judge",
+                        r,
+                        "no comment passed the gate: O_i = O_0 (no new call)",
+                        decision=prob.decide(o, self.labels, tie=initial),
+                        extra={"O": o, "gate": False},
+                    )
+                )
+                history.append(o)
+                continue
+            debate = deb.debate_text(passed, {c.debater: rel[c.debater] for c in passed} if rel else None)
+            summary = debate
+            if self.summarize:
+                summary = self.ask("summarizer", self.summarizer, rollout=r, debate=debate).summary
+                transcript.append(Turn("summarizer", r, summary))
+            new, written, agreed = self._estimate(case, self._initial_text(initial, o0), summary, r)
+            o = prob.smooth(o, new, self.smoothing)
             history.append(o)
             transcript.append(
                 Turn(
                     "judge",
                     r,
-                    text,
-                    decision=prob.decide(o, self.labels),
-                    extra={"estimate": new, "O": o, "gate": passed},
+                    f"estimate after the debate: {written}",
+                    decision=prob.decide(o, self.labels, tie=initial),
+                    extra={"estimate": new, "O": o, "gate": True, "written_label": written, "agreed": agreed},
                 )
             )
         return self.verdict(
-            prob.decide(o, self.labels),
+            prob.decide(o, self.labels, tie=initial),
             transcript,
             probabilities=history,
             initial_label=initial,
+            sides=sides,
+            stances=stances,
             reliabilities=reliabilities,
-            gates=gates,
+            passed=passed_by_round,
+            gates=[bool(p) for p in passed_by_round],
         )
 
-    def _debate_text(self, ops: list[str], replies: list[str], rel: list[float]) -> str:
-        lines = []
-        for d, (op, rep) in enumerate(zip(ops, replies, strict=True)):
-            score = f" (reliability {rel[d]:.2f})" if rel else ""
-            lines.append(f"Expert {d + 1} for {self.position_of(d)}{score}:\n  opinion: {op}\n  reply: {rep}")
-        return "\n".join(lines)
+    @staticmethod
+    def _debate_turns(r: int, comments: Sequence[deb.Comment]) -> list[Turn]:
+        turns = []
+        for stage in ("opinion", "reply"):
+            for c in comments:
+                cut = c.opinion_cut if stage == "opinion" else c.reply_cut
+                extra: dict[str, Any] = {"side": c.side, "stage": stage} | ({"truncated": True} if cut else {})
+                if stage == "reply":
+                    extra["stance"] = c.stance
+                turns.append(
+                    Turn(f"debater-{c.debater + 1}", r, c.opinion if stage == "opinion" else c.reply, extra=extra)
+                )
+        return turns
 
     # -- saving the assistant without pickle -----------------------------------------------------------
 

@@ -15,7 +15,6 @@ from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.signatures import jot
 from courtroom.transcript import Turn
 
-ABSENT = "(no {role} in this trial)"
 NONE = "(none)"
 
 
@@ -61,12 +60,17 @@ class JudgmentOfThought(CourtroomProgram):
         kind = "opening" if r == 1 else "closing" if r == self.n_loops else "rebuttal"
         return f"{kind} (utterance {r}): {jot.STAGES[kind]}"
 
+    @staticmethod
+    def _earlier(arguments: list[str]) -> str:
+        return "\n".join(f"Utterance {i}: {a}" for i, a in enumerate(arguments, 1)) or NONE
+
     def forward(self, case: str) -> dspy.Prediction:
         """Run the trial on ``case``; ``label`` is the final judgment."""
         pos, neg = self.positions
         transcript: list[Turn] = []
         lawyer_arg = prosecutor_arg = ""
         feedback = {"lawyer": "", "prosecutor": ""}
+        earlier: dict[str, list[str]] = {"lawyer": [], "prosecutor": []}
         decisions: list[str] = []
         for r in range(1, self.n_loops + 1):
             stage = self._stage(r)
@@ -80,6 +84,7 @@ class JudgmentOfThought(CourtroomProgram):
                     position=pos,
                     opposing_position=neg,
                     stage=stage,
+                    own_earlier_arguments=self._earlier(earlier["lawyer"]),
                     opponent_argument=prosecutor_arg or NONE,
                     judge_feedback=feedback["lawyer"] or NONE,
                 )
@@ -92,10 +97,13 @@ class JudgmentOfThought(CourtroomProgram):
                     position=neg,
                     opposing_position=pos,
                     stage=stage,
+                    own_earlier_arguments=self._earlier(earlier["prosecutor"]),
                     opponent_argument=lawyer_arg or NONE,
                     judge_feedback=feedback["prosecutor"] or NONE,
                 )
             outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
+            for role, out in outs.items():
+                earlier[role].append(out.argument)
             for role in ("lawyer", "prosecutor"):
                 if role in outs:
                     transcript.append(
@@ -107,16 +115,18 @@ class JudgmentOfThought(CourtroomProgram):
                             | ({"saw_feedback": feedback[role]} if feedback[role] else {}),
                         )
                     )
-            lawyer_arg = outs["lawyer"].argument if "lawyer" in outs else ABSENT.format(role="lawyer")
-            prosecutor_arg = outs["prosecutor"].argument if "prosecutor" in outs else ABSENT.format(role="prosecutor")
+            lawyer_arg = outs["lawyer"].argument if "lawyer" in outs else ""
+            prosecutor_arg = outs["prosecutor"].argument if "prosecutor" in outs else ""
+            arguments = {f"{role}_argument": out.argument for role, out in outs.items()}
+            solo = {} if len(outs) == 2 else {"signature": jot.solo_judge(self.judge.signature, next(iter(outs)))}
             j = self.ask(
                 "judge",
                 self.judge,
+                **solo,
                 case=case,
                 positive_position=pos,
                 negative_position=neg,
-                lawyer_argument=lawyer_arg,
-                prosecutor_argument=prosecutor_arg,
+                **arguments,
                 judgment_round=f"judgment {r}" + (" (final)" if r == self.n_loops else ""),
             )
             decisions.append(j.decision)
@@ -126,12 +136,9 @@ class JudgmentOfThought(CourtroomProgram):
                     r,
                     j.analysis,
                     decision=j.decision,
-                    extra={
-                        "feedback_to_lawyer": j.feedback_to_lawyer,
-                        "feedback_to_prosecutor": j.feedback_to_prosecutor,
-                    },
+                    extra={f"feedback_to_{role}": j.get(f"feedback_to_{role}") for role in outs},
                 )
             )
             if self.use_feedback:
-                feedback = {"lawyer": j.feedback_to_lawyer, "prosecutor": j.feedback_to_prosecutor}
+                feedback = {role: j.get(f"feedback_to_{role}") or "" for role in ("lawyer", "prosecutor")}
         return self.verdict(self.label_of(decisions[-1]), transcript, judge_decisions=decisions)

@@ -22,7 +22,7 @@ class Reason(dspy.Signature):
 
     case: str = dspy.InputField(desc="the input to classify")
     labels: str = dspy.InputField(desc="the candidate labels")
-    reasoning: str = dspy.OutputField(desc="short step-by-step reasoning")
+    reasoning: str = dspy.OutputField(desc="step-by-step reasoning")
     answer: str = dspy.OutputField(desc="the correct label")
 
 

@@ -1,0 +1,135 @@
+"""Paper presets: a paper's main configuration of a framework in one word (SPEC §4.5).
+
+``PRESETS`` is the one registry, by name. A preset names its framework, the knobs it sets (the
+user's ``--set`` still wins) and the sampling temperatures per role (used when the user gives no
+``--temperature``). Run folders and program files record the preset's name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtroom.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A paper's configuration of one framework."""
+
+    name: str
+    framework: str
+    knobs: dict[str, Any]
+    temperatures: dict[str, float] = field(default_factory=dict)
+    """Role -> temperature, replacing the framework's default for that role."""
+    source: str = ""
+    """Where in the paper the configuration comes from."""
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "jot-paper",
+            "jot",
+            {"n_loops": 3, "use_lawyer": True, "use_prosecutor": True, "use_feedback": True},
+            {"lawyer": 1.0, "prosecutor": 1.0, "judge": 1.0},
+            "judgment-of-thought §4.1: 3 loops; models at default parameters (temperature=1, top-p=1)",
+        ),
+        Preset(
+            "courtroom-llm-early",
+            "courtroom-llm",
+            {
+                "n_judges": 5,
+                "judge_mode": "sequential",
+                "k_precedents": 1,
+                "assignment": "fixed",
+                "max_argument_sentences": 1,
+            },
+            {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
+            "courtroom-llm-early §3-4: prosecutor argues A1; one-sentence arguments; 5 judges, "
+            "1 precedent (Table 4); sequential judges best; temperature fixed at 0.5",
+        ),
+        Preset(
+            "courtroom-llm-final",
+            "courtroom-llm",
+            {
+                "n_judges": 5,
+                "judge_mode": "sequential",
+                "k_precedents": 1,
+                "assignment": "random",
+                "max_argument_sentences": 1,
+            },
+            {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
+            "courtroom-llm §3.2-4.2: random A1/A2 assignment; 1-shot best; judges 0-4 (Tables 8-12); "
+            "temperature fixed at 0.5 (§4.1.3)",
+        ),
+        Preset(
+            "debate-feedback-paper",
+            "debate-feedback",
+            {
+                "n_rounds": 2,
+                "n_debaters": 3,
+                "word_limit": 200,
+                "smoothing": 0.5,
+                "threshold": 0.5,
+                "variant": "assistant",
+                "reliability": "assistant",
+                "prob_method": "field",
+                "summarize": True,
+            },
+            {},
+            "debate-feedback Table 2 (T = 0.5, assistant), Table 4 (3 debaters, 200 words), "
+            "Appendix 1 (2-3 rounds)",
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The registered preset called ``name``."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}: valid presets are {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def apply_preset(
+    name: str | None, framework: str | None, knobs: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """(framework, knobs) with ``name``'s knobs under the user's ``knobs``.
+
+    Without a preset, the framework must be given. With one, the framework may be omitted, and if
+    given must be the preset's.
+    """
+    if not name:
+        if not framework:
+            raise ConfigError("name a framework (see `courtroom frameworks`) or a --preset")
+        return framework, dict(knobs or {})
+    preset = get_preset(name)
+    if framework and framework != preset.framework:
+        raise ConfigError(f"preset {name} is for {preset.framework}, not {framework}")
+    return preset.framework, dict(preset.knobs) | dict(knobs or {})
+
+
+def sampling_temperatures(cls: Any, preset: str | None = None) -> dict[str, float]:
+    """Role -> temperature for ``cls``: its defaults, replaced by the preset's where it sets one."""
+    temps = dict(cls.sampling_temperatures)
+    if preset:
+        temps |= get_preset(preset).temperatures
+    return temps
+
+
+def role_specs(
+    roles: Mapping[str, Any], lm: str | None, temperatures: Mapping[str, float]
+) -> dict[str, Any]:
+    """Per-role model specs that carry ``temperatures`` (for a run where the user gave none)."""
+    from courtroom.lms import LOCAL, LMSpec
+
+    out: dict[str, Any] = dict(roles)
+    for role, t in temperatures.items():
+        model = roles.get(role) or lm or os.environ.get("COURTROOM_LM", LOCAL)
+        if isinstance(model, str):
+            out[role] = LMSpec(model, temperature=t)
+    return out

@@ -1,0 +1,172 @@
+"""Paper presets, sampling temperatures and the warning for samples at temperature 0, suites' tables."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from courtroom.cli import main
+from courtroom.errors import ConfigError
+from courtroom.eval.runs import RunConfig, RunSetup
+from courtroom.eval.suites import SUITES, get_suite, run_suite, suite_table, wilson
+from courtroom.programs import FRAMEWORKS
+from courtroom.programs.presets import PRESETS, apply_preset
+from courtroom.testing import FakeServer, scripted_lm
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeServer() as s:
+        yield s
+
+
+def _run_dir(out: str) -> Path:
+    line = [x for x in out.splitlines() if x.startswith("run folder:")][-1]
+    return Path(line.split(":", 1)[1].strip())
+
+
+def test_every_preset_names_real_knobs_and_roles() -> None:
+    for preset in PRESETS.values():
+        cls = FRAMEWORKS[preset.framework]
+        assert set(preset.knobs) <= set(cls.knobs()), preset.name
+        assert set(preset.temperatures) <= set(cls.roles), preset.name
+        cls(["a", "b"], lm=scripted_lm({}), **preset.knobs)  # a valid configuration
+
+
+def test_apply_preset_user_knobs_win_and_mismatch_is_refused() -> None:
+    framework, knobs = apply_preset("courtroom-llm-early", None, {"n_judges": 3})
+    assert framework == "courtroom-llm" and knobs["n_judges"] == 3 and knobs["assignment"] == "fixed"
+    with pytest.raises(ConfigError, match="is for courtroom-llm"):
+        apply_preset("courtroom-llm-early", "jot")
+    with pytest.raises(ConfigError, match="valid presets"):
+        apply_preset("nope", None)
+
+
+def test_run_with_a_preset_records_it_and_its_temperatures(server, capsys, tmp_path) -> None:
+    code = main(
+        [
+            "run", "--preset", "courtroom-llm-early", "--set", "n_judges=3", "--set", "k_precedents=0",
+            "--task", "web_of_lies", "--limit", "2", "--lm", f"openai/preset-{time.time_ns()}",
+            "--api-base", server.url, "--out", str(tmp_path),
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    meta = json.loads((_run_dir(out) / "meta.json").read_text())
+    assert meta["preset"] == "courtroom-llm-early" and meta["config"]["framework"] == "courtroom-llm"
+    assert meta["framework_config"]["assignment"] == "fixed" and meta["framework_config"]["n_judges"] == 3
+    assert meta["temperatures"] == {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5, "reasoner": None}
+
+
+def test_sampled_roles_get_the_framework_temperature_unless_the_user_sets_one(server) -> None:
+    base = dict(task="web_of_lies", limit=1, lm="openai/t", api_base=server.url)
+    setup = RunSetup.build(RunConfig("self-consistency", **base, knobs={"k_shots": 0}))
+    assert setup.lms.for_role("classifier").kwargs["temperature"] == 1.0  # the JoT paper's default
+    setup = RunSetup.build(RunConfig("courtroom-llm", **base, seed=7))
+    assert setup.lms.for_role("judge").kwargs["temperature"] == 0.5  # §4.1.3
+    assert setup.program.seed == 7  # random assignment follows the run's seed
+    setup = RunSetup.build(RunConfig("courtroom-llm", **base, temperature=0.2))
+    assert setup.program.temperature_of("judge") == 0.2
+
+
+def test_several_samples_at_temperature_0_say_so_once(server, caplog) -> None:
+    base = dict(task="web_of_lies", limit=1, lm="openai/t", api_base=server.url, temperature=0.0)
+    with caplog.at_level(logging.WARNING):
+        RunSetup.build(RunConfig("self-consistency", **base, knobs={"k_shots": 0, "k_samples": 3}))
+    lines = [r.getMessage() for r in caplog.records if "temperature 0" in r.getMessage()]
+    assert len(lines) == 1 and "classifier x3" in lines[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        RunSetup.build(RunConfig("self-consistency", **base, knobs={"k_shots": 0, "k_samples": 1}))
+        RunSetup.build(RunConfig("courtroom-llm", **base, knobs={"judge_mode": "sequential"}))
+    assert not [r for r in caplog.records if "temperature 0" in r.getMessage()]
+
+
+def test_ask_sends_the_sampling_temperature_when_the_model_has_none() -> None:
+    lm = scripted_lm({})
+    program = FRAMEWORKS["parallel-vote"](["a", "b"], lm=lm, n_models=2)
+    program(case="c")
+    assert all(h["kwargs"].get("temperature") == 0.5 for h in lm.history)
+    lm = scripted_lm({})
+    lm.kwargs["temperature"] = 0.1  # the model's own temperature wins: no override is sent
+    program = FRAMEWORKS["parallel-vote"](["a", "b"], lm=lm, n_models=2)
+    program(case="c")
+    assert all("temperature" not in h["kwargs"] for h in lm.history) and program.temperature_of("classifier") == 0.1
+
+
+def test_frameworks_lists_presets_and_suites(capsys) -> None:
+    assert main(["frameworks"]) == 0
+    out = capsys.readouterr().out
+    for name in [*PRESETS, *SUITES]:
+        assert name in out
+
+
+def test_suites_cite_their_table_and_cover_every_row() -> None:
+    for suite in SUITES.values():
+        assert suite.table.startswith("Table") and suite.paper
+        assert set(suite.figures) == set(suite.tasks), suite.name
+        for task, figures in suite.figures.items():
+            assert list(figures) == [r.name for r in suite.rows], (suite.name, task)
+        for row in suite.rows:
+            assert set(row.knobs) <= set(FRAMEWORKS[row.framework].knobs()), (suite.name, row.name)
+    # Spot checks against the seeds' tables.
+    assert get_suite("jot-table1").figures["boolean_expressions"]["jot"] == 0.98
+    assert get_suite("courtroom-llm-early-table3").figures["qnli"]["courtroom-sequential"] == 0.8940
+    assert get_suite("debate-feedback-table3").figures["caselaw"]["debate-feedback-assistant"] == 0.671
+
+
+def test_suite_table_puts_the_paper_beside_the_measured_accuracy_with_a_ci() -> None:
+    suite = get_suite("jot-table5")
+    measured = pd.DataFrame(
+        {"accuracy": [0.5, 0.75], "n": [20, 20]}, index=pd.Index(["jot-without-feedback", "jot"], name="framework")
+    )
+    table = suite_table(suite, {"causal_judgement": measured}).set_index("row")
+    assert table.loc["jot", "paper"] == 0.74 and table.loc["jot-without-feedback", "paper"] == 0.69
+    low, high = wilson(0.75, 20)
+    assert (table.loc["jot", "ci_low"], table.loc["jot", "ci_high"]) == (low, high)
+    assert 0.53 < low < 0.75 < high < 0.9  # Wilson's 95% interval for 15/20
+    assert math.isnan(wilson(0.5, 0)[0])
+
+
+def test_run_suite_runs_one_comparison_per_task_with_the_rows() -> None:
+    calls = []
+
+    class Fake:
+        def __init__(self, rows):
+            self.table = pd.DataFrame(
+                {"accuracy": [0.5] * len(rows), "n": [4] * len(rows)}, index=pd.Index(list(rows), name="framework")
+            )
+
+    def fake_compare(task, names, rows, **kwargs):
+        calls.append((task, list(names), rows, kwargs))
+        return Fake(names)
+
+    table, _ = run_suite("jot-table4", tasks=["navigate"], compare_fn=fake_compare, limit=4)
+    ((task, names, rows, kwargs),) = calls
+    assert task == "navigate" and names == ["jot-1-loops", "jot-3-loops", "jot-5-loops"] and kwargs == {"limit": 4}
+    assert rows["jot-5-loops"] == ("jot", {"n_loops": 5}, "jot-paper")
+    assert list(table["paper"]) == [0.87, 0.88, 0.91]
+    with pytest.raises(ConfigError, match="has no task"):
+        run_suite("jot-table4", tasks=["rte"], compare_fn=fake_compare)
+
+
+@pytest.mark.local_model
+def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
+    """One task, one example, the JoT feedback ablation: paper figures printed beside measured ones."""
+    code = main(
+        [
+            "compare", "--suite", "jot-table5", "--suite-tasks", "boolean_expressions", "--limit", "1",
+            "--set", "n_loops=1", "--max-tokens", "48", "--out", str(tmp_path),
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "judgment-of-thought, Table 5" in out
+    assert "| boolean_expressions | jot | 0.98 |" in out
+    assert "| boolean_expressions | jot-without-feedback | 0.96 |" in out
