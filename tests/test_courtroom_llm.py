@@ -183,3 +183,15 @@ def test_k_larger_than_training_set_and_missing_prepare() -> None:
 def test_fewer_than_two_labels() -> None:
     with pytest.raises(ConfigError):
         CourtroomLLM(["only"], lm=scripted_lm({}))
+
+
+def test_sentence_limit_does_not_cut_at_abbreviations_or_numbers() -> None:
+    from courtroom.programs._common import limit_sentences
+
+    text = "Courts follow precedent, e.g. the U.S. Supreme Court did in 1990. The second sentence."
+    assert limit_sentences(text, 1) == ("Courts follow precedent, e.g. the U.S. Supreme Court did in 1990.", True)
+    text = "Dr. Smith paid $3.50 at 5 p.m. on Jan. 5 to Mr. Jones. Then he left."
+    assert limit_sentences(text, 1) == ("Dr. Smith paid $3.50 at 5 p.m. on Jan. 5 to Mr. Jones.", True)
+    assert limit_sentences("One. Two! Three?", 2) == ("One. Two!", True)
+    assert limit_sentences("Only one sentence.", 1) == ("Only one sentence.", False)
+    assert limit_sentences("No limit. At all.", 0) == ("No limit. At all.", False)

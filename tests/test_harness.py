@@ -129,7 +129,7 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     )
     outcome = run(config, lms=RoleLMs({"default": lm}))
     assert outcome.summary["failures"] == 0
-    assert all(len(r.fields["precedents"]) == 2 for r in outcome.results)
+    assert all(len(r.fields["precedents"]) == 2 * 2 for r in outcome.results)  # k=2 for each of A1 and A2
     train = {ex.case for ex in load_task("web_of_lies", split="train").examples}
     precedents = {p["case"] for r in outcome.results for p in r.fields["precedents"]}
     assert precedents <= train and not precedents & {r.input for r in outcome.results}

@@ -170,3 +170,38 @@ def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
     assert "judgment-of-thought, Table 5" in out
     assert "| boolean_expressions | jot | 0.98 |" in out
     assert "| boolean_expressions | jot-without-feedback | 0.96 |" in out
+
+
+def test_compile_with_a_preset_records_it_in_the_program_file(server, capsys, tmp_path) -> None:
+    path = tmp_path / "p.json"
+    code = main(
+        [
+            "compile", "--preset", "jot-paper", "--set", "n_loops=1", "--optimizer", "labeled", "--task", "navigate",
+            "--train", "3", "--dev", "2", "--lm", f"openai/cp-{time.time_ns()}", "--api-base", server.url,
+            "-o", str(path),
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    saved = json.loads(path.read_text())["metadata"]["courtroom"]
+    assert saved["preset"] == "jot-paper" and saved["framework"] == "jot"
+    assert saved["config"] == {"n_loops": 1, "use_lawyer": True, "use_prosecutor": True, "use_feedback": True}
+
+
+def test_study_with_a_preset_fixes_the_knobs_its_space_covers(monkeypatch, capsys) -> None:
+    import courtroom.optimize.study as study
+
+    seen = {}
+
+    def fake_run_study(config):
+        seen["config"] = config
+        raise ConfigError("stopped by the test")
+
+    monkeypatch.setattr(study, "run_study", fake_run_study)
+    code = main(["study", "courtroom-llm", "--preset", "courtroom-llm-early", "--space", "n_judges=1:3"])
+    assert code == 2 and "stopped by the test" in capsys.readouterr().err
+    space = seen["config"].space
+    assert space["assignment"] == "fixed" and space["judge_mode"] == "sequential"
+    assert space["n_judges"] == "1:3"  # --space wins over the preset
+    assert main(["study", "jot", "--preset", "courtroom-llm-early"]) == 2
+    assert "is for courtroom-llm" in capsys.readouterr().err

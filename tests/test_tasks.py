@@ -135,6 +135,8 @@ def test_structured_tasks_build_text_and_map_labels(tmp_path: Path) -> None:
     task, splits, _ = load_splits("cail2018", data=str(write(tmp_path / "c.jsonl", cail)))
     expected = ("走私、贩卖、运输、制造毒品", *charges[:9])  # multi-charge rows and the 2 rarest left out
     assert task.labels == expected and get_task("cail2018").labels == ()
+    about = get_task("cail2018").description  # what `courtroom tasks` prints
+    assert "single-charge classification" in about and "not the paper's multi-label article prediction" in about
     assert {e.label for s in splits.values() for e in s} == set(expected)
     assert sum(len(s) for s in splits.values()) == 20 + sum(12 - k for k in range(9))
     case = [

@@ -14,7 +14,7 @@ from typing import Any
 
 import dspy
 
-SIDE_FIELDS = ("position", "label")
+SIDE_FIELDS = ("position", "label", "perspective")
 """Input fields that name the side an advocate argues."""
 
 
