@@ -99,7 +99,8 @@ def compile_command(
     knobs = dict(base.get("knobs") or {}) | opt.parse_sets(sets)
     if loops is not None:
         knobs["n_loops"] = loops
-    roles = dict(base.get("roles") or {}) | parse_role_overrides(role or [], cls.roles)
+    # The recipe's models, unless --lm replaces them all or --role one of them.
+    roles = ({} if lm else dict(base.get("roles") or {})) | parse_role_overrides(role or [], cls.roles)
     temps = dict(base.get("temperatures") or {})
     if temps and temperature is None:
         from courtroom.lms import LMSpec

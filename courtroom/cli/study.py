@@ -145,5 +145,5 @@ def study_command(
     written = write_report(study, report_dir(config, report), study_config_dict(config))
     console.print(f"report: {written['summary'].parent}")
     if export_best:
-        export_config(study, framework, task, export_best)
+        export_config(study, framework, task, export_best, models=outcome.models, lm=outcome.lm)
         console.print(f"best config: {export_best} (use: courtroom compile --config {export_best})")

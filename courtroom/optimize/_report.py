@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +61,29 @@ def best_trial(study: Any) -> Any:
     return sorted(study.best_trials, key=lambda t: (-t.values[0], t.values[1]))[0]
 
 
-def export_config(study: Any, framework: str, task: str, path: str | Path) -> dict[str, Any]:
-    """Write the best trial as a config that ``courtroom compile --config`` accepts."""
+def export_config(
+    study: Any,
+    framework: str,
+    task: str,
+    path: str | Path,
+    *,
+    models: Mapping[str, str] | None = None,
+    lm: str | None = None,
+) -> dict[str, Any]:
+    """Write the best trial as a config that ``courtroom compile --config`` accepts.
+
+    ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
+    study ran on; a searched model choice replaces its role's. Names only: never keys or URLs.
+    """
     trial = best_trial(study)
-    knobs, models, temps = split_params(trial.user_attrs.get("config") or trial.params)
+    knobs, searched, temps = split_params(trial.user_attrs.get("config") or trial.params)
     config = {
         "kind": "courtroom-config",
         "framework": framework,
         "task": task,
         "knobs": knobs,
-        "roles": models,
+        "lm": lm,
+        "roles": dict(models or {}) | searched,
         "temperatures": temps,
         "study": study.study_name,
         "trial": trial.number,
@@ -128,9 +142,7 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
         if multi:
             pareto_table(study).to_csv(out / "pareto.csv", index=False)
             written["pareto_table"] = out / "pareto.csv"
-            plots["pareto"] = lambda: vis.plot_pareto_front(
-                study, target_names=["score", "calls per example"]
-            )
+            plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
         for name, draw in plots.items():
             path = _plot(name, draw, out)
             if path:
