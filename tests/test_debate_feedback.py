@@ -109,7 +109,7 @@ def test_vote_share_method() -> None:
     lm = scripted_lm({"judge": [{"label": "True"}, {"label": "True"}, {"label": "False"}, {"label": "True"}]})
     out = DebateFeedback(BINARY, lm=lm, n_rounds=1, prob_method="votes", k_samples=4)(case="c")
     assert out.probabilities[0]["True"] == pytest.approx(0.75)
-    assert lm.engine_impl.turns["judge"] == 8
+    assert lm.engine_impl.counts["judge"] == 8
 
 
 def test_multiclass_field_method_is_normalised_argmax() -> None:
@@ -153,7 +153,7 @@ def test_assistant_is_trained_on_training_debates_and_saved_as_json(tmp_path) ->
     with pytest.raises(ConfigError, match="prepare"):
         program(case="case 99 gold=True")
     program.prepare(_trainset())
-    assert lm.engine_impl.turns["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
+    assert lm.engine_impl.counts["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
     assert "judge" not in lm.engine_impl.turns  # training runs the debates only
     good, bad = program.reliability_model.score(
         ["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"]
