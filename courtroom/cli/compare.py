@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -50,9 +50,8 @@ def compare_command(
     train_limit: opt.TRAIN_LIMIT = None,
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
+    from courtroom.api import compare
     from courtroom.eval.analysis import markdown_table
-    from courtroom.eval.compare import compare
-    from courtroom.eval.metrics import load_prices
 
     names = [f.strip() for f in frameworks.split(",") if f.strip()]
     roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
@@ -62,37 +61,28 @@ def compare_command(
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
     spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
-    with opt.progress_bar(Console(stderr=True)) as bar:
-        handles: dict[str, Any] = {}
-
-        def progress(framework: str, res: Any) -> None:
-            if framework not in handles:
-                handles[framework] = bar.add_task(framework, total=None, status="")
-            bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
-
-        result = compare(
-            task,
-            names,
-            limit=limit,
-            repeats=repeats,
-            lm=lm,
-            roles=roles,
-            data=data,
-            split=split,
-            seed=seed,
-            knobs=opt.parse_sets(sets),
-            concurrency=concurrency,
-            out=out,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            dataset=spec,
-            prices=load_prices(prices) if prices else None,
-            ambiguity_k=ambiguity_k,
-            theta=theta,
-            progress=progress,
-            train_limit=train_limit,
-        )
+    result = compare(
+        names,
+        task=task,
+        limit=limit,
+        repeats=repeats,
+        lm=lm,
+        roles=roles,
+        data=data,
+        split=split,
+        seed=seed,
+        knobs=opt.parse_sets(sets),
+        concurrency=concurrency,
+        out=out,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        dataset=spec,
+        prices=prices,
+        ambiguity_k=ambiguity_k,
+        theta=theta,
+        train_limit=train_limit,
+    )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)
     from courtroom.eval.analysis import analyses_lines

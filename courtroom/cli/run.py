@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -87,97 +87,51 @@ def run_command(
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
-    from courtroom.eval.metrics import load_prices
-    from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
-    from courtroom.eval.resume import resume
-    from courtroom.eval.runs import RunConfig, run
+    from courtroom.api import run
+    from courtroom.eval.repeats import RepeatOutcome
     from courtroom.lms import parse_role_overrides
-    from courtroom.programs import get_framework
 
-    price_table = load_prices(prices) if prices else None
-    config = None
+    if resume_dir is None and framework is None:
+        raise ConfigError("name a framework (see `courtroom frameworks`) or pass --resume RUN_DIR")
     if resume_dir is None:
-        if framework is None:
-            raise ConfigError("name a framework (see `courtroom frameworks`) or pass --resume RUN_DIR")
-        cls = get_framework(framework)
-        knobs = opt.parse_sets(sets)
-        if loops is not None:
-            knobs["n_loops"] = loops
-        spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
-        config = RunConfig(
-            framework=framework,
-            task=task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=knobs,
-            lm=lm,
-            roles=parse_role_overrides(role or [], cls.roles),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            concurrency=concurrency or 4,
-            out=out,
-            dataset=spec,
-            prices=price_table,
-            train_limit=train_limit,
-        )
+        from courtroom.programs import get_framework
+
+        roles = parse_role_overrides(role or [], get_framework(framework).roles)
+    else:
+        roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
+    knobs = opt.parse_sets(sets)
+    if loops is not None:
+        knobs["n_loops"] = loops
+    outcome = run(
+        framework,
+        task=task,
+        data=data,
+        split=split,
+        limit=limit,
+        seed=seed,
+        knobs=knobs,
+        lm=lm,
+        roles=roles,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        concurrency=concurrency,
+        out=out,
+        repeats=repeats,
+        dataset=opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split),
+        prices=prices,
+        train_limit=train_limit,
+        ambiguity_k=ambiguity_k,
+        theta=theta,
+        resume=resume_dir,
+        retry_failed=retry_failed,
+    )
     stdout = Console()
-    # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
-    with opt.progress_bar(Console(stderr=True)) as bar:
-        handle = bar.add_task(framework or "resume", total=None, status="starting")
-        state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
-
-        def on_start(n: int) -> None:
-            state["total"] += n
-            bar.update(handle, total=state["total"], status="")
-
-        def progress(res: Any) -> None:
-            state["done"] += 1
-            state["failed"] += res.prediction is None
-            state["correct"] += res.correct
-            bar.update(
-                handle,
-                advance=1,
-                status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}",
-            )
-
-        group = None
-        if config is None:
-            assert resume_dir is not None
-            overrides: dict[str, Any] = {
-                "lm": lm,
-                "api_base": api_base,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "concurrency": concurrency,
-                "prices": price_table,
-            }
-            if role:
-                overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
-            if is_repeat_group(resume_dir):
-                group = resume_repeats(
-                    resume_dir,
-                    progress=lambda r, res: progress(res),
-                    on_start=lambda r, n: on_start(n),
-                    **overrides,
-                )
-            else:
-                outcome = resume(
-                    resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
-                )
-        elif repeats > 1:
-            group = run_repeats(
-                config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
-            )
-        else:
-            outcome = run(config, progress=progress, on_start=on_start)
-    if group is not None:
+    if isinstance(outcome, RepeatOutcome):
         from courtroom.eval.repeats import stats_markdown
 
-        stdout.print(stats_markdown(group.stats, f"{len(group.outcomes)} repeats"), markup=False)
-        stdout.print(f"repeat group: {group.group_dir}", soft_wrap=True, markup=False)
+        stdout.print(stats_markdown(outcome.stats, f"{len(outcome.outcomes)} repeats"), markup=False)
+        stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
         return
     title = f"{outcome.run_dir.name}"
     stdout.print(summary_table(outcome.summary, title))
@@ -186,12 +140,10 @@ def run_command(
             f"{outcome.summary['failures']} example(s) failed: "
             f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
         )
-    if ambiguity_k:
+    if outcome.analyses:
         from courtroom.eval.analysis import analyses_lines
-        from courtroom.eval.compare import run_ambiguity
 
-        parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta)
-        for line in analyses_lines(outcome.run_dir.name, {"ambiguity": parts.to_dict("records")}):
+        for line in analyses_lines(outcome.run_dir.name, outcome.analyses):
             stdout.print(line, markup=False, soft_wrap=True)
     if show is not None:
         from courtroom.cli.show import print_example

@@ -65,6 +65,8 @@ class RunOutcome:
     run_dir: Path
     summary: dict[str, Any]
     results: list[ExampleResult]
+    analyses: dict[str, Any] = field(default_factory=dict)
+    """Analyses run after the evaluation (``ambiguity``: the ambiguity split's rows)."""
 
 
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:

@@ -14,9 +14,11 @@ optimizer (optimizers that want a validation set carve it from the training spli
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -252,6 +254,24 @@ def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:
             )
 
 
+@contextlib.contextmanager
+def _quiet_tqdm(quiet: bool) -> Iterator[None]:
+    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
+    if not quiet:
+        yield
+        return
+    from functools import partialmethod
+
+    import tqdm
+
+    original = tqdm.tqdm.__init__
+    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]
+
+
 @dataclass
 class CompileResult:
     """A compiled program, its dev scores before and after, and the metadata to save with it."""
@@ -260,11 +280,16 @@ class CompileResult:
     before: dict[str, Any]
     after: dict[str, Any]
     metadata: dict[str, Any]
+    path: Path | None = None
+    """Where the program was saved (by :func:`courtroom.compile`)."""
 
 
-def _dev_scores(program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int) -> dict[str, Any]:
+def _dev_scores(
+    program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int, display: Any = None, name: str = "dev"
+) -> dict[str, Any]:
     start = time.perf_counter()
-    results = evaluate(program, dev, concurrency=concurrency)
+    bar = display.track(name, total=len(dev)) if display is not None else None
+    results = evaluate(program, dev, concurrency=concurrency, on_result=bar.result if bar else None)
     s = summarize(results, program.labels, time.perf_counter() - start)
     return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
 
@@ -292,12 +317,14 @@ def compile_program(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    display: Any = None,
 ) -> CompileResult:
     """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
 
     Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
     ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
-    or ``dspy.LM`` objects).
+    or ``dspy.LM`` objects). ``display`` (a :class:`~courtroom.progress.ProgressDisplay`) shows
+    the dev scoring before and after and the optimizer's LM calls; DSPy's own bars are off.
     """
     opt = get_optimizer(optimizer)
     cls = get_framework(framework)
@@ -336,14 +363,17 @@ def compile_program(
     program.prepare(trainset)
     helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
     helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
-    before = _dev_scores(program, devset, concurrency)
+    before = _dev_scores(program, devset, concurrency, display, "dev before")
     ctx = Context(chosen, program, helper, concurrency, seed)
     start = time.perf_counter()
-    with dspy.context(lm=helper, adapter=ADAPTER):
+    bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
+    with dspy.context(lm=helper, adapter=ADAPTER), _quiet_tqdm(display is not None):
         assert opt.run is not None
         compiled = opt.run(ctx, program, trainset)
+    if bar is not None:
+        bar.status("done")
     seconds = time.perf_counter() - start
-    after = _dev_scores(compiled, devset, concurrency)
+    after = _dev_scores(compiled, devset, concurrency, display, "dev after")
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),

@@ -93,6 +93,10 @@ class StudyOutcome:
     """Role -> model name the trials ran on before any searched model choice (no keys, no URLs)."""
     lm: str | None = None
     """The default model's name."""
+    table: Any = None
+    """The trials as a DataFrame (set by :func:`courtroom.study`)."""
+    report_dir: Path | None = None
+    """The report folder, once written."""
 
     @property
     def best(self) -> list[Any]:
@@ -269,8 +273,11 @@ def run_study(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> StudyOutcome:
     """Create or resume the study and run ``config.trials`` trials in this process.
+
+    ``callbacks`` are Optuna's ``(study, frozen_trial)`` callbacks, called after each trial.
 
     ``lms`` and ``model_objects`` (model name -> ready LM, for per-role model choices) let a
     script or a test pass LM objects; otherwise models are built from ``config.models`` and
@@ -322,7 +329,14 @@ def run_study(
     first = min(queued, config.trials)
     for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
         if n_trials:
-            study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
+            study.optimize(
+                objective,
+                n_trials=n_trials,
+                n_jobs=n_jobs,
+                catch=(Exception,),
+                gc_after_trial=False,
+                callbacks=list(callbacks),
+            )
     return StudyOutcome(study, config, space, models, default)
 
 
