@@ -140,6 +140,12 @@ def run_command(
             f"{outcome.summary['failures']} example(s) failed: "
             f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
         )
+        if not retry_failed:
+            stdout.print(
+                f"to run them again: courtroom run --resume {outcome.run_dir} --retry-failed",
+                soft_wrap=True,
+                markup=False,
+            )
     if outcome.analyses:
         from courtroom.eval.analysis import analyses_lines
 
