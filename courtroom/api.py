@@ -205,7 +205,46 @@ def compile(  # noqa: A001 - the command's name
         )
     if out is not None:
         result.path = save_program(result.program, out, result.metadata)
+        result.dev_dirs = _write_dev_runs(result, Path(out), framework)
     return result
+
+
+def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[str, Path]:
+    """The dev evaluations before and after as run folders next to the program (``show``, ``report``)."""
+    import datetime as _dt
+    import json
+    import shutil
+
+    from courtroom._versions import versions
+    from courtroom.eval.harness import summarize
+    from courtroom.eval.runs import summary_markdown
+    from courtroom.saving import role_models
+
+    task = result.metadata["task"]
+    written = {}
+    for when, results in result.dev_results.items():
+        folder = out.with_name(f"{out.stem}-dev-{when}")
+        if (folder / "meta.json").is_file():
+            shutil.rmtree(folder)  # the folder of an earlier compile to the same file
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "created": _dt.datetime.now().isoformat(timespec="seconds"),
+            "config": {"framework": framework, "task": task["name"], "split": "dev", "compiled": when == "after"},
+            "framework_config": result.program.config(),
+            "models": role_models(result.program),
+            "task": {"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
+            "seed": task.get("seed"),
+            "example_ids": [r.id for r in results],
+            "versions": versions(),
+        }
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+        (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+        summary = summarize(results, task["labels"], 0.0)
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+        title = f"{framework} on {task['name']}, dev {when} compiling"
+        (folder / "summary.md").write_text(summary_markdown(summary, title))
+        written[when] = folder
+    return written
 
 
 def study(

@@ -11,6 +11,7 @@ display; evaluation threads copy the caller's context, so they count too.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -124,7 +125,8 @@ class ProgressDisplay:
     ) -> None:
         self.enabled = enabled
         self.console = console or Console(stderr=True)
-        self.every = every
+        # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
+        self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
         self.interactive = self.console.is_terminal if interactive is None else interactive
         self.counter = CallCounter()
         self.trackers: list[Tracker] = []

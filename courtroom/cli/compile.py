@@ -106,3 +106,5 @@ def compile_command(
     console = Console()
     console.print(scores_table(result.before, result.after, f"{framework} + {optimizer}"))
     console.print(f"program: {path}")
+    for when, folder in result.dev_dirs.items():
+        console.print(f"dev {when}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)

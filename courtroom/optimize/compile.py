@@ -282,6 +282,10 @@ class CompileResult:
     metadata: dict[str, Any]
     path: Path | None = None
     """Where the program was saved (by :func:`courtroom.compile`)."""
+    dev_results: dict[str, list[Any]] = field(default_factory=dict)
+    """``before`` / ``after``: the dev evaluations' per-example results (errors included)."""
+    dev_dirs: dict[str, Path] = field(default_factory=dict)
+    """``before`` / ``after``: the run folders they were written to (by :func:`courtroom.compile`)."""
 
 
 def _dev_scores(
@@ -291,7 +295,8 @@ def _dev_scores(
     bar = display.track(name, total=len(dev)) if display is not None else None
     results = evaluate(program, dev, concurrency=concurrency, on_result=bar.result if bar else None)
     s = summarize(results, program.labels, time.perf_counter() - start)
-    return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    scores = {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    return scores | {"results": results}
 
 
 def compile_program(
@@ -392,4 +397,5 @@ def compile_program(
         },
         "scores": {"dev": {"before": before, "after": after}},
     }
-    return CompileResult(compiled, before, after, metadata)
+    dev_results = {"before": before.pop("results"), "after": after.pop("results")}
+    return CompileResult(compiled, before, after, metadata, dev_results=dev_results)
