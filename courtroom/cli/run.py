@@ -7,29 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 from courtroom.errors import ConfigError, CourtroomError
-
-
-def summary_table(summary: dict, title: str) -> Table:
-    """The run summary as a rich table."""
-    table = Table(title=title, show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("accuracy", f"{summary['accuracy']:.3f}")
-    table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
-    table.add_row("examples", str(summary["n"]))
-    table.add_row("failures", str(summary["failures"]))
-    table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
-    table.add_row("tokens", str(summary["tokens"]))
-    table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
-    table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
-    for label, pr in (summary.get("per_class") or {}).items():
-        table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
-    return table
 
 
 @app.command("run")
@@ -134,6 +115,8 @@ def run_command(
         stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
         return
     title = f"{outcome.run_dir.name}"
+    from courtroom.cli.show import summary_table
+
     stdout.print(summary_table(outcome.summary, title))
     if outcome.summary["failures"]:
         stdout.print(

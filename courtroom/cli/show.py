@@ -13,6 +13,24 @@ from courtroom.cli._app import app
 from courtroom.errors import ConfigError
 
 
+def summary_table(summary: dict, title: str) -> Table:
+    """The run summary as a rich table."""
+    table = Table(title=title, show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("accuracy", f"{summary['accuracy']:.3f}")
+    table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
+    table.add_row("examples", str(summary["n"]))
+    table.add_row("failures", str(summary["failures"]))
+    table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
+    table.add_row("tokens", str(summary["tokens"]))
+    table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
+    table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
+    for label, pr in (summary.get("per_class") or {}).items():
+        table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
+    return table
+
+
 def print_example(run_dir: Path, example: int | str, console: Console) -> None:
     """Print one example of a run with its transcript.
 
@@ -53,7 +71,6 @@ def show_command(
     ] = None,
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
-    from courtroom.cli.run import summary_table
     from courtroom.eval.runs import load_run
 
     console = Console()
