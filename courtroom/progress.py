@@ -11,9 +11,11 @@ display; evaluation threads copy the caller's context, so they count too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["CallCounter", "ProgressDisplay", "Tracker"]
+__all__ = ["CallCounter", "ProgressDisplay", "Tracker", "quiet_tqdm"]
 
 
 class CallCounter(BaseCallback):
@@ -202,3 +204,21 @@ class ProgressDisplay:
                     self._refresh(t)
             else:
                 self._print_lines()
+
+
+@contextlib.contextmanager
+def quiet_tqdm(quiet: bool) -> Iterator[None]:
+    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
+    if not quiet:
+        yield
+        return
+    from functools import partialmethod
+
+    import tqdm
+
+    original = tqdm.tqdm.__init__
+    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]

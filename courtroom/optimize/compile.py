@@ -14,9 +14,8 @@ optimizer (optimizers that want a validation set carve it from the training spli
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.progress import quiet_tqdm
 
 
 @dataclass
@@ -254,24 +254,6 @@ def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:
             )
 
 
-@contextlib.contextmanager
-def _quiet_tqdm(quiet: bool) -> Iterator[None]:
-    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
-    if not quiet:
-        yield
-        return
-    from functools import partialmethod
-
-    import tqdm
-
-    original = tqdm.tqdm.__init__
-    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]
-
-
 @dataclass
 class CompileResult:
     """A compiled program, its dev scores before and after, and the metadata to save with it."""
@@ -372,7 +354,7 @@ def compile_program(
     ctx = Context(chosen, program, helper, concurrency, seed)
     start = time.perf_counter()
     bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
-    with dspy.context(lm=helper, adapter=ADAPTER), _quiet_tqdm(display is not None):
+    with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
         assert opt.run is not None
         compiled = opt.run(ctx, program, trainset)
     if bar is not None:
