@@ -149,12 +149,19 @@ def compare(
     with ProgressDisplay(progress) as display:
         bars: dict[str, Any] = {}
 
-        def on_result(framework: str, res: Any) -> None:
+        def bar(framework: str) -> Any:
             if framework not in bars:
                 bars[framework] = display.track(framework)
-            bars[framework].result(res)
+            return bars[framework]
 
-        return run_compare(task, names, progress=on_result, prices=_prices(prices), **options)
+        return run_compare(
+            task,
+            names,
+            progress=lambda f, res: bar(f).result(res),
+            on_start=lambda f, n: bar(f).start(n),
+            prices=_prices(prices),
+            **options,
+        )
 
 
 def compile(  # noqa: A001 - the command's name

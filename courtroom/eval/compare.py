@@ -109,8 +109,13 @@ def compare(
     lms: RoleLMs | None = None,
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
+    on_start: Callable[[str, int], None] | None = None,
 ) -> Comparison:
-    """Run every framework on the same examples and write the comparison folder."""
+    """Run every framework on the same examples and write the comparison folder.
+
+    ``progress(framework, result)`` is called per example, ``on_start(framework, n)`` when a
+    framework's run (each repeat's) starts on ``n`` examples.
+    """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if not frameworks:
         raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
@@ -155,10 +160,16 @@ def compare(
         def repeat_hook(r: int, res: ExampleResult, f: str = f) -> None:
             hook(res, f)
 
+        def start(n: int, f: str = f) -> None:
+            if on_start:
+                on_start(f, n)
+
         if repeats > 1:
-            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=repeat_hook)
+            outcomes[f] = run_repeats(
+                config, repeats, lms=lms, progress=repeat_hook, on_start=lambda r, n, f=f: start(n, f)
+            )
         else:
-            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
+            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook, on_start=start)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
     if ambiguity_k:
         _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)
