@@ -246,7 +246,7 @@ def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[st
         }
         (folder / "meta.json").write_text(json.dumps(meta, indent=2))
         (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
-        summary = summarize(results, task["labels"], 0.0)
+        summary = summarize(results, task["labels"], result.dev_wall.get(when, 0.0))
         (folder / "summary.json").write_text(json.dumps(summary, indent=2))
         title = f"{framework} on {task['name']}, dev {when} compiling"
         (folder / "summary.md").write_text(summary_markdown(summary, title))

@@ -266,6 +266,8 @@ class CompileResult:
     """Where the program was saved (by :func:`courtroom.compile`)."""
     dev_results: dict[str, list[Any]] = field(default_factory=dict)
     """``before`` / ``after``: the dev evaluations' per-example results (errors included)."""
+    dev_wall: dict[str, float] = field(default_factory=dict)
+    """``before`` / ``after``: the dev evaluations' wall seconds."""
     dev_dirs: dict[str, Path] = field(default_factory=dict)
     """``before`` / ``after``: the run folders they were written to (by :func:`courtroom.compile`)."""
 
@@ -278,7 +280,7 @@ def _dev_scores(
     results = evaluate(program, dev, concurrency=concurrency, on_result=bar.result if bar else None)
     s = summarize(results, program.labels, time.perf_counter() - start)
     scores = {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
-    return scores | {"results": results}
+    return scores | {"results": results, "wall": s["wall_seconds"]}
 
 
 def compile_program(
@@ -380,4 +382,5 @@ def compile_program(
         "scores": {"dev": {"before": before, "after": after}},
     }
     dev_results = {"before": before.pop("results"), "after": after.pop("results")}
-    return CompileResult(compiled, before, after, metadata, dev_results=dev_results)
+    dev_wall = {"before": before.pop("wall"), "after": after.pop("wall")}
+    return CompileResult(compiled, before, after, metadata, dev_results=dev_results, dev_wall=dev_wall)
