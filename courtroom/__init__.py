@@ -24,6 +24,13 @@ _LAZY = {
     "render_text": ("courtroom.transcript", "render_text"),
     "compile_program": ("courtroom.optimize.compile", "compile_program"),
     "run_study": ("courtroom.optimize.study", "run_study"),
+    # One function per command (courtroom.api): `courtroom run` calls courtroom.run, ...
+    "run": ("courtroom.api", "run"),
+    "compare": ("courtroom.api", "compare"),
+    "compile": ("courtroom.api", "compile"),
+    "study": ("courtroom.api", "study"),
+    "report": ("courtroom.api", "report"),
+    "runs": ("courtroom.api", "runs"),
 }
 
 
@@ -53,10 +60,16 @@ __all__ = [
     "RoleLMs",
     "Turn",
     "__version__",
+    "compare",
+    "compile",
     "compile_program",
     "load",
     "render_html",
     "render_text",
+    "report",
     "resolve_roles",
+    "run",
     "run_study",
+    "runs",
+    "study",
 ]

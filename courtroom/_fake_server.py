@@ -39,7 +39,8 @@ class FakeServer:
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
     with the same inputs differ): a repeated entry means a successful call was sent twice.
-    ``max_in_flight`` is the most requests that were open at once.
+    ``max_in_flight`` is the most requests that were open at once. ``models`` counts requests per
+    model name as sent (``openai/judge-m`` arrives as ``judge-m``).
     """
 
     def __init__(
@@ -59,6 +60,7 @@ class FakeServer:
         self.faults = dict(faults or {})
         self.hang = hang
         self.counts: Counter[str] = Counter()
+        self.models: Counter[str] = Counter()
         self.served: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -134,6 +136,7 @@ class FakeServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.counts["requests"] += 1
+                    server.models[str(body.get("model"))] += 1
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:

@@ -20,7 +20,9 @@ the output schema the adapter sends (as a constrained-decoding server would) and
   seeded by the prompt and by how often that prompt was seen, so runs are reproducible and
   repeated identical prompts (several judges) are independent draws.
 
-Which role is calling comes from :func:`courtroom.lms.current_role`, set by the programs.
+Which role is calling comes from :func:`courtroom.lms.current_role`, set by the programs. Each
+fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
+(calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
 :class:`FakeServer` (an OpenAI-compatible HTTP server on loopback, with latency and faults) is
 re-exported here too.
 """
@@ -32,7 +34,7 @@ import json
 import random
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -72,21 +74,46 @@ def _response(text: str, prompt: str, latency: float) -> Response:
 
 
 class _Engine:
-    """DSPy engine protocol: ``complete(request) -> Response``."""
+    """DSPy engine protocol: ``complete(request) -> Response``.
+
+    Every call is recorded: ``turns`` lists the calling roles in call order, ``counts`` holds
+    the calls per role, and ``prompts`` the ``(role, prompt text)`` pairs in the same order.
+    Calls that a program makes concurrently (the two JoT advocates) are recorded in the order
+    they reached the fake.
+    """
 
     latency = 0.0
+
+    def __init__(self) -> None:
+        self.turns: list[str] = []
+        self.counts: Counter[str] = Counter()
+        self.prompts: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Engine:
         # LM.copy() (temperature changes, optimizers) must keep one engine: its lock, turns and draws.
         return self
 
-    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+    def clear(self) -> None:
+        """Forget the recorded calls (a scripted role starts again at its first turn)."""
+        with self._lock:
+            self.turns.clear()
+            self.counts.clear()
+            self.prompts.clear()
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        """The reply fields of ``role``'s call number ``turn`` (from 0)."""
         raise NotImplementedError
 
     def complete(self, request: Any) -> Response:
         role = current_role() or "default"
         prompt = _prompt_text(request)
-        return _response(json.dumps(self.answer(role, _schema(request), prompt)), prompt, self.latency)
+        with self._lock:
+            turn = self.counts[role]
+            self.counts[role] += 1
+            self.turns.append(role)
+            self.prompts.append((role, prompt))
+        return _response(json.dumps(self.answer(role, _schema(request), prompt, turn)), prompt, self.latency)
 
     def stream(self, request: Any) -> Any:
         raise NotImplementedError("fakes do not stream")
@@ -96,20 +123,14 @@ class _Engine:
 
 
 class ScriptedEngine(_Engine):
-    """Replies from a per-role script; ``turns`` counts calls per role."""
+    """Replies from a per-role script, by the role's turn."""
 
     def __init__(self, script: Mapping[str, Sequence[Reply] | Reply], latency: float = 0.0) -> None:
+        super().__init__()
         self.script = dict(script)
         self.latency = latency
-        self.turns: dict[str, int] = defaultdict(int)
-        self.prompts: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
 
-    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
-        with self._lock:
-            turn = self.turns[role]
-            self.turns[role] += 1
-            self.prompts.append((role, prompt))
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         entry = self.script.get(role, self.script.get("default", {}))
         values: Any
         if callable(entry):
@@ -134,13 +155,13 @@ class OracleEngine(_Engine):
         seed: int = 0,
         latency: float = 0.0,
     ) -> None:
+        super().__init__()
         self.gold = gold
         self.labels = list(labels)
         self.accuracy = accuracy
         self.seed = seed
         self.latency = latency
         self._seen: dict[str, int] = defaultdict(int)
-        self._lock = threading.Lock()
 
     def gold_for(self, prompt: str) -> str | None:
         """The gold label of the case quoted in ``prompt``."""
@@ -158,7 +179,7 @@ class OracleEngine(_Engine):
             return float(self.accuracy.get(role, self.accuracy.get("default", 0.5)))
         return float(self.accuracy)
 
-    def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         with self._lock:
             k = self._seen[role + prompt]
             self._seen[role + prompt] += 1

@@ -127,7 +127,7 @@ def test_hearings_run_k_times_on_the_clerk() -> None:
     votes = run_hearings(clerk_hearing(program), {"one": "case one", "two": "case two"}, k=5, concurrency=1)
     assert votes["one"] == ["Yes"] * 5
     assert sorted(votes["two"]) in (["No", "No", "No", "Yes", "Yes"], ["No", "No", "Yes", "Yes", "Yes"])
-    assert lm.engine_impl.turns["clerk"] == 10
+    assert lm.engine_impl.counts["clerk"] == 10
     table = ambiguity(votes).set_index("id")
     assert not table.loc["one", "ambiguous"] and table.loc["two", "ambiguous"]
     with pytest.raises(ValueError, match="K >= 2"):

@@ -39,7 +39,7 @@ def test_few_shot_cot_and_sc_share_demos_generated_once_by_zero_shot_cot() -> No
     sc = SelfConsistency(BINARY, lm=lm, seed=3)
     for program in (few, cot, sc):
         program.prepare(train)
-    assert lm.engine_impl.turns["classifier"] == 3  # three demos, generated once for all three programs
+    assert lm.engine_impl.counts["classifier"] == 3  # three demos, generated once for all three programs
     cases = [d.case for d in few.classifier.demos]
     assert cases == [d.case for d in cot.classifier.demos] == [d.case for d in sc.classifier.demos]
     assert all(d.reasoning.startswith("REASONED") for d in cot.classifier.demos)
@@ -48,7 +48,7 @@ def test_few_shot_cot_and_sc_share_demos_generated_once_by_zero_shot_cot() -> No
     labelled.prepare(train)
     gold = {ex.case: ex.label for ex in train}
     assert [(d.case, d.answer) for d in labelled.classifier.demos] == [(c, gold[c]) for c in cases]
-    assert lm.engine_impl.turns["classifier"] == 3  # labelled demos call nothing
+    assert lm.engine_impl.counts["classifier"] == 3  # labelled demos call nothing
     schema = "\n".join(m["content"] for m in lm.history[0]["messages"])
     assert "short" not in schema
 

@@ -40,9 +40,9 @@ def recording(lm: Any) -> list[str]:
     seen: list[str] = []
     original = lm.engine_impl.answer
 
-    def answer(role: str, schema: Any, prompt: str) -> Any:
+    def answer(role: str, schema: Any, prompt: str, turn: int) -> Any:
         seen.append(role)
-        return original(role, schema, prompt)
+        return original(role, schema, prompt, turn)
 
     lm.engine_impl.answer = answer
     return seen

@@ -137,7 +137,7 @@ def test_each_role_runs_on_its_own_model() -> None:
     program(case="a case about dogs")
     for role, lm in lms.items():
         assert set(lm.engine_impl.turns) == {role}, role
-    assert lms["judge"].engine_impl.turns["judge"] == 2
+    assert lms["judge"].engine_impl.counts["judge"] == 2
 
 
 def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
@@ -156,7 +156,7 @@ def test_precedents_are_retrieved_by_similarity_and_reasons_cached() -> None:
     judge_prompt = next(text for role, text in lm.engine_impl.prompts if role == "judge")
     assert "the cat sat on the mat" in judge_prompt and "Correct label: True" in judge_prompt
     program(case="a cat on a mat again")
-    assert lm.engine_impl.turns["reasoner"] == 3  # generated once per training case
+    assert lm.engine_impl.counts["reasoner"] == 3  # generated once per training case
 
     restored = PrecedentIndex.from_dict(program.precedent_index.to_dict())
     assert restored.reasons == program.precedent_index.reasons

@@ -49,7 +49,7 @@ def test_smoothing_formula_on_scripted_probabilities(t: float, expected: list[fl
     assert out.initial_label == "False"
     assert out.label == ("True" if expected[-1] > 0.5 else "False")
     assert out.gates == [True, True]  # single variant: every comment reaches the judge
-    assert lm.engine_impl.turns["summarizer"] == 2  # sum = LM(a, e, v), then LM(x, sum): two calls
+    assert lm.engine_impl.counts["summarizer"] == 2  # sum = LM(a, e, v), then LM(x, sum): two calls
 
 
 def _side_debater(role: str, turn: int, prompt: str) -> dict:
@@ -87,7 +87,7 @@ def test_no_passing_comment_reuses_o0_without_a_new_call() -> None:
     )(case="c")
     assert out.gates == [False, False] and out.passed == [[], []]
     assert _o(out) == pytest.approx([0.2, 0.2, 0.2])  # O_i = O_0, Algorithm 1's LM(x)
-    assert judge.engine_impl.turns["judge"] == 1 and "summarizer" not in judge.engine_impl.turns
+    assert judge.engine_impl.counts["judge"] == 1 and "summarizer" not in judge.engine_impl.turns
 
 
 def test_merged_summary_knob_makes_one_call_that_reads_the_passing_comments() -> None:
@@ -199,7 +199,7 @@ def test_vote_share_method() -> None:
     program = DebateFeedback(BINARY, lm=lm, n_rounds=1, prob_method="votes", k_samples=4)
     out = program(case="c")
     assert out.probabilities[0]["True"] == pytest.approx(0.75)
-    assert lm.engine_impl.turns["judge"] == 8
+    assert lm.engine_impl.counts["judge"] == 8
     assert program.sampled_roles() == {"judge": 4}
 
 
@@ -255,7 +255,7 @@ def test_assistant_is_trained_on_stated_stances_and_saved_as_json(tmp_path) -> N
     with pytest.raises(ConfigError, match="prepare"):
         program(case="case 99 gold=True")
     program.prepare(_trainset())
-    assert lm.engine_impl.turns["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
+    assert lm.engine_impl.counts["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
     assert "judge" not in lm.engine_impl.turns  # binary training debates need no O_0
     good, bad = program.reliability_model.score(
         ["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"]

@@ -50,7 +50,7 @@ def test_failures_are_listed_and_count_as_wrong() -> None:
     assert s["per_class"]["True"]["recall"] == 0.5 and s["per_class"]["False"]["precision"] == 1.0
 
 
-def test_cost_uses_litellm_price_then_the_user_table() -> None:
+def test_cost_uses_the_user_table_then_litellm_price() -> None:
     usage = {"calls": 1, "sent": 1, "prompt_tokens": 1000, "completion_tokens": 1000}
 
     def result(model: str) -> ExampleResult:
@@ -71,7 +71,9 @@ def test_cost_uses_litellm_price_then_the_user_table() -> None:
     known = summarize(
         [result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"openai/gpt-4o-mini": [100.0, 100.0]}
     )
-    assert math.isclose(known["cost"], 1000 * 0.15e-6 + 1000 * 0.6e-6)  # LiteLLM's price wins
+    assert math.isclose(known["cost"], 0.2)  # the user's price wins over LiteLLM's
+    litellm = summarize([result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"other/model": [100.0, 100.0]})
+    assert math.isclose(litellm["cost"], 1000 * 0.15e-6 + 1000 * 0.6e-6)  # LiteLLM fills the gaps
 
 
 def test_price_tables(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def test_turns_per_loop_count(loops):
     pred = JudgmentOfThought(LABELS, lm=lm, n_loops=loops)(case=CASE)
     assert len(pred.transcript) == 3 * loops
     assert [r for _, r in roles_of(pred)] == [r for r in range(1, loops + 1) for _ in range(3)]
-    assert lm.engine_impl.turns == {"lawyer": loops, "prosecutor": loops, "judge": loops}
+    assert lm.engine_impl.counts == {"lawyer": loops, "prosecutor": loops, "judge": loops}
     assert pred.label == "False"
 
 
@@ -134,7 +134,7 @@ def test_each_role_reaches_its_own_model():
     lms = _role_lms()
     JudgmentOfThought(LABELS, lm=scripted_lm({}, model="fake/default"), roles=lms, n_loops=2)(case=CASE)
     for role, lm in lms.items():
-        assert dict(lm.engine_impl.turns) == {role: 2}
+        assert dict(lm.engine_impl.counts) == {role: 2}
 
 
 def test_routing_survives_bootstrap_fewshot():
@@ -148,10 +148,10 @@ def test_routing_survives_bootstrap_fewshot():
     assert compiled.lms is student.lms
     assert any(p.demos for p in compiled.predictors()), "bootstrap should have collected demos"
     for lm in lms.values():
-        lm.engine_impl.turns.clear()
+        lm.engine_impl.clear()
     compiled(case="False or True is")
     for role, lm in lms.items():
-        assert dict(lm.engine_impl.turns) == {role: 1}, role
+        assert dict(lm.engine_impl.counts) == {role: 1}, role
     assert not default.engine_impl.turns
 
 

@@ -193,7 +193,7 @@ def test_study_with_a_preset_fixes_the_knobs_its_space_covers(monkeypatch, capsy
 
     seen = {}
 
-    def fake_run_study(config):
+    def fake_run_study(config, **kwargs):
         seen["config"] = config
         raise ConfigError("stopped by the test")
 

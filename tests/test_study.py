@@ -17,7 +17,7 @@ from courtroom.errors import ConfigError
 from courtroom.eval.tasks import load_task
 from courtroom.lms import RoleLMs
 from courtroom.optimize import spaces
-from courtroom.optimize._report import trials_table, write_report
+from courtroom.optimize.report import trials_table, write_report
 from courtroom.optimize.spaces import build_space, default_params
 from courtroom.optimize.study import StudyConfig, create_study, run_study
 from courtroom.programs import FRAMEWORKS

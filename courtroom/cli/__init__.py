@@ -14,7 +14,7 @@ from courtroom.cli._app import app
 
 def _register() -> None:
     # Importing the command modules registers them on `app`.
-    from courtroom.cli import compare, compile, frameworks, predict, report, run, show, study, tasks  # noqa: F401
+    from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, show, study, tasks  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     from courtroom.errors import CourtroomError
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--version"], ["-V"]):
+        from courtroom import __version__
+
+        print(f"courtroom {__version__}")
+        return 0
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -79,10 +79,9 @@ def compare_command(
     train_limit: opt.TRAIN_LIMIT = None,
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
+    from courtroom.api import compare
     from courtroom.errors import ConfigError
     from courtroom.eval.analysis import analyses_lines, markdown_table
-    from courtroom.eval.compare import compare
-    from courtroom.eval.metrics import load_prices
 
     if (frameworks is None) == (suite is None):
         raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
@@ -94,42 +93,35 @@ def compare_command(
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
     spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
-    with opt.progress_bar(Console(stderr=True)) as bar:
-        handles: dict[str, Any] = {}
+    common: dict[str, Any] = dict(
+        limit=limit,
+        repeats=repeats,
+        lm=lm,
+        roles=roles,
+        data=data,
+        split=split,
+        seed=seed,
+        knobs=opt.parse_sets(sets),
+        concurrency=concurrency,
+        out=out,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        dataset=spec,
+        prices=prices,
+        ambiguity_k=ambiguity_k,
+        theta=theta,
+        train_limit=train_limit,
+    )
+    if suite:
+        from courtroom.eval.suites import get_suite, run_suite
 
-        def progress(framework: str, res: Any) -> None:
-            if framework not in handles:
-                handles[framework] = bar.add_task(framework, total=None, status="")
-            bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
-
-        common: dict[str, Any] = dict(
-            limit=limit,
-            repeats=repeats,
-            lm=lm,
-            roles=roles,
-            data=data,
-            split=split,
-            seed=seed,
-            knobs=opt.parse_sets(sets),
-            concurrency=concurrency,
-            out=out,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            dataset=spec,
-            prices=load_prices(prices) if prices else None,
-            ambiguity_k=ambiguity_k,
-            theta=theta,
-            progress=progress,
-            train_limit=train_limit,
+        chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else None
+        table, results = run_suite(
+            suite, tasks=chosen, compare_fn=lambda t, names, **kw: compare(names, task=t, **kw), **common
         )
-        if suite:
-            from courtroom.eval.suites import get_suite, run_suite
-
-            chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else None
-            table, results = run_suite(suite, tasks=chosen, **common)
-        else:
-            results = {task: compare(task, names, presets=presets or (), **common)}
+    else:
+        results = {task: compare(names, task=task, presets=presets or (), **common)}
     console = Console()
     for result in results.values():
         console.print(markdown_table(result.table), markup=False, soft_wrap=True)

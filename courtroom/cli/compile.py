@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -14,17 +11,6 @@ from rich.table import Table
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 from courtroom.errors import ConfigError
-
-
-def read_config(path: str) -> dict[str, Any]:
-    """A config written by ``courtroom study --export-best`` (framework, task, knobs, models)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("kind") != "courtroom-config":
-        raise ConfigError(f"{path} is not a courtroom config: write one with `courtroom study --export-best`")
-    return data
 
 
 def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> Table:
@@ -84,41 +70,25 @@ def compile_command(
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
-    from courtroom.cache import configure_cache
+    from courtroom.api import compile
     from courtroom.lms import parse_role_overrides
-    from courtroom.optimize.compile import compile_program
+    from courtroom.optimize.report import read_config
     from courtroom.programs import get_framework
-    from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
-    from courtroom.saving import save_program
+    from courtroom.programs.presets import apply_preset
 
-    base: dict[str, Any] = read_config(config) if config else {}
-    framework = framework or base.get("framework")
-    if not framework and not preset:
+    recipe: dict[str, Any] = read_config(config) if config else {}
+    name = framework or recipe.get("framework")
+    if preset:
+        name = apply_preset(preset, name)[0]
+    if not name:
         raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
-    framework, preset_knobs = apply_preset(preset, framework)
-    if base.get("framework") and base["framework"] != framework:
-        raise ConfigError(f"--config is for {base['framework']}, not {framework}")
-    cls = get_framework(framework)
-    knobs = preset_knobs | dict(base.get("knobs") or {}) | opt.parse_sets(sets)
+    knobs = opt.parse_sets(sets)
     if loops is not None:
         knobs["n_loops"] = loops
-    roles = dict(base.get("roles") or {}) | parse_role_overrides(role or [], cls.roles)
-    temps = dict(base.get("temperatures") or {})
-    if temps and temperature is None:
-        from courtroom.lms import LMSpec
-
-        # A searched temperature applies to that role's model (its own, else the default one).
-        default = lm or base.get("lm") or os.environ.get("COURTROOM_LM", "local")
-        roles = {r: LMSpec(str(roles.get(r) or default), temperature=float(t)) for r, t in temps.items()} | {
-            r: m for r, m in roles.items() if r not in temps
-        }
-    if temperature is None and not temps:
-        # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
-        roles = role_specs(roles, lm or base.get("lm"), sampling_temperatures(cls, preset))
-    configure_cache()
-    result = compile_program(
-        framework,
-        task=task or base.get("task") or "boolean_expressions",
+    result = compile(
+        name,
+        config=recipe,
+        task=task,
         optimizer=optimizer,
         settings=opt.parse_sets(opt_settings),
         knobs=knobs,
@@ -126,15 +96,20 @@ def compile_command(
         dev=dev,
         data=data,
         seed=seed,
-        lm=lm or base.get("lm"),
-        roles=roles,
+        lm=lm,
+        roles=parse_role_overrides(role or [], get_framework(name).roles),
         prompt_lm=prompt_lm,
         temperature=temperature,
         max_tokens=max_tokens,
         api_base=api_base,
         concurrency=concurrency,
+        preset=preset,
+        out=out,
     )
-    path = save_program(result.program, out, result.metadata | {"preset": preset})
+    path = result.path
+    framework = name
     console = Console()
     console.print(scores_table(result.before, result.after, f"{framework} + {optimizer}"))
     console.print(f"program: {path}")
+    for when, folder in result.dev_dirs.items():
+        console.print(f"dev {when}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)

@@ -17,7 +17,7 @@ def report_command(
     out: Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")] = Path("report.html"),
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
-    from courtroom.eval.report import write_report
+    from courtroom.api import report
 
-    path = write_report(source, out)
+    path = report(source, out)
     Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)

@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 from courtroom.errors import ConfigError, CourtroomError
-
-
-def summary_table(summary: dict, title: str) -> Table:
-    """The run summary as a rich table."""
-    table = Table(title=title, show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("accuracy", f"{summary['accuracy']:.3f}")
-    table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
-    table.add_row("examples", str(summary["n"]))
-    table.add_row("failures", str(summary["failures"]))
-    table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
-    table.add_row("tokens", str(summary["tokens"]))
-    table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
-    table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
-    for label, pr in (summary.get("per_class") or {}).items():
-        table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
-    return table
 
 
 @app.command("run")
@@ -88,115 +69,74 @@ def run_command(
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
-    from courtroom.eval.metrics import load_prices
-    from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
-    from courtroom.eval.resume import resume
-    from courtroom.eval.runs import RunConfig, run
+    from courtroom.api import run
+    from courtroom.eval.repeats import RepeatOutcome
     from courtroom.lms import parse_role_overrides
-    from courtroom.programs import get_framework
 
-    price_table = load_prices(prices) if prices else None
-    config = None
+    if resume_dir is None and framework is None and preset is None:
+        raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
     if resume_dir is None:
+        from courtroom.programs import get_framework
         from courtroom.programs.presets import apply_preset
 
-        if framework is None and preset is None:
-            raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
-        knobs = opt.parse_sets(sets)
-        if loops is not None:
-            knobs["n_loops"] = loops
-        framework, knobs = apply_preset(preset, framework, knobs)
-        cls = get_framework(framework)
-        spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
-        config = RunConfig(
-            framework=framework,
-            task=task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=knobs,
-            lm=lm,
-            roles=parse_role_overrides(role or [], cls.roles),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            concurrency=concurrency or 4,
-            out=out,
-            dataset=spec,
-            prices=price_table,
-            train_limit=train_limit,
-            preset=preset,
-        )
+        name = apply_preset(preset, framework)[0]
+        roles = parse_role_overrides(role or [], get_framework(name).roles)
+    else:
+        roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
+    knobs = opt.parse_sets(sets)
+    if loops is not None:
+        knobs["n_loops"] = loops
+    outcome = run(
+        framework,
+        task=task,
+        data=data,
+        split=split,
+        limit=limit,
+        seed=seed,
+        knobs=knobs,
+        lm=lm,
+        roles=roles,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        concurrency=concurrency,
+        out=out,
+        repeats=repeats,
+        dataset=opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split),
+        prices=prices,
+        train_limit=train_limit,
+        ambiguity_k=ambiguity_k,
+        theta=theta,
+        resume=resume_dir,
+        retry_failed=retry_failed,
+        preset=preset,
+    )
     stdout = Console()
-    # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
-    with opt.progress_bar(Console(stderr=True)) as bar:
-        handle = bar.add_task(framework or "resume", total=None, status="starting")
-        state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
-
-        def on_start(n: int) -> None:
-            state["total"] += n
-            bar.update(handle, total=state["total"], status="")
-
-        def progress(res: Any) -> None:
-            state["done"] += 1
-            state["failed"] += res.prediction is None
-            state["correct"] += res.correct
-            bar.update(
-                handle,
-                advance=1,
-                status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}",
-            )
-
-        group = None
-        if config is None:
-            assert resume_dir is not None
-            overrides: dict[str, Any] = {
-                "lm": lm,
-                "api_base": api_base,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "concurrency": concurrency,
-                "prices": price_table,
-            }
-            if role:
-                overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
-            if is_repeat_group(resume_dir):
-                group = resume_repeats(
-                    resume_dir,
-                    progress=lambda r, res: progress(res),
-                    on_start=lambda r, n: on_start(n),
-                    **overrides,
-                )
-            else:
-                outcome = resume(
-                    resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
-                )
-        elif repeats > 1:
-            group = run_repeats(
-                config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
-            )
-        else:
-            outcome = run(config, progress=progress, on_start=on_start)
-    if group is not None:
+    if isinstance(outcome, RepeatOutcome):
         from courtroom.eval.repeats import stats_markdown
 
-        stdout.print(stats_markdown(group.stats, f"{len(group.outcomes)} repeats"), markup=False)
-        stdout.print(f"repeat group: {group.group_dir}", soft_wrap=True, markup=False)
+        stdout.print(stats_markdown(outcome.stats, f"{len(outcome.outcomes)} repeats"), markup=False)
+        stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
         return
     title = f"{outcome.run_dir.name}"
+    from courtroom.cli.show import summary_table
+
     stdout.print(summary_table(outcome.summary, title))
     if outcome.summary["failures"]:
         stdout.print(
             f"{outcome.summary['failures']} example(s) failed: "
             f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
         )
-    if ambiguity_k:
+        if not retry_failed:
+            stdout.print(
+                f"to run them again: courtroom run --resume {outcome.run_dir} --retry-failed",
+                soft_wrap=True,
+                markup=False,
+            )
+    if outcome.analyses:
         from courtroom.eval.analysis import analyses_lines
-        from courtroom.eval.compare import run_ambiguity
 
-        parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta)
-        for line in analyses_lines(outcome.run_dir.name, {"ambiguity": parts.to_dict("records")}):
+        for line in analyses_lines(outcome.run_dir.name, outcome.analyses):
             stdout.print(line, markup=False, soft_wrap=True)
     if show is not None:
         from courtroom.cli.show import print_example

@@ -13,17 +13,49 @@ from courtroom.cli._app import app
 from courtroom.errors import ConfigError
 
 
-def print_example(run_dir: Path, index: int, console: Console) -> None:
-    """Print example ``index`` of a run with its transcript."""
+def summary_table(summary: dict, title: str) -> Table:
+    """The run summary as a rich table."""
+    table = Table(title=title, show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("accuracy", f"{summary['accuracy']:.3f}")
+    table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
+    table.add_row("examples", str(summary["n"]))
+    table.add_row("failures", str(summary["failures"]))
+    table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
+    table.add_row("tokens", str(summary["tokens"]))
+    table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
+    table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
+    for label, pr in (summary.get("per_class") or {}).items():
+        table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
+    return table
+
+
+def print_example(run_dir: Path, example: int | str, console: Console) -> None:
+    """Print one example of a run with its transcript.
+
+    ``example`` is a position in input order (``meta.json``'s example ids, as ``show`` lists
+    them; ``results.jsonl`` is in finishing order) or an example id.
+    """
     from courtroom.eval.runs import load_run
     from courtroom.transcript import render_text
 
     _, results, _ = load_run(run_dir)
-    if not 0 <= index < len(results):
-        raise ConfigError(f"--example {index} is out of range: this run has examples 0..{len(results) - 1}")
+    ids = [r["id"] for r in results]
+    text = str(example)
+    if text in ids:
+        index = ids.index(text)
+    elif text.lstrip("-").isdigit() and 0 <= int(text) < len(results):
+        index = int(text)
+    else:
+        raise ConfigError(
+            f"--example {text}: not an example id of this run, nor a position 0..{len(results) - 1} "
+            "(positions are in input order, as `courtroom show RUN_DIR` lists them)"
+        )
     r = results[index]
     verdict = r["prediction"] if r["prediction"] is not None else "FAILED"
-    console.print(f"[bold]example {index}[/bold] ({r['id']})  gold: {r['gold']}  prediction: {verdict}")
+    where = f"position in input order; id {r['id']}"
+    console.print(f"[bold]example {index}[/bold] ({where})  gold: {r['gold']}  prediction: {verdict}")
     console.print(f"input: {r['input']}")
     if r.get("error"):
         console.print(f"[red]error: {r['error']}[/red]")
@@ -34,11 +66,12 @@ def print_example(run_dir: Path, index: int, console: Console) -> None:
 def show_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder printed by `courtroom run`.")],
     example: Annotated[
-        int | None, typer.Option("--example", help="Print the transcript of example i.")
+        str | None,
+        typer.Option("--example", help="Print one transcript: a position (input order, as listed) or an example id."),
     ] = None,
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
-    from courtroom.eval.runs import load_run, summary_markdown
+    from courtroom.eval.runs import load_run
 
     console = Console()
     if example is not None:
@@ -46,11 +79,8 @@ def show_command(
         return
     meta, results, summary = load_run(run_dir)
     if summary:
-        console.print(
-            summary_markdown(summary, f"{meta['config']['framework']} on {meta['task']['name']}"),
-            markup=False,
-        )
-    table = Table("i", "id", "gold", "prediction", "error")
+        console.print(summary_table(summary, f"{meta['config']['framework']} on {meta['task']['name']}"))
+    table = Table("i", "id", "gold", "prediction", "error", title="examples in input order (i: --example i)")
     for i, r in enumerate(results):
         table.add_row(str(i), r["id"], r["gold"], str(r["prediction"]), (r.get("error") or "")[:60])
     console.print(table)

@@ -87,10 +87,10 @@ def study_command(
     ] = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
+    from courtroom.api import study as run_study
     from courtroom.lms import parse_role_overrides
-    from courtroom.optimize._report import best_trial, export_config, pareto_table, trials_table, write_report
+    from courtroom.optimize.report import best_trial, pareto_table
     from courtroom.optimize.spaces import SPACES
-    from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset
 
@@ -98,8 +98,8 @@ def study_command(
     in_space = {p.name for p in SPACES.get(framework, ())}
     preset_space = {k: str(v) for k, v in fixed.items() if k in in_space}
     cls = get_framework(framework)
-    config = StudyConfig(
-        framework=framework,
+    outcome = run_study(
+        framework,
         task=task,
         trials=trials,
         dev=dev,
@@ -112,21 +112,22 @@ def study_command(
         objective=objective,
         cost_objective=cost_objective,
         space=preset_space | parse_space(space),
-        models=list(lm or []),
+        lm=list(lm or []),
         roles=parse_role_overrides(role or [], cls.roles),
         search_temperature=search_temperature,
         max_tokens=max_tokens,
         api_base=api_base,
         concurrency=concurrency,
         prune=not no_prune,
+        report=report,
+        export_best=export_best,
     )
-    outcome = run_study(config)
     console = Console()
     study = outcome.study
     console.print(f"study {study.study_name}: {len(study.trials)} trial(s) in storage")
     if trials == 0:
         return
-    df = trials_table(study)
+    df = outcome.table
     table = Table(title=f"{framework} on {task}")
     cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
     for c in cols:
@@ -151,8 +152,6 @@ def study_command(
         return
     params = best.user_attrs.get("config", best.params)
     console.print(f"best trial {best.number}: values {list(best.values)} params {params}")
-    written = write_report(study, report_dir(config, report), study_config_dict(config))
-    console.print(f"report: {written['summary'].parent}")
+    console.print(f"report: {outcome.report_dir}")
     if export_best:
-        export_config(study, framework, task, export_best)
         console.print(f"best config: {export_best} (use: courtroom compile --config {export_best})")

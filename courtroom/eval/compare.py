@@ -116,12 +116,14 @@ def compare(
     train_limit: int | None = None,
     presets: Sequence[str] = (),
     rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
+    on_start: Callable[[str, int], None] | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
     ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
     knobs, preset)) compares named configurations, several of one framework if need be (suites);
-    ``frameworks`` then lists row names.
+    ``frameworks`` then lists row names. ``progress(framework, result)`` is called per example,
+    ``on_start(framework, n)`` when a framework's run (each repeat's) starts on ``n`` examples.
     """
     from courtroom.programs.presets import apply_preset, get_preset
 
@@ -178,10 +180,16 @@ def compare(
         def repeat_hook(r: int, res: ExampleResult, f: str = f) -> None:
             hook(res, f)
 
+        def start(n: int, f: str = f) -> None:
+            if on_start:
+                on_start(f, n)
+
         if repeats > 1:
-            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=repeat_hook)
+            outcomes[f] = run_repeats(
+                config, repeats, lms=lms, progress=repeat_hook, on_start=lambda r, n, f=f: start(n, f)
+            )
         else:
-            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
+            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook, on_start=start)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
     if ambiguity_k:
         _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)

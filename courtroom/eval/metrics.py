@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 from courtroom.errors import DataError
 
 FAILED = "<failed>"
+
+log = logging.getLogger(__name__)
 
 
 def score(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[str]) -> dict[str, Any]:
@@ -48,17 +51,47 @@ def user_prices(
     models: Mapping[str, Any],
     prices: Mapping[str, Sequence[float]] | None,
 ) -> dict[str, tuple[float, float]] | None:
-    """The user's prices (per 1M input, output tokens) for the models LiteLLM has no price for.
+    """The user's prices (per 1M input, output tokens) for the models of a run.
 
-    LiteLLM's price wins where it knows the model; the user's table fills the gaps.
+    The user's table wins over LiteLLM's price; LiteLLM fills the models the table leaves out.
+    A key matches a model string (``openai/gpt-4o-mini``) or the same name without its provider.
     """
     if not prices:
         return None
-    from courtroom.usage import price_per_token
+    out = {}
+    for m in models:
+        for key in (m, m.split("/", 1)[-1]):
+            if key in prices:
+                out[m] = (float(prices[key][0]), float(prices[key][1]))
+                break
+    return out
 
-    return {
-        m: (float(p[0]), float(p[1])) for m, p in prices.items() if m in models and price_per_token(m) is None
-    }
+
+def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dict[str, list[float]] | None:
+    """``prices`` keyed by the names the user typed, re-keyed by the model strings a run records.
+
+    ``local`` is the embedded model's name, whatever its server calls it. A price that matches
+    no model of the run is logged as a warning (it would silently price nothing).
+    """
+    if not prices:
+        return None
+    from courtroom.lms import model_name, saved_name
+
+    out = {k: list(v) for k, v in prices.items()}
+    seen: set[str] = set()
+    for lm in {id(v): v for v in lms.values()}.values():
+        typed, actual = saved_name(lm), model_name(lm)
+        seen |= {typed, actual, actual.split("/", 1)[-1]}
+        if typed in prices and actual not in prices:
+            out[actual] = list(prices[typed])
+    unmatched = sorted(set(prices) - seen)
+    if unmatched:
+        log.warning(
+            "--prices: no model of this run is named %s (its models: %s); that price is not used",
+            ", ".join(unmatched),
+            ", ".join(sorted({saved_name(lm) for lm in lms.values()})),
+        )
+    return out
 
 
 def load_prices(path: str | Path) -> dict[str, list[float]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
+import re
 import socket
 import time
 import uuid
@@ -24,6 +25,7 @@ from courtroom._versions import versions
 from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
+from courtroom.eval.metrics import price_aliases
 from courtroom.eval.salting import salted_roles
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
@@ -70,6 +72,8 @@ class RunOutcome:
     run_dir: Path
     summary: dict[str, Any]
     results: list[ExampleResult]
+    analyses: dict[str, Any] = field(default_factory=dict)
+    """Analyses run after the evaluation (``ambiguity``: the ambiguity split's rows)."""
 
 
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
@@ -92,6 +96,8 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
 def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     """A fresh folder named ``{created}_{framework}_{task}_{id}``."""
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # Only portable characters: a custom dataset's task name (`custom:my`) has a colon.
+    task = re.sub(r"[^A-Za-z0-9._-]+", "-", task).strip("-") or "task"
     path = Path(out) / f"{created}_{framework}_{task}_{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True, exist_ok=False)
     return path
@@ -154,6 +160,7 @@ class RunSetup:
                 max_tokens=config.max_tokens,
                 api_base=config.api_base,
             )
+        config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
         knobs = dict(config.knobs)

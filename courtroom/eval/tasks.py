@@ -18,6 +18,7 @@ from typing import Any
 import dspy
 
 from courtroom.errors import ConfigError, DataError
+from courtroom.eval._hub import load_hub
 from courtroom.eval.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
 from courtroom.eval.generators import GENERATORS
 
@@ -119,20 +120,12 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_hub(task: Task) -> list[dict[str, Any]]:
-    import datasets
-
     if task.hub is None:
         raise ConfigError(
             f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)"
         )
     path, config, split = task.hub
-    try:
-        ds = datasets.load_dataset(path, config, split=split)
-    except Exception as exc:
-        raise DataError(
-            f"cannot load {path} ({config}, split {split}) from the Hub: {str(exc).splitlines()[0][:160]}; "
-            "without internet use --data generate or --data PATH"
-        ) from exc
+    ds = load_hub(path, config, split, task=task.name, has_generator=task.has_generator)
     return [dict(r) for r in ds]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -29,6 +30,7 @@ from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.progress import quiet_tqdm
 
 
 @dataclass
@@ -260,13 +262,25 @@ class CompileResult:
     before: dict[str, Any]
     after: dict[str, Any]
     metadata: dict[str, Any]
+    path: Path | None = None
+    """Where the program was saved (by :func:`courtroom.compile`)."""
+    dev_results: dict[str, list[Any]] = field(default_factory=dict)
+    """``before`` / ``after``: the dev evaluations' per-example results (errors included)."""
+    dev_wall: dict[str, float] = field(default_factory=dict)
+    """``before`` / ``after``: the dev evaluations' wall seconds."""
+    dev_dirs: dict[str, Path] = field(default_factory=dict)
+    """``before`` / ``after``: the run folders they were written to (by :func:`courtroom.compile`)."""
 
 
-def _dev_scores(program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int) -> dict[str, Any]:
+def _dev_scores(
+    program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int, display: Any = None, name: str = "dev"
+) -> dict[str, Any]:
     start = time.perf_counter()
-    results = evaluate(program, dev, concurrency=concurrency)
+    bar = display.track(name, total=len(dev)) if display is not None else None
+    results = evaluate(program, dev, concurrency=concurrency, on_result=bar.result if bar else None)
     s = summarize(results, program.labels, time.perf_counter() - start)
-    return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    scores = {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    return scores | {"results": results, "wall": s["wall_seconds"]}
 
 
 def compile_program(
@@ -292,12 +306,14 @@ def compile_program(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    display: Any = None,
 ) -> CompileResult:
     """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
 
     Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
     ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
-    or ``dspy.LM`` objects).
+    or ``dspy.LM`` objects). ``display`` (a :class:`~courtroom.progress.ProgressDisplay`) shows
+    the dev scoring before and after and the optimizer's LM calls; DSPy's own bars are off.
     """
     opt = get_optimizer(optimizer)
     cls = get_framework(framework)
@@ -336,14 +352,17 @@ def compile_program(
     program.prepare(trainset)
     helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
     helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
-    before = _dev_scores(program, devset, concurrency)
+    before = _dev_scores(program, devset, concurrency, display, "dev before")
     ctx = Context(chosen, program, helper, concurrency, seed)
     start = time.perf_counter()
-    with dspy.context(lm=helper, adapter=ADAPTER):
+    bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
+    with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
         assert opt.run is not None
         compiled = opt.run(ctx, program, trainset)
+    if bar is not None:
+        bar.status("done")
     seconds = time.perf_counter() - start
-    after = _dev_scores(compiled, devset, concurrency)
+    after = _dev_scores(compiled, devset, concurrency, display, "dev after")
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),
@@ -362,4 +381,6 @@ def compile_program(
         },
         "scores": {"dev": {"before": before, "after": after}},
     }
-    return CompileResult(compiled, before, after, metadata)
+    dev_results = {"before": before.pop("results"), "after": after.pop("results")}
+    dev_wall = {"before": before.pop("wall"), "after": after.pop("wall")}
+    return CompileResult(compiled, before, after, metadata, dev_results=dev_results, dev_wall=dev_wall)

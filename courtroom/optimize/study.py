@@ -28,7 +28,7 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
-from courtroom.lms import LMSpec, RoleLMs, resolve_roles
+from courtroom.lms import DEFAULT, LMSpec, RoleLMs, resolve_roles, saved_name
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
 from courtroom.programs import build_program, get_framework
@@ -89,6 +89,14 @@ class StudyOutcome:
     study: Any
     config: StudyConfig
     space: list[Param]
+    models: dict[str, str] = field(default_factory=dict)
+    """Role -> model name the trials ran on before any searched model choice (no keys, no URLs)."""
+    lm: str | None = None
+    """The default model's name."""
+    table: Any = None
+    """The trials as a DataFrame (set by :func:`courtroom.study`)."""
+    report_dir: Path | None = None
+    """The report folder, once written."""
 
     @property
     def best(self) -> list[Any]:
@@ -128,9 +136,7 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     sampler = (
         optuna.samplers.NSGAIISampler(seed=config.seed)
         if config.cost_objective
-        else optuna.samplers.TPESampler(
-            seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1))
-        )
+        else optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1)))
     )
     pruner = (
         optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
@@ -176,9 +182,7 @@ def _trial_lms(
         value: Any = choices.get(models[role], models[role]) if role in models else base.for_role(role)
         if role in temps:
             if isinstance(value, str):
-                value = LMSpec(
-                    value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base
-                )
+                value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
             else:
                 value = value.copy(temperature=temps[role])
         lms[role] = resolve_roles(value).for_role(role) if isinstance(value, str | LMSpec) else value
@@ -241,9 +245,7 @@ def make_objective(
     return objective
 
 
-def _record(
-    trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float
-) -> None:
+def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
     usage = total_usage(results)
     s = score([r.gold for r in results], [r.prediction for r in results], labels)
     calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
@@ -271,8 +273,11 @@ def run_study(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> StudyOutcome:
     """Create or resume the study and run ``config.trials`` trials in this process.
+
+    ``callbacks`` are Optuna's ``(study, frozen_trial)`` callbacks, called after each trial.
 
     ``lms`` and ``model_objects`` (model name -> ready LM, for per-role model choices) let a
     script or a test pass LM objects; otherwise models are built from ``config.models`` and
@@ -310,6 +315,8 @@ def run_study(
             max_tokens=config.max_tokens,
             api_base=config.api_base,
         )
+    models = {role: saved_name(lms.for_role(role)) for role in cls.roles}
+    default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
     _storage.fail_stale_trials(study)
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
@@ -322,8 +329,15 @@ def run_study(
     first = min(queued, config.trials)
     for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
         if n_trials:
-            study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
-    return StudyOutcome(study, config, space)
+            study.optimize(
+                objective,
+                n_trials=n_trials,
+                n_jobs=n_jobs,
+                catch=(Exception,),
+                gc_after_trial=False,
+                callbacks=list(callbacks),
+            )
+    return StudyOutcome(study, config, space, models, default)
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:

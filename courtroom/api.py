@@ -1,0 +1,332 @@
+"""One Python function per command: ``courtroom run`` calls :func:`run`, and so on.
+
+Each takes the command's options as keyword arguments, draws the same progress display
+(``progress=False`` turns it off) and writes the same folders and files; the commands only
+parse flags and print. They are re-exported at the top level: ``courtroom.run(...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from courtroom.errors import ConfigError
+from courtroom.progress import ProgressDisplay
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from courtroom.eval.compare import Comparison
+    from courtroom.eval.repeats import RepeatOutcome
+    from courtroom.eval.runs import RunOutcome
+    from courtroom.optimize.compile import CompileResult
+    from courtroom.optimize.study import StudyOutcome
+
+__all__ = ["compare", "compile", "report", "run", "runs", "study"]
+
+Prices = str | Path | Mapping[str, Sequence[float]] | None
+
+
+def _prices(prices: Prices) -> dict[str, list[float]] | None:
+    if prices is None:
+        return None
+    if isinstance(prices, Mapping):
+        return {k: [float(x) for x in v] for k, v in prices.items()}
+    from courtroom.eval.metrics import load_prices
+
+    return load_prices(prices)
+
+
+def run(
+    framework: str | None = None,
+    *,
+    task: str = "boolean_expressions",
+    limit: int | None = None,
+    split: str = "test",
+    data: str = "auto",
+    seed: int = 0,
+    knobs: Mapping[str, Any] | None = None,
+    lm: str | None = None,
+    roles: Mapping[str, str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    concurrency: int | None = None,
+    out: str | Path = "runs",
+    repeats: int = 1,
+    dataset: Mapping[str, Any] | None = None,
+    prices: Prices = None,
+    train_limit: int | None = None,
+    ambiguity_k: int = 0,
+    theta: float = 0.5,
+    resume: str | Path | None = None,
+    retry_failed: bool = False,
+    preset: str | None = None,
+    progress: bool = True,
+    lms: Any = None,
+) -> RunOutcome | RepeatOutcome:
+    """Evaluate ``framework`` on a task and write a run folder (``courtroom run``).
+
+    ``resume=RUN_DIR`` finishes an interrupted run or repeat group instead; ``repeats > 1``
+    writes a repeat group. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
+    ``preset`` sets a paper's knobs and sampling temperatures (``knobs`` override them).
+    Returns a :class:`~courtroom.eval.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
+    or, for repeats, a :class:`~courtroom.eval.repeats.RepeatOutcome` (``group_dir``, ``stats``).
+    """
+    from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
+    from courtroom.eval.resume import resume as resume_run
+    from courtroom.eval.runs import RunConfig
+    from courtroom.eval.runs import run as run_once
+
+    price_table = _prices(prices)
+    with ProgressDisplay(progress) as display:
+        bar = display.track(framework or "resume")
+        hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
+        if resume is not None:
+            overrides: dict[str, Any] = {
+                "lm": lm,
+                "roles": dict(roles or {}),
+                "api_base": api_base,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "concurrency": concurrency,
+                "prices": price_table,
+            }
+            if is_repeat_group(resume):
+                return resume_repeats(resume, lms=lms, **hooks, **overrides)
+            outcome = resume_run(
+                resume, lms=lms, progress=bar.result, on_start=bar.start, retry_failed=retry_failed, **overrides
+            )
+        else:
+            from courtroom.programs.presets import apply_preset
+
+            if framework is None and preset is None:
+                raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
+            framework, knobs = apply_preset(preset, framework, knobs)
+            config = RunConfig(
+                framework=framework,
+                task=task,
+                data=data,
+                split=split,
+                limit=limit,
+                seed=seed,
+                knobs=dict(knobs or {}),
+                lm=lm,
+                roles=dict(roles or {}),
+                temperature=temperature,
+                max_tokens=max_tokens,
+                api_base=api_base,
+                concurrency=concurrency or 4,
+                out=str(out),
+                dataset=dict(dataset) if dataset else None,
+                prices=price_table,
+                train_limit=train_limit,
+                preset=preset,
+            )
+            if repeats > 1:
+                return run_repeats(config, repeats, lms=lms, **hooks)
+            outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms)
+    if ambiguity_k:
+        from courtroom.eval.compare import run_ambiguity
+
+        outcome.analyses["ambiguity"] = run_ambiguity(outcome.run_dir, ambiguity_k, theta, lms=lms).to_dict("records")
+    return outcome
+
+
+def compare(
+    frameworks: str | Sequence[str],
+    *,
+    task: str = "boolean_expressions",
+    progress: bool = True,
+    prices: Prices = None,
+    **options: Any,
+) -> Comparison:
+    """Run every framework on the same examples; write the comparison folder (``courtroom compare``).
+
+    ``frameworks`` is a list or a comma-separated string. Other options are those of
+    :func:`courtroom.eval.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
+    ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``, ...). The result's
+    ``table`` is the comparison as a pandas DataFrame; ``out_dir`` the folder.
+    """
+    from courtroom.eval.compare import compare as run_compare
+
+    names = frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
+    with ProgressDisplay(progress) as display:
+        bars: dict[str, Any] = {}
+
+        def bar(framework: str) -> Any:
+            if framework not in bars:
+                bars[framework] = display.track(framework)
+            return bars[framework]
+
+        return run_compare(
+            task,
+            names,
+            progress=lambda f, res: bar(f).result(res),
+            on_start=lambda f, n: bar(f).start(n),
+            prices=_prices(prices),
+            **options,
+        )
+
+
+def compile(  # noqa: A001 - the command's name
+    framework: str | None = None,
+    *,
+    config: str | Path | Mapping[str, Any] | None = None,
+    task: str | None = None,
+    optimizer: str = "bootstrap",
+    knobs: Mapping[str, Any] | None = None,
+    lm: str | None = None,
+    roles: Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+    preset: str | None = None,
+    out: str | Path | None = "program.json",
+    progress: bool = True,
+    **options: Any,
+) -> CompileResult:
+    """Compile a framework with a DSPy optimizer and save the program (``courtroom compile``).
+
+    ``config`` is a recipe from ``courtroom study --export-best`` (a path or its dict): its
+    framework, task, knobs and models per role are used unless given here (``lm`` replaces all
+    of its models, ``roles`` some). ``out=None`` saves nothing. Other options are those of
+    :func:`courtroom.optimize.compile.compile_program` (``settings``, ``train``, ``dev``,
+    ``prompt_lm``, ``api_base``, ...). The result holds ``program``, ``before``/``after`` dev
+    scores, ``metadata`` and ``path``. ``preset`` sets a paper's knobs and sampling temperatures.
+    """
+    from courtroom.optimize.compile import compile_program
+    from courtroom.optimize.report import read_config, recipe_models
+    from courtroom.programs import get_framework
+    from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
+    from courtroom.saving import save_program
+
+    recipe: Mapping[str, Any] = (read_config(config) if isinstance(config, str | Path) else config) or {}
+    framework = framework or recipe.get("framework")
+    if not framework and not preset:
+        raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
+    framework, preset_knobs = apply_preset(preset, framework) if preset else (framework, {})
+    if recipe.get("framework") and recipe["framework"] != framework:
+        raise ConfigError(f"--config is for {recipe['framework']}, not {framework}")
+    default, role_models = recipe_models(recipe, lm, roles, temperature)
+    if temperature is None and not recipe.get("temperatures"):
+        # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
+        role_models = role_specs(role_models, default, sampling_temperatures(get_framework(framework), preset))
+    with ProgressDisplay(progress) as display:
+        result = compile_program(
+            framework,
+            task=task or recipe.get("task") or "boolean_expressions",
+            optimizer=optimizer,
+            knobs=preset_knobs | dict(recipe.get("knobs") or {}) | dict(knobs or {}),
+            lm=default,
+            roles=role_models,
+            temperature=temperature,
+            display=display,
+            **options,
+        )
+    if out is not None:
+        result.metadata = result.metadata | {"preset": preset}
+        result.path = save_program(result.program, out, result.metadata)
+        result.dev_dirs = _write_dev_runs(result, Path(out), framework)
+    return result
+
+
+def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[str, Path]:
+    """The dev evaluations before and after as run folders next to the program (``show``, ``report``)."""
+    import datetime as _dt
+    import json
+    import shutil
+
+    from courtroom._versions import versions
+    from courtroom.eval.harness import summarize
+    from courtroom.eval.runs import summary_markdown
+    from courtroom.saving import role_models
+
+    task = result.metadata["task"]
+    written = {}
+    for when, results in result.dev_results.items():
+        folder = out.with_name(f"{out.stem}-dev-{when}")
+        if (folder / "meta.json").is_file():
+            shutil.rmtree(folder)  # the folder of an earlier compile to the same file
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "created": _dt.datetime.now().isoformat(timespec="seconds"),
+            "config": {"framework": framework, "task": task["name"], "split": "dev", "compiled": when == "after"},
+            "framework_config": result.program.config(),
+            "models": role_models(result.program),
+            "task": {"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
+            "seed": task.get("seed"),
+            "example_ids": [r.id for r in results],
+            "versions": versions(),
+        }
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+        (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+        summary = summarize(results, task["labels"], result.dev_wall.get(when, 0.0))
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+        title = f"{framework} on {task['name']}, dev {when} compiling"
+        (folder / "summary.md").write_text(summary_markdown(summary, title))
+        written[when] = folder
+    return written
+
+
+def study(
+    framework: str,
+    *,
+    lm: str | Sequence[str] | None = None,
+    report: str | Path | bool | None = None,
+    export_best: str | Path | None = None,
+    progress: bool = True,
+    lms: Any = None,
+    model_objects: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> StudyOutcome:
+    """Run an Optuna study over a framework's knobs (``courtroom study``).
+
+    Options are the fields of :class:`~courtroom.optimize.study.StudyConfig` (``task``,
+    ``trials``, ``dev``, ``storage``, ``space``, ``roles``, ...); ``lm`` is one model or a list
+    to choose from per role. Writes the report folder (``report``: default ``studies/NAME``,
+    ``False`` for none) and, with ``export_best``, the recipe for :func:`compile`. The outcome
+    holds the Optuna ``study``, ``best`` trials, ``report_dir`` and ``table`` (the trials).
+    """
+    from courtroom.optimize.report import best_trial, export_config, trials_table, write_report
+    from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
+
+    models = [lm] if isinstance(lm, str) else list(lm or [])
+    config = StudyConfig(framework=framework, models=models, **options)
+    with ProgressDisplay(progress) as display:
+        bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
+
+        def on_trial(study: Any, trial: Any) -> None:
+            value = trial.values[0] if trial.values else None
+            bar.status(
+                f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
+            )
+            bar.advance()
+
+        outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial])
+    if config.trials == 0:
+        return outcome
+    outcome.table = trials_table(outcome.study)
+    try:
+        best_trial(outcome.study)
+    except ValueError:  # no completed trial
+        return outcome
+    if report is not False:
+        folder = report_dir(config, None if report is True else report)
+        outcome.report_dir = write_report(outcome.study, folder, study_config_dict(config))["summary"].parent
+    if export_best:
+        export_config(outcome.study, framework, config.task, export_best, models=outcome.models, lm=outcome.lm)
+    return outcome
+
+
+def report(source: str | Path, out: str | Path = "report.html") -> Path:
+    """Write the self-contained HTML report of a run, repeat group or comparison (``courtroom report``)."""
+    from courtroom.eval.report import write_report
+
+    return write_report(source, out)
+
+
+def runs(folder: str | Path | Sequence[str | Path] = ("runs", "comparisons")) -> pd.DataFrame:
+    """Past runs, repeat groups and comparisons under ``folder``, newest first (``courtroom runs``)."""
+    from courtroom.eval.history import list_runs
+
+    return list_runs(folder)

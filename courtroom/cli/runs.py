@@ -1,0 +1,44 @@
+"""``courtroom runs [DIR ...]``: past runs, repeat groups and comparisons, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from courtroom.cli._app import app
+
+
+@app.command("runs")
+def runs_command(
+    folders: Annotated[
+        list[Path] | None, typer.Argument(help="Folders to list (default: runs and comparisons).")
+    ] = None,
+) -> None:
+    """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
+    from courtroom.api import runs
+
+    table = runs(folders or ("runs", "comparisons"))
+    console = Console()
+    if table.empty:
+        console.print(f"no runs in {', '.join(str(f) for f in folders or ('runs', 'comparisons'))}")
+        return
+    out = Table(title=f"{len(table)} run(s), newest first")
+    for col in ("created", "kind", "framework", "task", "models", "n", "accuracy", "cost", "folder"):
+        out.add_column(col, justify="right" if col in ("n", "accuracy", "cost") else "left", overflow="fold")
+    for row in table.itertuples():
+        out.add_row(
+            row.created,
+            row.kind,
+            row.framework or "",
+            row.task or "",
+            row.models,
+            "" if row.n is None or row.n != row.n else str(int(row.n)),
+            "" if row.accuracy is None or row.accuracy != row.accuracy else f"{row.accuracy:.3f}",
+            "n/a" if row.cost is None or row.cost != row.cost else f"${row.cost:.4f}",
+            row.path,
+        )
+    console.print(out)

@@ -1,0 +1,209 @@
+"""The command line a researcher meets: --version, runs, folder names, hints, show, prices, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from courtroom.testing import FakeServer
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """``courtroom ARGS`` in this process (fast): returncode, stdout and stderr, like a subprocess."""
+    from courtroom.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def call(*args: str) -> Any:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return call
+
+
+def subprocess_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "courtroom.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+
+
+def test_version() -> None:
+    import courtroom
+
+    done = subprocess_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"courtroom {courtroom.__version__}"
+
+
+def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    with FakeServer() as server:
+        common = ["--lm", "openai/m-one", "--api-base", server.url, "--limit", "3"]
+        assert cli("run", "zero-shot", "--out", str(tmp_path / "runs"), *common).returncode == 0
+        time.sleep(1.1)  # folder names and `created` have one-second resolution
+        assert cli("compare", "--frameworks", "zero-shot,cot", "--out", str(tmp_path / "cmp"), *common).returncode == 0
+        time.sleep(1.1)
+        assert (
+            cli("run", "cot", "--out", str(tmp_path / "runs"), *common, "--role", "classifier=openai/m-two").returncode
+            == 0
+        )
+    done = cli("runs", str(tmp_path / "runs"), str(tmp_path / "cmp"))
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("│ 20")]
+    assert len(lines) == 3, done.stdout
+    assert "cot" in lines[0] and "m-two" in lines[0]
+    assert "comparison" in lines[1] and "zero-shot,cot" in lines[1]
+    assert "zero-shot" in lines[2] and "openai/m-one" in lines[2] and " 3 " in lines[2]
+    empty = cli("runs", str(tmp_path / "nothing"))
+    assert empty.returncode == 0 and "no runs" in empty.stdout
+
+
+def test_custom_dataset_folder_names_have_no_colon(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    rows = [{"q": f"is {i} even?", "a": "yes" if i % 2 == 0 else "no"} for i in range(20)]
+    pd.DataFrame(rows).to_csv(tmp_path / "my.csv", index=False)
+    with FakeServer() as server:
+        done = cli(
+            "run",
+            "zero-shot",
+            "--dataset",
+            str(tmp_path / "my.csv"),
+            "--text-field",
+            "q",
+            "--label-field",
+            "a",
+            "--labels",
+            "yes,no",
+            "--lm",
+            "openai/m",
+            "--api-base",
+            server.url,
+            "--limit",
+            "2",
+            "--out",
+            str(tmp_path / "runs"),
+        )
+    assert done.returncode == 0, done.stderr
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert ":" not in folder.name and "custom-my" in folder.name
+
+
+def _run_with_failures(tmp_path: Path, server: FakeServer, cli: Callable[..., Any]) -> Path:
+    done = cli(
+        "run",
+        "zero-shot",
+        "--limit",
+        "8",
+        "--lm",
+        "openai/m",
+        "--api-base",
+        server.url,
+        "--out",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["failures"] > 0
+    return run_dir
+
+
+def test_resume_of_a_finished_run_with_failures_names_retry_failed(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    with FakeServer(faults={"garbage": 0.5}, seed=3) as server:
+        run_dir = _run_with_failures(tmp_path, server, cli)
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+    assert done.returncode == 0, done.stderr
+    assert f"courtroom run --resume {run_dir} --retry-failed" in done.stdout
+
+
+def test_show_prints_runs_table_and_examples_by_position_or_id(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    with FakeServer() as server:
+        done = cli(
+            "run",
+            "zero-shot",
+            "--limit",
+            "4",
+            "--lm",
+            "openai/m",
+            "--api-base",
+            server.url,
+            "--out",
+            str(tmp_path / "runs"),
+        )
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    shown = cli("show", str(run_dir))
+    assert shown.returncode == 0, shown.stderr
+    # The same rich summary table as `run`: every metric row of run's table appears in show's.
+    run_rows = [line for line in done.stdout.splitlines() if line.startswith("│")]
+    assert run_rows and all(row in shown.stdout for row in run_rows), (done.stdout, shown.stdout)
+    assert "input order" in shown.stdout
+    meta = json.loads((run_dir / "meta.json").read_text())
+    second = meta["example_ids"][1]
+    by_position, by_id = cli("show", str(run_dir), "--example", "1"), cli("show", str(run_dir), "--example", second)
+    assert by_position.returncode == by_id.returncode == 0
+    assert f"id {second}" in by_position.stdout and "position in input order" in by_position.stdout
+    assert by_position.stdout == by_id.stdout
+    bad = cli("show", str(run_dir), "--example", "9")
+    assert bad.returncode == 2 and "position 0..3" in bad.stderr and "input order" in bad.stderr
+
+
+def test_prices_take_the_names_typed_and_warn_about_strays(
+    tmp_path: Path, cli: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # LiteLLM knows gpt-4o-mini's price; the user's table, keyed as typed, wins.
+    (tmp_path / "p.json").write_text(json.dumps({"openai/gpt-4o-mini": [1000, 1000], "nope/model": [1, 1]}))
+    with FakeServer() as server:
+        done = cli(
+            "run",
+            "zero-shot",
+            "--limit",
+            "2",
+            "--lm",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            server.url,
+            "--prices",
+            str(tmp_path / "p.json"),
+            "--out",
+            str(tmp_path / "runs"),
+        )
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["cost"] == pytest.approx(summary["tokens"] * 1000 / 1e6)
+    assert "no model of this run is named nope/model" in caplog.text
+
+
+def test_price_for_local_applies_to_the_embedded_model() -> None:
+    from courtroom.eval.metrics import price_aliases, user_prices
+    from courtroom.lms import RoleLMs
+    from courtroom.testing import scripted_lm
+
+    lm = scripted_lm({}, model="openai/smollm2-server-alias")
+    lm.saved_name = "local"  # as the embedded model's LM class names itself
+    prices = price_aliases({"local": [1.0, 2.0]}, RoleLMs({"default": lm}))
+    assert user_prices({"openai/smollm2-server-alias": {}}, prices) == {"openai/smollm2-server-alias": (1.0, 2.0)}
+
+
+def test_offline_hub_task_fails_in_seconds_with_the_fix(tmp_path: Path) -> None:
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    start = time.perf_counter()
+    done = subprocess_cli("run", "zero-shot", "--task", "rte", "--limit", "2", "--lm", "openai/m", env=env)
+    seconds = time.perf_counter() - start
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "--data PATH" in line and "--data generate" not in line  # rte has no generator
+    assert seconds < 20, seconds

@@ -1,0 +1,128 @@
+"""Progress that shows: LM calls and an ETA on the bar, plain lines when not a terminal, one display in compile."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from courtroom.testing import FakeServer
+
+
+def test_tracker_counts_every_lm_call_of_a_run() -> None:
+    from courtroom.eval.runs import RunConfig, run
+    from courtroom.progress import ProgressDisplay
+
+    with FakeServer() as server, ProgressDisplay(console=Console(file=io.StringIO()), interactive=False) as display:
+        bar = display.track("jot")
+        config = RunConfig(
+            "jot", "boolean_expressions", limit=3, knobs={"n_loops": 3}, lm="openai/m", api_base=server.url
+        )
+        outcome = run(config, progress=bar.result, on_start=bar.start)
+    # A JoT example is 9 calls: the display moves with each of them, not only per example.
+    assert bar.calls == outcome.summary["calls"] == 27
+    line = bar.line()
+    assert "3/3 examples" in line and "27 LM calls" in line and "ETA" in line
+
+
+def test_bar_shows_calls_while_an_example_is_still_running() -> None:
+    from courtroom.lms import resolve_roles
+    from courtroom.programs import build_program
+    from courtroom.progress import ProgressDisplay
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    with FakeServer(latency=0.15) as server, ProgressDisplay(console=console) as display:
+        bar = display.track("jot", total=1)
+        program = build_program(
+            "jot", ["True", "False"], None, knobs={"n_loops": 3}, lms=resolve_roles("openai/m", api_base=server.url)
+        )
+        program(case="True and False is")
+        calls_before_result = bar.calls
+        import time
+
+        time.sleep(0.7)  # the bar refreshes its call count between results
+    assert calls_before_result == 9 and bar.done == 0
+    assert "calls 9" in out.getvalue() and "ETA" in out.getvalue()
+
+
+def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
+    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "0.5"}
+    with FakeServer(latency=0.1) as server:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "courtroom.cli",
+                "compare",
+                "--frameworks",
+                "zero-shot,cot",
+                "--limit",
+                "6",
+                "--concurrency",
+                "1",
+                "--lm",
+                "openai/m",
+                "--api-base",
+                server.url,
+                "--out",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+s\] (zero-shot|cot): ", line)]
+    assert len(lines) >= 3, done.stderr
+    assert any("LM calls" in line for line in lines) and any("6/6 examples" in line for line in lines)
+    assert not any("/?" in line for line in lines[-2:])  # the totals are known once a run starts
+
+
+def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "0.5"}
+    with FakeServer(latency=0.02, faults={"garbage": 0.3}) as server:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "courtroom.cli",
+                "compile",
+                "zero-shot",
+                "--optimizer",
+                "bootstrap",
+                "--train",
+                "4",
+                "--dev",
+                "6",
+                "--lm",
+                "openai/m",
+                "--api-base",
+                server.url,
+                "-o",
+                str(tmp_path / "program.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "it/s" not in done.stderr and "%|" not in done.stderr  # no DSPy tqdm bar
+    assert "dev before:" in done.stderr and "dev after:" in done.stderr
+    for when in ("before", "after"):
+        folder = tmp_path / f"program-dev-{when}"
+        summary = json.loads((folder / "summary.json").read_text())
+        rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+        assert summary["n"] == len(rows) == 6
+        # A failure counted in the scores table has its reason on disk.
+        assert all(r["error"] for r in rows if r["prediction"] is None)
+        assert sum(r["prediction"] is None for r in rows) == summary["failures"]
+        assert f"dev {when}: {folder}" in done.stdout
