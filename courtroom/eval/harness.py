@@ -166,6 +166,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
         total.calls += u.get("calls", 0)
         total.sent += u.get("sent", 0)
         total.failed += u.get("failed", 0)
+        total.cached += u.get("cached", 0)
         total.prompt_tokens += u.get("prompt_tokens", 0)
         total.completion_tokens += u.get("completion_tokens", 0)
         for model, counts in (u.get("by_model") or {}).items():
