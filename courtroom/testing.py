@@ -103,7 +103,14 @@ class ScriptedEngine(_Engine):
         self.latency = latency
         self.turns: dict[str, int] = defaultdict(int)
         self.prompts: list[tuple[str, str]] = []
+        self.systems: list[tuple[str, str]] = []
         self._lock = threading.Lock()
+
+    def complete(self, request: Any) -> Response:
+        """Record the system message the model receives (``systems``), then answer."""
+        with self._lock:
+            self.systems.append((current_role() or "default", str(request.system or "")))
+        return super().complete(request)
 
     def answer(self, role: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
         with self._lock:
