@@ -68,8 +68,7 @@ def _program(name: str, lm: Any) -> Any:
     knobs = {"k_precedents": 0} if "k_precedents" in FRAMEWORKS[name].knobs() else {}
     prog = FRAMEWORKS[name](LABELS, lm=lm, **knobs)
     train = [
-        dspy.Example(case=f"True or False {i} is", label=LABELS[i % 2], id=str(i)).with_inputs("case")
-        for i in range(6)
+        dspy.Example(case=f"True or False {i} is", label=LABELS[i % 2], id=str(i)).with_inputs("case") for i in range(6)
     ]
     prog.prepare(train)
     return prog
