@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -27,6 +28,14 @@ def redact_url(url: str | None) -> str | None:
     parts = urlparse(url)
     netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the user and password removed from every URL in it (for ``--debug`` output)."""
+    return _USERINFO.sub(r"\g<scheme>", text)
 
 
 def _scrub(value: Any) -> Any:
