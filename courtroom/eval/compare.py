@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.cache import redact_url
+from courtroom.cache import without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.harness import ExampleResult
@@ -193,8 +193,8 @@ def _write(
                 "task": task,
                 "frameworks": list(frameworks),
                 "runs": runs,
-                "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
-                | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
+                "config": without_base_url({k: v for k, v in vars(first).items() if k not in ("framework", "knobs")})
+                | {"knobs": {f: c.knobs for f, c in configs.items()}},
             },
             indent=2,
         )

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import dspy
 
 from courtroom._versions import versions
-from courtroom.cache import configure_cache, redact_url
+from courtroom.cache import configure_cache, without_base_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
 from courtroom.eval.salting import salted_roles
@@ -261,7 +261,7 @@ def run(
     cls = type(setup.program)
     meta = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "config": {**asdict(config), "api_base": redact_url(config.api_base)},
+        "config": without_base_url(asdict(config)),
         "framework_config": setup.program.config(),
         "models": setup.lms.names(cls.roles),
         "task": {
