@@ -100,7 +100,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
-        ("tokens", summary["tokens"]),
+        ("tokens (sent calls)", summary["tokens"]),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
