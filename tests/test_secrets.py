@@ -107,3 +107,13 @@ def test_debug_logs_and_traceback_redact_credentials(tmp_path: Path) -> None:
     assert "Traceback" in proc.stderr  # --debug still shows the traceback
     assert f"POST http://{failing.url.split('//', 1)[1]}" in proc.stderr  # and the debug logs, redacted
     assert SECRET not in proc.stderr and SECRET not in proc.stdout
+
+
+def test_the_ambiguity_hearing_after_a_run_reaches_the_same_server(server: FakeServer, tmp_path: Path) -> None:
+    """The hearing rebuilds the program after the run; the base URL is not on disk, so it is passed on."""
+    args = ["run", "courtroom-llm", "--set", "k_precedents=0", "--limit", "2", "--ambiguity-k", "3"]
+    before = server.counts["requests"]
+    assert main([*args, "--lm", "openai/fake-amb", "--api-base", _url(server), "--out", str(tmp_path)]) == 0
+    votes = json.loads(next(tmp_path.glob("*/ambiguity.json")).read_text())["votes"]
+    assert all(v is not None for sample in votes.values() for v in sample), votes  # every hearing answered
+    assert server.counts["requests"] - before > 2 * 4  # the run's calls, then the extra hearings

@@ -190,7 +190,7 @@ def run_command(
         from courtroom.eval.analysis import analyses_lines
         from courtroom.eval.compare import run_ambiguity
 
-        parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta)
+        parts = run_ambiguity(outcome.run_dir, ambiguity_k, theta, api_base=api_base)
         for line in analyses_lines(outcome.run_dir.name, {"ambiguity": parts.to_dict("records")}):
             stdout.print(line, markup=False, soft_wrap=True)
     if show is not None:

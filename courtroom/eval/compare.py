@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.cache import without_base_url
+from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.harness import ExampleResult
@@ -161,7 +161,7 @@ def compare(
             outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)
     if ambiguity_k:
-        _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)
+        _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency, api_base)
     comparison.plots = draw_plots(out_dir)
     return comparison
 
@@ -217,15 +217,20 @@ def run_ambiguity(
     *,
     lms: RoleLMs | None = None,
     concurrency: int | None = None,
+    api_base: str | None = None,
 ) -> pd.DataFrame:
     """Hear every case of a Courtroom-LLM run K times; write ``ambiguity.json``; return the split.
 
-    The program is rebuilt from the run's ``meta.json`` (``lms`` replaces its models, e.g. fakes).
+    The program is rebuilt from the run's ``meta.json`` (``lms`` replaces its models, e.g. fakes);
+    a run that used an ``api_base`` needs it again (base URLs are never written to disk).
     """
     run_dir = Path(run_dir)
     meta, rows, _ = load_run(run_dir)
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
+    config.api_base = api_base or config.api_base
+    if lms is None:
+        require_base_url(meta["config"], config.api_base, str(run_dir))
     if "clerk" not in get_framework(config.framework).roles:
         raise ConfigError(f"{config.framework} has no preliminary hearing: the ambiguity split needs courtroom-llm")
     program = RunSetup.build(config, lms).program
@@ -246,13 +251,14 @@ def _ambiguity(
     k: int,
     theta: float,
     concurrency: int,
+    api_base: str | None = None,
 ) -> None:
     """Run the preliminary hearing K times for every framework that has one; store the split."""
     for f, o in outcomes.items():
         if "clerk" not in get_framework(f).roles:
             continue
         run_dir, _ = _results(o)
-        split = run_ambiguity(run_dir, k, theta, lms=lms, concurrency=concurrency)
+        split = run_ambiguity(run_dir, k, theta, lms=lms, concurrency=concurrency, api_base=api_base)
         comparison.analyses[f]["ambiguity"] = split.to_dict("records")
     (comparison.out_dir / "analyses.json").write_text(json.dumps(comparison.analyses, indent=2))
 
