@@ -13,6 +13,7 @@ from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "INJECTION_GUARD": ("courtroom._adapter", "INJECTION_GUARD"),
     "FRAMEWORKS": ("courtroom.programs", "FRAMEWORKS"),
     "CourtroomProgram": ("courtroom.programs", "CourtroomProgram"),
     "LMSpec": ("courtroom.lms", "LMSpec"),
@@ -51,6 +52,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "FRAMEWORKS",
+    "INJECTION_GUARD",
     "ConfigError",
     "CourtroomError",
     "CourtroomProgram",

@@ -35,6 +35,8 @@ class FakeServer:
         faults: rate per fault kind (``429``, ``500``, ``timeout``, ``garbage``, ``truncated``).
         hang: how long a ``timeout`` fault stalls before answering 504.
         seed: seeds the fault draws.
+        fault_for: if given, picks the fault (or None) from the last user message and the schema
+            (as ``responder`` gets them) instead of a random draw, to fault one role's call.
 
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
@@ -51,6 +53,7 @@ class FakeServer:
         faults: Mapping[str, float] | None = None,
         hang: float = 3.0,
         seed: int = 0,
+        fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -59,6 +62,7 @@ class FakeServer:
         self.latency = latency
         self.faults = dict(faults or {})
         self.hang = hang
+        self.fault_for = fault_for
         self.counts: Counter[str] = Counter()
         self.models: Counter[str] = Counter()
         self.served: list[str] = []
@@ -148,7 +152,11 @@ class FakeServer:
             def _answer(self, body: dict[str, Any]) -> None:
                 if server.latency:
                     time.sleep(server.latency)
-                fault = server._draw_fault()
+                messages = body.get("messages") or [{}]
+                prompt = str(messages[-1].get("content") or "")
+                fmt = body.get("response_format") or {}
+                schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
+                fault = server.fault_for(prompt, schema) if server.fault_for else server._draw_fault()
                 with server._lock:
                     server.counts[fault or "ok"] += 1
                 if fault == "429":
@@ -162,10 +170,6 @@ class FakeServer:
                 if fault == "timeout":
                     time.sleep(server.hang)
                     return self._send(504, {"error": {"message": "injected timeout"}})
-                messages = body.get("messages") or [{}]
-                prompt = str(messages[-1].get("content") or "")
-                fmt = body.get("response_format") or {}
-                schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
                 reply = server.responder(prompt, schema)
                 text = reply if isinstance(reply, str) else json.dumps(dict(reply))
                 if fault == "garbage":

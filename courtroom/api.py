@@ -130,7 +130,9 @@ def run(
     if ambiguity_k:
         from courtroom.eval.compare import run_ambiguity
 
-        outcome.analyses["ambiguity"] = run_ambiguity(outcome.run_dir, ambiguity_k, theta, lms=lms).to_dict("records")
+        outcome.analyses["ambiguity"] = run_ambiguity(
+            outcome.run_dir, ambiguity_k, theta, lms=lms, api_base=api_base
+        ).to_dict("records")
     return outcome
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -16,6 +18,8 @@ import dspy
 from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
 from platformdirs import user_cache_dir
+
+from courtroom.errors import ConfigError
 
 _configured: Path | None = None
 
@@ -27,6 +31,35 @@ def redact_url(url: str | None) -> str | None:
     parts = urlparse(url)
     netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
+def without_base_url(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A config as written to disk: never the base URL (it can hold credentials or tokens).
+
+    ``api_base_given`` records that one was used, so a resume asks for ``--api-base`` again
+    instead of sending the requests elsewhere.
+    """
+    out = dict(config)
+    out["api_base_given"] = bool(out.get("api_base"))
+    out["api_base"] = None
+    return out
+
+
+def require_base_url(recorded: Mapping[str, Any], api_base: str | None, where: str) -> None:
+    """Refuse to resume without ``--api-base`` a run that had one (it is not on disk to reuse)."""
+    if recorded.get("api_base_given") and not api_base:
+        raise ConfigError(
+            f"{where} ran with --api-base, which is never written to disk (it can hold credentials): "
+            "pass --api-base URL again"
+        )
+
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the user and password removed from every URL in it (for ``--debug`` output)."""
+    return _USERINFO.sub(r"\g<scheme>", text)
 
 
 def _scrub(value: Any) -> Any:

@@ -13,12 +13,19 @@ classmethod ``from_dict()`` (precedent index with its reasons, reliability model
 precedents), as plain JSON. The ``checksum`` (sha256 of the rest of the file) turns an edited or
 truncated file into a clear error instead of a silently different program. Loading uses
 ``json`` and ``load_state`` only: nothing is unpickled or imported from the file.
+
+A program file is as trusted as code: its instructions and demos go into every prompt, and anyone
+who can write the file can recompute the checksum. With ``COURTROOM_PROGRAM_KEY`` set, ``save``
+adds ``signature`` (HMAC-SHA256 of the file under that key) and ``load`` refuses files that are
+unsigned or signed with another key.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,8 +69,44 @@ def artefacts(program: dspy.Module) -> dict[str, Any]:
     return out
 
 
+KEY_ENV = "COURTROOM_PROGRAM_KEY"
+
+
+def _canonical(doc: Mapping[str, Any]) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
 def _checksum(doc: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(_canonical(doc)).hexdigest()
+
+
+def _program_key() -> bytes | None:
+    key = os.environ.get(KEY_ENV)
+    return key.encode() if key else None
+
+
+def _signature(doc: Mapping[str, Any], key: bytes) -> str:
+    return hmac.new(key, _canonical(doc), hashlib.sha256).hexdigest()
+
+
+def _verify_signature(path: Path, doc: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+    """With ``COURTROOM_PROGRAM_KEY`` set, refuse a file that is unsigned or signed with another key."""
+    key = _program_key()
+    if key is None:
+        return
+    claimed = meta.get("signature")
+    if not isinstance(claimed, str):
+        raise ConfigError(
+            f"{path} is not signed, and {KEY_ENV} is set: re-save it with the key set "
+            f"(`courtroom compile`), or unset {KEY_ENV} to load unsigned files"
+        )
+    unsigned = dict(doc)
+    unsigned["metadata"] = dict(doc["metadata"]) | {"courtroom": {k: v for k, v in meta.items() if k != "signature"}}
+    if not hmac.compare_digest(claimed, _signature(unsigned, key)):
+        raise ConfigError(
+            f"{path} is not signed with {KEY_ENV} (wrong key, or changed after signing): "
+            "set the key it was saved with, or recompile it"
+        )
 
 
 def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
@@ -91,6 +134,9 @@ def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[
     doc = dict(state)
     doc["metadata"] = {"dependency_versions": body["versions"], "courtroom": body}
     body["checksum"] = _checksum(doc)
+    key = _program_key()
+    if key is not None:
+        body["signature"] = _signature(doc, key)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1))
@@ -122,7 +168,7 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
             f"{path} uses program format {version} (saved by courtroom {saved_by}); this courtroom "
             f"reads format {FORMAT_VERSION}: recompile the program with this version"
         )
-    body = dict(meta)
+    body = {k: v for k, v in meta.items() if k != "signature"}
     claimed = body.pop("checksum", None)
     check = dict(doc)
     check["metadata"] = dict(doc["metadata"]) | {"courtroom": body}
@@ -130,6 +176,7 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
         raise ConfigError(
             f"{path} was modified after it was saved (checksum mismatch); recompile it or restore the original file"
         )
+    _verify_signature(path, doc, meta)
     state = {k: v for k, v in doc.items() if k != "metadata"}
     return state, meta
 

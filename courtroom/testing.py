@@ -77,7 +77,8 @@ class _Engine:
     """DSPy engine protocol: ``complete(request) -> Response``.
 
     Every call is recorded: ``turns`` lists the calling roles in call order, ``counts`` holds
-    the calls per role, and ``prompts`` the ``(role, prompt text)`` pairs in the same order.
+    the calls per role, ``prompts`` the ``(role, prompt text)`` pairs in the same order, and
+    ``systems`` the ``(role, system message)`` each call's model received.
     Calls that a program makes concurrently (the two JoT advocates) are recorded in the order
     they reached the fake.
     """
@@ -88,6 +89,7 @@ class _Engine:
         self.turns: list[str] = []
         self.counts: Counter[str] = Counter()
         self.prompts: list[tuple[str, str]] = []
+        self.systems: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Engine:
@@ -100,6 +102,7 @@ class _Engine:
             self.turns.clear()
             self.counts.clear()
             self.prompts.clear()
+            self.systems.clear()
 
     def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         """The reply fields of ``role``'s call number ``turn`` (from 0)."""
@@ -113,6 +116,7 @@ class _Engine:
             self.counts[role] += 1
             self.turns.append(role)
             self.prompts.append((role, prompt))
+            self.systems.append((role, str(request.system or "")))
         return _response(json.dumps(self.answer(role, _schema(request), prompt, turn)), prompt, self.latency)
 
     def stream(self, request: Any) -> Any:

@@ -1,8 +1,9 @@
 """Per-scope accounting of LM calls, cache hits, tokens and cost.
 
 A :class:`Meter` is installed as DSPy's ``usage_tracker`` for one example (or any scope). DSPy
-reports usage only for calls that reached the provider, so ``sent`` counts real requests and
-``calls - sent - failed`` counts calls served from the cache.
+reports usage only for calls that reached the provider, so ``sent`` counts real requests; the
+adapter counts cache hits directly (an answer came back and nothing was sent). Tokens are those
+of sent requests only: a cache hit costs nothing and reports no tokens.
 """
 
 from __future__ import annotations
@@ -25,23 +26,23 @@ class Usage:
     """Counts for one scope."""
 
     calls: int = 0
-    """LM calls made by the program, including those served from the cache."""
+    """LM calls made by the program (a retry of a bad answer is one more), including cache hits."""
     sent: int = 0
     """Calls that reached a model server."""
     failed: int = 0
-    """Calls that raised (after the LM's own retries)."""
+    """Calls that raised: transport errors after the LM's own retries, and bad answers (cut off,
+    not valid JSON, not the schema), whether sent or served from the cache."""
+    cached: int = 0
+    """Calls answered from the cache (counted as they happen, failed ones included)."""
     prompt_tokens: int = 0
+    """Prompt tokens of sent calls only."""
     completion_tokens: int = 0
+    """Completion tokens of sent calls only."""
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    @property
-    def cached(self) -> int:
-        """Calls answered from the cache."""
-        return max(self.calls - self.sent - self.failed, 0)
-
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with ``cached`` included."""
-        return {**asdict(self), "cached": self.cached}
+        """JSON-ready form."""
+        return asdict(self)
 
     def cost(self, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
         """Dollar cost: a user price (per 1M input, output tokens) or LiteLLM's, else None."""
@@ -89,6 +90,11 @@ class Meter(UsageTracker):
             m["sent"] += 1
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
+
+    def count_cache_hit(self) -> None:
+        """Record one call answered from the cache (the adapter sees these; DSPy reports no usage)."""
+        with self._lock:
+            self.usage.cached += 1
 
     def count_call(self, failed: bool = False) -> None:
         """Record one program-level LM call."""

@@ -23,7 +23,7 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("examples", str(summary["n"]))
     table.add_row("failures", str(summary["failures"]))
     table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
-    table.add_row("tokens", str(summary["tokens"]))
+    table.add_row("tokens (sent calls)", str(summary["tokens"]))
     table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
     table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
     for label, pr in (summary.get("per_class") or {}).items():

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.cache import redact_url
+from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.harness import ExampleResult
@@ -224,8 +224,8 @@ def _write(
                 "task": task,
                 "frameworks": list(frameworks),
                 "runs": runs,
-                "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
-                | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
+                "config": without_base_url({k: v for k, v in vars(first).items() if k not in ("framework", "knobs")})
+                | {"knobs": {f: c.knobs for f, c in configs.items()}},
             },
             indent=2,
         )
@@ -275,16 +275,21 @@ def run_ambiguity(
     *,
     lms: RoleLMs | None = None,
     concurrency: int | None = None,
+    api_base: str | None = None,
 ) -> pd.DataFrame:
     """Hear every case of a run K times; write ``ambiguity.json``; return the split of its results.
 
     Any framework's run works: the hearing is Courtroom-LLM's clerk on the run's data and models
-    (``lms`` replaces them, e.g. fakes).
+    (``lms`` replaces them, e.g. fakes). A run that used an ``api_base`` needs it again (base
+    URLs are never written to disk).
     """
     run_dir = Path(run_dir)
     meta, rows, _ = load_run(run_dir)
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
+    config.api_base = api_base or config.api_base
+    if lms is None:
+        require_base_url(meta["config"], config.api_base, str(run_dir))
     votes = hearing_votes(config, {r["id"]: r["input"] for r in rows}, k, lms=lms, concurrency=concurrency)
     (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
     mode = (meta.get("framework_config") or {}).get("judge_mode", "parallel")

@@ -166,6 +166,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
         total.calls += u.get("calls", 0)
         total.sent += u.get("sent", 0)
         total.failed += u.get("failed", 0)
+        total.cached += u.get("cached", 0)
         total.prompt_tokens += u.get("prompt_tokens", 0)
         total.completion_tokens += u.get("completion_tokens", 0)
         for model, counts in (u.get("by_model") or {}).items():
@@ -179,7 +180,9 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
     """Scores, failures, calls, tokens, cost and wall time of a list of results.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
-    input and output dollars); it is None when no model has a price.
+    input and output dollars); it is None when no model has a price. Tokens and cost count sent
+    calls only (``tokens_counted``): a call answered from the cache, such as one replayed by a
+    resume, adds none.
     """
     usage = total_usage(results)
     summary = score([r.gold for r in results], [r.prediction for r in results], labels)
@@ -190,6 +193,7 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         tokens=usage.prompt_tokens + usage.completion_tokens,
+        tokens_counted="sent",
         cost=usage.cost(user_prices(usage.by_model, prices)),
         wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],

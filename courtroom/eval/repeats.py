@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from courtroom.cache import redact_url
+from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.resume import resume
@@ -122,7 +122,7 @@ def run_repeats(
     group.mkdir(parents=True)
     (group / "group.json").write_text(
         json.dumps(
-            {"repeats": repeats, "config": {**asdict(config), "api_base": redact_url(config.api_base)}},
+            {"repeats": repeats, "config": without_base_url(asdict(config))},
             indent=2,
         )
     )
@@ -172,4 +172,6 @@ def resume_repeats(
     for key, value in overrides.items():
         if value is not None and value != {} and key in known:
             setattr(config, key, value)
+    if lms is None:
+        require_base_url(info["config"], config.api_base, str(group))
     return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)

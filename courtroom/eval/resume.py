@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from courtroom.cache import require_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run
@@ -34,8 +35,8 @@ def resume(
     """Finish an interrupted run in its own folder: only examples without a result are run.
 
     Every LM answer of the earlier session is in the cache, so nothing is sent twice. Model
-    settings (``lm``, ``roles``, ``api_base``, ``concurrency``, ...) may be overridden, e.g. to
-    give back an ``api_base`` whose credentials were redacted. With ``retry_failed``, examples
+    settings (``lm``, ``roles``, ``api_base``, ``concurrency``, ...) may be overridden; a run that
+    had an ``api_base`` needs it again (base URLs are never written to disk). With ``retry_failed``, examples
     that failed are run again too.
     """
     path = Path(run_dir)
@@ -48,6 +49,8 @@ def resume(
     for key, value in overrides.items():
         if value is not None and value != {}:
             setattr(config, key, value)
+    if lms is None:
+        require_base_url(meta["config"], config.api_base, str(path))
     setup = RunSetup.build(config, lms)
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):

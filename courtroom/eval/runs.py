@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 import dspy
 
 from courtroom._versions import versions
-from courtroom.cache import configure_cache, redact_url
+from courtroom.cache import configure_cache, without_base_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
@@ -111,7 +111,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
-        ("tokens", summary["tokens"]),
+        ("tokens (sent calls)", summary["tokens"]),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
@@ -285,7 +285,7 @@ def run(
     cls = type(setup.program)
     meta = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "config": {**asdict(config), "api_base": redact_url(config.api_base)},
+        "config": without_base_url(asdict(config)),
         "framework_config": setup.program.config(),
         "models": setup.lms.names(cls.roles),
         "preset": config.preset,

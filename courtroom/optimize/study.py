@@ -249,14 +249,13 @@ def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str],
     usage = total_usage(results)
     s = score([r.gold for r in results], [r.prediction for r in results], labels)
     calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
-    failed = usage.failed + prep.failed
     trial.set_user_attr("examples", len(results))
     trial.set_user_attr("accuracy", s["accuracy"])
     trial.set_user_attr("macro_f1", s["macro_f1"])
     trial.set_user_attr("failures", s["failures"])
     trial.set_user_attr("calls", calls)
     trial.set_user_attr("sent", sent)
-    trial.set_user_attr("cached", max(calls - sent - failed, 0))
+    trial.set_user_attr("cached", usage.cached + prep.cached)
     trial.set_user_attr("calls_per_example", round(usage.calls / max(len(results), 1), 4))
     trial.set_user_attr(
         "tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens + prep.completion_tokens

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
 from courtroom.lms import RoleLMs, resolve_roles, use_role
@@ -14,6 +15,10 @@ from courtroom.transcript import Turn
 from courtroom.usage import current_meter
 
 _BASE_PARAMS = {"self", "labels", "positions", "lm", "roles"}
+
+RETRY_ROLLOUT = 500_009
+"""Offset of the rollout id that retries a bad answer: above any program's own rollout ids and
+below the repeat salt (``courtroom.eval.salting.SALT``), so a retry never shares a cache entry."""
 
 
 def label_type(values: Sequence[str]) -> Any:
@@ -125,8 +130,25 @@ class CourtroomProgram(dspy.Module):
 
         ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. Unless
         ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its own
-        runs at that temperature.
+        runs at that temperature. A bad
+        answer (cut off, not valid JSON, not the schema) fails the call; it is asked once more
+        under a rollout id of its own (the bad answer stays cached under the first), and a second
+        bad answer fails the example.
         """
+        try:
+            return self._ask_once(role, predictor, rollout, lm_config, inputs, sample)
+        except AdapterParseError:
+            return self._ask_once(role, predictor, (rollout or 0) + RETRY_ROLLOUT, lm_config, inputs, sample)
+
+    def _ask_once(
+        self,
+        role: str,
+        predictor: dspy.Predict,
+        rollout: int | None,
+        lm_config: Mapping[str, Any] | None,
+        inputs: dict[str, Any],
+        sample: bool = True,
+    ) -> dspy.Prediction:
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
         own = (getattr(self.lms.for_role(role), "kwargs", None) or {}).get("temperature")
