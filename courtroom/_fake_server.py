@@ -39,7 +39,9 @@ class FakeServer:
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
     with the same inputs differ): a repeated entry means a successful call was sent twice.
-    ``max_in_flight`` is the most requests that were open at once.
+    ``max_in_flight`` is the most requests that were open at once. ``by_model`` counts requests
+    per ``model`` named in the request body, and ``routed`` lists ``(model, prompt)`` for each
+    successful answer (mixed-model panels are checked with them).
     """
 
     def __init__(
@@ -60,6 +62,8 @@ class FakeServer:
         self.hang = hang
         self.counts: Counter[str] = Counter()
         self.served: list[str] = []
+        self.by_model: Counter[str] = Counter()
+        self.routed: list[tuple[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._rng = random.Random(seed)
@@ -134,6 +138,7 @@ class FakeServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.counts["requests"] += 1
+                    server.by_model[str(body.get("model"))] += 1
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
@@ -172,6 +177,7 @@ class FakeServer:
                 elif fault is None:
                     with server._lock:
                         server.served.append(json.dumps(messages, sort_keys=True))
+                        server.routed.append((str(body.get("model")), prompt))
                 self._send(
                     200,
                     {

@@ -95,11 +95,12 @@ class CourtroomProgram(dspy.Module):
     ) -> dspy.Prediction:
         """Call ``predictor`` on ``role``'s model, counted by the current meter.
 
-        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id.
+        ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. The
+        rollout also picks the member of a mixed panel (:mod:`courtroom.panels`).
         """
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
-        with use_role(self.lms, role):
+        with use_role(self.lms, role, rollout):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:
