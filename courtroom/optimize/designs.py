@@ -308,6 +308,34 @@ def run_design_study(
     queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
     first = min(queued, config.trials)
     for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-        if n_trials:
-            study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
+        _optimize(study, objective, n_trials, n_jobs)
     return StudyOutcome(study, config, space)
+
+
+def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int) -> None:
+    """``study.optimize`` until this process has told ``n_trials`` trials, whatever other workers do.
+
+    SQLite has no row lock, so two processes can pop the same enqueued trial (a paper default);
+    the second to finish it gets ``UpdateFinishedTrialError`` or "Cannot tell a COMPLETE trial".
+    That trial is recorded once; this worker goes on with the trials it still owes.
+    """
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    told: list[int] = []
+    for _ in range(n_trials + 1):
+        remaining = n_trials - len(told)
+        if remaining <= 0:
+            return
+        try:
+            study.optimize(
+                objective,
+                n_trials=remaining,
+                n_jobs=n_jobs,
+                catch=(Exception,),
+                gc_after_trial=False,
+                callbacks=[lambda _study, trial: told.append(trial.number)],
+            )
+            return
+        except (UpdateFinishedTrialError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
+                raise
