@@ -177,3 +177,24 @@ def test_the_search_can_draw_a_mixed_panel_for_repeated_roles(data: Any, tmp_pat
         assert server.by_model[a.split("/")[1]] == 4 * 2
         assert out.study.trials[1].user_attrs["cached"] == 2 * 2
     assert json.loads(json.dumps(out.study.trials[1].user_attrs["config"]))
+
+
+@pytest.mark.parametrize(("optimizer", "settings"), [("labeled", {"k": 2}), ("mipro", {})])
+def test_compile_calls_count_in_the_trial_cost(data: Any, tmp_path: Path, optimizer: str, settings: Any) -> None:
+    train, dev, gold = data
+    config = DesignStudyConfig(
+        frameworks=["self-consistency"],
+        trials=1,
+        dev=len(dev),
+        storage=f"sqlite:///{tmp_path}/c.db",
+        cost_objective=True,
+        cost="calls",
+        compile=optimizer,
+        compile_settings=settings,
+    )
+    t = run_design_study(config, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study.trials[0]
+    assert t.state.name == "COMPLETE", t.user_attrs
+    compile_calls = t.user_attrs["compile_calls"]
+    assert (compile_calls > 0) is (optimizer == "mipro"), "LabeledFewShot makes no call; MIPROv2 light does"
+    eval_calls = t.user_attrs["calls_per_example"] * len(dev)
+    assert t.values[1] == pytest.approx((eval_calls + compile_calls) / len(dev))

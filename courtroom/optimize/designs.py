@@ -149,6 +149,8 @@ def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[ds
 
     opt = get_optimizer(str(config.compile))
     chosen = optimizer_settings(opt, config.compile_settings)
+    if opt.name == "mipro" and chosen.get("minibatch") is None and chosen.get("minibatch_size") is None:
+        chosen["minibatch"] = False  # MIPROv2's minibatch of 35 exceeds the small train splits of a trial
     check_compatible(opt, program)
     if len(train) < opt.min_train(chosen):
         raise ConfigError(f"{opt.name} needs {opt.min_train(chosen)} training examples, got {len(train)}")
