@@ -198,3 +198,18 @@ def test_compile_calls_count_in_the_trial_cost(data: Any, tmp_path: Path, optimi
     assert (compile_calls > 0) is (optimizer == "mipro"), "LabeledFewShot makes no call; MIPROv2 light does"
     eval_calls = t.user_attrs["calls_per_example"] * len(dev)
     assert t.values[1] == pytest.approx((eval_calls + compile_calls) / len(dev))
+
+
+def test_dollar_cost_uses_the_price_table(data: Any, tmp_path: Path) -> None:
+    train, dev, gold = data
+    base = dict(frameworks=["self-consistency"], trials=1, dev=len(dev), cost_objective=True)
+    priced = DesignStudyConfig(
+        **base, storage=f"sqlite:///{tmp_path}/d.db", cost="dollars", prices={"fake/oracle": [1e6, 3e6]}
+    )
+    t = run_design_study(priced, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study.trials[0]
+    tokens = t.user_attrs["tokens_per_example"]
+    assert t.user_attrs["cost_unit"] == "dollars"
+    assert tokens < t.values[1] < 3 * tokens, "input tokens at $1, output tokens at $3 each"
+    unpriced = DesignStudyConfig(**base, storage=f"sqlite:///{tmp_path}/u.db", cost="dollars")
+    t = run_design_study(unpriced, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study.trials[0]
+    assert t.state.name == "FAIL", "no price for fake/oracle: the trial fails rather than costing nothing"
