@@ -213,3 +213,13 @@ def test_dollar_cost_uses_the_price_table(data: Any, tmp_path: Path) -> None:
     unpriced = DesignStudyConfig(**base, storage=f"sqlite:///{tmp_path}/u.db", cost="dollars")
     t = run_design_study(unpriced, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study.trials[0]
     assert t.state.name == "FAIL", "no price for fake/oracle: the trial fails rather than costing nothing"
+
+
+def test_single_framework_studies_offer_the_panel_to_repeated_roles_only() -> None:
+    from courtroom.optimize.spaces import build_space
+
+    space = {p.name: p.choices for p in build_space("courtroom-llm", models=["openai/a", "openai/b"])}
+    assert space["model:judge"] == ("openai/a", "openai/b", "openai/a,openai/b")
+    assert space["model:clerk"] == ("openai/a", "openai/b"), "the clerk is called once: no panel"
+    narrowed = build_space("courtroom-llm", models=["openai/a", "openai/b"], overrides={"model:judge": "openai/b"})
+    assert {p.name: p.choices for p in narrowed}["model:judge"] == ("openai/b",)

@@ -36,14 +36,6 @@ from courtroom.programs import build_program, get_framework
 from courtroom.usage import metered
 
 DESIGN = "design"
-REPEATED: dict[str, tuple[str, ...]] = {
-    "courtroom-llm": ("judge",),
-    "debate-feedback": ("debater", "judge"),
-    "self-consistency": ("classifier",),
-    "parallel-vote": ("classifier",),
-    "khan-debate": ("debater",),
-}
-"""Roles each design calls several times in one decision: the roles a mixed panel can serve."""
 
 
 def parse_frameworks(text: str | Sequence[str]) -> list[str]:
@@ -117,9 +109,10 @@ def design_space(config: DesignStudyConfig) -> list[Param]:
             if k in names or k.startswith(fw + ".")
         }
         used |= {k for k in overrides if k in names or k.startswith(fw + ".")}
-        for p in build_space(fw, overrides=mine, models=models, temperatures=config.search_temperature):
-            if config.panels and p.name.startswith(MODEL) and p.name[len(MODEL) :] in REPEATED.get(fw, ()):
-                p = replace(p, choices=(*p.choices, ",".join(models)))
+        sub = build_space(
+            fw, overrides=mine, models=models, temperatures=config.search_temperature, panels=config.panels
+        )
+        for p in sub:
             parent = (f"{fw}.{p.only_if[0]}", p.only_if[1]) if p.only_if else (DESIGN, (fw,))
             space.append(replace(p, name=f"{fw}.{p.name}", only_if=parent))
     unknown = sorted(set(overrides) - used)
