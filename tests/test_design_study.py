@@ -223,3 +223,25 @@ def test_single_framework_studies_offer_the_panel_to_repeated_roles_only() -> No
     assert space["model:clerk"] == ("openai/a", "openai/b"), "the clerk is called once: no panel"
     narrowed = build_space("courtroom-llm", models=["openai/a", "openai/b"], overrides={"model:judge": "openai/b"})
     assert {p.name: p.choices for p in narrowed}["model:judge"] == ("openai/b",)
+
+
+def test_single_objective_design_study_runs_threads_and_reports_for_pruning(data: Any, tmp_path: Path) -> None:
+    train, dev, gold = data
+    config = DesignStudyConfig(
+        frameworks=["self-consistency", "parallel-vote"],
+        trials=6,
+        workers=2,
+        dev=len(dev),
+        chunks=3,
+        storage=f"journal:{tmp_path}/t.journal",
+        objective="f1",
+    )
+    study = run_design_study(config, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study
+    trials = study.trials
+    assert len(trials) == 6 and len(study.directions) == 1
+    assert sum(bool(t.user_attrs.get("paper_default")) for t in trials) == 2
+    assert {t.user_attrs["worker"] for t in trials} and all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
+    finished = [t for t in trials if t.state.name == "COMPLETE"]
+    assert all(sorted(t.intermediate_values) == [2, 4] for t in finished), "partial scores reported per chunk"
+    assert all(t.value == t.user_attrs["macro_f1"] for t in finished)
+    assert type(study.pruner).__name__ == "MedianPruner"
