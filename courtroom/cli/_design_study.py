@@ -11,8 +11,7 @@ from courtroom.errors import ConfigError
 
 
 def design_study(**o: Any) -> None:
-    """Run the study over designs from the ``courtroom study`` options; print and write its report."""
-    from courtroom.cli.study import parse_space
+    """Run the study over designs from the ``courtroom study`` options (``space`` parsed); print, report."""
     from courtroom.eval.metrics import load_prices
     from courtroom.lms import parse_role_overrides, resolve_roles
     from courtroom.optimize._design_report import (
@@ -45,7 +44,7 @@ def design_study(**o: Any) -> None:
         workers=o["workers"],
         objective=o["objective"],
         cost_objective=o["cost_objective"],
-        space=parse_space(o["space"]),
+        space=o["space"],
         models=list(o["lm"] or []),
         roles=parse_role_overrides(o["role"] or [], roles),
         search_temperature=o["search_temperature"],

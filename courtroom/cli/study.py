@@ -100,7 +100,7 @@ def study_command(
     prices: opt.PRICES = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
-    options = dict(locals())
+    options = dict(locals()) | {"space": parse_space(space)}
     if frameworks or compile_with:  # a study over designs (one design with --compile alone)
         from courtroom.cli._design_study import design_study
 
