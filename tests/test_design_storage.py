@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_distributed import postgres  # noqa: F401 - the suite's real PostgreSQL server on loopback
+
+try:  # the suite's real PostgreSQL server on loopback (its module skips without psycopg2)
+    from test_distributed import postgres  # noqa: F401
+except pytest.skip.Exception:
+    pass
 
 DESIGNS = "jot,self-consistency,courtroom-llm"
 WORKER = textwrap.dedent("""
