@@ -42,7 +42,8 @@ class FakeServer:
     answered successfully, its whole message list as JSON (system prompt included, so two roles
     with the same inputs differ): a repeated entry means a successful call was sent twice.
     ``max_in_flight`` is the most requests that were open at once. ``models`` counts requests per
-    model name as sent (``openai/judge-m`` arrives as ``judge-m``).
+    model name as sent (``openai/judge-m`` arrives as ``judge-m``), and ``routed`` lists
+    ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class FakeServer:
         self.counts: Counter[str] = Counter()
         self.models: Counter[str] = Counter()
         self.served: list[str] = []
+        self.routed: list[tuple[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._rng = random.Random(seed)
@@ -179,6 +181,7 @@ class FakeServer:
                 elif fault is None:
                     with server._lock:
                         server.served.append(json.dumps(messages, sort_keys=True))
+                        server.routed.append((str(body.get("model")), prompt))
                 self._send(
                     200,
                     {

@@ -20,6 +20,7 @@ import dspy  # noqa: E402
 
 from courtroom._adapter import ADAPTER  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
+from courtroom.panels import Panel, members, split_models  # noqa: E402
 
 LOCAL = "local"
 DEFAULT = "default"
@@ -51,31 +52,45 @@ class RoleLMs(dict):
     """Role name -> ``dspy.LM``, with a ``"default"`` entry used by roles without their own.
 
     ``__deepcopy__`` returns ``self`` so that optimizer copies of a program share the map and
-    DSPy's ``save()`` never serialises it.
+    DSPy's ``save()`` never serialises it. A role naming several models holds a
+    :class:`~courtroom.panels.Panel`; ``for_role(role, call)`` picks member ``call mod n``.
     """
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RoleLMs:
         return self
 
-    def for_role(self, role: str) -> Any:
-        """The LM that serves ``role``."""
+    def serving(self, role: str) -> Any:
+        """What serves ``role``: one LM or a :class:`~courtroom.panels.Panel`."""
         lm = self.get(role, self.get(DEFAULT))
         if lm is None:
             raise ConfigError(f"no model for role {role!r}: pass lm=... or roles={{{role!r}: ...}}")
         return lm
 
-    def names(self, roles: Iterable[str]) -> dict[str, str]:
-        """Role -> model name (no keys, no base URLs), for run metadata and saved programs."""
-        return {role: model_name(self.for_role(role)) for role in roles}
+    def for_role(self, role: str, call: int | None = None) -> Any:
+        """The LM that serves call ``call`` of ``role`` (a panel rotates; one LM serves every call)."""
+        lm = self.serving(role)
+        return lm.pick(call) if isinstance(lm, Panel) else lm
+
+    def models(self) -> list[Any]:
+        """Every distinct LM in the map, panels unpacked."""
+        return list({id(m): m for v in self.values() for m in members(v)}.values())
+
+    def names(self, roles: Iterable[str]) -> dict[str, str | list[str]]:
+        """Role -> model name, or names for a panel (no keys, no base URLs), for run metadata."""
+        return {role: model_name(self.serving(role)) for role in roles}
 
 
-def model_name(lm: Any) -> str:
-    """The model string of an LM object."""
+def model_name(lm: Any) -> Any:
+    """The model string of an LM object (a list of them for a panel)."""
+    if isinstance(lm, Panel):
+        return [model_name(m) for m in lm]
     return str(getattr(lm, "model", type(lm).__name__))
 
 
-def saved_name(lm: Any) -> str:
+def saved_name(lm: Any) -> Any:
     """The name a saved program records for a model: its ``saved_name`` (``local``), else its model string."""
+    if isinstance(lm, Panel):
+        return [saved_name(m) for m in lm]
     return str(getattr(lm, "saved_name", None) or model_name(lm))
 
 
@@ -132,8 +147,9 @@ def resolve_roles(
 ) -> RoleLMs:
     """Build the role map from a default model and per-role overrides.
 
-    Each value may be a model string, an :class:`LMSpec` or a ready LM object. With no default,
-    the embedded local model is used. Identical specs share one LM object.
+    Each value may be a model string, an :class:`LMSpec` or a ready LM object, or several of
+    them (a list, or a comma-separated string) for a mixed panel. With no default, the embedded
+    local model is used. Identical specs share one LM object.
     """
     if valid_roles is not None and roles:
         parse_role_overrides([f"{r}=x" for r in roles], valid_roles)
@@ -142,6 +158,12 @@ def resolve_roles(
     def make(value: Any) -> Any:
         if value is None:
             value = os.environ.get("COURTROOM_LM", LOCAL)
+        if isinstance(value, str) and "," in value:
+            value = split_models(value)
+        if isinstance(value, list | tuple):
+            if not value:
+                raise ConfigError("an empty model list: a panel names at least one model")
+            return make(value[0]) if len(value) == 1 else Panel(make(v) for v in value)
         if isinstance(value, str):
             value = LMSpec(value)
         if isinstance(value, LMSpec):
@@ -163,11 +185,11 @@ def resolve_roles(
 
 
 @contextlib.contextmanager
-def use_role(lms: RoleLMs, role: str) -> Iterator[None]:
-    """Run the enclosed calls on ``role``'s model, through the schema adapter."""
+def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
+    """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter."""
     token = _current_role.set(role)
     try:
-        with dspy.context(lm=lms.for_role(role), adapter=ADAPTER):
+        with dspy.context(lm=lms.for_role(role, call), adapter=ADAPTER):
             yield
     finally:
         _current_role.reset(token)

@@ -51,7 +51,7 @@ def role_models(program: CourtroomProgram) -> dict[str, str]:
     """Role (and ``default``) -> model name."""
     lms: RoleLMs = program.lms
     out = {"default": describe_lm(lms["default"])} if "default" in lms else {}
-    return out | {role: describe_lm(lms.for_role(role)) for role in type(program).roles}
+    return out | {role: describe_lm(lms.serving(role)) for role in type(program).roles}
 
 
 def artefacts(program: dspy.Module) -> dict[str, Any]:
@@ -214,7 +214,8 @@ def load_program(
     cls = FRAMEWORKS[name]
     if lm is None and not roles:
         saved = dict(meta.get("models") or {})
-        fakes = sorted({m for m in saved.values() if m.startswith("fake/")})
+        named = [m for v in saved.values() for m in (v if isinstance(v, list) else [v])]
+        fakes = sorted({m for m in named if str(m).startswith("fake/")})
         if fakes:
             raise ConfigError(f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)")
         lm, roles = saved.pop("default", None), {r: m for r, m in saved.items() if r in cls.roles}

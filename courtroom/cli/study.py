@@ -31,8 +31,9 @@ def parse_space(items: list[str] | None) -> dict[str, str]:
 @app.command("study")
 def study_command(
     framework: Annotated[
-        str, typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...).")
-    ],
+        str | None,
+        typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...); or use --frameworks."),
+    ] = None,
     task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
     trials: Annotated[
         int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")
@@ -85,8 +86,32 @@ def study_command(
         str | None,
         typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
     ] = None,
+    frameworks: Annotated[
+        str | None,
+        typer.Option("--frameworks", help="Search over designs too: a,b,c or all (the design is a parameter)."),
+    ] = None,
+    compile_with: Annotated[
+        str | None,
+        typer.Option("--compile", help="Compile each trial on the train split: labeled, bootstrap, mipro, ..."),
+    ] = None,
+    compile_set: Annotated[
+        list[str] | None, typer.Option("--compile-set", help="Optimizer setting KEY=VALUE; repeatable.")
+    ] = None,
+    cost_unit: Annotated[
+        str | None,
+        typer.Option("--cost-unit", help="calls | tokens | dollars (default tokens, dollars with --prices)."),
+    ] = None,
+    prices: opt.PRICES = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
+    options = dict(locals()) | {"space": parse_space(space)}
+    if frameworks or compile_with:  # a study over designs (one design with --compile alone)
+        from courtroom.cli._design_study import design_study
+
+        design_study(**options)
+        return
+    if framework is None:
+        raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
     from courtroom.api import study as run_study
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize.report import best_trial, pareto_table

@@ -78,7 +78,7 @@ class RunOutcome:
 
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
     """Fail fast, in one line, when a model server with an ``api_base`` does not accept connections."""
-    for lm in {id(v): v for v in lms.values()}.values():
+    for lm in lms.models():
         base = (getattr(lm, "kwargs", None) or {}).get("api_base")
         if not base:
             continue

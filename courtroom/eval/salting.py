@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from courtroom.lms import RoleLMs
+from courtroom.panels import Panel
 
 SALT = 1_000_003
 _salted_classes: dict[type, type] = {}
@@ -37,9 +38,12 @@ def salted_lm(lm: Any, salt: int) -> Any:
 def salted_roles(lms: RoleLMs, salt: int) -> RoleLMs:
     """The role map with every model salted; roles that shared one model still share its copy."""
     copies: dict[int, Any] = {}
-    out = RoleLMs()
-    for role, lm in lms.items():
+
+    def salted(lm: Any) -> Any:
+        if isinstance(lm, Panel):
+            return Panel(salted(m) for m in lm)
         if id(lm) not in copies:
             copies[id(lm)] = salted_lm(lm, salt)
-        out[role] = copies[id(lm)]
-    return out
+        return copies[id(lm)]
+
+    return RoleLMs({role: salted(lm) for role, lm in lms.items()})

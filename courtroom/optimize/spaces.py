@@ -140,14 +140,29 @@ SPACES: dict[str, tuple[Param, ...]] = {
 }
 
 
+REPEATED: dict[str, tuple[str, ...]] = {
+    "courtroom-llm": ("judge",),
+    "debate-feedback": ("debater", "judge"),
+    "self-consistency": ("classifier",),
+    "parallel-vote": ("classifier",),
+    "khan-debate": ("debater",),
+}
+"""Roles a framework calls several times in one decision: the roles a mixed panel can serve."""
+
+
 def build_space(
     framework: str,
     *,
     overrides: Mapping[str, str] | None = None,
     models: Sequence[str] = (),
     temperatures: bool = False,
+    panels: bool = True,
 ) -> list[Param]:
-    """The search space of ``framework``, narrowed by ``overrides`` (name -> ``LOW:HIGH`` or ``a,b``)."""
+    """The search space of ``framework``, narrowed by ``overrides`` (name -> ``LOW:HIGH`` or ``a,b``).
+
+    With several ``models``, each role chooses its model; roles in :data:`REPEATED` may also
+    choose the mixed panel of all of them (``"a,b"``, see :mod:`courtroom.panels`).
+    """
     from courtroom.programs import get_framework
 
     cls = get_framework(framework)
@@ -162,7 +177,12 @@ def build_space(
         )
     space = list(SPACES[framework])
     if len(set(models)) > 1:
-        space += [Choice(MODEL + role, *dict.fromkeys(models)) for role in cls.roles]
+        choices = tuple(dict.fromkeys(models))
+        panel = (",".join(choices),) if panels else ()
+        space += [
+            Choice(MODEL + role, *choices, *(panel if role in REPEATED.get(framework, ()) else ()))
+            for role in cls.roles
+        ]
     if temperatures:
         space += [Float(TEMPERATURE + role, 0.0, 1.0) for role in cls.roles]
     by_name = {p.name: p for p in space}

@@ -72,6 +72,10 @@ class StudyConfig:
         """The study name (default ``{framework}-{task}``)."""
         return self.study_name or f"{self.framework}-{self.task}"
 
+    def paper_defaults(self, space: Sequence[Param]) -> list[dict[str, Any]]:
+        """The trials enqueued when the study is created: the paper's configuration."""
+        return [default_params(self.framework, space)]
+
     def identity(self) -> dict[str, Any]:
         """What a resumed study must match."""
         return {
@@ -159,7 +163,8 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     saved = study.user_attrs.get("courtroom")
     if saved is None:
         study.set_user_attr("courtroom", config.identity() | {"space": {p.name: p.describe() for p in space}})
-        study.enqueue_trial(default_params(config.framework, space), user_attrs={"paper_default": True})
+        for params in config.paper_defaults(space):
+            study.enqueue_trial(params, user_attrs={"paper_default": True})
     else:
         mismatch = {k: (saved.get(k), v) for k, v in config.identity().items() if saved.get(k) != v}
         if mismatch:
@@ -179,13 +184,19 @@ def _trial_lms(
         return base
     lms = RoleLMs(base)
     for role in set(models) | set(temps):
-        value: Any = choices.get(models[role], models[role]) if role in models else base.for_role(role)
+        value: Any = choices.get(models[role], models[role]) if role in models else base.serving(role)
         if role in temps:
             if isinstance(value, str):
                 value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
             else:
                 value = value.copy(temperature=temps[role])
-        lms[role] = resolve_roles(value).for_role(role) if isinstance(value, str | LMSpec) else value
+        lms[role] = (
+            resolve_roles(
+                value, temperature=config.temperature, max_tokens=config.max_tokens, api_base=config.api_base
+            ).serving(role)
+            if isinstance(value, str | LMSpec)
+            else value
+        )
     return lms
 
 

@@ -129,32 +129,34 @@ class CourtroomProgram(dspy.Module):
         """Call ``predictor`` on ``role``'s model, counted by the current meter.
 
         ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. Unless
-        ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its own
-        runs at that temperature. A bad
-        answer (cut off, not valid JSON, not the schema) fails the call; it is asked once more
-        under a rollout id of its own (the bad answer stays cached under the first), and a second
-        bad answer fails the example.
+        ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its
+        own runs at that temperature. The rollout also picks the member of a mixed panel
+        (:mod:`courtroom.panels`). A bad answer (cut off, not valid JSON, not the schema) fails the
+        call; it is asked once more, of the same panel member, under a rollout id of its own (the
+        bad answer stays cached under the first), and a second bad answer fails the example.
         """
         try:
-            return self._ask_once(role, predictor, rollout, lm_config, inputs, sample)
+            return self._ask_once(role, predictor, rollout, rollout, lm_config, inputs, sample)
         except AdapterParseError:
-            return self._ask_once(role, predictor, (rollout or 0) + RETRY_ROLLOUT, lm_config, inputs, sample)
+            retry = (rollout or 0) + RETRY_ROLLOUT
+            return self._ask_once(role, predictor, retry, rollout, lm_config, inputs, sample)
 
     def _ask_once(
         self,
         role: str,
         predictor: dspy.Predict,
         rollout: int | None,
+        member: int | None,
         lm_config: Mapping[str, Any] | None,
         inputs: dict[str, Any],
         sample: bool = True,
     ) -> dspy.Prediction:
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
-        own = (getattr(self.lms.for_role(role), "kwargs", None) or {}).get("temperature")
+        own = (getattr(self.lms.for_role(role, member), "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        with use_role(self.lms, role):
+        with use_role(self.lms, role, member):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:

@@ -130,6 +130,10 @@ def role_specs(
     out: dict[str, Any] = dict(roles)
     for role, t in temperatures.items():
         model = roles.get(role) or lm or os.environ.get("COURTROOM_LM", LOCAL)
-        if isinstance(model, str):
+        if isinstance(model, str) and "," in model:  # a mixed panel: each member samples at t
+            out[role] = [LMSpec(m.strip(), temperature=t) for m in model.split(",") if m.strip()]
+        elif isinstance(model, list | tuple) and all(isinstance(m, str) for m in model):
+            out[role] = [LMSpec(m, temperature=t) for m in model]
+        elif isinstance(model, str):
             out[role] = LMSpec(model, temperature=t)
     return out

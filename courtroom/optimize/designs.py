@@ -1,0 +1,336 @@
+"""One Optuna study over courtroom designs, their knobs, prompts and models (SPEC §11).
+
+The first parameter of every trial is the ``design`` (a framework name); each design's knobs
+(:mod:`courtroom.optimize.spaces`) are drawn only when that design is (define-by-run), under the
+names ``{design}.{knob}``. Trial 0 of each design is its paper default (enqueued). With
+``compile`` set, each trial's program is compiled on the train split (LabeledFewShot,
+BootstrapFewShot, MIPROv2 light, ...) before it is scored on dev, so prompts are searched with
+the topology (MASS, arXiv 2502.02533); the compile's calls count in the trial's cost.
+
+Objectives: accuracy or macro-F1, and with ``cost_objective`` the cost per example in ``calls``,
+``tokens`` or ``dollars`` (see :mod:`courtroom.optimize._cost`), compile cost included and spread
+over the dev examples. With several ``models``, each role draws its model, and roles a design
+calls several times (judges, samples, voters, debaters) may also draw the mixed panel of all of
+them (:mod:`courtroom.panels`). Storage, resume, workers and pruning are those of
+:mod:`courtroom.optimize.study`; the LM cache is shared by all designs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import dspy
+
+from courtroom.errors import ConfigError
+from courtroom.eval.harness import ExampleResult, evaluate, total_usage
+from courtroom.lms import RoleLMs, resolve_roles
+from courtroom.optimize import _storage
+from courtroom.optimize._cost import UNITS, TokenTally, tallied
+from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, sample, split_params
+from courtroom.optimize.study import StudyConfig, StudyOutcome, _record, _trial_lms, _value, create_study
+from courtroom.panels import Panel
+from courtroom.programs import build_program, get_framework
+from courtroom.usage import metered
+
+DESIGN = "design"
+
+
+def parse_frameworks(text: str | Sequence[str]) -> list[str]:
+    """``"a,b"`` or ``"all"`` (every design with a search space) -> checked design names."""
+    names = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    if names == ["all"]:
+        return sorted(SPACES)
+    for name in names:
+        get_framework(name)
+        if name not in SPACES:
+            raise ConfigError(f"no search space for {name}: studies cover {', '.join(sorted(SPACES))}")
+    if not names:
+        raise ConfigError("--frameworks needs at least one design, e.g. jot,courtroom-llm or all")
+    return list(dict.fromkeys(names))
+
+
+@dataclass
+class DesignStudyConfig(StudyConfig):
+    """A study over several designs (``framework`` is unused and fixed to ``designs``)."""
+
+    framework: str = "designs"
+    frameworks: list[str] = field(default_factory=list)
+    compile: str | None = None
+    """Optimizer that compiles each trial's program on the train split (None: no compile)."""
+    compile_settings: dict[str, Any] = field(default_factory=dict)
+    cost: str = "tokens"
+    """Cost per example: ``calls``, ``tokens`` or ``dollars`` (needs prices LiteLLM or ``prices`` has)."""
+    prices: dict[str, list[float]] | None = None
+    panels: bool = True
+    """With several models, let repeated roles draw the mixed panel of all of them."""
+
+    @property
+    def name(self) -> str:
+        """The study name (default ``designs-{task}``)."""
+        return self.study_name or f"designs-{self.task}"
+
+    def paper_defaults(self, space: Sequence[Param]) -> list[dict[str, Any]]:
+        """One enqueued trial per design: its paper configuration."""
+        out = []
+        for fw in self.frameworks:
+            sub = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
+            out.append({DESIGN: fw} | {f"{fw}.{k}": v for k, v in default_params(fw, sub).items()})
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed study must match."""
+        return super().identity() | {"frameworks": list(self.frameworks), "compile": self.compile, "cost": self.cost}
+
+
+def design_space(config: DesignStudyConfig) -> list[Param]:
+    """``design`` first, then each design's parameters, prefixed and conditional on it.
+
+    ``config.space`` narrows ``{design}.{name}`` for one design, or ``{name}`` for every design that
+    has it; ``design=a,b`` narrows the designs themselves.
+    """
+    if config.cost not in UNITS:
+        raise ConfigError(f"unknown cost unit {config.cost!r}: use {', '.join(UNITS)}")
+    overrides = dict(config.space)
+    designs = Choice(DESIGN, *config.frameworks)
+    if DESIGN in overrides:
+        designs = designs.narrowed(overrides.pop(DESIGN))
+    space, used = [designs], set()
+    models = list(dict.fromkeys(config.models))
+    for fw in config.frameworks:
+        names = {p.name for p in SPACES[fw]} | (
+            {MODEL + r for r in get_framework(fw).roles} if len(models) > 1 else set()
+        )
+        mine = {
+            k.partition(".")[2] if "." in k else k: v
+            for k, v in overrides.items()
+            if k in names or k.startswith(fw + ".")
+        }
+        used |= {k for k in overrides if k in names or k.startswith(fw + ".")}
+        sub = build_space(
+            fw, overrides=mine, models=models, temperatures=config.search_temperature, panels=config.panels
+        )
+        for p in sub:
+            parent = (f"{fw}.{p.only_if[0]}", p.only_if[1]) if p.only_if else (DESIGN, (fw,))
+            space.append(replace(p, name=f"{fw}.{p.name}", only_if=parent))
+    unknown = sorted(set(overrides) - used)
+    if unknown:
+        raise ConfigError(f"--space names {', '.join(unknown)}, which no design of {config.frameworks} has")
+    return space
+
+
+def trial_design(params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(design, its own parameters without the prefix) from a trial's parameters."""
+    fw = str(params[DESIGN])
+    return fw, {k[len(fw) + 1 :]: v for k, v in params.items() if k.startswith(fw + ".")}
+
+
+def _with_panels(model_objects: Mapping[str, Any], models: Sequence[str]) -> dict[str, Any]:
+    """``model_objects`` plus the mixed panel of the given ready LMs, under its comma name."""
+    out = dict(model_objects)
+    if len(models) > 1 and all(m in out for m in models):
+        out[",".join(models)] = Panel(out[m] for m in models)
+    return out
+
+
+def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[dspy.Example]) -> Any:
+    """``program`` compiled with ``config.compile`` on ``train`` (no dev scoring: the trial scores)."""
+    from courtroom._adapter import ADAPTER
+    from courtroom.optimize.compile import Context, check_compatible, get_optimizer, optimizer_settings
+
+    opt = get_optimizer(str(config.compile))
+    chosen = optimizer_settings(opt, config.compile_settings)
+    if opt.name == "mipro" and chosen.get("minibatch") is None and chosen.get("minibatch_size") is None:
+        chosen["minibatch"] = False  # MIPROv2's minibatch of 35 exceeds the small train splits of a trial
+    check_compatible(opt, program)
+    if len(train) < opt.min_train(chosen):
+        raise ConfigError(f"{opt.name} needs {opt.min_train(chosen)} training examples, got {len(train)}")
+    roles = type(program).roles
+    helper = program.lms.for_role("judge" if "judge" in roles else roles[0])
+    ctx = Context(chosen, program, helper, config.concurrency, config.seed)
+    with dspy.context(lm=helper, adapter=ADAPTER):
+        assert opt.run is not None
+        return opt.run(ctx, program, list(train))
+
+
+def build_trial_program(
+    config: DesignStudyConfig,
+    params: Mapping[str, Any],
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The trial's program: built, prepared on ``train`` and, with ``config.compile``, compiled."""
+    fw, own = trial_design(params)
+    knobs, models, temps = split_params(own)
+    objects = _with_panels(model_objects, list(dict.fromkeys(config.models)))
+    trial_config = replace(config, framework=fw)
+    program = build_program(
+        fw, labels, positions, knobs=knobs, lms=_trial_lms(base, trial_config, models, temps, objects)
+    )
+    program.prepare(list(train))
+    return compile_in_trial(program, config, train) if config.compile else program
+
+
+def _cost(config: DesignStudyConfig, calls: int, tally: TokenTally) -> float:
+    if config.cost == "calls":
+        return float(calls)
+    if config.cost == "tokens":
+        return float(tally.tokens)
+    prices = {m: (float(p[0]), float(p[1])) for m, p in (config.prices or {}).items()}
+    dollars = tally.dollars(prices)
+    if dollars is None:
+        raise ConfigError(f"no price for {', '.join(tally.by_model)}: pass --prices FILE or use --cost-unit tokens")
+    return dollars
+
+
+def make_design_objective(
+    config: DesignStudyConfig,
+    space: Sequence[Param],
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    dev: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The Optuna objective over designs: build, compile, evaluate in chunks, record usage and cost."""
+    import optuna
+
+    single = not config.cost_objective
+    size = max(1, -(-len(dev) // max(1, config.chunks)))
+
+    def objective(trial: Any) -> Any:
+        trial.set_user_attr("worker", _storage.WORKER)
+        trial.set_user_attr("heartbeat", time.time())
+        params = sample(space, trial)
+        fw, own = trial_design(params)
+        trial.set_user_attr("design", fw)
+        trial.set_user_attr("config", own)
+        start = time.perf_counter()
+        prep_tally, tally = TokenTally(), TokenTally()
+        with metered() as prep, tallied(prep_tally):
+            try:
+                program = build_trial_program(config, params, base, train, labels, positions, model_objects)
+            except ConfigError as exc:
+                trial.set_user_attr("invalid", str(exc))
+                raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
+        results: list[ExampleResult] = []
+        with tallied(tally):
+            for i in range(0, len(dev), size):
+                results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
+                trial.set_user_attr("heartbeat", time.time())
+                if single and config.prune and len(results) < len(dev):
+                    trial.report(_value(results, labels, config.objective), step=len(results))
+                    if trial.should_prune():
+                        _record(trial, results, labels, prep.usage, start)
+                        raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
+        _record(trial, results, labels, prep.usage, start)
+        n = max(len(results), 1)
+        compile_calls = sum(row[0] for row in prep_tally.by_model.values())
+        calls = total_usage(results).calls + compile_calls
+        trial.set_user_attr("compile_calls", compile_calls)
+        trial.set_user_attr("tokens_per_example", round((tally.tokens + prep_tally.tokens) / n, 2))
+        merged = TokenTally()
+        for t in (tally, prep_tally):
+            for m, row in t.by_model.items():
+                merged.by_model[m] = [a + b for a, b in zip(merged.by_model.get(m, [0, 0, 0]), row, strict=True)]
+        cost = _cost(config, calls, merged) / n
+        trial.set_user_attr("cost_per_example", round(cost, 8))
+        trial.set_user_attr("cost_unit", config.cost)
+        value = _value(results, labels, config.objective)
+        return (value, cost) if config.cost_objective else value
+
+    return objective
+
+
+def run_design_study(
+    config: DesignStudyConfig,
+    *,
+    lms: RoleLMs | None = None,
+    model_objects: Mapping[str, Any] | None = None,
+    trainset: Sequence[dspy.Example] | None = None,
+    devset: Sequence[dspy.Example] | None = None,
+    labels: Sequence[str] | None = None,
+    positions: Sequence[str] | None = None,
+) -> StudyOutcome:
+    """Create or resume the study over ``config.frameworks`` and run ``config.trials`` trials here.
+
+    Arguments as :func:`courtroom.optimize.study.run_study`.
+    """
+    from optuna.trial import TrialState
+
+    from courtroom.cache import configure_cache
+
+    config.frameworks = parse_frameworks(config.frameworks)
+    if config.trials < 0 or config.dev < 1 or config.workers < 1:
+        raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
+    space = design_space(config)
+    study = create_study(config, space)
+    if config.trials == 0:
+        return StudyOutcome(study, config, space)
+    if devset is None or labels is None:
+        from courtroom.eval.tasks import load_task
+
+        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
+        devset, labels = dv.examples, list(dv.task.labels)
+        positions = list(dv.task.positions) if dv.task.positions else None
+        if trainset is None:
+            trainset = load_task(
+                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
+            ).examples
+    configure_cache()
+    if lms is None:
+        roles = {r for fw in config.frameworks for r in get_framework(fw).roles}
+        default = config.models[0] if config.models else None
+        lms = resolve_roles(
+            default,
+            config.roles,
+            valid_roles=roles,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            api_base=config.api_base,
+        )
+    _storage.fail_stale_trials(study)
+    objective = make_design_objective(
+        config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
+    )
+    # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
+    queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
+    first = min(queued, config.trials)
+    for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
+        _optimize(study, objective, n_trials, n_jobs)
+    return StudyOutcome(study, config, space)
+
+
+def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int) -> None:
+    """``study.optimize`` until this process has told ``n_trials`` trials, whatever other workers do.
+
+    SQLite has no row lock, so two processes can pop the same enqueued trial (a paper default);
+    the second to finish it gets ``UpdateFinishedTrialError`` or "Cannot tell a COMPLETE trial".
+    That trial is recorded once; this worker goes on with the trials it still owes.
+    """
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    told: list[int] = []
+    for _ in range(n_trials + 1):
+        remaining = n_trials - len(told)
+        if remaining <= 0:
+            return
+        try:
+            study.optimize(
+                objective,
+                n_trials=remaining,
+                n_jobs=n_jobs,
+                catch=(Exception,),
+                gc_after_trial=False,
+                callbacks=[lambda _study, trial: told.append(trial.number)],
+            )
+            return
+        except (UpdateFinishedTrialError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
+                raise
