@@ -21,8 +21,8 @@ def design_study(**o: Any) -> None:
         export_design_program,
         write_design_report,
     )
-    from courtroom.optimize.report import best_trial
     from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks, run_design_study
+    from courtroom.optimize.report import best_trial
     from courtroom.optimize.study import report_dir, study_config_dict
     from courtroom.programs import get_framework
 
