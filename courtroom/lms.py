@@ -19,6 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from courtroom._adapter import ADAPTER  # noqa: E402
+from courtroom._warmup import warm_up  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
 
 LOCAL = "local"
@@ -133,8 +134,11 @@ def resolve_roles(
     """Build the role map from a default model and per-role overrides.
 
     Each value may be a model string, an :class:`LMSpec` or a ready LM object. With no default,
-    the embedded local model is used. Identical specs share one LM object.
+    the embedded local model is used. Identical specs share one LM object. Building the map
+    also warms up the LM call path in this thread (see :mod:`courtroom._warmup`), so the calls
+    that fan out from here never import anything.
     """
+    warm_up()
     if valid_roles is not None and roles:
         parse_role_overrides([f"{r}=x" for r in roles], valid_roles)
     built: dict[LMSpec, Any] = {}
@@ -165,6 +169,7 @@ def resolve_roles(
 @contextlib.contextmanager
 def use_role(lms: RoleLMs, role: str) -> Iterator[None]:
     """Run the enclosed calls on ``role``'s model, through the schema adapter."""
+    warm_up()  # a flag check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
     try:
         with dspy.context(lm=lms.for_role(role), adapter=ADAPTER):
