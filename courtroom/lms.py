@@ -19,6 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from courtroom._adapter import ADAPTER  # noqa: E402
+from courtroom._concurrency import limit_requests  # noqa: E402
 from courtroom._warmup import warm_up  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
 
@@ -87,7 +88,7 @@ def build_lm(spec: LMSpec | str) -> Any:
     if spec.model == LOCAL:
         from courtroom.local import local_lm
 
-        return local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens)
+        return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens))
     if "/" not in spec.model:
         raise ConfigError(
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "
@@ -103,8 +104,8 @@ def build_lm(spec: LMSpec | str) -> Any:
         kwargs.update(api_base=spec.api_base, engine="litellm")
         if spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
-        return OpenAICompatibleLM(spec.model, **kwargs)
-    return dspy.LM(spec.model, **kwargs)
+        return limit_requests(OpenAICompatibleLM(spec.model, **kwargs))
+    return limit_requests(dspy.LM(spec.model, **kwargs))
 
 
 def parse_role_overrides(items: Iterable[str], valid_roles: Iterable[str]) -> dict[str, str]:
@@ -158,7 +159,7 @@ def resolve_roles(
             if value not in built:
                 built[value] = build_lm(value)
             return built[value]
-        return value
+        return limit_requests(value)
 
     mapping = RoleLMs({DEFAULT: make(lm)})
     for role, value in (roles or {}).items():
@@ -172,7 +173,7 @@ def use_role(lms: RoleLMs, role: str) -> Iterator[None]:
     warm_up()  # a flag check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
     try:
-        with dspy.context(lm=lms.for_role(role), adapter=ADAPTER):
+        with dspy.context(lm=limit_requests(lms.for_role(role)), adapter=ADAPTER):
             yield
     finally:
         _current_role.reset(token)

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import dspy
-
+from courtroom._concurrency import bounded_requests
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
-from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
+from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.salting import salted_roles
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
@@ -164,7 +163,7 @@ class RunSetup:
         train = train[: config.train_limit] if config.train_limit else train
         with (
             metered() as meter,
-            dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(config.concurrency)]),
+            bounded_requests(config.concurrency),
         ):
             self.program.prepare(train)
         return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}

@@ -22,6 +22,7 @@ from typing import Any
 import dspy
 
 from courtroom._adapter import ADAPTER
+from courtroom._concurrency import bounded_requests, limit_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
 from courtroom.lms import RoleLMs, build_lm, resolve_roles
@@ -333,17 +334,19 @@ def compile_program(
         )
     program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
     check_compatible(opt, program)
-    program.prepare(trainset)
     helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
-    helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
-    before = _dev_scores(program, devset, concurrency)
-    ctx = Context(chosen, program, helper, concurrency, seed)
-    start = time.perf_counter()
-    with dspy.context(lm=helper, adapter=ADAPTER):
-        assert opt.run is not None
-        compiled = opt.run(ctx, program, trainset)
-    seconds = time.perf_counter() - start
-    after = _dev_scores(compiled, devset, concurrency)
+    helper = limit_requests(helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0]))
+    # One bound for the whole compile: the optimizer's own threads (and its prompt model) share it.
+    with bounded_requests(concurrency):
+        program.prepare(trainset)
+        before = _dev_scores(program, devset, concurrency)
+        ctx = Context(chosen, program, helper, concurrency, seed)
+        start = time.perf_counter()
+        with dspy.context(lm=helper, adapter=ADAPTER):
+            assert opt.run is not None
+            compiled = opt.run(ctx, program, trainset)
+        seconds = time.perf_counter() - start
+        after = _dev_scores(compiled, devset, concurrency)
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),

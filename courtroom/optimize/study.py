@@ -25,6 +25,7 @@ from typing import Any
 
 import dspy
 
+from courtroom._concurrency import bounded_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
@@ -320,9 +321,13 @@ def run_study(
 
     queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
     first = min(queued, config.trials)
-    for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-        if n_trials:
-            study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
+    # One bound for the process: the trials that run at once share --concurrency.
+    with bounded_requests(config.concurrency):
+        for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
+            if n_trials:
+                study.optimize(
+                    objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False
+                )
     return StudyOutcome(study, config, space)
 
 
