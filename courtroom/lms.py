@@ -25,6 +25,20 @@ from courtroom.errors import ConfigError  # noqa: E402
 
 LOCAL = "local"
 DEFAULT = "default"
+DEFAULT_TIMEOUT = 30.0
+"""Seconds one request may take before it is retried, then failed (``--timeout``; LiteLLM's own is 600)."""
+
+
+def _timeout_outside_cache_key() -> None:
+    # A timeout does not change answers: a resume with another --timeout must reuse cached calls.
+    from dspy.clients import execution
+
+    ignored = getattr(execution, "IGNORED_CACHE_KEYS", None)
+    if isinstance(ignored, list) and "timeout" not in ignored:
+        ignored.append("timeout")
+
+
+_timeout_outside_cache_key()
 
 _current_role: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_role", default=None)
 
@@ -37,6 +51,8 @@ class LMSpec:
     temperature: float | None = None
     max_tokens: int | None = None
     api_base: str | None = None
+    timeout: float | None = None
+    """Seconds per request (default :data:`DEFAULT_TIMEOUT`; longer for ``local``)."""
 
     def describe(self) -> str:
         """The model name only: never a key or a base URL."""
@@ -85,16 +101,20 @@ def build_lm(spec: LMSpec | str) -> Any:
     """Build a ``dspy.LM`` from a spec; ``"local"`` asks :mod:`courtroom.local` for the embedded model."""
     if isinstance(spec, str):
         spec = LMSpec(model=spec)
+    if spec.timeout is not None and not spec.timeout > 0:
+        raise ConfigError(f"--timeout must be a number of seconds > 0, got {spec.timeout}")
     if spec.model == LOCAL:
         from courtroom.local import local_lm
 
-        return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens))
+        return limit_requests(
+            local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout)
+        )
     if "/" not in spec.model:
         raise ConfigError(
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "
             "or 'ollama_chat/llama3.1', or 'local' for the embedded model"
         )
-    kwargs: dict[str, Any] = {"num_retries": 3}
+    kwargs: dict[str, Any] = {"num_retries": 3, "timeout": spec.timeout or DEFAULT_TIMEOUT}
     if spec.temperature is not None:
         kwargs["temperature"] = spec.temperature
     if spec.max_tokens is not None:
@@ -131,6 +151,7 @@ def resolve_roles(
     temperature: float | None = None,
     max_tokens: int | None = None,
     api_base: str | None = None,
+    timeout: float | None = None,
 ) -> RoleLMs:
     """Build the role map from a default model and per-role overrides.
 
@@ -155,6 +176,7 @@ def resolve_roles(
                 temperature=value.temperature if value.temperature is not None else temperature,
                 max_tokens=value.max_tokens if value.max_tokens is not None else max_tokens,
                 api_base=value.api_base or (api_base if value.model != LOCAL else None),
+                timeout=value.timeout if value.timeout is not None else timeout,
             )
             if value not in built:
                 built[value] = build_lm(value)

@@ -33,6 +33,7 @@ def compare_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
     ambiguity_k: Annotated[
@@ -86,6 +87,7 @@ def compare_command(
             temperature=temperature,
             max_tokens=max_tokens,
             api_base=api_base,
+            timeout=timeout,
             dataset=spec,
             prices=load_prices(prices) if prices else None,
             ambiguity_k=ambiguity_k,

@@ -80,6 +80,7 @@ def compile_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
@@ -126,6 +127,7 @@ def compile_command(
         temperature=temperature,
         max_tokens=max_tokens,
         api_base=api_base,
+        timeout=timeout,
         concurrency=concurrency,
     )
     path = save_program(result.program, out, result.metadata)

@@ -52,6 +52,7 @@ def run_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -117,6 +118,7 @@ def run_command(
             temperature=temperature,
             max_tokens=max_tokens,
             api_base=api_base,
+            timeout=timeout,
             concurrency=concurrency or 4,
             out=out,
             dataset=spec,
@@ -149,6 +151,7 @@ def run_command(
             overrides: dict[str, Any] = {
                 "lm": lm,
                 "api_base": api_base,
+                "timeout": timeout,
                 "temperature": temperature,
                 "max_tokens": max_tokens,
                 "concurrency": concurrency,

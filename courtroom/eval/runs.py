@@ -55,6 +55,8 @@ class RunConfig:
     """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.eval.repeats`)."""
     train_limit: int | None = None
     """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
+    timeout: float | None = None
+    """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
 
 
 @dataclass
@@ -142,6 +144,7 @@ class RunSetup:
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
                 api_base=config.api_base,
+                timeout=config.timeout,
             )
         if config.repeat:
             lms = salted_roles(lms, config.repeat)

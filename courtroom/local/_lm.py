@@ -11,6 +11,8 @@ from courtroom.errors import ConfigError
 from courtroom.local._server import DEFAULT_MAX_TOKENS, MAX_STRING_CHARS, shared_server
 
 MAX_CHARS_ENV = "COURTROOM_LOCAL_MAX_CHARS"
+LOCAL_TIMEOUT = 300.0
+"""Seconds per request to the embedded model: 135M parameters on 2 shared cores are slow under load."""
 
 
 def string_cap() -> int | None:
@@ -41,7 +43,7 @@ class LlamaCppLM(dspy.LM):
     """What a saved program records for this model: ``local`` (the port changes every start)."""
 
 
-def local_lm(*, temperature: float | None = None, max_tokens: int | None = None) -> Any:
+def local_lm(*, temperature: float | None = None, max_tokens: int | None = None, timeout: float | None = None) -> Any:
     """A ``dspy.LM`` on the embedded server (started if needed).
 
     ``engine="litellm"`` matters: DSPy's native client sends ``max_completion_tokens``, which
@@ -57,6 +59,7 @@ def local_lm(*, temperature: float | None = None, max_tokens: int | None = None)
         temperature=0.7 if temperature is None else temperature,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         num_retries=2,
+        timeout=timeout or LOCAL_TIMEOUT,
     )
     lm.max_string_chars = cap
     return lm

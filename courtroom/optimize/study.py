@@ -63,6 +63,8 @@ class StudyConfig:
     temperature: float | None = None
     max_tokens: int | None = None
     api_base: str | None = None
+    timeout: float | None = None
+    """Seconds per LM request (None: the model's default)."""
     concurrency: int = 4
     chunks: int = 4
     """Partial evaluations per trial (pruning steps)."""
@@ -178,7 +180,11 @@ def _trial_lms(
         if role in temps:
             if isinstance(value, str):
                 value = LMSpec(
-                    value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base
+                    value,
+                    temperature=temps[role],
+                    max_tokens=config.max_tokens,
+                    api_base=config.api_base,
+                    timeout=config.timeout,
                 )
             else:
                 value = value.copy(temperature=temps[role])
@@ -310,6 +316,7 @@ def run_study(
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             api_base=config.api_base,
+            timeout=config.timeout,
         )
     _storage.fail_stale_trials(study)
     objective = make_objective(
