@@ -106,9 +106,7 @@ def build_lm(spec: LMSpec | str) -> Any:
     if spec.model == LOCAL:
         from courtroom.local import local_lm
 
-        return limit_requests(
-            local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout)
-        )
+        return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout))
     if "/" not in spec.model:
         raise ConfigError(
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "

@@ -31,8 +31,20 @@ def _cli(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], 
     "command",
     [
         ["run", "zero-shot", "--limit", "2", "--concurrency", "2"],
-        ["compile", "zero-shot", "--optimizer", "bootstrap", "--opt", "max_bootstrapped_demos=1",
-         "--train", "1", "--dev", "1", "-o", "p.json"],
+        [
+            "compile",
+            "zero-shot",
+            "--optimizer",
+            "bootstrap",
+            "--opt",
+            "max_bootstrapped_demos=1",
+            "--train",
+            "1",
+            "--dev",
+            "1",
+            "-o",
+            "p.json",
+        ],
     ],  # fmt: skip
     ids=["run", "compile"],
 )
