@@ -81,7 +81,7 @@ def compile_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, in all.")] = 4,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.cache import configure_cache

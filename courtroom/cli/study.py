@@ -74,7 +74,7 @@ def study_command(
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight per trial.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, all workers.")] = 4,
     report: Annotated[
         str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
     ] = None,
