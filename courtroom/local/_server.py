@@ -123,7 +123,7 @@ class LocalServer:
             "--interrupt_requests",
             "False",
         ]
-        log.info("starting embedded model server: %s", " ".join(cmd))
+        log.info("starting embedded model server: python -m llama_cpp.server %s", " ".join(cmd[4:]))
         try:
             self.proc = subprocess.Popen(
                 cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(child_end,)
