@@ -1,11 +1,15 @@
-"""Run independent calls of one decision concurrently, keeping DSPy settings and our context."""
+"""Concurrency: the calls of one decision in parallel, and the process-wide bound on requests."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from dspy.utils.callback import BaseCallback
 
 T = TypeVar("T")
 
@@ -31,3 +35,69 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     if errors:
         raise errors[0]
     return results
+
+
+class RequestLimit(BaseCallback):
+    """The process-wide bound on LM requests in flight: a DSPy callback on every model we call.
+
+    It sits in each LM's own ``callbacks`` list (not in ``dspy.context``), so it applies in
+    every thread: our pools, DSPy's optimizer threads and Optuna's trial threads, which do not
+    inherit context overrides. A slot is held for the whole call, retries included. Without an
+    active :func:`bounded_requests` it lets everything through.
+    """
+
+    def __init__(self) -> None:  # noqa: D107
+        self._lock = threading.Lock()
+        self._slots: threading.BoundedSemaphore | None = None
+        self._users = 0
+        self._held: dict[str, threading.BoundedSemaphore] = {}
+        self.limit: int | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RequestLimit:
+        return self  # LM copies (salted repeats, optimizer deep copies) share the one bound
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
+        slots = self._slots
+        if slots is None:
+            return
+        slots.acquire()
+        with self._lock:
+            self._held[call_id] = slots
+
+    def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
+        with self._lock:
+            slots = self._held.pop(call_id, None)
+        if slots is not None:
+            slots.release()
+
+
+REQUESTS = RequestLimit()
+
+
+@contextlib.contextmanager
+def bounded_requests(limit: int) -> Iterator[None]:
+    """At most ``limit`` LM requests in flight in this process while inside.
+
+    The outermost use sets the bound; nested or concurrent uses (an evaluation inside a compile,
+    the trials of a study) share it instead of adding their own.
+    """
+    with REQUESTS._lock:
+        if REQUESTS._users == 0:
+            REQUESTS.limit = max(1, int(limit))
+            REQUESTS._slots = threading.BoundedSemaphore(REQUESTS.limit)
+        REQUESTS._users += 1
+    try:
+        yield
+    finally:
+        with REQUESTS._lock:
+            REQUESTS._users -= 1
+            if REQUESTS._users == 0:
+                REQUESTS._slots, REQUESTS.limit = None, None
+
+
+def limit_requests(lm: Any) -> Any:
+    """Put ``lm`` under the process-wide bound (idempotent); returns ``lm``."""
+    callbacks = getattr(lm, "callbacks", None)
+    if isinstance(callbacks, list) and REQUESTS not in callbacks:
+        lm.callbacks = [*callbacks, REQUESTS]
+    return lm

@@ -19,11 +19,27 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from courtroom._adapter import ADAPTER  # noqa: E402
+from courtroom._concurrency import limit_requests  # noqa: E402
+from courtroom._warmup import warm_up  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
 from courtroom.panels import Panel, members, split_models  # noqa: E402
 
 LOCAL = "local"
 DEFAULT = "default"
+DEFAULT_TIMEOUT = 30.0
+"""Seconds one request may take before it is retried, then failed (``--timeout``; LiteLLM's own is 600)."""
+
+
+def _timeout_outside_cache_key() -> None:
+    # A timeout does not change answers: a resume with another --timeout must reuse cached calls.
+    from dspy.clients import execution
+
+    ignored = getattr(execution, "IGNORED_CACHE_KEYS", None)
+    if isinstance(ignored, list) and "timeout" not in ignored:
+        ignored.append("timeout")
+
+
+_timeout_outside_cache_key()
 
 _current_role: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_role", default=None)
 
@@ -36,6 +52,8 @@ class LMSpec:
     temperature: float | None = None
     max_tokens: int | None = None
     api_base: str | None = None
+    timeout: float | None = None
+    """Seconds per request (default :data:`DEFAULT_TIMEOUT`; longer for ``local``)."""
 
     def describe(self) -> str:
         """The model name only: never a key or a base URL."""
@@ -98,16 +116,18 @@ def build_lm(spec: LMSpec | str) -> Any:
     """Build a ``dspy.LM`` from a spec; ``"local"`` asks :mod:`courtroom.local` for the embedded model."""
     if isinstance(spec, str):
         spec = LMSpec(model=spec)
+    if spec.timeout is not None and not spec.timeout > 0:
+        raise ConfigError(f"--timeout must be a number of seconds > 0, got {spec.timeout}")
     if spec.model == LOCAL:
         from courtroom.local import local_lm
 
-        return local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens)
+        return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout))
     if "/" not in spec.model:
         raise ConfigError(
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "
             "or 'ollama_chat/llama3.1', or 'local' for the embedded model"
         )
-    kwargs: dict[str, Any] = {"num_retries": 3}
+    kwargs: dict[str, Any] = {"num_retries": 3, "timeout": spec.timeout or DEFAULT_TIMEOUT}
     if spec.temperature is not None:
         kwargs["temperature"] = spec.temperature
     if spec.max_tokens is not None:
@@ -117,8 +137,8 @@ def build_lm(spec: LMSpec | str) -> Any:
         kwargs.update(api_base=spec.api_base, engine="litellm")
         if spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
-        return OpenAICompatibleLM(spec.model, **kwargs)
-    return dspy.LM(spec.model, **kwargs)
+        return limit_requests(OpenAICompatibleLM(spec.model, **kwargs))
+    return limit_requests(dspy.LM(spec.model, **kwargs))
 
 
 def parse_role_overrides(items: Iterable[str], valid_roles: Iterable[str]) -> dict[str, str]:
@@ -144,13 +164,17 @@ def resolve_roles(
     temperature: float | None = None,
     max_tokens: int | None = None,
     api_base: str | None = None,
+    timeout: float | None = None,
 ) -> RoleLMs:
     """Build the role map from a default model and per-role overrides.
 
     Each value may be a model string, an :class:`LMSpec` or a ready LM object, or several of
     them (a list, or a comma-separated string) for a mixed panel. With no default, the embedded
-    local model is used. Identical specs share one LM object.
+    local model is used. Identical specs share one LM object. Building the map also warms up the
+    LM call path in this thread (see :mod:`courtroom._warmup`), so the calls that fan out from
+    here never import anything.
     """
+    warm_up()
     if valid_roles is not None and roles:
         parse_role_overrides([f"{r}=x" for r in roles], valid_roles)
     built: dict[LMSpec, Any] = {}
@@ -172,11 +196,12 @@ def resolve_roles(
                 temperature=value.temperature if value.temperature is not None else temperature,
                 max_tokens=value.max_tokens if value.max_tokens is not None else max_tokens,
                 api_base=value.api_base or (api_base if value.model != LOCAL else None),
+                timeout=value.timeout if value.timeout is not None else timeout,
             )
             if value not in built:
                 built[value] = build_lm(value)
             return built[value]
-        return value
+        return limit_requests(value)
 
     mapping = RoleLMs({DEFAULT: make(lm)})
     for role, value in (roles or {}).items():
@@ -187,9 +212,10 @@ def resolve_roles(
 @contextlib.contextmanager
 def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
     """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter."""
+    warm_up()  # a flag check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
     try:
-        with dspy.context(lm=lms.for_role(role, call), adapter=ADAPTER):
+        with dspy.context(lm=limit_requests(lms.for_role(role, call)), adapter=ADAPTER):
             yield
     finally:
         _current_role.reset(token)

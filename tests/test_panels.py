@@ -81,7 +81,8 @@ def test_parallel_judges_and_samples_rotate_through_the_panel() -> None:
         # five judges per case over three models: calls 0 and 3 -> a, 1 and 4 -> b, 2 -> c
         assert [server.models[m] for m in panel] == [2 * len(cases), 2 * len(cases), len(cases)]
         samples = _names(2)
-        sc = build_program("self-consistency", LABELS, knobs={"k_samples": 5, "k_shots": 0}, lms=_lms(server, samples, "classifier"))
+        knobs = {"k_samples": 5, "k_shots": 0}
+        sc = build_program("self-consistency", LABELS, knobs=knobs, lms=_lms(server, samples, "classifier"))
         for ex in cases:
             sc(case=ex.case)
         assert [server.models[m] for m in samples] == [3 * len(cases), 2 * len(cases)]

@@ -50,6 +50,7 @@ def design_study(**o: Any) -> None:
         search_temperature=o["search_temperature"],
         max_tokens=o["max_tokens"],
         api_base=o["api_base"],
+        timeout=o.get("timeout"),
         concurrency=o["concurrency"],
         prune=not o["no_prune"],
         compile=o["compile_with"],

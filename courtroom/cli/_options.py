@@ -17,6 +17,13 @@ ROLE = Annotated[list[str] | None, typer.Option("--role", help="ROLE=MODEL overr
 TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature for all models.")]
 MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model answer.")]
 API_BASE = Annotated[str | None, typer.Option("--api-base", help="Base URL of an OpenAI-compatible server.")]
+TIMEOUT = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Seconds one LM request may take before it is retried, then failed (default 30; 300 for local).",
+    ),
+]
 SET = Annotated[list[str] | None, typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.")]
 PRESET = Annotated[
     str | None,

@@ -62,6 +62,7 @@ def compare_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
     ambiguity_k: Annotated[
@@ -107,6 +108,7 @@ def compare_command(
         temperature=temperature,
         max_tokens=max_tokens,
         api_base=api_base,
+        timeout=timeout,
         dataset=spec,
         prices=prices,
         ambiguity_k=ambiguity_k,

@@ -67,7 +67,8 @@ def compile_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    timeout: opt.TIMEOUT = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, in all.")] = 4,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile
@@ -102,6 +103,7 @@ def compile_command(
         temperature=temperature,
         max_tokens=max_tokens,
         api_base=api_base,
+        timeout=timeout,
         concurrency=concurrency,
         preset=preset,
         out=out,

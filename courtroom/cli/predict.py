@@ -59,6 +59,7 @@ def predict_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Cases in flight at once.")] = 4,
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
@@ -79,7 +80,12 @@ def predict_command(
     roles = parse_role_overrides(role or [], all_roles())
     options = {
         k: v
-        for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("api_base", api_base))
+        for k, v in (
+            ("temperature", temperature),
+            ("max_tokens", max_tokens),
+            ("api_base", api_base),
+            ("timeout", timeout),
+        )
         if v is not None
     }
     program = load_program(program_file, lm=lm, roles=roles or None, **options)

@@ -34,6 +34,7 @@ def run_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -99,6 +100,7 @@ def run_command(
         temperature=temperature,
         max_tokens=max_tokens,
         api_base=api_base,
+        timeout=timeout,
         concurrency=concurrency,
         out=out,
         repeats=repeats,

@@ -75,10 +75,11 @@ def study_command(
     role: opt.ROLE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight per trial.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, all workers.")] = 4,
     report: Annotated[
         str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
     ] = None,
@@ -142,6 +143,7 @@ def study_command(
         search_temperature=search_temperature,
         max_tokens=max_tokens,
         api_base=api_base,
+        timeout=timeout,
         concurrency=concurrency,
         prune=not no_prune,
         report=report,

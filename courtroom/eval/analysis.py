@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import dspy
 import pandas as pd
 
-from courtroom.eval.harness import ExampleResult, InFlightLimit
+from courtroom._concurrency import bounded_requests
+from courtroom.eval.harness import ExampleResult
 
 Row = Mapping[str, Any]
 Hearing = Callable[[str, int], str]
@@ -69,7 +69,7 @@ def run_hearings(
             return None
 
     with (
-        dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(concurrency)]),
+        bounded_requests(concurrency),
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
     ):
         # Contexts are copied here, in the caller's thread, so the limit and the caller's settings apply.

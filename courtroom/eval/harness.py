@@ -6,7 +6,6 @@ Scoring stays pure (:mod:`courtroom.eval.metrics`); writing run folders is :mod:
 from __future__ import annotations
 
 import contextvars
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -15,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import dspy
-from dspy.utils.callback import BaseCallback
 
+from courtroom._concurrency import bounded_requests
 from courtroom.eval.metrics import score, user_prices
 from courtroom.transcript import Turn
 from courtroom.usage import Usage, metered
@@ -93,33 +92,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {head}{suffix}"
 
 
-class InFlightLimit(BaseCallback):
-    """A DSPy callback that holds a semaphore slot for the duration of every LM call.
-
-    Frameworks fan out inside one example (parallel judges, debaters), so a pool of N example
-    threads can have many more than N requests open; this makes N a bound on requests in flight.
-    Retries happen inside one LM call, so a retried request keeps its slot.
-    """
-
-    def __init__(self, limit: int) -> None:  # noqa: D107
-        self.limit = max(1, int(limit))
-        self._slots = threading.BoundedSemaphore(self.limit)
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-
-    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
-        self._slots.acquire()
-        with self._lock:
-            self._held.add(call_id)
-
-    def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
-        with self._lock:
-            if call_id not in self._held:
-                return
-            self._held.discard(call_id)
-        self._slots.release()
-
-
 def evaluate(
     program: dspy.Module,
     examples: Sequence[dspy.Example],
@@ -131,30 +103,31 @@ def evaluate(
     """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
 
     At most ``max_in_flight`` LM requests (default: ``concurrency``) are open at once, however
-    much a framework fans out. Each example runs in a copy of the caller's context, so
+    much a framework fans out; inside an outer :func:`~courtroom._concurrency.bounded_requests`
+    (a compile, a study) the outer bound holds instead, so nested evaluations do not multiply
+    it. Each example runs in a copy of the caller's context, so
     ``dspy.context`` settings apply. ``on_result`` is called (from this thread) as each example
     finishes: progress, checkpoints. If it raises (or on Ctrl-C), examples not yet started are
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
     """
     results: dict[int, ExampleResult] = {}
-    limit = InFlightLimit(max_in_flight or concurrency)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval")
-    try:
-        with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), limit]):
+    with bounded_requests(max_in_flight or concurrency):
+        try:
             futures = {
                 pool.submit(contextvars.copy_context().run, run_example, program, ex): i
                 for i, ex in enumerate(examples)
             }
-        for fut in as_completed(futures):
-            res = fut.result()
-            results[futures[fut]] = res
-            if on_result:
-                on_result(res)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+            for fut in as_completed(futures):
+                res = fut.result()
+                results[futures[fut]] = res
+                if on_result:
+                    on_result(res)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return [results[i] for i in range(len(examples))]
 
 

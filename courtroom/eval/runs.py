@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import dspy
-
+from courtroom._concurrency import bounded_requests
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, without_base_url
 from courtroom.errors import ConfigError, ModelError
-from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
+from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.salting import salted_roles
 from courtroom.eval.tasks import load_splits, load_task
@@ -63,6 +62,8 @@ class RunConfig:
     """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
     preset: str | None = None
     """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
+    timeout: float | None = None
+    """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
 
 
 @dataclass
@@ -159,6 +160,7 @@ class RunSetup:
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
                 api_base=config.api_base,
+                timeout=config.timeout,
             )
         config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
@@ -188,7 +190,7 @@ class RunSetup:
         train = train[: config.train_limit] if config.train_limit else train
         with (
             metered() as meter,
-            dspy.context(callbacks=[*dspy.settings.get("callbacks", []), InFlightLimit(config.concurrency)]),
+            bounded_requests(config.concurrency),
         ):
             self.program.prepare(train)
         return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}

@@ -23,9 +23,10 @@ from typing import Any
 import dspy
 
 from courtroom._adapter import ADAPTER
+from courtroom._concurrency import bounded_requests, limit_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
-from courtroom.lms import RoleLMs, build_lm, resolve_roles
+from courtroom.lms import LMSpec, RoleLMs, build_lm, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
@@ -301,6 +302,7 @@ def compile_program(
     temperature: float | None = None,
     max_tokens: int | None = None,
     api_base: str | None = None,
+    timeout: float | None = None,
     concurrency: int = 4,
     trainset: Sequence[dspy.Example] | None = None,
     devset: Sequence[dspy.Example] | None = None,
@@ -346,23 +348,26 @@ def compile_program(
             temperature=temperature,
             max_tokens=max_tokens,
             api_base=api_base,
+            timeout=timeout,
         )
     program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
     check_compatible(opt, program)
-    program.prepare(trainset)
-    helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
-    helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
-    before = _dev_scores(program, devset, concurrency, display, "dev before")
-    ctx = Context(chosen, program, helper, concurrency, seed)
-    start = time.perf_counter()
-    bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
-    with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
-        assert opt.run is not None
-        compiled = opt.run(ctx, program, trainset)
-    if bar is not None:
-        bar.status("done")
-    seconds = time.perf_counter() - start
-    after = _dev_scores(compiled, devset, concurrency, display, "dev after")
+    helper = build_lm(LMSpec(prompt_lm, timeout=timeout)) if isinstance(prompt_lm, str) else prompt_lm
+    helper = limit_requests(helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0]))
+    # One bound for the whole compile: the optimizer's own threads (and its prompt model) share it.
+    with bounded_requests(concurrency):
+        program.prepare(trainset)
+        before = _dev_scores(program, devset, concurrency, display, "dev before")
+        ctx = Context(chosen, program, helper, concurrency, seed)
+        start = time.perf_counter()
+        bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
+        with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
+            assert opt.run is not None
+            compiled = opt.run(ctx, program, trainset)
+        if bar is not None:
+            bar.status("done")
+        seconds = time.perf_counter() - start
+        after = _dev_scores(compiled, devset, concurrency, display, "dev after")
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),

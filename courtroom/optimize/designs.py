@@ -24,6 +24,7 @@ from typing import Any
 
 import dspy
 
+from courtroom._concurrency import bounded_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.lms import RoleLMs, resolve_roles
@@ -302,8 +303,10 @@ def run_design_study(
     # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
     queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
     first = min(queued, config.trials)
-    for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-        _optimize(study, objective, n_trials, n_jobs)
+    # One bound for the process: the trials that run at once share --concurrency.
+    with bounded_requests(config.concurrency):
+        for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
+            _optimize(study, objective, n_trials, n_jobs)
     return StudyOutcome(study, config, space)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import dspy
 
+from courtroom._concurrency import bounded_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
@@ -62,6 +63,8 @@ class StudyConfig:
     temperature: float | None = None
     max_tokens: int | None = None
     api_base: str | None = None
+    timeout: float | None = None
+    """Seconds per LM request (None: the model's default)."""
     concurrency: int = 4
     chunks: int = 4
     """Partial evaluations per trial (pruning steps)."""
@@ -187,7 +190,13 @@ def _trial_lms(
         value: Any = choices.get(models[role], models[role]) if role in models else base.serving(role)
         if role in temps:
             if isinstance(value, str):
-                value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
+                value = LMSpec(
+                    value,
+                    temperature=temps[role],
+                    max_tokens=config.max_tokens,
+                    api_base=config.api_base,
+                    timeout=config.timeout,
+                )
             else:
                 value = value.copy(temperature=temps[role])
         lms[role] = (
@@ -324,6 +333,7 @@ def run_study(
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             api_base=config.api_base,
+            timeout=config.timeout,
         )
     models = {role: saved_name(lms.for_role(role)) for role in cls.roles}
     default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
@@ -337,16 +347,18 @@ def run_study(
 
     queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
     first = min(queued, config.trials)
-    for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-        if n_trials:
-            study.optimize(
-                objective,
-                n_trials=n_trials,
-                n_jobs=n_jobs,
-                catch=(Exception,),
-                gc_after_trial=False,
-                callbacks=list(callbacks),
-            )
+    # One bound for the process: the trials that run at once share --concurrency.
+    with bounded_requests(config.concurrency):
+        for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
+            if n_trials:
+                study.optimize(
+                    objective,
+                    n_trials=n_trials,
+                    n_jobs=n_jobs,
+                    catch=(Exception,),
+                    gc_after_trial=False,
+                    callbacks=list(callbacks),
+                )
     return StudyOutcome(study, config, space, models, default)
 
 

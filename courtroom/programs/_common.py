@@ -16,9 +16,12 @@ def labels_text(labels: Sequence[str]) -> str:
 
 
 @functools.cache
-def _segmenter() -> Any:
-    # pysbd: rule-based sentence boundaries (abbreviations such as "e.g." and "U.S.", numbers,
-    # list items), pure Python, no data to download. Imported on first use.
+def sentence_splitter() -> Any:
+    """pysbd's English segmenter, imported and built once (programs that cut sentences build it up front).
+
+    pysbd: rule-based sentence boundaries (abbreviations such as "e.g." and "U.S.", numbers, list
+    items), pure Python, no data to download.
+    """
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)
@@ -26,7 +29,7 @@ def _segmenter() -> Any:
 
 def sentences(text: str) -> list[str]:
     """``text`` split into sentences by pysbd (whitespace kept with each sentence)."""
-    return [s for s in _segmenter().segment(text or "") if s.strip()]
+    return [s for s in sentence_splitter().segment(text or "") if s.strip()]
 
 
 def limit_sentences(text: str, n: int) -> tuple[str, bool]:

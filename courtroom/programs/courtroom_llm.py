@@ -12,7 +12,7 @@ from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
 from courtroom.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram, label_type
-from courtroom.programs._common import labels_text, limit_sentences, majority, seeded_rng
+from courtroom.programs._common import labels_text, limit_sentences, majority, seeded_rng, sentence_splitter
 from courtroom.programs._precedents import TFIDF, Precedent, PrecedentIndex
 from courtroom.signatures import courtroom_llm as sig
 from courtroom.transcript import Turn
@@ -90,6 +90,8 @@ class CourtroomLLM(CourtroomProgram):
         self.n_judges, self.judge_mode, self.k_precedents = int(n_judges), judge_mode, int(k_precedents)
         self.assignment, self.seed = assignment, int(seed)
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
+        if self.max_argument_sentences:
+            sentence_splitter()  # built here, not by the first concurrent hearing in a worker thread
         self.precedent_index: PrecedentIndex | None = None
         lt = label_type(self.labels)
         self.clerk = dspy.Predict(

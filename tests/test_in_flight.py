@@ -1,0 +1,74 @@
+"""``--concurrency N``: at most N LM requests in flight for the whole process, in every command.
+
+Each command runs as a subprocess against the fake server, which answers slowly enough that
+requests overlap, and records the most that were open at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from courtroom._fake_server import FakeServer
+
+N = 3
+FIVE_JUDGES = ["--set", "n_judges=5", "--set", "k_precedents=0"]
+
+
+def _cli(*args: str, cwd: Path) -> None:
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(cwd / "cache")}  # no answer comes from another test
+    proc = subprocess.run(
+        [sys.executable, "-m", "courtroom.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600, env=env
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+COMMANDS = {
+    "run": ["run", "courtroom-llm", "--limit", "6", *FIVE_JUDGES],
+    "compare": ["compare", "--frameworks", "courtroom-llm,jot", "--limit", "4", "--set", "n_judges=5"],
+    "compile-bootstrap-rs": [
+        "compile", "courtroom-llm", "--optimizer", "bootstrap-rs", "--opt", "num_candidate_programs=1",
+        "--opt", "max_bootstrapped_demos=2", "--train", "4", "--dev", "2", *FIVE_JUDGES, "-o", "p.json",
+    ],
+    "compile-copro": [
+        "compile", "jot", "--optimizer", "copro", "--opt", "breadth=2", "--opt", "depth=1",
+        "--train", "4", "--dev", "2", "--loops", "1", "-o", "p.json",
+    ],
+    "compile-mipro": [
+        "compile", "jot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
+        "--opt", "max_bootstrapped_demos=1", "--opt", "minibatch=false", "--train", "6", "--dev", "2",
+        "--loops", "1", "-o", "p.json",
+    ],
+    "study-workers-2": [
+        "study", "courtroom-llm", "--workers", "2", "--trials", "3", "--dev", "4", "--train", "2",
+        "--no-prune", "--space", "n_judges=5", "--space", "k_precedents=0", "--search-temperature",
+        "--storage", "sqlite:///s.db",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path) -> None:
+    with FakeServer(latency=0.15) as server:
+        _cli(*COMMANDS[command], "--concurrency", str(N), "--lm", "openai/fake", "--api-base", server.url, cwd=tmp_path)
+    print(f"{command}: peak {server.max_in_flight} in flight, {server.counts['requests']} requests")
+    assert server.counts["requests"] > 2 * N
+    assert server.max_in_flight <= N, f"{command}: {server.max_in_flight} requests in flight at --concurrency {N}"
+
+
+def test_predict_bounds_requests_in_flight(tmp_path: Path) -> None:
+    with FakeServer(latency=0.15) as server:
+        common = ["--lm", "openai/fake", "--api-base", server.url]
+        _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train", "2", "--dev", "1",
+             *FIVE_JUDGES, "-o", "p.json", *common, cwd=tmp_path)  # fmt: skip
+        (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"case": f"True or {i}"}) + "\n" for i in range(6)))
+        server.max_in_flight = 0
+        _cli("predict", "p.json", "--input", "cases.jsonl", "--output", "out.jsonl", "--concurrency", str(N),
+             "--api-base", server.url, cwd=tmp_path)  # fmt: skip
+    print(f"predict: peak {server.max_in_flight} in flight")
+    assert server.max_in_flight <= N

@@ -1,0 +1,62 @@
+"""The embedded model's per-field length cap: scaled from max_tokens, raised by the user.
+
+The llama.cpp server is replaced by the fake server (``shared_server`` patched), so these
+tests read the schema ``local_lm`` really sends without loading a model.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from courtroom._fake_server import FakeServer
+from courtroom.errors import ConfigError
+from courtroom.local import _lm
+from courtroom.programs import build_program
+
+
+def _sent_limits(monkeypatch: pytest.MonkeyPatch, max_tokens: int) -> set[int]:
+    schemas: list[dict[str, Any]] = []
+
+    def responder(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        schemas.append(schema)
+        from courtroom._fakes import answer_for_schema
+
+        return answer_for_schema(schema, {}, "reply")
+
+    with FakeServer(responder) as srv:
+        fake = SimpleNamespace(alias="fake", api_base=srv.url)
+        monkeypatch.setattr(_lm, "shared_server", lambda: fake)
+        lm = _lm.local_lm(max_tokens=max_tokens, temperature=0.0)
+        lm.cache = False
+        build_program("jot", ["True", "False"], knobs={"n_loops": 1}, lm=lm)(case="True or False")
+    assert schemas
+    return {p["maxLength"] for s in schemas for p in s["properties"].values() if "maxLength" in p}
+
+
+def test_bundled_model_keeps_short_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
+    monkeypatch.delenv(_lm.MAX_CHARS_ENV, raising=False)
+    assert max(_sent_limits(monkeypatch, 2048)) == 240
+
+
+def test_own_model_field_cap_scales_with_max_tokens(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    weights = tmp_path / "big.gguf"
+    weights.write_bytes(b"GGUF")
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(weights))
+    monkeypatch.delenv(_lm.MAX_CHARS_ENV, raising=False)
+    small, large = _sent_limits(monkeypatch, 512), _sent_limits(monkeypatch, 4096)
+    assert max(large) > 2000 and max(large) > 4 * max(small)
+
+
+def test_user_sets_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
+    monkeypatch.setenv(_lm.MAX_CHARS_ENV, "1500")
+    assert max(_sent_limits(monkeypatch, 4096)) == 1500
+    # The max_tokens budget still bounds it, so the JSON answer always closes.
+    assert max(_sent_limits(monkeypatch, 256)) <= (256 - 12) * 2.5 < 1500
+    monkeypatch.setenv(_lm.MAX_CHARS_ENV, "lots")
+    with pytest.raises(ConfigError, match="COURTROOM_LOCAL_MAX_CHARS"):
+        _lm.local_lm()
