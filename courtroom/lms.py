@@ -18,6 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
+from courtroom import _stop  # noqa: E402
 from courtroom._adapter import ADAPTER  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
 
@@ -152,7 +153,8 @@ def resolve_roles(
                 api_base=value.api_base or (api_base if value.model != LOCAL else None),
             )
             if value not in built:
-                built[value] = build_lm(value)
+                # Ctrl-C stops new calls on every model the commands build (courtroom._stop).
+                built[value] = _stop.guard(build_lm(value))
             return built[value]
         return value
 

@@ -17,9 +17,48 @@ def _register() -> None:
     from courtroom.cli import compare, compile, frameworks, predict, report, run, show, study, tasks  # noqa: F401
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    """First Ctrl-C: no new LM call starts, the requests already sent finish; the second stops at once."""
+    from courtroom import _stop
+
+    folder = _stop.saved_folder()
+    if _stop.stop_requested():
+        resume = f"; resume with: courtroom run --resume {folder}" if folder else ""
+        sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
+        sys.stderr.flush()
+        os._exit(130)
+    _stop.request_stop()
+    sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+    sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line (no traceback unless ``--debug``) and exit non-zero."""
-    from courtroom.errors import CourtroomError
+    import signal
+    import threading
+
+    from courtroom import _stop
+
+    _stop.reset()
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        code = _main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code == 130 and argv is None:
+        # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
+        # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
+    from courtroom.errors import CourtroomError, Interrupted
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -33,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     command = typer.main.get_command(app)
     try:
-        command.main(args=args, prog_name="courtroom", standalone_mode=False)
+        # Not standalone: typer returns the exit code of `typer.Exit` (130 for a Ctrl-C it caught).
+        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
@@ -41,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
         print("interrupted", file=sys.stderr)
+        return 130
+    except Interrupted as exc:
+        print(exc, file=sys.stderr)
         return 130
     except CourtroomError as exc:
         if debug:
@@ -55,4 +98,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    if code == 130:
+        print("interrupted", file=sys.stderr)
+    return code if isinstance(code, int) else 0

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from courtroom import _stop
 from courtroom.cache import redact_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -140,6 +141,22 @@ def _run_group(
     resuming: bool,
     **overrides: Any,
 ) -> RepeatOutcome:
+    with _stop.saving_to(group):
+        outcomes = _run_each(group, config, repeats, lms, progress, on_start, resuming=resuming, **overrides)
+    return _finish(group, config, outcomes)
+
+
+def _run_each(
+    group: Path,
+    config: RunConfig,
+    repeats: int,
+    lms: RoleLMs | None,
+    progress: Callable[[int, ExampleResult], None] | None,
+    on_start: Callable[[int, int], None] | None,
+    *,
+    resuming: bool,
+    **overrides: Any,
+) -> list[RunOutcome]:
     outcomes = []
     for r in range(repeats):
         folder = group / f"repeat-{r}"
@@ -151,7 +168,7 @@ def _run_group(
             outcomes.append(resume(folder, lms=lms, **hooks, **overrides))
         else:
             outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks))
-    return _finish(group, config, outcomes)
+    return outcomes
 
 
 def resume_repeats(

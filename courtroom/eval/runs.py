@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 import dspy
 
+from courtroom import _stop
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
@@ -194,7 +195,7 @@ class RunSetup:
         earlier = _earlier_wall(run_dir)
         _session(run_dir, "start")
         start = time.perf_counter()
-        with (run_dir / "results.jsonl").open("a") as sink:
+        with (run_dir / "results.jsonl").open("a") as sink, _stop.saving_to(run_dir):
 
             def record(res: ExampleResult) -> None:
                 sink.write(json.dumps(res.to_dict()) + "\n")
