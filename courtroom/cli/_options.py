@@ -18,6 +18,13 @@ TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampli
 MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model answer.")]
 API_BASE = Annotated[str | None, typer.Option("--api-base", help="Base URL of an OpenAI-compatible server.")]
 SET = Annotated[list[str] | None, typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.")]
+FAIL_ON_ERROR = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-on-error",
+        help="Exit non-zero when more than this fraction of examples failed (default 0.1; 1: never).",
+    ),
+]
 
 
 def parse_value(text: str) -> Any:

@@ -48,11 +48,15 @@ def compare_command(
     hub_split: opt.HUB_SPLIT = "train",
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
     from courtroom.eval.analysis import markdown_table
     from courtroom.eval.compare import compare
     from courtroom.eval.metrics import load_prices
+    from courtroom.eval.status import TooManyFailures, check_threshold
+
+    threshold = check_threshold(fail_on_error)
 
     names = [f.strip() for f in frameworks.split(",") if f.strip()]
     roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
@@ -92,6 +96,7 @@ def compare_command(
             theta=theta,
             progress=progress,
             train_limit=train_limit,
+            fail_on_error=threshold,
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)
@@ -103,3 +108,7 @@ def compare_command(
     for name, path in result.plots.items():
         console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
     console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+    if result.failed:
+        name, reason = next(iter(result.failed.items()))
+        more = f" (and {len(result.failed) - 1} more framework(s))" if len(result.failed) > 1 else ""
+        raise TooManyFailures(f"{name}: {reason}{more}")

@@ -81,13 +81,17 @@ def compile_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.cache import configure_cache
+    from courtroom.eval.status import TooManyFailures, check_threshold
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize.compile import compile_program
     from courtroom.programs import get_framework
     from courtroom.saving import save_program
+
+    threshold = check_threshold(fail_on_error)
 
     base: dict[str, Any] = read_config(config) if config else {}
     framework = framework or base.get("framework")
@@ -127,8 +131,11 @@ def compile_command(
         max_tokens=max_tokens,
         api_base=api_base,
         concurrency=concurrency,
+        fail_on_error=threshold,
     )
     path = save_program(result.program, out, result.metadata)
     console = Console()
     console.print(scores_table(result.before, result.after, f"{framework} + {optimizer}"))
     console.print(f"program: {path}")
+    if result.after["status"] == "failed":
+        raise TooManyFailures(f"dev score after compiling: {result.after['status_reason']}")

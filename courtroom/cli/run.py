@@ -12,6 +12,7 @@ from rich.table import Table
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 from courtroom.errors import ConfigError, CourtroomError
+from courtroom.eval.status import TooManyFailures, check_threshold
 
 
 def summary_table(summary: dict, title: str) -> Table:
@@ -27,6 +28,7 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("tokens", str(summary["tokens"]))
     table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
     table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
+    table.add_row("status", summary.get("status", "ok"))
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
     return table
@@ -49,8 +51,26 @@ def _interrupted() -> CourtroomError:
     return Interrupted(f"interrupted: {saved}saved in {folder}; resume with: courtroom run --resume {folder}")
 
 
+def _given(ctx: typer.Context, framework: str | None, sets: list[str] | None, loops: int | None) -> dict[str, Any]:
+    """The run-defining options given on the command line: a resume refuses any that differ."""
+    given: dict[str, Any] = {
+        name: ctx.params[name]
+        for name in ("task", "limit", "data", "split", "seed", "train_limit")
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"  # typer vendors click
+    }
+    if framework is not None:
+        given["framework"] = framework
+    knobs = opt.parse_sets(sets)
+    if loops is not None:
+        knobs["n_loops"] = loops
+    if knobs:
+        given["knobs"] = knobs
+    return given
+
+
 @app.command("run")
 def run_command(
+    ctx: typer.Context,
     framework: Annotated[
         str | None,
         typer.Argument(help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."),
@@ -94,6 +114,7 @@ def run_command(
     hub_split: opt.HUB_SPLIT = "train",
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
     ambiguity_k: Annotated[
         int,
         typer.Option(
@@ -139,6 +160,7 @@ def run_command(
             dataset=spec,
             prices=price_table,
             train_limit=train_limit,
+            fail_on_error=check_threshold(fail_on_error),
         )
     stdout = Console()
     group = None
@@ -171,9 +193,11 @@ def run_command(
                     "max_tokens": max_tokens,
                     "concurrency": concurrency,
                     "prices": price_table,
+                    "fail_on_error": None if fail_on_error is None else check_threshold(fail_on_error),
                 }
                 if role:
                     overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
+                overrides |= _given(ctx, framework, sets, loops)
                 if is_repeat_group(resume_dir):
                     group = resume_repeats(
                         resume_dir,
@@ -198,6 +222,9 @@ def run_command(
 
         stdout.print(stats_markdown(group.stats, f"{len(group.outcomes)} repeats"), markup=False)
         stdout.print(f"repeat group: {group.group_dir}", soft_wrap=True, markup=False)
+        failed = [o for o in group.outcomes if o.summary.get("status") == "failed"]
+        if failed:
+            raise TooManyFailures(f"{failed[0].run_dir.name}: {failed[0].summary['status_reason']}")
         return
     title = f"{outcome.run_dir.name}"
     stdout.print(summary_table(outcome.summary, title))
@@ -218,6 +245,8 @@ def run_command(
 
         print_example(outcome.run_dir, show, stdout)
     stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
-    if outcome.results and outcome.summary["failures"] == len(outcome.results):
-        first = next(r.error for r in outcome.results if r.error)
-        raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")
+    if outcome.summary.get("status") == "failed":
+        raise TooManyFailures(
+            f"{outcome.summary['status_reason']}; the run folder is complete: "
+            f"courtroom run --resume {outcome.run_dir} --retry-failed runs them again"
+        )

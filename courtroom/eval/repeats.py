@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from courtroom import _stop
+from courtroom._lock import FolderLock
 from courtroom.cache import redact_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.resume import resume
+from courtroom.eval.resume import check_same, resume
 from courtroom.eval.runs import RunConfig, RunOutcome, run
 from courtroom.lms import RoleLMs
 
@@ -127,7 +128,8 @@ def run_repeats(
             indent=2,
         )
     )
-    return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
+    with FolderLock(group, what="repeat group"):
+        return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
 
 
 def _run_group(
@@ -186,7 +188,9 @@ def resume_repeats(
     info = json.loads((group / "group.json").read_text())
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{k: v for k, v in info["config"].items() if k in known})
+    check_same(info["config"], {k: v for k, v in overrides.items() if k != "knobs"}, group)
     for key, value in overrides.items():
-        if value is not None and value != {} and key in known:
+        if value is not None and value != {} and key in known and key != "knobs":
             setattr(config, key, value)
-    return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)
+    with FolderLock(group, what="repeat group"):
+        return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)

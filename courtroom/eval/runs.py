@@ -20,11 +20,13 @@ from urllib.parse import urlparse
 import dspy
 
 from courtroom import _stop
+from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, redact_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, InFlightLimit, evaluate, summarize
 from courtroom.eval.salting import salted_roles
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
@@ -57,6 +59,8 @@ class RunConfig:
     """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.eval.repeats`)."""
     train_limit: int | None = None
     """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR
+    """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
 
 
 @dataclass
@@ -104,6 +108,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("tokens", summary["tokens"]),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
+        ("status", summary.get("status", "ok")),
     ]
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
@@ -210,6 +215,8 @@ class RunSetup:
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        errors = [r.error for r in results if r.prediction is None]
+        summary.update(status(len(errors), len(results), config.fail_on_error, errors))
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
@@ -259,6 +266,17 @@ def run(
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
     else:
         run_dir.mkdir(parents=True, exist_ok=False)
+    with FolderLock(run_dir, what="run folder"):
+        return _start(setup, config, run_dir, progress, on_start)
+
+
+def _start(
+    setup: RunSetup,
+    config: RunConfig,
+    run_dir: Path,
+    progress: Callable[[ExampleResult], None] | None,
+    on_start: Callable[[int], None] | None,
+) -> RunOutcome:
     cls = type(setup.program)
     meta = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),

@@ -24,6 +24,7 @@ import dspy
 from courtroom._adapter import ADAPTER
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.lms import RoleLMs, build_lm, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
@@ -262,11 +263,16 @@ class CompileResult:
     metadata: dict[str, Any]
 
 
-def _dev_scores(program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int) -> dict[str, Any]:
+def _dev_scores(
+    program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int, fail_on_error: float | None
+) -> dict[str, Any]:
     start = time.perf_counter()
     results = evaluate(program, dev, concurrency=concurrency)
     s = summarize(results, program.labels, time.perf_counter() - start)
-    return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    errors = [r.error for r in results if r.prediction is None]
+    return {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")} | status(
+        len(errors), len(results), fail_on_error, errors
+    )
 
 
 def compile_program(
@@ -292,12 +298,15 @@ def compile_program(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    fail_on_error: float | None = DEFAULT_FAIL_ON_ERROR,
 ) -> CompileResult:
     """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
 
     Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
     ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
-    or ``dspy.LM`` objects).
+    or ``dspy.LM`` objects). When more than ``fail_on_error`` of the dev examples fail before
+    compiling, nothing is compiled (:class:`TooManyFailures`); after compiling, the scores'
+    ``status`` says so and the caller decides.
     """
     opt = get_optimizer(optimizer)
     cls = get_framework(framework)
@@ -336,14 +345,19 @@ def compile_program(
     program.prepare(trainset)
     helper = build_lm(prompt_lm) if isinstance(prompt_lm, str) else prompt_lm
     helper = helper or lms.for_role("judge" if "judge" in cls.roles else cls.roles[0])
-    before = _dev_scores(program, devset, concurrency)
+    before = _dev_scores(program, devset, concurrency, fail_on_error)
+    if before["status"] == "failed":
+        raise TooManyFailures(
+            f"dev score before compiling: {before['status_reason']}; nothing was compiled "
+            "(fix the model, or pass --fail-on-error 1)"
+        )
     ctx = Context(chosen, program, helper, concurrency, seed)
     start = time.perf_counter()
     with dspy.context(lm=helper, adapter=ADAPTER):
         assert opt.run is not None
         compiled = opt.run(ctx, program, trainset)
     seconds = time.perf_counter() - start
-    after = _dev_scores(compiled, devset, concurrency)
+    after = _dev_scores(compiled, devset, concurrency, fail_on_error)
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),
