@@ -8,6 +8,7 @@ import sys
 
 import click
 import typer
+from typer.exceptions import TyperException
 
 from courtroom.cli._app import app
 
@@ -77,6 +78,14 @@ def _main(argv: list[str] | None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
+        if debug:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see courtroom {ctx.info_name} --help)" if getattr(ctx, "info_name", None) else ""
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):

@@ -12,12 +12,24 @@ from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 
 
+def _knob_defaults(names: list[str]) -> dict[str, Any]:
+    """``KEY`` and ``FRAMEWORK.KEY`` -> the knob's default, so ``--set`` values are parsed strictly."""
+    from courtroom.programs import FRAMEWORKS
+
+    out: dict[str, Any] = {}
+    for name in names:
+        for key, default in (FRAMEWORKS[name].knobs() if name in FRAMEWORKS else {}).items():
+            out.setdefault(key, default)
+            out[f"{name}.{key}"] = default
+    return out
+
+
 @app.command("compare")
 def compare_command(
     frameworks: Annotated[str, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")],
     task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Use the first N examples of the split.")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")] = 1,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use the first N examples of the split.")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per framework (box plots, mean, sd, CI).")] = 1,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
@@ -33,13 +45,15 @@ def compare_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Bound on LM requests in flight.")] = 4,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
     ambiguity_k: Annotated[
         int,
-        typer.Option("--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off)."),
+        typer.Option(
+            "--ambiguity-k", min=0, help="Run the preliminary hearing K times for the ambiguity split (0: off)."
+        ),
     ] = 0,
-    theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
+    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
@@ -65,6 +79,8 @@ def compare_command(
         from courtroom.errors import ConfigError
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
+    opt.check_providers(lm, role)
+    opt.writable_folder(out, "--out")
     spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
     with opt.progress_bar(Console(stderr=True)) as bar:
         handles: dict[str, Any] = {}
@@ -84,7 +100,7 @@ def compare_command(
             data=data,
             split=split,
             seed=seed,
-            knobs=opt.parse_sets(sets),
+            knobs=opt.parse_sets(sets, _knob_defaults(names)),
             concurrency=concurrency,
             out=out,
             temperature=temperature,

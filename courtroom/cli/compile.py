@@ -53,8 +53,8 @@ def compile_command(
         str,
         typer.Option("--optimizer", help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa"),
     ] = "bootstrap",
-    train: Annotated[int, typer.Option("--train", help="Training examples (the task's train split).")] = 20,
-    dev: Annotated[int, typer.Option("--dev", help="Dev examples, scored before and after.")] = 20,
+    train: Annotated[int, typer.Option("--train", min=1, help="Training examples (the task's train split).")] = 20,
+    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples, scored before and after.")] = 20,
     out: Annotated[str, typer.Option("-o", "--out", help="Program file to write.")] = "program.json",
     config: Annotated[
         str | None, typer.Option("--config", help="best.json from `courtroom study --export-best`.")
@@ -71,7 +71,7 @@ def compile_command(
             "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."
         ),
     ] = None,
-    loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
+    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
     sets: opt.SET = None,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data and splits.")] = 0,
@@ -80,7 +80,7 @@ def compile_command(
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Examples in flight at once.")] = 4,
     fail_on_error: opt.FAIL_ON_ERROR = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
@@ -100,7 +100,12 @@ def compile_command(
     if base.get("framework") and base["framework"] != framework:
         raise ConfigError(f"--config is for {base['framework']}, not {framework}")
     cls = get_framework(framework)
-    knobs = dict(base.get("knobs") or {}) | opt.parse_sets(sets)
+    from courtroom.optimize.compile import get_optimizer
+
+    settings = opt.parse_sets(opt_settings, get_optimizer(optimizer).defaults, flag="--opt")
+    opt.writable_file(out, "-o", "program.json")
+    opt.check_providers(lm or base.get("lm"), [*(role or []), *(f"x={m}" for m in [prompt_lm] if m)])
+    knobs = dict(base.get("knobs") or {}) | opt.parse_sets(sets, cls.knobs())
     if loops is not None:
         knobs["n_loops"] = loops
     roles = dict(base.get("roles") or {}) | parse_role_overrides(role or [], cls.roles)
@@ -118,7 +123,7 @@ def compile_command(
         framework,
         task=task or base.get("task") or "boolean_expressions",
         optimizer=optimizer,
-        settings=opt.parse_sets(opt_settings),
+        settings=settings,
         knobs=knobs,
         train=train,
         dev=dev,

@@ -17,7 +17,10 @@ def report_command(
     out: Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")] = Path("report.html"),
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
+    from courtroom.cli._options import writable_file
     from courtroom.eval.report import write_report
+
+    writable_file(out, "-o", "report.html")
 
     path = write_report(source, out)
     Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)

@@ -76,8 +76,8 @@ def run_command(
         typer.Argument(help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."),
     ] = None,
     task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Run the first N examples of the split.")] = None,
-    loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Run the first N examples of the split.")] = None,
+    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
     data: Annotated[
         str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")
     ] = "auto",
@@ -93,11 +93,14 @@ def run_command(
         int | None,
         typer.Option(
             "--concurrency",
+            min=1,
             help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).",
         ),
     ] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
-    show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
+    show: Annotated[
+        int | None, typer.Option("--show", min=0, help="Print the transcript of example i afterwards.")
+    ] = None,
     resume_dir: Annotated[
         Path | None,
         typer.Option("--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."),
@@ -105,7 +108,7 @@ def run_command(
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="With --resume: run the examples that failed again too.")
     ] = False,
-    repeats: Annotated[int, typer.Option("--repeats", help="Run R times; report mean, sd and 95% CI.")] = 1,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Run R times; report mean, sd and 95% CI.")] = 1,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
@@ -119,10 +122,11 @@ def run_command(
         int,
         typer.Option(
             "--ambiguity-k",
+            min=0,
             help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
         ),
     ] = 0,
-    theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
+    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.eval.metrics import load_prices
@@ -133,12 +137,14 @@ def run_command(
     from courtroom.programs import get_framework
 
     price_table = load_prices(prices) if prices else None
+    opt.check_providers(lm, role)
     config = None
     if resume_dir is None:
         if framework is None:
             raise ConfigError("name a framework (see `courtroom frameworks`) or pass --resume RUN_DIR")
         cls = get_framework(framework)
-        knobs = opt.parse_sets(sets)
+        opt.writable_folder(out, "--out")
+        knobs = opt.parse_sets(sets, cls.knobs())
         if loops is not None:
             knobs["n_loops"] = loops
         spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)

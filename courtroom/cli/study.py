@@ -35,11 +35,11 @@ def study_command(
     ],
     task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
     trials: Annotated[
-        int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")
+        int, typer.Option("--trials", min=0, help="Trials this process runs (0: only create the study).")
     ] = 20,
-    dev: Annotated[int, typer.Option("--dev", help="Dev examples each trial is scored on.")] = 20,
+    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples each trial is scored on.")] = 20,
     train: Annotated[
-        int, typer.Option("--train", help="Training examples (precedents, reliability model).")
+        int, typer.Option("--train", min=1, help="Training examples (precedents, reliability model).")
     ] = 20,
     storage: Annotated[
         str | None,
@@ -49,7 +49,7 @@ def study_command(
         ),
     ] = None,
     study_name: Annotated[str | None, typer.Option("--study-name", help="Default: FRAMEWORK-TASK.")] = None,
-    workers: Annotated[int, typer.Option("--workers", help="Trials run at once in this process.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Trials run at once in this process.")] = 1,
     objective: Annotated[str, typer.Option("--objective", help="accuracy | f1")] = "accuracy",
     cost_objective: Annotated[
         bool,
@@ -73,7 +73,7 @@ def study_command(
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight per trial.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Examples in flight per trial.")] = 4,
     report: Annotated[
         str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
     ] = None,
@@ -89,6 +89,11 @@ def study_command(
     from courtroom.programs import get_framework
 
     cls = get_framework(framework)
+    opt.check_providers(lm, role)
+    if report:
+        opt.writable_folder(report, "--report")
+    if export_best:
+        opt.writable_file(export_best, "--export-best", "best.json")
     config = StudyConfig(
         framework=framework,
         task=task,

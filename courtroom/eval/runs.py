@@ -140,6 +140,7 @@ class RunSetup:
             limit=config.limit,
             seed=config.seed,
             dataset=config.dataset,
+            limit_flag="--limit",
         )
         if lms is None:
             lms = resolve_roles(

@@ -101,6 +101,27 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
     return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
 
 
+def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
+    """MIPROv2's own checks, made before anything is spent (it raises them mid-compile)."""
+    if s.get("auto") not in (None, "light", "medium", "heavy"):
+        raise ConfigError(f"optimizer mipro: auto={s.get('auto')!r}: use light, medium, heavy or none")
+    manual = s.get("auto") is None or s.get("num_candidates") is not None
+    if not manual:
+        return  # an auto budget sizes the candidates, trials and minibatches itself
+    if s.get("num_candidates") is None or s.get("num_trials") is None:
+        raise ConfigError(
+            "optimizer mipro without an auto budget needs --opt num_candidates=N and --opt num_trials=N "
+            "(or keep --opt auto=light)"
+        )
+    valset = min(1000, max(1, int(n_train * 0.8)))  # MIPROv2 validates on 80% of the training set
+    size = int(s.get("minibatch_size") or 35)
+    if s.get("minibatch") is not False and size > valset:
+        raise ConfigError(
+            f"optimizer mipro: minibatch_size {size} is more than the {valset} validation examples it takes "
+            f"from --train {n_train}: pass --opt minibatch_size={valset}, --opt minibatch=false, or a larger --train"
+        )
+
+
 def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
     opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=label_metric, **ctx.settings)
     return opt.compile(
@@ -331,6 +352,8 @@ def compile_program(
             f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
             f"{len(trainset)}: raise --train or lower the optimizer's settings"
         )
+    if opt.name == "mipro":
+        _check_mipro(chosen, len(trainset))
     if lms is None:
         lms = resolve_roles(
             lm,
