@@ -27,19 +27,23 @@ class FolderBusy(CourtroomError):
 class FolderLock:
     """``with FolderLock(folder, what="run folder"):`` holds the folder's lock, or raises :class:`FolderBusy`.
 
-    ``wait`` seconds > 0 waits for the holder to finish instead of failing at once.
+    ``wait`` seconds > 0 waits for the holder to finish instead of failing at once; ``lock_file``
+    locks another file than ``FOLDER/.lock`` (e.g. ``study.db.lock`` next to a SQLite file).
     """
 
-    def __init__(self, folder: str | Path, *, what: str = "folder", wait: float = 0.0) -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self, folder: str | Path, *, what: str = "folder", wait: float = 0.0, lock_file: str | Path | None = None
+    ) -> None:
         self.folder = Path(folder)
         self.what = what
         self.wait = wait
+        self.lock_file = Path(lock_file) if lock_file else self.folder / LOCK_NAME
         self._fd: int | None = None
 
     def acquire(self) -> FolderLock:
         """Take the lock (non-blocking unless ``wait``); write the holder's name into the file."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait
         while True:
             try:

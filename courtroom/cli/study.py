@@ -77,12 +77,14 @@ def study_command(
     report: Annotated[
         str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
     ] = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
     export_best: Annotated[
         str | None,
         typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
     ] = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
+    from courtroom.eval.status import check_threshold
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize._report import best_trial, export_config, pareto_table, trials_table, write_report
     from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
@@ -115,6 +117,7 @@ def study_command(
         api_base=api_base,
         concurrency=concurrency,
         prune=not no_prune,
+        fail_on_error=check_threshold(fail_on_error),
     )
     outcome = run_study(config)
     console = Console()
@@ -125,6 +128,7 @@ def study_command(
     df = trials_table(study)
     table = Table(title=f"{framework} on {task}")
     cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
+    cols += ["error"] if "error" in df.columns else []
     for c in cols:
         table.add_column(c)
     for _, row in df.iterrows():
@@ -132,11 +136,17 @@ def study_command(
             *[
                 ""
                 if str(row[c]) == "nan"
-                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
+                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
                 for c in cols
             ]
         )
     console.print(table)
+    failed = [t for t in study.trials if t.state.name == "FAIL"]
+    if failed:
+        console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)
+        for t in failed:
+            error = t.user_attrs.get("error", "no error recorded (its worker died)")
+            console.print(f"  trial {t.number}: {error}", markup=False, soft_wrap=True)
     if cost_objective:
         console.print("Pareto front (score up, calls per example down):")
         console.print(pareto_table(study).to_string(index=False), markup=False)
@@ -147,7 +157,11 @@ def study_command(
         return
     params = best.user_attrs.get("config", best.params)
     console.print(f"best trial {best.number}: values {list(best.values)} params {params}")
-    written = write_report(study, report_dir(config, report), study_config_dict(config))
+    from courtroom._lock import FolderLock
+
+    folder = report_dir(config, report)
+    with FolderLock(folder, what="study report", wait=600):  # workers of one study write it in turn
+        written = write_report(study, folder, study_config_dict(config))
     console.print(f"report: {written['summary'].parent}")
     if export_best:
         export_config(study, framework, task, export_best)
