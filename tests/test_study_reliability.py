@@ -121,3 +121,19 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
     assert states[:4] == ["COMPLETE"] * 4, states
     last = study.trials[4]
     assert last.state.name == "PRUNED" and last.user_attrs["examples"] < len(dev), (states, last.user_attrs)
+
+
+def test_a_trial_with_too_many_failed_examples_stops_the_study(tmp_path):
+    from courtroom.eval.status import TooManyFailures
+    from courtroom.lms import resolve_roles
+
+    with FakeServer(faults={"garbage": 1.0}) as server:
+        with pytest.raises(TooManyFailures, match=r"trial 0: 4 of 4 examples failed \(100% > --fail-on-error 0.1\)"):
+            run_study(
+                StudyConfig(framework="self-consistency", storage=f"sqlite:///{tmp_path / 'g.db'}", dev=4, trials=3,
+                            prune=False, fail_on_error=0.1),
+                lms=resolve_roles(server.lm("openai/garbage-study")),
+                trainset=_data(2),
+                devset=_data(4),
+                labels=LABELS,
+            )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from courtroom import _stop
 from courtroom._lock import FolderLock
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -77,7 +78,7 @@ def resume(
     """
     path = Path(run_dir)
     load_run(path)  # one line for a folder that is not a run folder, before taking its lock
-    with FolderLock(path, what="run folder"):
+    with FolderLock(path, what="run folder"), _stop.saving_to(path):
         return _resume(path, progress, on_start, lms, retry_failed, overrides)
 
 

@@ -267,7 +267,7 @@ def run(
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
     else:
         run_dir.mkdir(parents=True, exist_ok=False)
-    with FolderLock(run_dir, what="run folder"):
+    with FolderLock(run_dir, what="run folder"), _stop.saving_to(run_dir):
         return _start(setup, config, run_dir, progress, on_start)
 
 
