@@ -15,7 +15,3 @@ class DataError(CourtroomError, ValueError):
 
 class ModelError(CourtroomError, RuntimeError):
     """A model that cannot be reached or started."""
-
-
-class Interrupted(CourtroomError):
-    """Ctrl-C: the message says what was saved and how to resume; the CLI exits 130."""

@@ -34,6 +34,24 @@ def _on_sigint(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _interrupted_message() -> str:
+    """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
+    from pathlib import Path
+
+    from courtroom import _stop
+
+    folder = _stop.saved_folder()
+    if folder is None:
+        return "interrupted: nothing was saved"
+    saved = ""
+    if (Path(folder) / "meta.json").is_file():
+        from courtroom.eval.runs import load_run
+
+        meta, rows, _ = load_run(folder)
+        saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
+    return f"interrupted: {saved}saved in {folder}; resume with: courtroom run --resume {folder}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line (no traceback unless ``--debug``) and exit non-zero."""
     import signal
@@ -59,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from courtroom.errors import CourtroomError, Interrupted
+    from courtroom.errors import CourtroomError
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -89,10 +107,7 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Interrupted as exc:
-        print(exc, file=sys.stderr)
+        print(_interrupted_message(), file=sys.stderr)
         return 130
     except CourtroomError as exc:
         if debug:
@@ -107,6 +122,6 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return 1
-    if code == 130:
-        print("interrupted", file=sys.stderr)
+    if code == 130:  # typer turned a Ctrl-C into Exit(130)
+        print(_interrupted_message(), file=sys.stderr)
     return code if isinstance(code, int) else 0

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
-from courtroom.errors import ConfigError, CourtroomError
+from courtroom.errors import ConfigError
 from courtroom.eval.status import TooManyFailures, check_threshold
 
 
@@ -32,23 +32,6 @@ def summary_table(summary: dict, title: str) -> Table:
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
     return table
-
-
-def _interrupted() -> CourtroomError:
-    """The Ctrl-C message: what was saved, and the command that finishes the run."""
-    from courtroom import _stop
-    from courtroom.errors import Interrupted
-
-    folder = _stop.saved_folder()
-    if folder is None:
-        return Interrupted("interrupted before any example ran: nothing to resume")
-    saved = ""
-    if (Path(folder) / "meta.json").is_file():
-        from courtroom.eval.runs import load_run
-
-        meta, rows, _ = load_run(folder)
-        saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
-    return Interrupted(f"interrupted: {saved}saved in {folder}; resume with: courtroom run --resume {folder}")
 
 
 def _given(ctx: typer.Context, framework: str | None, sets: list[str] | None, loops: int | None) -> dict[str, Any]:
@@ -169,60 +152,57 @@ def run_command(
             fail_on_error=check_threshold(fail_on_error),
         )
     stdout = Console()
-    group = None
-    try:
-        # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
-        with opt.progress_bar(Console(stderr=True)) as bar:
-            handle = bar.add_task(framework or "resume", total=None, status="starting")
-            state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
+    # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
+    with opt.progress_bar(Console(stderr=True)) as bar:
+        handle = bar.add_task(framework or "resume", total=None, status="starting")
+        state = {"done": 0, "failed": 0, "correct": 0, "total": 0}
 
-            def on_start(n: int) -> None:
-                state["total"] += n
-                bar.update(handle, total=state["total"], status="")
+        def on_start(n: int) -> None:
+            state["total"] += n
+            bar.update(handle, total=state["total"], status="")
 
-            def progress(res: Any) -> None:
-                state["done"] += 1
-                state["failed"] += res.prediction is None
-                state["correct"] += res.correct
-                bar.update(
-                    handle,
-                    advance=1,
-                    status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}",
-                )
+        def progress(res: Any) -> None:
+            state["done"] += 1
+            state["failed"] += res.prediction is None
+            state["correct"] += res.correct
+            bar.update(
+                handle,
+                advance=1,
+                status=f"acc {state['correct'] / state['done']:.2f}  failed {state['failed']}",
+            )
 
-            if config is None:
-                assert resume_dir is not None
-                overrides: dict[str, Any] = {
-                    "lm": lm,
-                    "api_base": api_base,
-                    "temperature": temperature,
-                    "max_tokens": max_tokens,
-                    "concurrency": concurrency,
-                    "prices": price_table,
-                    "fail_on_error": None if fail_on_error is None else check_threshold(fail_on_error),
-                }
-                if role:
-                    overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
-                overrides |= _given(ctx, framework, sets, loops)
-                if is_repeat_group(resume_dir):
-                    group = resume_repeats(
-                        resume_dir,
-                        progress=lambda r, res: progress(res),
-                        on_start=lambda r, n: on_start(n),
-                        **overrides,
-                    )
-                else:
-                    outcome = resume(
-                        resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
-                    )
-            elif repeats > 1:
-                group = run_repeats(
-                    config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
+        group = None
+        if config is None:
+            assert resume_dir is not None
+            overrides: dict[str, Any] = {
+                "lm": lm,
+                "api_base": api_base,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "concurrency": concurrency,
+                "prices": price_table,
+                "fail_on_error": None if fail_on_error is None else check_threshold(fail_on_error),
+            }
+            if role:
+                overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
+            overrides |= _given(ctx, framework, sets, loops)
+            if is_repeat_group(resume_dir):
+                group = resume_repeats(
+                    resume_dir,
+                    progress=lambda r, res: progress(res),
+                    on_start=lambda r, n: on_start(n),
+                    **overrides,
                 )
             else:
-                outcome = run(config, progress=progress, on_start=on_start)
-    except KeyboardInterrupt as exc:
-        raise _interrupted() from exc
+                outcome = resume(
+                    resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
+                )
+        elif repeats > 1:
+            group = run_repeats(
+                config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
+            )
+        else:
+            outcome = run(config, progress=progress, on_start=on_start)
     if group is not None:
         from courtroom.eval.repeats import stats_markdown
 
