@@ -74,6 +74,22 @@ def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, 
     assert code == 0, err
     assert "RuntimeError: the model server went away" in out
     assert "1 trial(s) failed" in out
+    assert "Traceback" not in err
+
+
+def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, capsys, monkeypatch):
+    from courtroom.optimize import study as study_mod
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise ConfigError("jot: n_loops must be >= 1")
+
+    monkeypatch.setattr(study_mod, "build_program", broken)
+    with FakeServer() as server:
+        code = main(["study", "jot", "--trials", "3", "--dev", "2", "--train", "2", "--storage",
+                     f"sqlite:///{tmp_path / 'c.db'}", "--lm", "openai/fake-conf", "--api-base", server.url])
+    _, err = capsys.readouterr()
+    assert code != 0 and "n_loops must be >= 1" in err and "trial 0" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):

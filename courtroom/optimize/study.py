@@ -108,7 +108,8 @@ def _optuna() -> Any:
         import optuna
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise ConfigError("studies need optuna: pip install 'optuna>=5,<6'") from exc
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: a failed trial is shown (and counted) by the study command; Optuna would add a traceback.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     return optuna
 
 
