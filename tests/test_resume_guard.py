@@ -53,8 +53,20 @@ def test_resume_refuses_what_changes_the_answers(run_dir, server, extra, needle,
 
 def test_resume_allows_what_does_not_change_the_answers(run_dir, server, capsys):
     same = ["--lm", "openai/fake-guard", "--role", "judge=openai/fake-guard-judge", "--seed", "31", "jot"]
-    code = main(["run", *same, "--resume", str(run_dir), "--api-base", server.url, "--concurrency", "2",
-                 "--fail-on-error", "0.5"])
+    code = main(
+        [
+            "run",
+            *same,
+            "--resume",
+            str(run_dir),
+            "--api-base",
+            server.url,
+            "--concurrency",
+            "2",
+            "--fail-on-error",
+            "0.5",
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 0, err
 
@@ -68,16 +80,35 @@ def _cli(*args: str) -> subprocess.Popen:
 def test_two_resumes_at_once_one_writes_the_other_fails(tmp_path):
     with FakeServer(latency=2.0) as server:
         common = ["--api-base", server.url]
-        first = _cli("run", "jot", "--limit", "10", "--loops", "1", "--seed", "32", "--lm", "openai/fake-lock",
-                     "--concurrency", "2", "--out", str(tmp_path), *common)
+        first = _cli(
+            "run",
+            "jot",
+            "--limit",
+            "10",
+            "--loops",
+            "1",
+            "--seed",
+            "32",
+            "--lm",
+            "openai/fake-lock",
+            "--concurrency",
+            "2",
+            "--out",
+            str(tmp_path),
+            *common,
+        )
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("*/results.jsonl")) or not next(tmp_path.glob("*/results.jsonl")).read_text():
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
         folder = next(tmp_path.iterdir())
         # A writer is running: a resume of its folder fails at once, naming the holder.
-        busy = subprocess.run([sys.executable, "-m", "courtroom.cli", "run", "--resume", str(folder), *common],
-                              capture_output=True, text=True, timeout=120)
+        busy = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", "run", "--resume", str(folder), *common],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert busy.returncode != 0
         assert f"is being written by pid {first.pid}" in busy.stderr and len(busy.stderr.strip().splitlines()) == 1
         first.send_signal(signal.SIGKILL)  # dies holding the lock: the kernel drops it

@@ -31,12 +31,33 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
     with FakeServer(latency=0.05) as server:
         for round_ in range(2):
             db = tmp_path / f"fresh-{round_}.db"
-            args = ["study", "jot", "--trials", "2", "--dev", "2", "--train", "2", "--storage", f"sqlite:///{db}",
-                    "--lm", "openai/fake-study", "--api-base", server.url, "--seed", str(round_),
-                    "--report", str(tmp_path / f"report-{round_}")]
+            args = [
+                "study",
+                "jot",
+                "--trials",
+                "2",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{db}",
+                "--lm",
+                "openai/fake-study",
+                "--api-base",
+                server.url,
+                "--seed",
+                str(round_),
+                "--report",
+                str(tmp_path / f"report-{round_}"),
+            ]
             procs = [
-                subprocess.Popen([sys.executable, "-m", "courtroom.cli", *args], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+                subprocess.Popen(
+                    [sys.executable, "-m", "courtroom.cli", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 for _ in range(2)
             ]
             outs = [p.communicate(timeout=300) for p in procs]
@@ -67,9 +88,26 @@ def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, 
 
     monkeypatch.setattr(study_mod, "build_program", flaky)
     with FakeServer() as server:
-        code = main(["study", "jot", "--trials", "3", "--dev", "2", "--train", "2", "--storage",
-                     f"sqlite:///{tmp_path / 'f.db'}", "--lm", "openai/fake-fail", "--api-base", server.url,
-                     "--report", str(tmp_path / "rep")])
+        code = main(
+            [
+                "study",
+                "jot",
+                "--trials",
+                "3",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{tmp_path / 'f.db'}",
+                "--lm",
+                "openai/fake-fail",
+                "--api-base",
+                server.url,
+                "--report",
+                str(tmp_path / "rep"),
+            ]
+        )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "RuntimeError: the model server went away" in out
@@ -85,8 +123,24 @@ def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, cap
 
     monkeypatch.setattr(study_mod, "build_program", broken)
     with FakeServer() as server:
-        code = main(["study", "jot", "--trials", "3", "--dev", "2", "--train", "2", "--storage",
-                     f"sqlite:///{tmp_path / 'c.db'}", "--lm", "openai/fake-conf", "--api-base", server.url])
+        code = main(
+            [
+                "study",
+                "jot",
+                "--trials",
+                "3",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{tmp_path / 'c.db'}",
+                "--lm",
+                "openai/fake-conf",
+                "--api-base",
+                server.url,
+            ]
+        )
     _, err = capsys.readouterr()
     assert code != 0 and "n_loops must be >= 1" in err and "trial 0" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -119,8 +173,14 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
     from courtroom.lms import resolve_roles
 
     config = _config(tmp_path, trials=0, models=["good", "bad"])
-    outcome = run_study(config, lms=resolve_roles(good), model_objects={"good": good, "bad": bad},
-                        trainset=_data(2), devset=dev, labels=LABELS)
+    outcome = run_study(
+        config,
+        lms=resolve_roles(good),
+        model_objects={"good": good, "bad": bad},
+        trainset=_data(2),
+        devset=dev,
+        labels=LABELS,
+    )
     study = outcome.study
     from courtroom.optimize.spaces import default_params
 
@@ -130,8 +190,14 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
         study.enqueue_trial(default | everyone)
     study.enqueue_trial(default | {k: "bad" for k in everyone})
     config.trials = 5
-    run_study(config, lms=resolve_roles(good), model_objects={"good": good, "bad": bad}, trainset=_data(2),
-              devset=dev, labels=LABELS)
+    run_study(
+        config,
+        lms=resolve_roles(good),
+        model_objects={"good": good, "bad": bad},
+        trainset=_data(2),
+        devset=dev,
+        labels=LABELS,
+    )
     study = optuna.load_study(study_name=config.name, storage=config.storage)
     states = [t.state.name for t in study.trials]
     assert states[:4] == ["COMPLETE"] * 4, states
@@ -146,8 +212,14 @@ def test_a_trial_with_too_many_failed_examples_stops_the_study(tmp_path):
     with FakeServer(faults={"garbage": 1.0}) as server:
         with pytest.raises(TooManyFailures, match=r"trial 0: 4 of 4 examples failed \(100% > --fail-on-error 0.1\)"):
             run_study(
-                StudyConfig(framework="self-consistency", storage=f"sqlite:///{tmp_path / 'g.db'}", dev=4, trials=3,
-                            prune=False, fail_on_error=0.1),
+                StudyConfig(
+                    framework="self-consistency",
+                    storage=f"sqlite:///{tmp_path / 'g.db'}",
+                    dev=4,
+                    trials=3,
+                    prune=False,
+                    fail_on_error=0.1,
+                ),
                 lms=resolve_roles(server.lm("openai/garbage-study")),
                 trainset=_data(2),
                 devset=_data(4),
