@@ -72,7 +72,7 @@ def guard(lm: Any) -> Any:
     return lm
 
 
-_saving: list[str] = []
+_saving: list[tuple[str, str | None]] = []
 
 
 class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
@@ -81,11 +81,12 @@ class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
     On an error (Ctrl-C included) the note stays, so the CLI can name the folder afterwards.
     """
 
-    def __init__(self, folder: Any) -> None:  # noqa: D107
+    def __init__(self, folder: Any, resume: str | None = None) -> None:  # noqa: D107
         self.folder = str(folder)
+        self.resume = resume
 
     def __enter__(self) -> None:
-        _saving.append(self.folder)
+        _saving.append((self.folder, self.resume))
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         if exc_type is None and _saving:
@@ -94,4 +95,9 @@ class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
 
 def saved_folder() -> str | None:
     """The outermost folder noted by :class:`saving_to` (None when none)."""
-    return _saving[0] if _saving else None
+    return _saving[0][0] if _saving else None
+
+
+def resume_hint() -> str | None:
+    """How to resume the outermost noted work, when it is not ``courtroom run --resume FOLDER``."""
+    return _saving[0][1] if _saving else None

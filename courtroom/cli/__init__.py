@@ -43,6 +43,8 @@ def _interrupted_message() -> str:
     folder = _stop.saved_folder()
     if folder is None:
         return "interrupted: nothing was saved"
+    if _stop.resume_hint():
+        return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
     if (Path(folder) / "meta.json").is_file():
         from courtroom.eval.runs import load_run

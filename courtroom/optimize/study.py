@@ -25,6 +25,7 @@ from typing import Any
 
 import dspy
 
+from courtroom import _stop
 from courtroom.errors import ConfigError, CourtroomError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
@@ -338,9 +339,18 @@ def run_study(
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
-    # Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
-    # tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
-    # at a time, under the storage's lock, before the workers fan out.
+    where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
+    with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
+        return _optimize(study, objective, config, space)
+
+
+def _optimize(study: Any, objective: Any, config: StudyConfig, space: list[Param]) -> StudyOutcome:
+    """Run this process's trials.
+
+    Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
+    tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
+    at a time, under the storage's lock, before the workers fan out.
+    """
     from optuna.trial import TrialState
 
     with _storage.creation_lock(config.storage):
