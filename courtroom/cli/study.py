@@ -162,7 +162,8 @@ def study_command(
     folder = report_dir(config, report)
     with FolderLock(folder, what="study report", wait=600):  # workers of one study write it in turn
         written = write_report(study, folder, study_config_dict(config))
+        if export_best:
+            export_config(study, framework, task, export_best)
     console.print(f"report: {written['summary'].parent}")
     if export_best:
-        export_config(study, framework, task, export_best)
         console.print(f"best config: {export_best} (use: courtroom compile --config {export_best})")
