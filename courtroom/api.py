@@ -64,6 +64,8 @@ def run(
     resume: str | Path | None = None,
     retry_failed: bool = False,
     preset: str | None = None,
+    fail_on_error: float | None = None,
+    resume_given: Mapping[str, Any] | None = None,
     progress: bool = True,
     lms: Any = None,
 ) -> RunOutcome | RepeatOutcome:
@@ -72,6 +74,9 @@ def run(
     ``resume=RUN_DIR`` finishes an interrupted run or repeat group instead; ``repeats > 1``
     writes a repeat group. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
     ``preset`` sets a paper's knobs and sampling temperatures (``knobs`` override them).
+    ``fail_on_error`` (default 0.1) is the failed fraction above which the summary's ``status``
+    is ``failed``. On resume, ``resume_given`` holds run-defining options (framework, knobs, task,
+    data, ...) that must match the folder's, or the resume is refused.
     Returns a :class:`~courtroom.eval.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
     or, for repeats, a :class:`~courtroom.eval.repeats.RepeatOutcome` (``group_dir``, ``stats``).
     """
@@ -94,6 +99,8 @@ def run(
                 "max_tokens": max_tokens,
                 "concurrency": concurrency,
                 "prices": price_table,
+                "fail_on_error": fail_on_error,
+                **dict(resume_given or {}),
             }
             if is_repeat_group(resume):
                 return resume_repeats(resume, lms=lms, **hooks, **overrides)
@@ -126,6 +133,7 @@ def run(
                 prices=price_table,
                 train_limit=train_limit,
                 preset=preset,
+                **({} if fail_on_error is None else {"fail_on_error": fail_on_error}),
             )
             if repeats > 1:
                 return run_repeats(config, repeats, lms=lms, **hooks)
@@ -315,11 +323,18 @@ def study(
         best_trial(outcome.study)
     except ValueError:  # no completed trial
         return outcome
-    if report is not False:
-        folder = report_dir(config, None if report is True else report)
-        outcome.report_dir = write_report(outcome.study, folder, study_config_dict(config))["summary"].parent
-    if export_best:
-        export_config(outcome.study, framework, config.task, export_best, models=outcome.models, lm=outcome.lm)
+    import contextlib
+
+    from courtroom._lock import FolderLock
+
+    folder = report_dir(config, None if report in (True, False) else report)
+    # Workers of one study write its report in turn.
+    lock = FolderLock(folder, what="study report", wait=600) if report is not False else contextlib.nullcontext()
+    with lock:
+        if report is not False:
+            outcome.report_dir = write_report(outcome.study, folder, study_config_dict(config))["summary"].parent
+        if export_best:
+            export_config(outcome.study, framework, config.task, export_best, models=outcome.models, lm=outcome.lm)
     return outcome
 
 

@@ -18,6 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
+from courtroom import _stop  # noqa: E402
 from courtroom._adapter import ADAPTER  # noqa: E402
 from courtroom._concurrency import limit_requests  # noqa: E402
 from courtroom._warmup import warm_up  # noqa: E402
@@ -199,7 +200,8 @@ def resolve_roles(
                 timeout=value.timeout if value.timeout is not None else timeout,
             )
             if value not in built:
-                built[value] = build_lm(value)
+                # Ctrl-C stops new calls on every model the commands build (courtroom._stop).
+                built[value] = _stop.guard(build_lm(value))
             return built[value]
         return limit_requests(value)
 

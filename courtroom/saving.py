@@ -181,18 +181,29 @@ def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
     return state, meta
 
 
-def _artefact_types(cls: type[CourtroomProgram], program: CourtroomProgram) -> dict[str, type]:
-    """Artefact classes this program can hold: those of its own attributes, plus known ones."""
+def _artefact_slots(program: CourtroomProgram) -> dict[str, type]:
+    """Attribute name -> artefact class, for the attributes a loaded file may set on ``program``.
+
+    Only these names: the program's own artefact attributes (as built), KNN precedents (set by
+    ``compile --optimizer knn``), and :data:`ARTEFACT_TYPES` on an attribute the program has.
+    A file can never set other attributes (``__class__``, ``lms``, ``forward``, ...).
+    """
     from courtroom.optimize._knn import KNNPrecedents
     from courtroom.programs._precedents import PrecedentIndex
     from courtroom.programs._reliability import ReliabilityModel
 
-    known = {f"{t.__module__}.{t.__qualname__}": t for t in (KNNPrecedents, PrecedentIndex, ReliabilityModel)}
-    for value in vars(program).values():
-        t = type(value)
-        if callable(getattr(t, "from_dict", None)):
-            known[f"{t.__module__}.{t.__qualname__}"] = t
-    return known | ARTEFACT_TYPES
+    slots: dict[str, type] = {"knn_precedents": KNNPrecedents}
+    for name, t in (("precedent_index", PrecedentIndex), ("reliability_model", ReliabilityModel)):
+        if hasattr(program, name):
+            slots[name] = t
+    for name, value in vars(program).items():
+        if not name.startswith("_") and callable(getattr(type(value), "from_dict", None)):
+            slots[name] = type(value)
+    return slots
+
+
+def _qualname(t: type) -> str:
+    return f"{t.__module__}.{t.__qualname__}"
 
 
 def load_program(
@@ -240,13 +251,26 @@ def load_program(
         raise ConfigError(
             f"{path}: program state does not fit {name} ({type(exc).__name__}: {exc}); recompile it"
         ) from exc
-    known = _artefact_types(cls, program)
-    for attr, entry in (meta.get("artefacts") or {}).items():
+    slots = _artefact_slots(program)
+    entries = meta.get("artefacts") or {}
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path}: artefacts are malformed; recompile it")
+    for attr, entry in entries.items():
         kind = entry.get("type") if isinstance(entry, dict) else None
-        t: Any = known.get(kind) if isinstance(kind, str) else None
-        if t is None or "data" not in entry:
-            raise ConfigError(f"{path}: unknown artefact {attr!r} of type {kind!r}; recompile it")
-        value = t.from_dict(entry["data"])
+        t: Any = slots.get(attr)
+        if t is None and hasattr(program, attr) and getattr(program, attr) is None and not attr.startswith("_"):
+            t = ARTEFACT_TYPES.get(kind) if isinstance(kind, str) else None
+        if t is None or kind != _qualname(t) or "data" not in entry:
+            valid = ", ".join(f"{a} ({_qualname(v)})" for a, v in sorted(slots.items()))
+            raise ConfigError(
+                f"{path}: unknown artefact {attr!r} of type {kind!r} ({name} takes {valid}); recompile it"
+            )
+        try:
+            value = t.from_dict(entry["data"])
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ConfigError(
+                f"{path}: artefact {attr!r} is malformed ({type(exc).__name__}: {exc}); recompile it"
+            ) from exc
         setattr(program, attr, value)
         if callable(getattr(value, "attach", None)):
             value.attach(program)

@@ -190,7 +190,7 @@ def test_every_example_failing_is_an_error(server, capsys):
             ],
             capsys,
         )
-    assert code != 0 and "every example failed" in err and "run folder:" in out
+    assert code != 0 and "2 of 2 examples failed" in err and "run folder:" in out
 
 
 @pytest.mark.parametrize("name", sorted(__import__("courtroom.programs", fromlist=["FRAMEWORKS"]).FRAMEWORKS))

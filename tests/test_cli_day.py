@@ -114,6 +114,8 @@ def _run_with_failures(tmp_path: Path, server: FakeServer, cli: Callable[..., An
         server.url,
         "--out",
         str(tmp_path / "runs"),
+        "--fail-on-error",
+        "1",  # the failures are the point here: the run itself succeeds
     )
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -124,7 +126,7 @@ def _run_with_failures(tmp_path: Path, server: FakeServer, cli: Callable[..., An
 def test_resume_of_a_finished_run_with_failures_names_retry_failed(tmp_path: Path, cli: Callable[..., Any]) -> None:
     with FakeServer(faults={"garbage": 0.5}, seed=3) as server:
         run_dir = _run_with_failures(tmp_path, server, cli)
-        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url, "--fail-on-error", "1")
     assert done.returncode == 0, done.stderr
     assert f"courtroom run --resume {run_dir} --retry-failed" in done.stdout
 

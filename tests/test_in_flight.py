@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,8 @@ COMMANDS = {
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path) -> None:
     with FakeServer(latency=0.15) as server:
-        _cli(*COMMANDS[command], "--concurrency", str(N), "--lm", "openai/fake", "--api-base", server.url, cwd=tmp_path)
+        model = f"openai/fake-{command}-{time.time_ns()}"  # nothing from the shared test cache
+        _cli(*COMMANDS[command], "--concurrency", str(N), "--lm", model, "--api-base", server.url, cwd=tmp_path)
     print(f"{command}: peak {server.max_in_flight} in flight, {server.counts['requests']} requests")
     assert server.counts["requests"] > 2 * N
     assert server.max_in_flight <= N, f"{command}: {server.max_in_flight} requests in flight at --concurrency {N}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 import typer
+from typer.exceptions import TyperException
 
 from courtroom.cli._app import app
 
@@ -42,8 +43,67 @@ def _redact_debug_output() -> None:
         sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    """First Ctrl-C: no new LM call starts, the requests already sent finish; the second stops at once."""
+    from courtroom import _stop
+
+    folder = _stop.saved_folder()
+    if _stop.stop_requested():
+        resume = f"; resume with: courtroom run --resume {folder}" if folder else ""
+        sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
+        sys.stderr.flush()
+        os._exit(130)
+    _stop.request_stop()
+    sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+    sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
+def _interrupted_message() -> str:
+    """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
+    from pathlib import Path
+
+    from courtroom import _stop
+
+    folder = _stop.saved_folder()
+    if folder is None:
+        return "interrupted: nothing was saved"
+    if _stop.resume_hint():
+        return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
+    saved = ""
+    if (Path(folder) / "meta.json").is_file():
+        from courtroom.eval.runs import load_run
+
+        meta, rows, _ = load_run(folder)
+        saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
+    return f"interrupted: {saved}saved in {folder}; resume with: courtroom run --resume {folder}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line (no traceback unless ``--debug``) and exit non-zero."""
+    import signal
+    import threading
+
+    from courtroom import _stop
+
+    _stop.reset()
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        code = _main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code == 130 and argv is None:
+        # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
+        # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     from courtroom.errors import CourtroomError
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -65,14 +125,23 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     command = typer.main.get_command(app)
     try:
-        command.main(args=args, prog_name="courtroom", standalone_mode=False)
+        # Not standalone: typer returns the exit code of `typer.Exit` (130 for a Ctrl-C it caught).
+        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
+        if debug:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see courtroom {ctx.info_name} --help)" if getattr(ctx, "info_name", None) else ""
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
-        print("interrupted", file=sys.stderr)
+        print(_interrupted_message(), file=sys.stderr)
         return 130
     except CourtroomError as exc:
         if debug:
@@ -87,4 +156,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    if code == 130:  # typer turned a Ctrl-C into Exit(130)
+        print(_interrupted_message(), file=sys.stderr)
+    return code if isinstance(code, int) else 0

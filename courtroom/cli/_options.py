@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -12,11 +15,28 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from courtroom.errors import ConfigError
 
+
+def _http_url(value: str | None) -> str | None:
+    """``--api-base`` must be an http(s) URL with a host (checked before anything runs)."""
+    if value is None:
+        return None
+    url = urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        got = "no host" if url.scheme in ("http", "https") else f"scheme {url.scheme!r}" if url.scheme else "no scheme"
+        raise typer.BadParameter(f"use an http:// or https:// URL with a host, e.g. http://localhost:8000/v1 ({got})")
+    return value
+
+
 LM = Annotated[str | None, typer.Option("--lm", help="Default model for every role (a dspy.LM string, or 'local').")]
 ROLE = Annotated[list[str] | None, typer.Option("--role", help="ROLE=MODEL override; repeatable.")]
-TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature for all models.")]
-MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model answer.")]
-API_BASE = Annotated[str | None, typer.Option("--api-base", help="Base URL of an OpenAI-compatible server.")]
+TEMPERATURE = Annotated[
+    float | None, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature for all models (0-2).")
+]
+MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Max tokens per model answer.")]
+API_BASE = Annotated[
+    str | None,
+    typer.Option("--api-base", callback=_http_url, help="Base URL of an OpenAI-compatible server (http or https)."),
+]
 TIMEOUT = Annotated[
     float | None,
     typer.Option(
@@ -25,6 +45,13 @@ TIMEOUT = Annotated[
     ),
 ]
 SET = Annotated[list[str] | None, typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.")]
+FAIL_ON_ERROR = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-on-error",
+        help="Exit non-zero when more than this fraction of examples failed (default 0.1; 1: never).",
+    ),
+]
 PRESET = Annotated[
     str | None,
     typer.Option("--preset", help="A paper's configuration in one word (see `courtroom frameworks`); --set wins."),
@@ -39,15 +66,80 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_sets(items: list[str] | None) -> dict[str, Any]:
-    """``KEY=VALUE`` strings to a dict."""
+def typed_value(key: str, text: str, default: Any, flag: str = "--set") -> Any:
+    """``text`` parsed strictly as the type of ``default``; one line naming the valid values if not.
+
+    A bool takes true or false; an int a whole number (2.5 is refused); a float any number; a
+    string any text. A setting whose default is None takes none, true/false, a number or text.
+    """
+    low = text.strip().lower()
+    if isinstance(default, bool):
+        if low in ("true", "false"):
+            return low == "true"
+        raise ConfigError(f"{flag} {key}={text!r}: {key} is true or false")
+    if isinstance(default, int):
+        try:
+            return int(low)
+        except ValueError:
+            raise ConfigError(f"{flag} {key}={text!r}: {key} is a whole number, e.g. {key}={default}") from None
+    if isinstance(default, float):
+        try:
+            return float(low)
+        except ValueError:
+            raise ConfigError(f"{flag} {key}={text!r}: {key} is a number, e.g. {key}={default}") from None
+    if isinstance(default, str):
+        # Optimizer settings such as mipro's auto take none (no budget); framework knobs do not.
+        return None if flag == "--opt" and low in ("none", "null") else text.strip()
+    if default is None and low in ("none", "null"):
+        return None
+    return parse_value(text.strip())
+
+
+def parse_sets(
+    items: list[str] | None, defaults: Mapping[str, Any] | None = None, flag: str = "--set"
+) -> dict[str, Any]:
+    """``KEY=VALUE`` strings to a dict; a key in ``defaults`` is parsed as its default's type.
+
+    Keys outside ``defaults`` keep the loose JSON-scalar parse; whoever uses them refuses unknown ones.
+    """
+    example = {"--set": "--set n_judges=5", "--opt": "--opt max_bootstrapped_demos=2"}.get(flag, f"{flag} k=v")
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"malformed --set {item!r}: write KEY=VALUE, e.g. --set n_judges=5")
-        out[key.strip()] = parse_value(value.strip())
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"malformed {flag} {item!r}: write KEY=VALUE, e.g. {example}")
+        if defaults is not None and key in defaults:
+            out[key] = typed_value(key, value, defaults[key], flag)
+        else:
+            out[key] = parse_value(value.strip())
     return out
+
+
+def writable_folder(path: str | Path, flag: str) -> Path:
+    """A folder a command may create and write into: checked before any model is called."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{flag} {folder} is a file: pass a folder (it is created if missing)")
+    _check_writable(folder, flag)
+    return folder
+
+
+def writable_file(path: str | Path, flag: str, example: str) -> Path:
+    """A file a command will write at the end: checked before anything is spent."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{flag} {target} is a folder: pass a file name, e.g. {flag} {target / example}")
+    _check_writable(target.parent, flag)
+    return target
+
+
+def _check_writable(folder: Path, flag: str) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag}: cannot write in {existing}; pass a path in a folder you can write")
 
 
 DATASET = Annotated[
@@ -68,6 +160,7 @@ TRAIN_LIMIT = Annotated[
     int | None,
     typer.Option(
         "--train-limit",
+        min=1,
         help="Fit precedents / the reliability assistant / demos on at most N training cases.",
     ),
 ]
@@ -121,3 +214,28 @@ def progress_bar(console: Console) -> Progress:
         console=console,
         transient=True,
     )
+
+
+def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) -> None:
+    """Refuse, before any example runs, a model whose provider LiteLLM does not know."""
+    given = [lm] if isinstance(lm, str) or lm is None else list(lm)
+    if not given or given == [None]:
+        given = [os.environ.get("COURTROOM_LM")]
+    names = [m for m in [*given, *(r.partition("=")[2] for r in roles or [])] if m and m != "local" and "/" in m]
+    if not names:
+        return
+    import litellm
+
+    quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # it prints a banner on failure
+    try:
+        for name in names:
+            try:
+                litellm.get_llm_provider(name)
+            except Exception:  # noqa: BLE001 - LiteLLM raises BadRequestError (and others) for unknown ones
+                raise ConfigError(
+                    f"unknown provider {name.split('/')[0]!r} in model {name!r}: start the name with a LiteLLM "
+                    "provider, e.g. openai/, anthropic/, ollama_chat/, hosted_vllm/ "
+                    "(https://docs.litellm.ai/docs/providers)"
+                ) from None
+    finally:
+        litellm.suppress_debug_info = quiet

@@ -22,6 +22,25 @@ def suite_lines(table: Any) -> str:
     return markdown_table(shown)
 
 
+def _suite_frameworks(suite: str | None) -> list[str]:
+    """The frameworks a suite's rows run (their knobs are what ``--set`` may name)."""
+    from courtroom.eval.suites import get_suite
+
+    return list(dict.fromkeys(r.framework for r in get_suite(suite).rows)) if suite else []
+
+
+def _knob_defaults(names: list[str]) -> dict[str, Any]:
+    """``KEY`` and ``FRAMEWORK.KEY`` -> the knob's default, so ``--set`` values are parsed strictly."""
+    from courtroom.programs import FRAMEWORKS
+
+    out: dict[str, Any] = {}
+    for name in names:
+        for key, default in (FRAMEWORKS[name].knobs() if name in FRAMEWORKS else {}).items():
+            out.setdefault(key, default)
+            out[f"{name}.{key}"] = default
+    return out
+
+
 @app.command("compare")
 def compare_command(
     frameworks: Annotated[
@@ -42,10 +61,10 @@ def compare_command(
         str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
     ] = "boolean_expressions",
     limit: Annotated[
-        int | None, typer.Option("--limit", help="Use the first N examples of the split.")
+        int | None, typer.Option("--limit", min=1, help="Use the first N examples of the split.")
     ] = None,
     repeats: Annotated[
-        int, typer.Option("--repeats", help="Runs per framework (box plots, mean, sd, CI).")
+        int, typer.Option("--repeats", min=1, help="Runs per framework (box plots, mean, sd, CI).")
     ] = 1,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
@@ -63,13 +82,15 @@ def compare_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Bound on LM requests in flight.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Bound on LM requests in flight.")] = 4,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
     ambiguity_k: Annotated[
         int,
-        typer.Option("--ambiguity-k", help="Run the preliminary hearing K times for the ambiguity split (0: off)."),
+        typer.Option(
+            "--ambiguity-k", min=0, help="Run the preliminary hearing K times for the ambiguity split (0: off)."
+        ),
     ] = 0,
-    theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
+    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
@@ -78,11 +99,15 @@ def compare_command(
     hub_split: opt.HUB_SPLIT = "train",
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
     from courtroom.errors import ConfigError
     from courtroom.eval.analysis import analyses_lines, markdown_table
+    from courtroom.eval.status import TooManyFailures, check_threshold
+
+    threshold = check_threshold(fail_on_error)
 
     if (frameworks is None) == (suite is None):
         raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
@@ -93,6 +118,8 @@ def compare_command(
         from courtroom.errors import ConfigError
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
+    opt.check_providers(lm, role)
+    opt.writable_folder(out, "--out")
     spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
     common: dict[str, Any] = dict(
         limit=limit,
@@ -102,7 +129,7 @@ def compare_command(
         data=data,
         split=split,
         seed=seed,
-        knobs=opt.parse_sets(sets),
+        knobs=opt.parse_sets(sets, _knob_defaults(names or _suite_frameworks(suite))),
         concurrency=concurrency,
         out=out,
         temperature=temperature,
@@ -114,6 +141,7 @@ def compare_command(
         ambiguity_k=ambiguity_k,
         theta=theta,
         train_limit=train_limit,
+        fail_on_error=threshold,
     )
     if suite:
         from courtroom.eval.suites import get_suite, run_suite
@@ -142,3 +170,9 @@ def compare_command(
             soft_wrap=True,
         )
         console.print(suite_lines(table), markup=False, soft_wrap=True)
+    failed = {f"{t}: {name}" if len(results) > 1 else name: reason
+              for t, r in results.items() for name, reason in r.failed.items()}
+    if failed:
+        name, reason = next(iter(failed.items()))
+        more = f" (and {len(failed) - 1} more framework(s))" if len(failed) > 1 else ""
+        raise TooManyFailures(f"{name}: {reason}{more}")

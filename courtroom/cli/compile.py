@@ -39,8 +39,8 @@ def compile_command(
         str,
         typer.Option("--optimizer", help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa"),
     ] = "bootstrap",
-    train: Annotated[int, typer.Option("--train", help="Training examples (the task's train split).")] = 20,
-    dev: Annotated[int, typer.Option("--dev", help="Dev examples, scored before and after.")] = 20,
+    train: Annotated[int, typer.Option("--train", min=1, help="Training examples (the task's train split).")] = 20,
+    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples, scored before and after.")] = 20,
     out: Annotated[str, typer.Option("-o", "--out", help="Program file to write.")] = "program.json",
     config: Annotated[
         str | None, typer.Option("--config", help="best.json from `courtroom study --export-best`.")
@@ -57,7 +57,7 @@ def compile_command(
             "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."
         ),
     ] = None,
-    loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
+    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
     sets: opt.SET = None,
     preset: opt.PRESET = None,
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
@@ -68,22 +68,32 @@ def compile_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, in all.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LM requests in flight, in all.")] = 4,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile
+    from courtroom.eval.status import TooManyFailures, check_threshold
     from courtroom.lms import parse_role_overrides
     from courtroom.optimize.report import read_config
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset
 
+    threshold = check_threshold(fail_on_error)
     recipe: dict[str, Any] = read_config(config) if config else {}
     name = framework or recipe.get("framework")
     if preset:
         name = apply_preset(preset, name)[0]
     if not name:
         raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
-    knobs = opt.parse_sets(sets)
+    if recipe.get("framework") and recipe["framework"] != name:
+        raise ConfigError(f"--config is for {recipe['framework']}, not {name}")
+    from courtroom.optimize.compile import get_optimizer
+
+    settings = opt.parse_sets(opt_settings, get_optimizer(optimizer).defaults, flag="--opt")
+    opt.writable_file(out, "-o", "program.json")
+    opt.check_providers(lm or recipe.get("lm"), [*(role or []), *(f"x={m}" for m in [prompt_lm] if m)])
+    knobs = opt.parse_sets(sets, get_framework(name).knobs())
     if loops is not None:
         knobs["n_loops"] = loops
     result = compile(
@@ -91,7 +101,7 @@ def compile_command(
         config=recipe,
         task=task,
         optimizer=optimizer,
-        settings=opt.parse_sets(opt_settings),
+        settings=settings,
         knobs=knobs,
         train=train,
         dev=dev,
@@ -107,6 +117,7 @@ def compile_command(
         concurrency=concurrency,
         preset=preset,
         out=out,
+        fail_on_error=threshold,
     )
     path = result.path
     framework = name
@@ -115,3 +126,5 @@ def compile_command(
     console.print(f"program: {path}")
     for when, folder in result.dev_dirs.items():
         console.print(f"dev {when}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)
+    if result.after["status"] == "failed":
+        raise TooManyFailures(f"dev score after compiling: {result.after['status_reason']}")

@@ -60,7 +60,7 @@ def predict_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Cases in flight at once.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Cases in flight at once.")] = 4,
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
     import dspy
@@ -76,6 +76,9 @@ def predict_command(
         raise ConfigError("give exactly one of a case text or --input cases.jsonl")
     if case is not None and not case.strip():
         raise ConfigError("the case text is empty")
+    if output:
+        opt.writable_file(output, "--output", "results.jsonl")
+    opt.check_providers(lm, role)
     configure_cache()
     roles = parse_role_overrides(role or [], all_roles())
     options = {

@@ -18,6 +18,8 @@ def report_command(
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
     from courtroom.api import report
+    from courtroom.cli._options import writable_file
 
+    writable_file(out, "-o", "report.html")
     path = report(source, out)
     Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)

@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
-from courtroom.errors import ConfigError, CourtroomError
+from courtroom.errors import ConfigError
+from courtroom.eval.status import TooManyFailures, check_threshold
+
+
+def _given(ctx: typer.Context, framework: str | None, sets: list[str] | None, loops: int | None) -> dict[str, Any]:
+    """The run-defining options given on the command line: a resume refuses any that differ."""
+    given: dict[str, Any] = {
+        name: ctx.params[name]
+        for name in ("task", "limit", "data", "split", "seed", "train_limit")
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"  # typer vendors click
+    }
+    if framework is not None:
+        given["framework"] = framework
+    knobs = opt.parse_sets(sets)
+    if loops is not None:
+        knobs["n_loops"] = loops
+    if knobs:
+        given["knobs"] = knobs
+    return given
 
 
 @app.command("run")
 def run_command(
+    ctx: typer.Context,
     framework: Annotated[
         str | None,
         typer.Argument(help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."),
     ] = None,
     task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", help="Run the first N examples of the split.")] = None,
-    loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Run the first N examples of the split.")] = None,
+    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
     data: Annotated[
         str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")
     ] = "auto",
@@ -39,11 +58,14 @@ def run_command(
         int | None,
         typer.Option(
             "--concurrency",
+            min=1,
             help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).",
         ),
     ] = None,
     out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
-    show: Annotated[int | None, typer.Option("--show", help="Print the transcript of example i afterwards.")] = None,
+    show: Annotated[
+        int | None, typer.Option("--show", min=0, help="Print the transcript of example i afterwards.")
+    ] = None,
     resume_dir: Annotated[
         Path | None,
         typer.Option("--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."),
@@ -51,7 +73,7 @@ def run_command(
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="With --resume: run the examples that failed again too.")
     ] = False,
-    repeats: Annotated[int, typer.Option("--repeats", help="Run R times; report mean, sd and 95% CI.")] = 1,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Run R times; report mean, sd and 95% CI.")] = 1,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
@@ -60,20 +82,23 @@ def run_command(
     hub_split: opt.HUB_SPLIT = "train",
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
     ambiguity_k: Annotated[
         int,
         typer.Option(
             "--ambiguity-k",
+            min=0,
             help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
         ),
     ] = 0,
-    theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
+    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.api import run
     from courtroom.eval.repeats import RepeatOutcome
     from courtroom.lms import parse_role_overrides
 
+    opt.check_providers(lm, role)
     if resume_dir is None and framework is None and preset is None:
         raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
     if resume_dir is None:
@@ -81,10 +106,15 @@ def run_command(
         from courtroom.programs.presets import apply_preset
 
         name = apply_preset(preset, framework)[0]
-        roles = parse_role_overrides(role or [], get_framework(name).roles)
+        cls = get_framework(name)
+        opt.writable_folder(out, "--out")
+        roles = parse_role_overrides(role or [], cls.roles)
+        knobs = opt.parse_sets(sets, cls.knobs())
+        given: dict[str, Any] = {}
     else:
         roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
-    knobs = opt.parse_sets(sets)
+        knobs = opt.parse_sets(sets)
+        given = _given(ctx, framework, sets, loops)
     if loops is not None:
         knobs["n_loops"] = loops
     outcome = run(
@@ -112,6 +142,8 @@ def run_command(
         resume=resume_dir,
         retry_failed=retry_failed,
         preset=preset,
+        fail_on_error=check_threshold(fail_on_error),
+        resume_given=given,
     )
     stdout = Console()
     if isinstance(outcome, RepeatOutcome):
@@ -119,6 +151,9 @@ def run_command(
 
         stdout.print(stats_markdown(outcome.stats, f"{len(outcome.outcomes)} repeats"), markup=False)
         stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
+        failed = [o for o in outcome.outcomes if o.summary.get("status") == "failed"]
+        if failed:
+            raise TooManyFailures(f"{failed[0].run_dir.name}: {failed[0].summary['status_reason']}")
         return
     title = f"{outcome.run_dir.name}"
     from courtroom.cli.show import summary_table
@@ -145,6 +180,8 @@ def run_command(
 
         print_example(outcome.run_dir, show, stdout)
     stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
-    if outcome.results and outcome.summary["failures"] == len(outcome.results):
-        first = next(r.error for r in outcome.results if r.error)
-        raise CourtroomError(f"every example failed (first error: {first}); check the model name, key and network")
+    if outcome.summary.get("status") == "failed":
+        raise TooManyFailures(
+            f"{outcome.summary['status_reason']}; the run folder is complete: "
+            f"courtroom run --resume {outcome.run_dir} --retry-failed runs them again"
+        )

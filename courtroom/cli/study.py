@@ -36,11 +36,11 @@ def study_command(
     ] = None,
     task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
     trials: Annotated[
-        int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")
+        int, typer.Option("--trials", min=0, help="Trials this process runs (0: only create the study).")
     ] = 20,
-    dev: Annotated[int, typer.Option("--dev", help="Dev examples each trial is scored on.")] = 20,
+    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples each trial is scored on.")] = 20,
     train: Annotated[
-        int, typer.Option("--train", help="Training examples (precedents, reliability model).")
+        int, typer.Option("--train", min=1, help="Training examples (precedents, reliability model).")
     ] = 20,
     storage: Annotated[
         str | None,
@@ -50,7 +50,7 @@ def study_command(
         ),
     ] = None,
     study_name: Annotated[str | None, typer.Option("--study-name", help="Default: FRAMEWORK-TASK.")] = None,
-    workers: Annotated[int, typer.Option("--workers", help="Trials run at once in this process.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Trials run at once in this process.")] = 1,
     objective: Annotated[str, typer.Option("--objective", help="accuracy | f1")] = "accuracy",
     cost_objective: Annotated[
         bool,
@@ -79,10 +79,11 @@ def study_command(
     data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LM requests in flight, all workers.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LM requests in flight, all workers.")] = 4,
     report: Annotated[
         str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
     ] = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
     export_best: Annotated[
         str | None,
         typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
@@ -105,6 +106,8 @@ def study_command(
     prices: opt.PRICES = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
+    from courtroom.eval.status import check_threshold
+
     options = dict(locals()) | {"space": parse_space(space)}
     if frameworks or compile_with:  # a study over designs (one design with --compile alone)
         from courtroom.cli._design_study import design_study
@@ -124,6 +127,11 @@ def study_command(
     in_space = {p.name for p in SPACES.get(framework, ())}
     preset_space = {k: str(v) for k, v in fixed.items() if k in in_space}
     cls = get_framework(framework)
+    opt.check_providers(lm, role)
+    if report:
+        opt.writable_folder(report, "--report")
+    if export_best:
+        opt.writable_file(export_best, "--export-best", "best.json")
     outcome = run_study(
         framework,
         task=task,
@@ -148,6 +156,7 @@ def study_command(
         prune=not no_prune,
         report=report,
         export_best=export_best,
+        fail_on_error=check_threshold(fail_on_error),
     )
     console = Console()
     study = outcome.study
@@ -157,6 +166,7 @@ def study_command(
     df = outcome.table
     table = Table(title=f"{framework} on {task}")
     cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
+    cols += ["error"] if "error" in df.columns else []
     for c in cols:
         table.add_column(c)
     for _, row in df.iterrows():
@@ -164,11 +174,17 @@ def study_command(
             *[
                 ""
                 if str(row[c]) == "nan"
-                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
+                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
                 for c in cols
             ]
         )
     console.print(table)
+    failed = [t for t in study.trials if t.state.name == "FAIL"]
+    if failed:
+        console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)
+        for t in failed:
+            error = t.user_attrs.get("error", "no error recorded (its worker died)")
+            console.print(f"  trial {t.number}: {error}", markup=False, soft_wrap=True)
     if cost_objective:
         console.print("Pareto front (score up, calls per example down):")
         console.print(pareto_table(study).to_string(index=False), markup=False)

@@ -24,6 +24,7 @@ from courtroom.eval import analysis, plots
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, run_repeats
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
 
@@ -41,6 +42,8 @@ class Comparison:
     """Framework -> its run folder or repeat group (relative to ``out_dir``)."""
     analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
     plots: dict[str, Path] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Framework -> why its run failed (more failed examples than ``fail_on_error`` allows)."""
 
 
 def split_knobs(
@@ -118,6 +121,7 @@ def compare(
     presets: Sequence[str] = (),
     rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -169,6 +173,7 @@ def compare(
             prices={k: list(v) for k, v in prices.items()} if prices else None,
             train_limit=train_limit,
             preset=spec[f][2],
+            fail_on_error=fail_on_error,
         )
         for f in frameworks
     }
@@ -196,6 +201,10 @@ def compare(
     if ambiguity_k:
         _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
+    for f, o in outcomes.items():
+        failed = [x for x in (o.outcomes if isinstance(o, RepeatOutcome) else [o]) if x.summary["status"] == "failed"]
+        if failed:
+            comparison.failed[f] = failed[0].summary["status_reason"]
     return comparison
 
 

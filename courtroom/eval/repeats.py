@@ -22,10 +22,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from courtroom import _stop
+from courtroom._lock import FolderLock
 from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.resume import resume
+from courtroom.eval.resume import check_same, resume
 from courtroom.eval.runs import RunConfig, RunOutcome, run
 from courtroom.lms import RoleLMs
 
@@ -126,7 +128,8 @@ def run_repeats(
             indent=2,
         )
     )
-    return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
+    with FolderLock(group, what="repeat group"):
+        return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
 
 
 def _run_group(
@@ -140,6 +143,22 @@ def _run_group(
     resuming: bool,
     **overrides: Any,
 ) -> RepeatOutcome:
+    with _stop.saving_to(group):
+        outcomes = _run_each(group, config, repeats, lms, progress, on_start, resuming=resuming, **overrides)
+    return _finish(group, config, outcomes)
+
+
+def _run_each(
+    group: Path,
+    config: RunConfig,
+    repeats: int,
+    lms: RoleLMs | None,
+    progress: Callable[[int, ExampleResult], None] | None,
+    on_start: Callable[[int, int], None] | None,
+    *,
+    resuming: bool,
+    **overrides: Any,
+) -> list[RunOutcome]:
     outcomes = []
     for r in range(repeats):
         folder = group / f"repeat-{r}"
@@ -151,7 +170,7 @@ def _run_group(
             outcomes.append(resume(folder, lms=lms, **hooks, **overrides))
         else:
             outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks))
-    return _finish(group, config, outcomes)
+    return outcomes
 
 
 def resume_repeats(
@@ -169,9 +188,11 @@ def resume_repeats(
     info = json.loads((group / "group.json").read_text())
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{k: v for k, v in info["config"].items() if k in known})
+    check_same(info["config"], {k: v for k, v in overrides.items() if k != "knobs"}, group)
     for key, value in overrides.items():
-        if value is not None and value != {} and key in known:
+        if value is not None and value != {} and key in known and key != "knobs":
             setattr(config, key, value)
     if lms is None:
         require_base_url(info["config"], config.api_base, str(group))
-    return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)
+    with FolderLock(group, what="repeat group"):
+        return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)

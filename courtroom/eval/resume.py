@@ -7,10 +7,12 @@ salted models, because a cut-off or unparseable answer sits in the cache like a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from courtroom import _stop
+from courtroom._lock import FolderLock
 from courtroom.cache import require_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -21,6 +23,42 @@ from courtroom.programs import CourtroomProgram
 
 RETRY_SALT = 10_000
 """Salt offset of ``--retry-failed`` attempts (repeats use salts 1, 2, ...)."""
+
+SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout"})
+"""Settings a resume may change: they change how calls are made, never the answers."""
+
+
+def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: str | Path) -> None:
+    """Refuse, in one line, overrides that would change the run's answers (models aside).
+
+    ``knobs`` may name a subset of the knobs; every other setting must equal the stored one.
+    Model names are compared after the models are built (:func:`check_models`).
+    """
+    differ = []
+    for key, value in overrides.items():
+        if value is None or value == {} or key in SAFE or key in ("lm", "roles"):
+            continue
+        old = stored.get(key)
+        if key == "knobs":
+            differ += [f"--set {k}={v!r} (the run has {old.get(k)!r})" for k, v in value.items() if old.get(k) != v]
+        elif value != old:
+            differ.append(f"{key} {value!r} (the run has {old!r})")
+    if differ:
+        raise ConfigError(
+            f"cannot resume {where} with {'; '.join(differ)}: a resume uses the run's settings; "
+            "drop those options, or start a new run"
+        )
+
+
+def check_models(before: Mapping[str, str], after: Mapping[str, str], where: str | Path) -> None:
+    """Refuse a resume whose role models differ from the run's (``meta.json`` ``models``)."""
+    differ = [
+        f"{role} {after.get(role)} (the run has {model})" for role, model in before.items() if after.get(role) != model
+    ]
+    if differ:
+        raise ConfigError(
+            f"cannot resume {where} with other models: {'; '.join(differ)}; drop --lm/--role, or start a new run"
+        )
 
 
 def resume(
@@ -40,18 +78,34 @@ def resume(
     that failed are run again too.
     """
     path = Path(run_dir)
+    load_run(path)  # one line for a folder that is not a run folder, before taking its lock
+    with FolderLock(path, what="run folder"), _stop.saving_to(path):
+        return _resume(path, progress, on_start, lms, retry_failed, overrides)
+
+
+def _resume(
+    path: Path,
+    progress: Callable[[ExampleResult], None] | None,
+    on_start: Callable[[int], None] | None,
+    lms: RoleLMs | None,
+    retry_failed: bool,
+    overrides: Mapping[str, Any],
+) -> RunOutcome:
     meta, rows, _ = load_run(path)
     known = set(RunConfig.__dataclass_fields__)
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ConfigError(f"cannot override {', '.join(unknown)} on resume")
     config = RunConfig(**{k: v for k, v in meta["config"].items() if k in known})
+    check_same(meta["config"] | {"knobs": meta.get("framework_config") or {}}, overrides, path)
     for key, value in overrides.items():
-        if value is not None and value != {}:
+        if value is not None and value != {} and key != "knobs":
             setattr(config, key, value)
     if lms is None:
         require_base_url(meta["config"], config.api_base, str(path))
     setup = RunSetup.build(config, lms)
+    if meta.get("models"):
+        check_models(meta["models"], setup.lms.names(type(setup.program).roles), path)
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):
         raise ConfigError(

@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from courtroom import _stop
 from courtroom._concurrency import bounded_requests
+from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, without_base_url
 from courtroom.errors import ConfigError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.salting import salted_roles
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
@@ -64,6 +67,8 @@ class RunConfig:
     """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
     timeout: float | None = None
     """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR
+    """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
 
 
 @dataclass
@@ -115,6 +120,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("tokens (sent calls)", summary["tokens"]),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
+        ("status", summary.get("status", "ok")),
     ]
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
@@ -146,6 +152,7 @@ class RunSetup:
             limit=config.limit,
             seed=config.seed,
             dataset=config.dataset,
+            limit_flag="--limit",
         )
         from courtroom.programs.presets import role_specs, sampling_temperatures
 
@@ -220,7 +227,7 @@ class RunSetup:
         earlier = _earlier_wall(run_dir)
         _session(run_dir, "start")
         start = time.perf_counter()
-        with (run_dir / "results.jsonl").open("a") as sink:
+        with (run_dir / "results.jsonl").open("a") as sink, _stop.saving_to(run_dir):
 
             def record(res: ExampleResult) -> None:
                 sink.write(json.dumps(res.to_dict()) + "\n")
@@ -235,6 +242,8 @@ class RunSetup:
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        errors = [r.error for r in results if r.prediction is None]
+        summary.update(status(len(errors), len(results), config.fail_on_error, errors))
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
@@ -284,6 +293,17 @@ def run(
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
     else:
         run_dir.mkdir(parents=True, exist_ok=False)
+    with FolderLock(run_dir, what="run folder"), _stop.saving_to(run_dir):
+        return _start(setup, config, run_dir, progress, on_start)
+
+
+def _start(
+    setup: RunSetup,
+    config: RunConfig,
+    run_dir: Path,
+    progress: Callable[[ExampleResult], None] | None,
+    on_start: Callable[[int], None] | None,
+) -> RunOutcome:
     cls = type(setup.program)
     meta = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),

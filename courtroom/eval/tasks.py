@@ -103,9 +103,20 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise DataError(f"cannot read {path}: no such file")
     kwargs: dict[str, Any] = {}
+    if fmt != "parquet":
+        raw = path.read_bytes()
+        if not raw.strip():
+            raise DataError(f"cannot read {path}: the file is empty; put at least one row in it")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"cannot read {path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                "save it as UTF-8"
+            ) from None
     if path.suffix.lower() == ".json":
         try:
-            top = json.loads(path.read_text())
+            top = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(f"cannot read {path}: not valid JSON ({exc})") from exc
         if isinstance(top, dict) and "examples" in top:
@@ -113,6 +124,8 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     try:
         ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable files
+        if "corresponds to no data" in str(exc):
+            raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc
         raise DataError(
             f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         ) from exc
@@ -238,14 +251,24 @@ def load_task(
     limit: int | None = None,
     seed: int = 0,
     dataset: Mapping[str, Any] | None = None,
+    limit_flag: str | None = None,
 ) -> TaskData:
-    """Load one split of a task, optionally the first ``limit`` examples."""
+    """Load one split of a task, optionally the first ``limit`` examples (no more than it has).
+
+    With ``limit_flag`` (the option that set ``limit``), a split smaller than ``limit`` is an
+    error that says how many examples it has; without, the split is simply used whole.
+    """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
     task, splits, source = load_splits(name, data=data, seed=seed, dataset=dataset)
     examples = splits[split][:limit] if limit is not None else splits[split]
+    if limit_flag and limit is not None and limit > len(examples):
+        raise DataError(
+            f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
+            f"pass {limit_flag} {len(examples)} or less, or leave it out"
+        )
     if not examples:
         raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
     return TaskData(task, split, examples, source, seed)

@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,6 +23,8 @@ from courtroom.errors import ConfigError
 DEFAULT_STORAGE = "sqlite:///courtroom-studies.db"
 HEARTBEAT_SECONDS = 30
 GRACE_SECONDS = 180
+WAIT_SECONDS = 3600
+"""How long a worker waits for another to finish creating the study (or running its queued trial)."""
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -68,6 +72,26 @@ def open_storage(url: str | None) -> Any:
         raise ConfigError(
             f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs"
         ) from exc
+
+
+def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
+    """A lock next to a SQLite or journal file, held while a study is created (or its queue popped).
+
+    Optuna's create-or-load is not safe when two processes start on a fresh SQLite file (one dies
+    with "Cannot tell a COMPLETE trial"); a server database needs no file lock.
+    """
+    from courtroom._lock import FolderLock
+
+    url = url or DEFAULT_STORAGE
+    path = None
+    if url.startswith("journal:") or url.endswith((".journal", ".log")):
+        path = Path(url.removeprefix("journal:"))
+    elif url.startswith("sqlite:///") and ":memory:" not in url:
+        path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    if path is None:
+        return contextlib.nullcontext()
+    lock = path.with_name(path.name + ".lock")
+    return FolderLock(path.parent, what="study storage", wait=WAIT_SECONDS, lock_file=lock)
 
 
 def _alive(pid: int) -> bool:

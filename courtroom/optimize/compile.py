@@ -26,6 +26,7 @@ from courtroom._adapter import ADAPTER
 from courtroom._concurrency import bounded_requests, limit_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.lms import LMSpec, RoleLMs, build_lm, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
@@ -101,6 +102,27 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
         **s,
     )
     return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
+
+
+def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
+    """MIPROv2's own checks, made before anything is spent (it raises them mid-compile)."""
+    if s.get("auto") not in (None, "light", "medium", "heavy"):
+        raise ConfigError(f"optimizer mipro: auto={s.get('auto')!r}: use light, medium, heavy or none")
+    manual = s.get("auto") is None or s.get("num_candidates") is not None
+    if not manual:
+        return  # an auto budget sizes the candidates, trials and minibatches itself
+    if s.get("num_candidates") is None or s.get("num_trials") is None:
+        raise ConfigError(
+            "optimizer mipro without an auto budget needs --opt num_candidates=N and --opt num_trials=N "
+            "(or keep --opt auto=light)"
+        )
+    valset = min(1000, max(1, int(n_train * 0.8)))  # MIPROv2 validates on 80% of the training set
+    size = int(s.get("minibatch_size") or 35)
+    if s.get("minibatch") is not False and size > valset:
+        raise ConfigError(
+            f"optimizer mipro: minibatch_size {size} is more than the {valset} validation examples it takes "
+            f"from --train {n_train}: pass --opt minibatch_size={valset}, --opt minibatch=false, or a larger --train"
+        )
 
 
 def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -274,13 +296,20 @@ class CompileResult:
 
 
 def _dev_scores(
-    program: CourtroomProgram, dev: Sequence[dspy.Example], concurrency: int, display: Any = None, name: str = "dev"
+    program: CourtroomProgram,
+    dev: Sequence[dspy.Example],
+    concurrency: int,
+    fail_on_error: float | None,
+    display: Any = None,
+    name: str = "dev",
 ) -> dict[str, Any]:
     start = time.perf_counter()
     bar = display.track(name, total=len(dev)) if display is not None else None
     results = evaluate(program, dev, concurrency=concurrency, on_result=bar.result if bar else None)
     s = summarize(results, program.labels, time.perf_counter() - start)
+    errors = [r.error for r in results if r.prediction is None]
     scores = {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures", "calls", "sent", "cached")}
+    scores |= status(len(errors), len(results), fail_on_error, errors)
     return scores | {"results": results, "wall": s["wall_seconds"]}
 
 
@@ -309,13 +338,16 @@ def compile_program(
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
     display: Any = None,
+    fail_on_error: float | None = DEFAULT_FAIL_ON_ERROR,
 ) -> CompileResult:
     """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
 
     Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
     ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
     or ``dspy.LM`` objects). ``display`` (a :class:`~courtroom.progress.ProgressDisplay`) shows
-    the dev scoring before and after and the optimizer's LM calls; DSPy's own bars are off.
+    the dev scoring before and after and the optimizer's LM calls; DSPy's own bars are off. When
+    more than ``fail_on_error`` of the dev examples fail before compiling, nothing is compiled
+    (:class:`TooManyFailures`); after compiling, the scores' ``status`` says so and the caller decides.
     """
     opt = get_optimizer(optimizer)
     cls = get_framework(framework)
@@ -340,6 +372,8 @@ def compile_program(
             f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
             f"{len(trainset)}: raise --train or lower the optimizer's settings"
         )
+    if opt.name == "mipro":
+        _check_mipro(chosen, len(trainset))
     if lms is None:
         lms = resolve_roles(
             lm,
@@ -357,7 +391,12 @@ def compile_program(
     # One bound for the whole compile: the optimizer's own threads (and its prompt model) share it.
     with bounded_requests(concurrency):
         program.prepare(trainset)
-        before = _dev_scores(program, devset, concurrency, display, "dev before")
+        before = _dev_scores(program, devset, concurrency, fail_on_error, display, "dev before")
+        if before["status"] == "failed":
+            raise TooManyFailures(
+                f"dev score before compiling: {before['status_reason']}; nothing was compiled "
+                "(fix the model, or pass --fail-on-error 1)"
+            )
         ctx = Context(chosen, program, helper, concurrency, seed)
         start = time.perf_counter()
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
@@ -367,7 +406,7 @@ def compile_program(
         if bar is not None:
             bar.status("done")
         seconds = time.perf_counter() - start
-        after = _dev_scores(compiled, devset, concurrency, display, "dev after")
+        after = _dev_scores(compiled, devset, concurrency, fail_on_error, display, "dev after")
     task_info |= {
         "labels": list(labels),
         "positions": list(compiled.positions),

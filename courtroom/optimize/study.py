@@ -25,10 +25,12 @@ from typing import Any
 
 import dspy
 
+from courtroom import _stop
 from courtroom._concurrency import bounded_requests
-from courtroom.errors import ConfigError
+from courtroom.errors import ConfigError, CourtroomError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.lms import DEFAULT, LMSpec, RoleLMs, resolve_roles, saved_name
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
@@ -36,6 +38,10 @@ from courtroom.programs import build_program, get_framework
 from courtroom.usage import metered
 
 OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}
+
+
+class TrialFailed(Exception):
+    """A trial raised: it is recorded as FAIL with its error (``user_attrs["error"]``) and the study goes on."""
 
 
 @dataclass
@@ -69,6 +75,8 @@ class StudyConfig:
     chunks: int = 4
     """Partial evaluations per trial (pruning steps)."""
     prune: bool = True
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR
+    """A trial whose failed examples exceed this fraction stops the study (:class:`TooManyFailures`)."""
 
     @property
     def name(self) -> str:
@@ -116,7 +124,8 @@ def _optuna() -> Any:
         import optuna
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise ConfigError("studies need optuna: pip install 'optuna>=5,<6'") from exc
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: a failed trial is shown (and counted) by the study command; Optuna would add a traceback.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     return optuna
 
 
@@ -230,6 +239,18 @@ def make_objective(
     size = max(1, -(-len(dev) // max(1, config.chunks)))
 
     def objective(trial: Any) -> Any:
+        try:
+            return run_trial(trial)
+        except (optuna.TrialPruned, CourtroomError) as exc:
+            if isinstance(exc, CourtroomError):  # a configuration error or too many failures: stop
+                trial.set_user_attr("error", f"{type(exc).__name__}: {exc}")
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on the trial (shown and counted), the study goes on
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+            trial.set_user_attr("error", error)
+            raise TrialFailed(error) from exc
+
+    def run_trial(trial: Any) -> Any:
         trial.set_user_attr("worker", _storage.WORKER)
         trial.set_user_attr("heartbeat", time.time())
         params = sample(space, trial)
@@ -246,9 +267,8 @@ def make_objective(
                     lms=_trial_lms(base, config, models, temps, model_objects),
                 )
                 program.prepare(list(train))
-            except ConfigError as exc:
-                trial.set_user_attr("invalid", str(exc))
-                raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
+            except ConfigError as exc:  # the space produced a configuration the framework refuses
+                raise ConfigError(f"trial {trial.number} {params}: {exc}") from exc
         results: list[ExampleResult] = []
         for i in range(0, len(dev), size):
             results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
@@ -259,6 +279,10 @@ def make_objective(
                     _record(trial, results, labels, prep.usage, start)
                     raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
         _record(trial, results, labels, prep.usage, start)
+        errors = [r.error for r in results if r.prediction is None]
+        verdict = status(len(errors), len(results), config.fail_on_error, errors)
+        if verdict["status"] == "failed":
+            raise TooManyFailures(f"trial {trial.number}: {verdict['status_reason']}")
         value = _value(results, labels, config.objective)
         return (value, trial.user_attrs["calls_per_example"]) if config.cost_objective else value
 
@@ -310,7 +334,8 @@ def run_study(
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )
-    study = create_study(config, space)
+    with _storage.creation_lock(config.storage):
+        study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
     if devset is None or labels is None:
@@ -341,25 +366,44 @@ def run_study(
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
-    # Threads of one process can pop the same enqueued trial from SQLite and tell it twice
-    # ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one at a time first.
+    where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
+    with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
+        _optimize(study, objective, config, callbacks)
+    return StudyOutcome(study, config, space, models, default)
+
+
+def _optimize(study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any]) -> None:
+    """Run this process's trials.
+
+    Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
+    tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
+    at a time, under the storage's lock, before the workers fan out.
+    """
     from optuna.trial import TrialState
 
-    queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
-    first = min(queued, config.trials)
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-            if n_trials:
+        with _storage.creation_lock(config.storage):
+            queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+            first = min(queued, config.trials)
+            if first:
                 study.optimize(
                     objective,
-                    n_trials=n_trials,
-                    n_jobs=n_jobs,
-                    catch=(Exception,),
+                    n_trials=first,
+                    n_jobs=1,
+                    catch=(TrialFailed,),
                     gc_after_trial=False,
                     callbacks=list(callbacks),
                 )
-    return StudyOutcome(study, config, space, models, default)
+        if config.trials - first:
+            study.optimize(
+                objective,
+                n_trials=config.trials - first,
+                n_jobs=config.workers,
+                catch=(TrialFailed,),
+                gc_after_trial=False,
+                callbacks=list(callbacks),
+            )
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:

@@ -17,7 +17,7 @@ def labels_text(labels: Sequence[str]) -> str:
 
 @functools.cache
 def sentence_splitter() -> Any:
-    """pysbd's English segmenter, imported and built once (programs that cut sentences build it up front).
+    """Pysbd's English segmenter, imported and built once (programs that cut sentences build it up front).
 
     pysbd: rule-based sentence boundaries (abbreviations such as "e.g." and "U.S.", numbers, list
     items), pure Python, no data to download.

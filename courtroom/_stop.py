@@ -1,0 +1,103 @@
+"""Stopping on Ctrl-C: no new LM call starts once a stop is requested (process-wide).
+
+The CLI's SIGINT handler calls :func:`request_stop`; from then on :class:`StopCalls`, a DSPy
+callback on every model :func:`courtroom.lms.build_lm` makes, raises :class:`Stopped` in the
+thread that was about to start a call. Requests already sent finish (their answers reach the
+cache, so a resumed run gets them for free); nothing else is sent. :class:`Stopped` derives
+from ``KeyboardInterrupt`` so that no ``except Exception`` on the way records it as the
+example's failure: the example simply has no result and a resume runs it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import dspy
+from dspy.utils.callback import BaseCallback
+
+_stop = threading.Event()
+
+
+class Stopped(KeyboardInterrupt):
+    """Raised instead of starting an LM call after a stop was requested."""
+
+
+def request_stop() -> None:
+    """From now on, no LM call starts in this process."""
+    _stop.set()
+
+
+def stop_requested() -> bool:
+    """Whether :func:`request_stop` was called (and not :func:`reset`)."""
+    return _stop.is_set()
+
+
+def reset() -> None:
+    """Allow LM calls again (the CLI resets when a command starts)."""
+    _stop.clear()
+    _saving.clear()
+
+
+class StopCalls(BaseCallback):
+    """Refuses to start an LM call once a stop is requested.
+
+    It sits in the LM's own callbacks, so it runs after the callbacks in ``dspy.settings``
+    (an in-flight bound that made the call wait for a slot, for one): a call that waited is
+    refused when its slot frees up. Before refusing, it gives the callbacks that already saw the
+    call's start their end (DSPy does not when a start callback raises), so no slot leaks.
+    """
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
+        if not _stop.is_set():
+            return
+        exc = Stopped("stopped: no new model calls after Ctrl-C")
+        active = [*dspy.settings.get("callbacks", []), *(getattr(instance, "callbacks", None) or [])]
+        for callback in active[: active.index(self)] if self in active else []:
+            try:
+                callback.on_lm_end(call_id=call_id, outputs=None, exception=exc)
+            except Exception:  # noqa: BLE001, S112 - DSPy ignores end-callback errors too
+                continue
+        raise exc
+
+
+STOP_CALLS = StopCalls()
+
+
+def guard(lm: Any) -> Any:
+    """Give ``lm`` the :class:`StopCalls` callback (once); returns ``lm``."""
+    callbacks = getattr(lm, "callbacks", None)
+    if isinstance(callbacks, list) and STOP_CALLS not in callbacks:
+        callbacks.append(STOP_CALLS)
+    return lm
+
+
+_saving: list[tuple[str, str | None]] = []
+
+
+class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
+    """Note the folder a command is writing, for the Ctrl-C message (the outermost one wins).
+
+    On an error (Ctrl-C included) the note stays, so the CLI can name the folder afterwards.
+    """
+
+    def __init__(self, folder: Any, resume: str | None = None) -> None:  # noqa: D107
+        self.folder = str(folder)
+        self.resume = resume
+
+    def __enter__(self) -> None:
+        _saving.append((self.folder, self.resume))
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None and _saving:
+            _saving.pop()
+
+
+def saved_folder() -> str | None:
+    """The outermost folder noted by :class:`saving_to` (None when none)."""
+    return _saving[0][0] if _saving else None
+
+
+def resume_hint() -> str | None:
+    """How to resume the outermost noted work, when it is not ``courtroom run --resume FOLDER``."""
+    return _saving[0][1] if _saving else None

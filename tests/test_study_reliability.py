@@ -1,0 +1,227 @@
+"""Studies: failed trials are shown with their error, configuration errors stop the study, the
+median pruner prunes, and workers that start together on a fresh SQLite file both finish."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from courtroom.cli import main
+from courtroom.errors import ConfigError
+from courtroom.optimize.study import StudyConfig, run_study
+from courtroom.testing import FakeServer, oracle_lm
+
+LABELS = ["True", "False"]
+
+
+def _data(n: int) -> list[Any]:
+    import dspy
+
+    return [
+        dspy.Example(case=f"case {i}: True and {v}", label=str(v), id=f"c{i}").with_inputs("case")
+        for i, v in zip(range(n), [True, False] * n, strict=False)
+    ]
+
+
+def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
+    with FakeServer(latency=0.05) as server:
+        for round_ in range(2):
+            db = tmp_path / f"fresh-{round_}.db"
+            args = [
+                "study",
+                "jot",
+                "--trials",
+                "2",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{db}",
+                "--lm",
+                "openai/fake-study",
+                "--api-base",
+                server.url,
+                "--seed",
+                str(round_),
+                "--report",
+                str(tmp_path / f"report-{round_}"),
+            ]
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "courtroom.cli", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(2)
+            ]
+            outs = [p.communicate(timeout=300) for p in procs]
+            for p, (_out, err) in zip(procs, outs, strict=True):
+                assert p.returncode == 0, err
+            import optuna
+
+            study = optuna.load_study(study_name="jot-boolean_expressions", storage=f"sqlite:///{db}")
+            states = [t.state.name for t in study.trials]
+            assert len(states) == 4 and set(states) <= {"COMPLETE", "PRUNED"}, states
+
+
+def _config(tmp_path: Path, **kw: Any) -> StudyConfig:
+    return StudyConfig(framework="jot", storage=f"sqlite:///{tmp_path / 's.db'}", dev=8, chunks=4, **kw)
+
+
+def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, monkeypatch):
+    from courtroom.optimize import study as study_mod
+
+    real = study_mod.build_program
+    calls = {"n": 0}
+
+    def flaky(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("the model server went away")
+        return real(*a, **k)
+
+    monkeypatch.setattr(study_mod, "build_program", flaky)
+    with FakeServer() as server:
+        code = main(
+            [
+                "study",
+                "jot",
+                "--trials",
+                "3",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{tmp_path / 'f.db'}",
+                "--lm",
+                "openai/fake-fail",
+                "--api-base",
+                server.url,
+                "--report",
+                str(tmp_path / "rep"),
+            ]
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "RuntimeError: the model server went away" in out
+    assert "1 trial(s) failed" in out
+    assert "Traceback" not in err
+
+
+def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, capsys, monkeypatch):
+    from courtroom.optimize import study as study_mod
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise ConfigError("jot: n_loops must be >= 1")
+
+    monkeypatch.setattr(study_mod, "build_program", broken)
+    with FakeServer() as server:
+        code = main(
+            [
+                "study",
+                "jot",
+                "--trials",
+                "3",
+                "--dev",
+                "2",
+                "--train",
+                "2",
+                "--storage",
+                f"sqlite:///{tmp_path / 'c.db'}",
+                "--lm",
+                "openai/fake-conf",
+                "--api-base",
+                server.url,
+            ]
+        )
+    _, err = capsys.readouterr()
+    assert code != 0 and "n_loops must be >= 1" in err and "trial 0" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):
+    from courtroom.optimize import study as study_mod
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise ConfigError("jot: n_loops must be >= 1")
+
+    monkeypatch.setattr(study_mod, "build_program", broken)
+    from courtroom.lms import resolve_roles
+
+    lm = oracle_lm({}, LABELS)
+    with pytest.raises(ConfigError, match="n_loops must be >= 1"):
+        run_study(_config(tmp_path, trials=3), lms=resolve_roles(lm), trainset=_data(2), devset=_data(8), labels=LABELS)
+    import optuna
+
+    study = optuna.load_study(study_name="jot-boolean_expressions", storage=f"sqlite:///{tmp_path / 's.db'}")
+    assert len(study.trials) == 1 and study.trials[0].state.name == "FAIL"  # stopped at the first
+
+
+def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
+    import optuna
+
+    dev = _data(8)
+    gold = {e.case: e.label for e in dev}
+    good, bad = oracle_lm(gold, LABELS, accuracy=1.0), oracle_lm(gold, LABELS, accuracy=0.0, model="fake/bad")
+    from courtroom.lms import resolve_roles
+
+    config = _config(tmp_path, trials=0, models=["good", "bad"])
+    outcome = run_study(
+        config,
+        lms=resolve_roles(good),
+        model_objects={"good": good, "bad": bad},
+        trainset=_data(2),
+        devset=dev,
+        labels=LABELS,
+    )
+    study = outcome.study
+    from courtroom.optimize.spaces import default_params
+
+    default = default_params("jot", outcome.space)
+    everyone = {k: "good" for k in default if k.startswith("model")}
+    for _ in range(3):
+        study.enqueue_trial(default | everyone)
+    study.enqueue_trial(default | {k: "bad" for k in everyone})
+    config.trials = 5
+    run_study(
+        config,
+        lms=resolve_roles(good),
+        model_objects={"good": good, "bad": bad},
+        trainset=_data(2),
+        devset=dev,
+        labels=LABELS,
+    )
+    study = optuna.load_study(study_name=config.name, storage=config.storage)
+    states = [t.state.name for t in study.trials]
+    assert states[:4] == ["COMPLETE"] * 4, states
+    last = study.trials[4]
+    assert last.state.name == "PRUNED" and last.user_attrs["examples"] < len(dev), (states, last.user_attrs)
+
+
+def test_a_trial_with_too_many_failed_examples_stops_the_study(tmp_path):
+    from courtroom.eval.status import TooManyFailures
+    from courtroom.lms import resolve_roles
+
+    with FakeServer(faults={"garbage": 1.0}) as server:
+        with pytest.raises(TooManyFailures, match=r"trial 0: 4 of 4 examples failed \(100% > --fail-on-error 0.1\)"):
+            run_study(
+                StudyConfig(
+                    framework="parallel-vote",  # no demos to make first: the trial itself fails
+                    storage=f"sqlite:///{tmp_path / 'g.db'}",
+                    dev=4,
+                    trials=3,
+                    prune=False,
+                    fail_on_error=0.1,
+                ),
+                lms=resolve_roles(server.lm("openai/garbage-study")),
+                trainset=_data(2),
+                devset=_data(4),
+                labels=LABELS,
+            )
