@@ -112,8 +112,10 @@ def _unfenced(text: str) -> str:
 
 
 def _parses_as_object(text: str) -> bool:
+    # strict=False: a raw newline inside a string (llama.cpp's grammar lets small models write one)
+    # is whole JSON, not a cut-off answer; nothing is repaired.
     try:
-        return isinstance(json.loads(_unfenced(text)), dict)
+        return isinstance(json.loads(_unfenced(text), strict=False), dict)
     except ValueError:
         return False
 

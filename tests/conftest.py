@@ -9,8 +9,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # One cache per test: a test that kills a process mid-write cannot leave a damaged cache for the next.
     cache = tmp_path_factory.mktemp("cache")
     os.environ["COURTROOM_CACHE_DIR"] = str(cache)
     from courtroom.cache import configure_cache
