@@ -78,7 +78,7 @@ def test_dry_run_sends_no_request(command, tmp_path):
             "study": ["study", "jot", "--trials", "3", "--dev", "4", "--train", "4", *common],
         }[command]
         proc = subprocess.run(
-            [sys.executable, "-m", "courtroom", *args],
+            [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,
             text=True,
             cwd=tmp_path,

@@ -110,3 +110,17 @@ def progress_bar(console: Console) -> Progress:
         console=console,
         transient=True,
     )
+
+
+DRY_RUN = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the LM calls, tokens and dollars this would spend; send nothing."),
+]
+MAX_COST = Annotated[
+    float | None,
+    typer.Option("--max-cost", help="Start no new example (or trial) that could take spending past DOLLARS."),
+]
+MAX_CALLS = Annotated[
+    int | None,
+    typer.Option("--max-calls", help="Start no new example (or trial) that could take LM requests past N."),
+]

@@ -48,6 +48,9 @@ def compare_command(
     hub_split: opt.HUB_SPLIT = "train",
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
     from courtroom.eval.analysis import markdown_table
@@ -62,6 +65,29 @@ def compare_command(
 
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
     spec = opt.dataset_spec(dataset, text_field, label_field, labels, dataset_config, hub_split)
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+        from courtroom.eval.compare import comparison_configs
+        from courtroom.eval.dry_run import estimate_runs
+
+        configs = comparison_configs(
+            task,
+            names,
+            limit=limit,
+            roles=roles,
+            data=data,
+            split=split,
+            seed=seed,
+            knobs=opt.parse_sets(sets),
+            lm=lm,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            dataset=spec,
+            prices=load_prices(prices) if prices else None,
+            train_limit=train_limit,
+        )
+        return print_estimates(estimate_runs(configs, repeats=repeats))
     with opt.progress_bar(Console(stderr=True)) as bar:
         handles: dict[str, Any] = {}
 

@@ -27,6 +27,15 @@ def read_config(path: str) -> dict[str, Any]:
     return data
 
 
+def get_optimizer_defaults(name: str) -> dict[str, Any]:
+    """An optimizer's default settings (an unknown name fails with the valid ones)."""
+    from courtroom.optimize.compile import OPTIMIZERS
+
+    if name not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {name!r}: valid optimizers are {', '.join(sorted(OPTIMIZERS))}")
+    return dict(OPTIMIZERS[name].defaults)
+
+
 def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> Table:
     """Dev scores before and after compiling."""
     table = Table(title=title)
@@ -45,9 +54,7 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
 
 @app.command("compile")
 def compile_command(
-    framework: Annotated[
-        str | None, typer.Argument(help="Framework name (or take it from --config).")
-    ] = None,
+    framework: Annotated[str | None, typer.Argument(help="Framework name (or take it from --config).")] = None,
     task: Annotated[str | None, typer.Option("--task", help="Task name.")] = None,
     optimizer: Annotated[
         str,
@@ -61,15 +68,11 @@ def compile_command(
     ] = None,
     opt_settings: Annotated[
         list[str] | None,
-        typer.Option(
-            "--opt", help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable."
-        ),
+        typer.Option("--opt", help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable."),
     ] = None,
     prompt_lm: Annotated[
         str | None,
-        typer.Option(
-            "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."
-        ),
+        typer.Option("--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."),
     ] = None,
     loops: Annotated[int | None, typer.Option("--loops", help="JoT rounds (n_loops).")] = None,
     sets: opt.SET = None,
@@ -81,6 +84,9 @@ def compile_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight at once.")] = 4,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.cache import configure_cache
@@ -109,6 +115,26 @@ def compile_command(
         roles = {r: LMSpec(str(roles.get(r) or default), temperature=float(t)) for r, t in temps.items()} | {
             r: m for r, m in roles.items() if r not in temps
         }
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+        from courtroom.eval.dry_run import estimate_compile
+        from courtroom.eval.runs import RunConfig
+
+        run_config = RunConfig(
+            framework,
+            task or base.get("task") or "boolean_expressions",
+            data=data,
+            seed=seed,
+            knobs=knobs,
+            lm=lm or base.get("lm"),
+            roles={r: str(getattr(m, "model", m)) for r, m in roles.items()},
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+        )
+        settings = {**get_optimizer_defaults(optimizer), **opt.parse_sets(opt_settings)}
+        est, note = estimate_compile(run_config, optimizer, settings, train=train, dev=dev)
+        return print_estimates({framework: est}, [note])
     configure_cache()
     result = compile_program(
         framework,

@@ -85,6 +85,9 @@ def run_command(
         ),
     ] = 0,
     theta: Annotated[float, typer.Option("--theta", help="Ambiguous if D_rate <= theta.")] = 0.5,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.eval.metrics import load_prices
@@ -123,6 +126,13 @@ def run_command(
             prices=price_table,
             train_limit=train_limit,
         )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+        from courtroom.eval.dry_run import estimate_runs
+
+        if config is None:
+            raise ConfigError("--dry-run estimates a new run: drop --resume")
+        return print_estimates(estimate_runs({config.framework: config}, repeats=repeats))
     stdout = Console()
     # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
     with opt.progress_bar(Console(stderr=True)) as bar:

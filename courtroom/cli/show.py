@@ -33,9 +33,7 @@ def print_example(run_dir: Path, index: int, console: Console) -> None:
 @app.command("show")
 def show_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder printed by `courtroom run`.")],
-    example: Annotated[
-        int | None, typer.Option("--example", help="Print the transcript of example i.")
-    ] = None,
+    example: Annotated[int | None, typer.Option("--example", help="Print the transcript of example i.")] = None,
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
     from courtroom.eval.runs import load_run, summary_markdown

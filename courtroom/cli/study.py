@@ -21,26 +21,18 @@ def parse_space(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         name, sep, spec = item.partition("=")
         if not sep or not name.strip() or not spec.strip():
-            raise ConfigError(
-                f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)"
-            )
+            raise ConfigError(f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)")
         out[name.strip()] = spec.strip()
     return out
 
 
 @app.command("study")
 def study_command(
-    framework: Annotated[
-        str, typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...).")
-    ],
+    framework: Annotated[str, typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...).")],
     task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
-    trials: Annotated[
-        int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")
-    ] = 20,
+    trials: Annotated[int, typer.Option("--trials", help="Trials this process runs (0: only create the study).")] = 20,
     dev: Annotated[int, typer.Option("--dev", help="Dev examples each trial is scored on.")] = 20,
-    train: Annotated[
-        int, typer.Option("--train", help="Training examples (precedents, reliability model).")
-    ] = 20,
+    train: Annotated[int, typer.Option("--train", help="Training examples (precedents, reliability model).")] = 20,
     storage: Annotated[
         str | None,
         typer.Option(
@@ -74,13 +66,14 @@ def study_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Examples in flight per trial.")] = 4,
-    report: Annotated[
-        str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
-    ] = None,
+    report: Annotated[str | None, typer.Option("--report", help="Report folder (default studies/NAME).")] = None,
     export_best: Annotated[
         str | None,
         typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
     ] = None,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
     from courtroom.lms import parse_role_overrides
@@ -111,6 +104,29 @@ def study_command(
         concurrency=concurrency,
         prune=not no_prune,
     )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+        from courtroom.eval.dry_run import estimate_study
+        from courtroom.eval.runs import RunConfig
+        from courtroom.optimize.spaces import build_space
+
+        run_config = RunConfig(
+            framework,
+            task,
+            data=data,
+            split="dev",
+            limit=dev,
+            seed=seed,
+            lm=config.models[0] if config.models else None,
+            roles=config.roles,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            train_limit=train,
+        )
+        searched = build_space(framework, overrides=config.space, models=config.models, temperatures=search_temperature)
+        est = estimate_study(run_config, searched, trials)
+        note = f"{trials} trial(s), each at most the most expensive point of the space"
+        return print_estimates({framework: est}, [note])
     outcome = run_study(config)
     console = Console()
     study = outcome.study
@@ -125,9 +141,7 @@ def study_command(
     for _, row in df.iterrows():
         table.add_row(
             *[
-                ""
-                if str(row[c]) == "nan"
-                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
+                "" if str(row[c]) == "nan" else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]))
                 for c in cols
             ]
         )

@@ -85,6 +85,59 @@ def _results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleRes
     return first.run_dir, first.results
 
 
+def comparison_configs(
+    task: str,
+    frameworks: Sequence[str],
+    *,
+    limit: int | None = None,
+    roles: Mapping[str, str] | None = None,
+    data: str = "auto",
+    split: str = "test",
+    seed: int = 0,
+    knobs: Mapping[str, Any] | None = None,
+    lm: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    concurrency: int = 4,
+    out: str | Path = "comparisons",
+    dataset: Mapping[str, Any] | None = None,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    train_limit: int | None = None,
+) -> dict[str, RunConfig]:
+    """The run config of each compared framework (same examples, models and settings)."""
+    frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
+    if not frameworks:
+        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
+    classes = {f: get_framework(f) for f in frameworks}
+    per_fw = split_knobs(knobs, frameworks)
+    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
+    if unknown_roles:
+        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    return {
+        f: RunConfig(
+            f,
+            task,
+            data=data,
+            split=split,
+            limit=limit,
+            seed=seed,
+            knobs=per_fw[f],
+            lm=lm,
+            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            concurrency=concurrency,
+            out=str(out),
+            dataset=dict(dataset) if dataset else None,
+            prices={k: list(v) for k, v in prices.items()} if prices else None,
+            train_limit=train_limit,
+        )
+        for f in frameworks
+    }
+
+
 def compare(
     task: str,
     frameworks: Sequence[str],
@@ -112,39 +165,30 @@ def compare(
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder."""
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
-    if not frameworks:
-        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    classes = {f: get_framework(f) for f in frameworks}
-    per_fw = split_knobs(knobs, frameworks)
-    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
-    if unknown_roles:
-        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    configs = comparison_configs(
+        task,
+        frameworks,
+        limit=limit,
+        roles=roles,
+        data=data,
+        split=split,
+        seed=seed,
+        knobs=knobs,
+        lm=lm,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        concurrency=concurrency,
+        dataset=dataset,
+        prices=prices,
+        train_limit=train_limit,
+    )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
     out_dir.mkdir(parents=True)
-    configs = {
-        f: RunConfig(
-            f,
-            task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=per_fw[f],
-            lm=lm,
-            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            concurrency=concurrency,
-            out=str(out_dir),
-            dataset=dict(dataset) if dataset else None,
-            prices={k: list(v) for k, v in prices.items()} if prices else None,
-            train_limit=train_limit,
-        )
-        for f in frameworks
-    }
+    for config in configs.values():
+        config.out = str(out_dir)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
     for f, config in configs.items():
 

@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -453,30 +453,3 @@ def _per_example_bound(
             return None
         worst = max(worst, prompt * 1.25 * price[0] + calls * cap * price[1])
     return worst
-
-
-def estimate_configs(configs: Mapping[str, RunConfig], **kwargs: Any) -> dict[str, Estimate]:
-    """:func:`estimate_run` for each named config."""
-    return {name: estimate_run(c, **kwargs) for name, c in configs.items()}
-
-
-def estimate_lines(estimates: Mapping[str, Estimate], title: str = "dry run: nothing was sent") -> Iterator[str]:
-    """A Markdown table of estimates, for the commands to print."""
-    yield f"# {title}"
-    yield ""
-    yield "| framework | examples | LM calls | calls/example | prompt tokens | completion tokens | dollars |"
-    yield "|---|---|---|---|---|---|---|"
-    for name, e in estimates.items():
-        calls = f"{e.calls}" if e.calls_exact else f"<= {e.calls} (max: data decides)"
-        completion = "unknown" if e.completion_tokens is None else f"{e.completion_tokens}"
-        if e.completion_tokens is not None and e.completion_basis == "max_tokens bound":
-            completion = f"<= {completion} (max_tokens)"
-        dollars = "unknown" if e.cost is None else f"${e.cost:.4f}"
-        yield (
-            f"| {name} | {e.examples} | {calls} | {e.calls_per_example:.2f} | {e.prompt_tokens} "
-            f"| {completion} | {dollars} |"
-        )
-    tokenizers = {e.tokenizer for e in estimates.values()}
-    yield ""
-    yield f"prompt tokens: real prompts of up to {max(e.sample for e in estimates.values())} examples per "
-    yield f"framework, counted by {', '.join(sorted(tokenizers))}; dollars 'unknown' = no price (use --prices)"

@@ -98,11 +98,7 @@ def confusion(golds: Sequence[str], preds: Sequence[str | None], labels: Sequenc
     cols = [*labels, "failed"]
     grid = [
         [
-            sum(
-                1
-                for g, p in zip(golds, preds, strict=True)
-                if g == gl and (p if p is not None else "failed") == c
-            )
+            sum(1 for g, p in zip(golds, preds, strict=True) if g == gl and (p if p is not None else "failed") == c)
             for c in cols
         ]
         for gl in labels

@@ -112,9 +112,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     try:
         ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable files
-        raise DataError(
-            f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-        ) from exc
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
     return [dict(r) for r in ds]
 
 
@@ -122,9 +120,7 @@ def _read_hub(task: Task) -> list[dict[str, Any]]:
     import datasets
 
     if task.hub is None:
-        raise ConfigError(
-            f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)"
-        )
+        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)")
     path, config, split = task.hub
     try:
         ds = datasets.load_dataset(path, config, split=split)
@@ -194,9 +190,7 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
         examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise DataError(
-            f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels"
-        )
+        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
     return examples
 
 
