@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     command = typer.main.get_command(app)
     try:
-        command.main(args=args, prog_name="courtroom", standalone_mode=False)
+        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
+        if isinstance(code, int) and code:
+            return code  # typer.Exit(n) inside a command (e.g. 3: stopped at the budget)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

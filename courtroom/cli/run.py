@@ -11,6 +11,7 @@ from rich.table import Table
 
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
+from courtroom.cli._cost import opt_budget
 from courtroom.errors import ConfigError, CourtroomError
 
 
@@ -133,6 +134,9 @@ def run_command(
         if config is None:
             raise ConfigError("--dry-run estimates a new run: drop --resume")
         return print_estimates(estimate_runs({config.framework: config}, repeats=repeats))
+    from courtroom.cli._cost import make_budget
+
+    budget = make_budget(max_calls, max_cost, price_table, repeats)
     stdout = Console()
     # Transient: the bar disappears when done (or on an error), leaving only the summary or the error line.
     with opt.progress_bar(Console(stderr=True)) as bar:
@@ -174,15 +178,21 @@ def run_command(
                     **overrides,
                 )
             else:
-                outcome = resume(
-                    resume_dir, progress=progress, on_start=on_start, retry_failed=retry_failed, **overrides
+                outcome = opt_budget(
+                    budget,
+                    resume,
+                    resume_dir,
+                    progress=progress,
+                    on_start=on_start,
+                    retry_failed=retry_failed,
+                    **overrides,
                 )
         elif repeats > 1:
             group = run_repeats(
                 config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
             )
         else:
-            outcome = run(config, progress=progress, on_start=on_start)
+            outcome = opt_budget(budget, run, config, progress=progress, on_start=on_start)
     if group is not None:
         from courtroom.eval.repeats import stats_markdown
 

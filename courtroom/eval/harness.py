@@ -127,6 +127,7 @@ def evaluate(
     concurrency: int = 4,
     on_result: Callable[[ExampleResult], None] | None = None,
     max_in_flight: int | None = None,
+    budget: Any = None,
 ) -> list[ExampleResult]:
     """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
 
@@ -136,6 +137,9 @@ def evaluate(
     finishes: progress, checkpoints. If it raises (or on Ctrl-C), examples not yet started are
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
+
+    With a :class:`courtroom.eval.budget.Budget`, an example starts only if the budget admits
+    it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
     results: dict[int, ExampleResult] = {}
     limit = InFlightLimit(max_in_flight or concurrency)
@@ -143,11 +147,13 @@ def evaluate(
     try:
         with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), limit]):
             futures = {
-                pool.submit(contextvars.copy_context().run, run_example, program, ex): i
+                pool.submit(contextvars.copy_context().run, _budgeted, budget, program, ex): i
                 for i, ex in enumerate(examples)
             }
         for fut in as_completed(futures):
             res = fut.result()
+            if res is None:
+                continue
             results[futures[fut]] = res
             if on_result:
                 on_result(res)
@@ -155,7 +161,18 @@ def evaluate(
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    return [results[i] for i in range(len(examples))]
+    return [results[i] for i in range(len(examples)) if i in results]
+
+
+def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
+    """``run_example`` if the budget (if any) admits one more example, else None."""
+    if budget is None:
+        return run_example(program, example)
+    if not budget.admit():
+        return None
+    res = run_example(program, example)
+    budget.settle(res.usage)
+    return res
 
 
 def total_usage(results: Iterable[ExampleResult]) -> Usage:

@@ -29,6 +29,7 @@ def resume(
     on_start: Callable[[int], None] | None = None,
     lms: RoleLMs | None = None,
     retry_failed: bool = False,
+    budget: Any = None,
     **overrides: Any,
 ) -> RunOutcome:
     """Finish an interrupted run in its own folder: only examples without a result are run.
@@ -48,6 +49,9 @@ def resume(
     for key, value in overrides.items():
         if value is not None and value != {}:
             setattr(config, key, value)
+    from courtroom.eval.budget import run_budget
+
+    budget = run_budget(budget, config)
     setup = RunSetup.build(config, lms)
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):
@@ -67,7 +71,7 @@ def resume(
     retry = None
     if retry_failed:
         retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
-    return setup.execute(path, done, progress, on_start, retry)
+    return setup.execute(path, done, progress, on_start, retry, budget=budget)
 
 
 def _retry_program(

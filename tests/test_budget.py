@@ -1,0 +1,78 @@
+"""Budgets (SPEC §10): no new example or trial starts past --max-calls / --max-cost; the folder resumes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from courtroom.cache import configure_cache
+from courtroom.errors import ConfigError
+from courtroom.eval.budget import Budget, BudgetExhausted
+from courtroom.eval.runs import RunConfig, load_run, run
+from courtroom.testing import FakeServer
+
+
+def _config(framework, server, **kw):
+    return RunConfig(
+        framework, "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, **kw
+    )
+
+
+@pytest.mark.parametrize(("framework", "limit"), [("jot", 40), ("self-consistency", 25), ("reflexion", 31)])
+def test_requests_never_pass_the_budget(framework, limit, tmp_path):
+    configure_cache(tmp_path / "cache")
+    with FakeServer(latency=0.02) as server:
+        with pytest.raises(BudgetExhausted) as stop:
+            run(_config(framework, server, limit=30, concurrency=4), budget=Budget(max_calls=limit))
+        sent = server.counts["requests"]
+    assert sent <= limit
+    assert stop.value.budget.spent_calls == sent
+    assert stop.value.left > 0
+    run_dir = Path(stop.value.resume.split()[-1])
+    _, rows, summary = load_run(run_dir)
+    assert summary is None  # not finished: resumable
+    assert len(rows) + stop.value.left == 30
+
+
+def test_dollar_budget_uses_prices_and_needs_one(tmp_path):
+    configure_cache(tmp_path / "cache")
+    prices = {"openai/fake": [1000.0, 1000.0]}  # $ per 1M tokens: a few cents per example
+    with FakeServer() as server:
+        with pytest.raises(ConfigError, match="--prices"):
+            run(_config("zero-shot", server, limit=5), budget=Budget(max_cost=1.0))
+        assert server.counts["requests"] == 0
+        with pytest.raises(BudgetExhausted) as stop:
+            run(_config("zero-shot", server, limit=40, max_tokens=20), budget=Budget(max_cost=1.0, prices=prices))
+    spent = stop.value.budget.spent_cost
+    assert 0 < spent <= 1.0
+    assert "$" in stop.value.line
+
+
+def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer(latency=0.02) as server:
+        base = [sys.executable, "-m", "courtroom.cli", "run"]
+        common = ["--lm", "openai/fake", "--api-base", server.url]
+        first = subprocess.run(
+            [*base, "jot", "--limit", "10", "--max-calls", "40", *common],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=180,
+        )
+        assert first.returncode == 3, first.stderr
+        assert server.counts["requests"] <= 40
+        lines = [x for x in first.stderr.splitlines() if "budget reached" in x]
+        assert len(lines) == 1 and "not run" in lines[0] and "--resume" in lines[0]
+        run_dir = lines[0].rsplit("--resume", 1)[1].strip()
+        second = subprocess.run(
+            [*base, "--resume", run_dir, *common], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
+        )
+        assert second.returncode == 0, second.stderr
+        assert server.counts["requests"] == 10 * 9  # every example once, nothing sent twice
+    summary = json.loads((tmp_path / run_dir / "summary.json").read_text())
+    assert summary["n"] == 10
