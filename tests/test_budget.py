@@ -16,9 +16,7 @@ from courtroom.testing import FakeServer
 
 
 def _config(framework, server, **kw):
-    return RunConfig(
-        framework, "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, **kw
-    )
+    return RunConfig(framework, "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, **kw)
 
 
 @pytest.mark.parametrize(("framework", "limit"), [("jot", 40), ("self-consistency", 25), ("reflexion", 31)])
@@ -76,3 +74,83 @@ def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
         assert server.counts["requests"] == 10 * 9  # every example once, nothing sent twice
     summary = json.loads((tmp_path / run_dir / "summary.json").read_text())
     assert summary["n"] == 10
+
+
+def test_compare_shares_the_budget_and_names_what_did_not_start(tmp_path):
+    from courtroom.eval.compare import compare
+
+    configure_cache(tmp_path / "cache")
+    with FakeServer() as server:
+        with pytest.raises(BudgetExhausted) as stop:
+            compare(
+                "boolean_expressions",
+                ["zero-shot", "jot", "cot"],
+                limit=10,
+                data="generate",
+                lm="openai/fake",
+                api_base=server.url,
+                out=tmp_path / "cmp",
+                budget=Budget(max_calls=40),
+            )
+        sent = server.counts["requests"]
+    assert sent <= 40
+    assert "of jot not run" in stop.value.line and "not started: cot" in stop.value.line
+
+
+def test_study_stops_starting_trials(tmp_path):
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    configure_cache(tmp_path / "cache")
+    with FakeServer() as server:
+        config = StudyConfig(
+            "self-consistency",
+            trials=10,
+            dev=4,
+            train=4,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/s.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+        )
+        # One trial costs at most 5 samples x 4 examples = 20 requests (k_samples searched in 1..5).
+        with pytest.raises(BudgetExhausted) as stop:
+            run_study(config, budget=Budget(max_calls=30))
+        sent = server.counts["requests"]
+    assert sent <= 30
+    assert "trial(s) not started" in stop.value.line
+    assert 0 < stop.value.left < 10
+
+
+def test_compile_refuses_to_start_over_budget(tmp_path):
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "courtroom.cli",
+                "compile",
+                "jot",
+                "--optimizer",
+                "bootstrap",
+                "--train",
+                "4",
+                "--dev",
+                "4",
+                "--lm",
+                "openai/fake",
+                "--api-base",
+                server.url,
+                "--max-calls",
+                "50",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=180,
+        )
+        assert proc.returncode == 3, proc.stderr
+        assert server.counts["requests"] == 0
+    assert "compile not started" in proc.stderr and "--max-calls 50" in proc.stderr

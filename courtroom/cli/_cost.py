@@ -40,3 +40,27 @@ def opt_budget(budget: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
     except BudgetExhausted as stop:
         Console(stderr=True).print(stop.line, markup=False, soft_wrap=True)
         raise typer.Exit(3) from None
+
+
+def check_compile_budget(est: Any, optimizer: str, max_calls: int | None, max_cost: float | None) -> None:
+    """Compile runs as one unit: it starts only if its dry-run bound fits the budget (else one line, exit 3)."""
+    import typer
+
+    from courtroom.eval.dry_run import PROGRAM_RUNS
+
+    why = None
+    if optimizer not in PROGRAM_RUNS:
+        why = f"{optimizer} decides its own number of calls (no bound): use bootstrap, bootstrap-rs, labeled or knn"
+    elif max_calls is not None and est.calls > max_calls:
+        why = f"it could send {est.calls} request(s), over --max-calls {max_calls}"
+    elif max_cost is not None and (est.cost is None or est.completion_tokens is None):
+        why = "its dollars are unknown (no price or no max_tokens): pass --prices and --max-tokens"
+    elif max_cost is not None and est.cost > max_cost:
+        why = f"it could cost ${est.cost:.4f}, over --max-cost {max_cost:g}"
+    if why:
+        Console(stderr=True).print(
+            f"budget: compile not started, {why}; nothing was sent (see --dry-run; lower --train/--dev)",
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(3)

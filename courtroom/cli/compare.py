@@ -88,6 +88,10 @@ def compare_command(
             train_limit=train_limit,
         )
         return print_estimates(estimate_runs(configs, repeats=repeats))
+    from courtroom.cli._cost import make_budget, opt_budget
+
+    price_table = load_prices(prices) if prices else None
+    budget = make_budget(max_calls, max_cost, price_table, repeats)
     with opt.progress_bar(Console(stderr=True)) as bar:
         handles: dict[str, Any] = {}
 
@@ -96,7 +100,9 @@ def compare_command(
                 handles[framework] = bar.add_task(framework, total=None, status="")
             bar.update(handles[framework], advance=1, status="failed" if res.prediction is None else "")
 
-        result = compare(
+        result = opt_budget(
+            budget,
+            compare,
             task,
             names,
             limit=limit,
@@ -113,7 +119,7 @@ def compare_command(
             max_tokens=max_tokens,
             api_base=api_base,
             dataset=spec,
-            prices=load_prices(prices) if prices else None,
+            prices=price_table,
             ambiguity_k=ambiguity_k,
             theta=theta,
             progress=progress,

@@ -115,8 +115,8 @@ def compile_command(
         roles = {r: LMSpec(str(roles.get(r) or default), temperature=float(t)) for r, t in temps.items()} | {
             r: m for r, m in roles.items() if r not in temps
         }
-    if dry_run:
-        from courtroom.cli._cost import print_estimates
+    if dry_run or max_calls is not None or max_cost is not None:
+        from courtroom.cli._cost import check_compile_budget, print_estimates
         from courtroom.eval.dry_run import estimate_compile
         from courtroom.eval.runs import RunConfig
 
@@ -134,7 +134,9 @@ def compile_command(
         )
         settings = {**get_optimizer_defaults(optimizer), **opt.parse_sets(opt_settings)}
         est, note = estimate_compile(run_config, optimizer, settings, train=train, dev=dev)
-        return print_estimates({framework: est}, [note])
+        if dry_run:
+            return print_estimates({framework: est}, [note])
+        check_compile_budget(est, optimizer, max_calls, max_cost)
     configure_cache()
     result = compile_program(
         framework,

@@ -127,7 +127,9 @@ def study_command(
         est = estimate_study(run_config, searched, trials)
         note = f"{trials} trial(s), each at most the most expensive point of the space"
         return print_estimates({framework: est}, [note])
-    outcome = run_study(config)
+    from courtroom.cli._cost import make_budget, opt_budget
+
+    outcome = opt_budget(make_budget(max_calls, max_cost), run_study, config)
     console = Console()
     study = outcome.study
     console.print(f"study {study.study_name}: {len(study.trials)} trial(s) in storage")

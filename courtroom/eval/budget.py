@@ -11,8 +11,9 @@ dollars.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,8 @@ class Budget:
     spent_calls: int = 0
     spent_cost: float = 0.0
     in_flight: int = 0
+    admitted: int = 0
+    """Units started so far."""
     stopped: bool = False
     _seen_cost: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -59,9 +62,8 @@ class Budget:
 
     def bound(self, unit_calls: int, unit_cost: float | None, models: Sequence[str] = ()) -> Budget:
         """Set the most one unit can spend (from a dry run); a dollar limit needs a price for each model."""
-        self.unit_calls = max(self.unit_calls, int(unit_calls))
-        if unit_cost is not None:
-            self.unit_cost = max(self.unit_cost or 0.0, unit_cost)
+        with self._lock:
+            self.unit_calls, self.unit_cost = int(unit_calls), unit_cost
         if self.max_cost is not None:
             unpriced = [m for m in models if m != "local" and self._price(m) is None]
             if unpriced:
@@ -88,6 +90,7 @@ class Budget:
                 self.stopped = True
                 return False
             self.in_flight += 1
+            self.admitted += 1
             return True
 
     def settle(self, usage: Mapping[str, Any] | None) -> None:
@@ -151,5 +154,80 @@ def stopped_run(budget: Budget, run_dir: Any, left: int) -> BudgetExhausted:
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; "
         f"{left} example(s) not run; finish with: {resume}"
+    )
+    return BudgetExhausted(line, budget, left, resume)
+
+
+@contextlib.contextmanager
+def stopped_comparison(out_dir: Any, framework: str, later: Sequence[str]) -> Iterator[None]:
+    """Reword a budget stop inside ``compare``: which framework stopped, and which never started."""
+    try:
+        yield
+    except BudgetExhausted as stop:
+        rest = f"; not started: {', '.join(later)} (compare them with --frameworks {','.join(later)})" if later else ""
+        line = stop.line.replace("example(s) not run", f"example(s) of {framework} not run") + rest
+        raise BudgetExhausted(line, stop.budget, stop.left, stop.resume) from None
+
+
+def study_run_config(config: Any) -> Any:
+    """The run config one study trial evaluates (dev split, train limit, first model)."""
+    from courtroom.eval.runs import RunConfig
+
+    return RunConfig(
+        config.framework,
+        config.task,
+        data=config.data,
+        split="dev",
+        limit=config.dev,
+        seed=config.seed,
+        lm=config.models[0] if config.models else None,
+        roles=dict(config.roles),
+        max_tokens=config.max_tokens,
+        api_base=config.api_base,
+        train_limit=config.train,
+    )
+
+
+def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence[Any]) -> Any:
+    """An Optuna objective that starts a trial only if the budget admits it (else stops the study).
+
+    Each trial is bounded by the dry run at the space's most expensive point. A refused trial
+    ends pruned with the user attribute ``budget`` and the study stops starting trials.
+    """
+    import optuna
+
+    from courtroom.eval.dry_run import estimate_study
+
+    est = estimate_study(study_run_config(config), space, 1, prices=budget.prices)
+    budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
+    dearest = max((budget._price(m) or (0.0, 0.0) for m in est.models.values()), key=lambda p: p[0] + p[1])
+
+    def guarded(trial: Any) -> Any:
+        if not budget.admit():
+            trial.set_user_attr("budget", "not run: budget reached")
+            trial.study.stop()
+            raise optuna.TrialPruned("budget reached")
+        try:
+            return objective(trial)
+        finally:
+            attrs = trial.user_attrs
+            # Trials record tokens, not tokens per model: price them at the dearest model (an upper bound).
+            tokens = int(attrs.get("tokens", 0))
+            budget.settle({"sent": attrs.get("sent", 0)})
+            with budget._lock:
+                budget.spent_cost += tokens * max(dearest)
+
+    return guarded
+
+
+def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
+    """The one-line outcome of a study stopped at its budget."""
+    left = max(0, config.trials - done)
+    resume = f"courtroom study {config.framework} --task {config.task} --study-name {config.name} --trials {left}"
+    if config.storage:
+        resume += f" --storage {config.storage}"
+    line = (
+        f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
+        f"continue with: {resume}"
     )
     return BudgetExhausted(line, budget, left, resume)

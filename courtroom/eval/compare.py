@@ -162,8 +162,13 @@ def compare(
     lms: RoleLMs | None = None,
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
+    budget: Any = None,
 ) -> Comparison:
-    """Run every framework on the same examples and write the comparison folder."""
+    """Run every framework on the same examples and write the comparison folder.
+
+    A ``budget`` (:class:`courtroom.eval.budget.Budget`) is shared by the frameworks, run in
+    order; at its limit the current run stops resumable and later frameworks do not start.
+    """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     configs = comparison_configs(
         task,
@@ -201,6 +206,11 @@ def compare(
 
         if repeats > 1:
             outcomes[f] = run_repeats(config, repeats, lms=lms, progress=repeat_hook)
+        elif budget is not None:
+            from courtroom.eval.budget import stopped_comparison
+
+            with stopped_comparison(out_dir, f, [g for g in configs if g not in outcomes and g != f]):
+                outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook, budget=budget)
         else:
             outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
     comparison = _write(out_dir, task, frameworks, outcomes, configs)

@@ -128,9 +128,7 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
         if multi:
             pareto_table(study).to_csv(out / "pareto.csv", index=False)
             written["pareto_table"] = out / "pareto.csv"
-            plots["pareto"] = lambda: vis.plot_pareto_front(
-                study, target_names=["score", "calls per example"]
-            )
+            plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
         for name, draw in plots.items():
             path = _plot(name, draw, out)
             if path:

@@ -128,9 +128,7 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     sampler = (
         optuna.samplers.NSGAIISampler(seed=config.seed)
         if config.cost_objective
-        else optuna.samplers.TPESampler(
-            seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1))
-        )
+        else optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1)))
     )
     pruner = (
         optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
@@ -176,9 +174,7 @@ def _trial_lms(
         value: Any = choices.get(models[role], models[role]) if role in models else base.for_role(role)
         if role in temps:
             if isinstance(value, str):
-                value = LMSpec(
-                    value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base
-                )
+                value = LMSpec(value, temperature=temps[role], max_tokens=config.max_tokens, api_base=config.api_base)
             else:
                 value = value.copy(temperature=temps[role])
         lms[role] = resolve_roles(value).for_role(role) if isinstance(value, str | LMSpec) else value
@@ -241,9 +237,7 @@ def make_objective(
     return objective
 
 
-def _record(
-    trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float
-) -> None:
+def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
     usage = total_usage(results)
     s = score([r.gold for r in results], [r.prediction for r in results], labels)
     calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
@@ -271,6 +265,7 @@ def run_study(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    budget: Any = None,
 ) -> StudyOutcome:
     """Create or resume the study and run ``config.trials`` trials in this process.
 
@@ -314,6 +309,10 @@ def run_study(
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
+    if budget is not None:
+        from courtroom.eval.budget import guard_objective
+
+        objective = guard_objective(objective, budget, config, space)
     # Threads of one process can pop the same enqueued trial from SQLite and tell it twice
     # ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one at a time first.
     from optuna.trial import TrialState
@@ -323,6 +322,10 @@ def run_study(
     for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
         if n_trials:
             study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,), gc_after_trial=False)
+    if budget is not None and budget.stopped:
+        from courtroom.eval.budget import stopped_study
+
+        raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space)
 
 
