@@ -51,6 +51,17 @@ def compare_command(
     dry_run: opt.DRY_RUN = False,
     max_cost: opt.MAX_COST = None,
     max_calls: opt.MAX_CALLS = None,
+    matched_baselines: Annotated[
+        bool,
+        typer.Option(
+            "--matched-baselines/--no-matched-baselines",
+            help="Add a majority-vote row per framework at the same calls (or tokens) per example.",
+        ),
+    ] = True,
+    baseline: Annotated[
+        str, typer.Option("--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.")
+    ] = "self-consistency",
+    match: Annotated[str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.")] = "calls",
 ) -> None:
     """Compare frameworks on one task: print the table; write table.md, table.csv and plots."""
     from courtroom.eval.analysis import markdown_table
@@ -124,6 +135,9 @@ def compare_command(
             theta=theta,
             progress=progress,
             train_limit=train_limit,
+            matched_baselines=matched_baselines,
+            baseline=baseline,
+            match=match,
         )
     console = Console()
     console.print(markdown_table(result.table), markup=False, soft_wrap=True)

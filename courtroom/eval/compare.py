@@ -7,6 +7,7 @@ tokens, cost, time), ``analyses.json`` and ``plots/*.png``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import uuid
@@ -26,7 +27,7 @@ from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
 from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
 
-COLUMNS = ("accuracy", "macro_f1", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
+COLUMNS = ("accuracy", "macro_f1", "failures", "n", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
 
 
 @dataclass
@@ -69,6 +70,7 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
     for c in ("cached",):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
+    row["n"] = outcome.outcomes[0].summary.get("n")
     acc = outcome.stats["accuracy"]
     row.update(
         accuracy_sd=acc["sd"],
@@ -163,11 +165,18 @@ def compare(
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
     budget: Any = None,
+    matched_baselines: bool = True,
+    baseline: str = "self-consistency",
+    match: str = "calls",
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
     A ``budget`` (:class:`courtroom.eval.budget.Budget`) is shared by the frameworks, run in
     order; at its limit the current run stops resumable and later frameworks do not start.
+
+    With ``matched_baselines``, a majority-vote ``baseline`` row is added per framework, its
+    samples set to match the framework's mean calls (or tokens) per example
+    (:mod:`courtroom.eval.matched`).
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     configs = comparison_configs(
@@ -195,25 +204,44 @@ def compare(
     for config in configs.values():
         config.out = str(out_dir)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
-    for f, config in configs.items():
 
-        def hook(res: ExampleResult, f: str = f) -> None:
+    def run_one(f: str, config: RunConfig, later: Sequence[str]) -> None:
+        def hook(res: ExampleResult) -> None:
             if progress:
                 progress(f, res)
 
-        def repeat_hook(r: int, res: ExampleResult, f: str = f) -> None:
-            hook(res, f)
-
         if repeats > 1:
-            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=repeat_hook)
+            outcomes[f] = run_repeats(config, repeats, lms=lms, progress=lambda r, res: hook(res))
         elif budget is not None:
             from courtroom.eval.budget import stopped_comparison
 
-            with stopped_comparison(out_dir, f, [g for g in configs if g not in outcomes and g != f]):
-                outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook, budget=budget)
+            with stopped_comparison(out_dir, f, later):
+                outcomes[f] = run(config, lms=lms, run_dir=out_dir / _folder(f), progress=hook, budget=budget)
         else:
-            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook)
-    comparison = _write(out_dir, task, frameworks, outcomes, configs)
+            outcomes[f] = run(config, lms=lms, run_dir=out_dir / _folder(f), progress=hook)
+
+    for i, (f, config) in enumerate(configs.items()):
+        run_one(f, config, list(configs)[i + 1 :])
+    matches: dict[str, list[str]] = {}
+    if matched_baselines:
+        from courtroom.eval import matched
+
+        rows = {f: _row(outcomes[f]) for f in frameworks}
+        first = configs[frameworks[0]]
+        per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+        for k, fws in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+            name = matched.row_name(baseline, k)
+            configs[name] = dataclasses.replace(
+                first,
+                framework=baseline,
+                knobs={matched.BASELINES[baseline]: k},
+                roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},
+            )
+            matches[name] = fws
+        for name in matches:
+            run_one(name, configs[name], [m for m in matches if m not in outcomes and m != name])
+    frameworks = [*frameworks, *matches]
+    comparison = _write(out_dir, task, frameworks, outcomes, configs, matches)
     if ambiguity_k:
         _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
@@ -226,8 +254,14 @@ def _write(
     frameworks: Sequence[str],
     outcomes: Mapping[str, Any],
     configs: Mapping[str, RunConfig],
+    matches: Mapping[str, Sequence[str]] | None = None,
 ) -> Comparison:
+    from courtroom.eval.matched import cost_columns
+
     table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
+    table = cost_columns(table)
+    if matches:
+        table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
     table.to_csv(out_dir / "table.csv")
     (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(table))
     runs, analyses = {}, {}
@@ -247,6 +281,7 @@ def _write(
                 "task": task,
                 "frameworks": list(frameworks),
                 "runs": runs,
+                "matched_baselines": {k: list(v) for k, v in (matches or {}).items()},
                 "config": {k: v for k, v in vars(first).items() if k not in ("framework", "knobs")}
                 | {"api_base": redact_url(first.api_base), "knobs": {f: c.knobs for f, c in configs.items()}},
             },
@@ -254,6 +289,11 @@ def _write(
         )
     )
     return Comparison(out_dir, table, runs, analyses)
+
+
+def _folder(name: str) -> str:
+    """A run folder name for a table row (``self-consistency k=9`` -> ``self-consistency_k9``)."""
+    return name.replace(" k=", "_k").replace(" ", "_")
 
 
 def _jsonable(value: Any) -> Any:
@@ -303,8 +343,8 @@ def _ambiguity(
 ) -> None:
     """Run the preliminary hearing K times for every framework that has one; store the split."""
     for f, o in outcomes.items():
-        if "clerk" not in get_framework(f).roles:
-            continue
+        if " k=" in f or "clerk" not in get_framework(f).roles:
+            continue  # matched baselines have no hearing
         run_dir, _ = _results(o)
         split = run_ambiguity(run_dir, k, theta, lms=lms, concurrency=concurrency)
         comparison.analyses[f]["ambiguity"] = split.to_dict("records")

@@ -1,0 +1,98 @@
+"""Equal-budget baselines for ``compare`` (SPEC §10).
+
+"Debate or Vote" (NeurIPS 2025) finds that majority voting explains most of the gains credited
+to multi-agent debate, so a framework is only better if it beats a majority vote that spends as
+much. For each compared framework, :func:`plan` sets the samples of a majority-vote baseline
+(``self-consistency``: chain-of-thought samples, or ``parallel-vote``: zero-shot answers) so
+that its mean calls per example (or tokens, ``match="tokens"``) equal the framework's; the
+rows are named ``{baseline} k={k}`` and the table's ``matches`` column says whose budget each
+one matches. Frameworks that ask for the same k share one row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from courtroom.errors import ConfigError
+
+BASELINES = {"self-consistency": "k_samples", "parallel-vote": "n_models"}
+"""Majority-vote baseline -> its knob for the number of samples."""
+MATCHES = ("calls", "tokens")
+
+
+def per_example(row: Mapping[str, Any], what: str) -> float | None:
+    """Mean calls (or tokens) per example of a table row."""
+    n = row.get("n") or 0
+    value = row.get(what)
+    if not n or value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value) / float(n)
+
+
+def tokens_per_sample(config: Any, baseline: str) -> float:
+    """Tokens one sample of the baseline spends per example: dry-run prompt tokens plus completion.
+
+    Completion tokens are the lengths measured in the cache (the frameworks just ran), else
+    ``max_tokens``; with neither, the prompt alone.
+    """
+    from courtroom.eval.estimate import estimate_run
+
+    one = dataclasses.replace(config, framework=baseline, knobs={BASELINES[baseline]: 1})
+    est = estimate_run(one, sample=10)
+    return (est.prompt_tokens + (est.completion_tokens or 0)) / max(est.examples, 1)
+
+
+def plan(
+    rows: Mapping[str, Mapping[str, Any]],
+    *,
+    baseline: str = "self-consistency",
+    match: str = "calls",
+    sample_tokens: float | None = None,
+) -> dict[int, list[str]]:
+    """Samples per example -> the frameworks whose mean calls (or tokens) per example it matches.
+
+    ``rows`` are the comparison's table rows (``calls``, ``tokens``, ``n``). The baseline itself
+    (in any size) gets no matched row. ``sample_tokens`` (tokens per sample per example) is
+    needed for ``match="tokens"``.
+    """
+    if baseline not in BASELINES:
+        raise ConfigError(f"unknown matched baseline {baseline!r}: use one of {', '.join(BASELINES)}")
+    if match not in MATCHES:
+        raise ConfigError(f"--match {match!r}: use calls or tokens")
+    out: dict[int, list[str]] = {}
+    for name, row in rows.items():
+        if name == baseline or name in BASELINES:
+            continue
+        spent = per_example(row, match)
+        if spent is None:
+            continue
+        per_sample = 1.0 if match == "calls" else (sample_tokens or 0.0)
+        if per_sample <= 0:
+            raise ConfigError("--match tokens needs the tokens of one baseline sample; none could be estimated")
+        k = max(1, round(spent / per_sample))
+        out.setdefault(k, []).append(name)
+    return out
+
+
+def row_name(baseline: str, k: int) -> str:
+    """The table row of a matched baseline."""
+    return f"{baseline} k={k}"
+
+
+def cost_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Add calls and tokens per example and dollars per correct answer."""
+    n = table["n"].astype(float) if "n" in table.columns else None
+    if n is None:
+        return table
+    table = table.copy()
+    table["calls_per_example"] = table["calls"].astype(float) / n
+    table["tokens_per_example"] = table["tokens"].astype(float) / n
+    correct = table["accuracy"].astype(float) * n
+    cost = pd.to_numeric(table["cost"], errors="coerce")
+    table["cost_per_correct"] = (cost / correct.where(correct > 0)).where(cost.notna())
+    return table
