@@ -88,5 +88,7 @@ def test_dry_run_sends_no_request(command, tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert server.counts["requests"] == 0
     assert "nothing was sent" in proc.stdout
+    if command == "compare":  # the matched majority votes are priced too: jot with 3 loops makes 9 calls
+        assert "| self-consistency k=9 |" in proc.stdout and "| self-consistency k=1 |" in proc.stdout
     assert "unknown" in proc.stdout  # openai/fake has no price: never $0
     assert not list(tmp_path.glob("runs/*")) and not list(tmp_path.glob("comparisons/*"))

@@ -79,7 +79,7 @@ def compare_command(
     if dry_run:
         from courtroom.cli._cost import print_estimates
         from courtroom.eval.compare import comparison_configs
-        from courtroom.eval.dry_run import estimate_runs
+        from courtroom.eval.dry_run import estimate_comparison
 
         configs = comparison_configs(
             task,
@@ -98,7 +98,10 @@ def compare_command(
             prices=load_prices(prices) if prices else None,
             train_limit=train_limit,
         )
-        return print_estimates(estimate_runs(configs, repeats=repeats))
+        estimates = estimate_comparison(
+            configs, repeats=repeats, matched_baselines=matched_baselines, baseline=baseline, match=match
+        )
+        return print_estimates(estimates)
     from courtroom.cli._cost import make_budget, opt_budget
 
     price_table = load_prices(prices) if prices else None

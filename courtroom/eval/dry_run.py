@@ -130,3 +130,29 @@ def estimate_lines(
         tokenizers = ", ".join(sorted({e.tokenizer for e in estimates.values()}))
         yield f"prompt tokens: the real prompts of {sample} examples per framework, counted by {tokenizers}"
         yield "dollars: LiteLLM's price map or --prices; 'unknown' when neither has the model"
+
+
+def estimate_comparison(
+    configs: Mapping[str, RunConfig],
+    *,
+    repeats: int = 1,
+    matched_baselines: bool = True,
+    baseline: str = "self-consistency",
+    match: str = "calls",
+) -> dict[str, Estimate]:
+    """What ``compare`` would spend, its matched majority-vote rows included (planned from the estimates)."""
+    from courtroom.eval import matched
+
+    out = estimate_runs(configs, repeats=repeats)
+    if not matched_baselines or not configs:
+        return out
+    rows = {
+        f: {"n": e.examples, "calls": e.calls - e.prepare_calls, "tokens": e.prompt_tokens + (e.completion_tokens or 0)}
+        for f, e in out.items()
+    }
+    first = next(iter(configs.values()))
+    per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+    for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+        config = dataclasses.replace(first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={})
+        out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
+    return out
