@@ -383,6 +383,7 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     made["accuracy"] = plots.accuracy_bars(
         table["accuracy"], out_dir / "plots" / "accuracy.png", errors, f"{info['task']}: accuracy"
     )
+    made["frontier"] = draw_frontier(out_dir, table, info["task"])
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
         made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
@@ -403,6 +404,35 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
                 f"{f}: ambiguity split",
             )
     return made
+
+
+def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
+    """``frontier.png``: accuracy (95% CI: over repeats, else Wilson over examples) vs cost per example.
+
+    Cost is dollars per example when every row has a price, else tokens per example.
+    """
+    n = table["n"].astype(float)
+    if "accuracy_ci_low" in table.columns:
+        low, high = (
+            table["accuracy_ci_low"].fillna(table["accuracy"]),
+            table["accuracy_ci_high"].fillna(table["accuracy"]),
+        )
+    else:
+        cis = {f: plots.wilson(float(table.loc[f, "accuracy"]), int(n[f])) for f in table.index}
+        low = pd.Series({f: c[0] for f, c in cis.items()})
+        high = pd.Series({f: c[1] for f, c in cis.items()})
+    from courtroom.eval.matched import per_example, uncached
+
+    rows = table.to_dict("index")
+    cost = pd.Series([uncached(rows[f], "cost") for f in table.index], index=table.index, dtype=float)
+    if cost.notna().all():
+        x, label = cost / n, "dollars per example"
+    else:
+        x = pd.Series([per_example(rows[f], "tokens") for f in table.index], index=table.index, dtype=float)
+        label = "tokens per example (cache hits included)"
+    return plots.frontier(
+        x, table["accuracy"], low, high, out_dir / "frontier.png", xlabel=label, title=f"{task}: accuracy vs cost"
+    )
 
 
 def comparison_runs(path: str | Path) -> dict[str, Path]:

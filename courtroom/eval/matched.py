@@ -25,11 +25,25 @@ BASELINES = {"self-consistency": "k_samples", "parallel-vote": "n_models"}
 MATCHES = ("calls", "tokens")
 
 
+def uncached(row: Mapping[str, Any], what: str) -> float | None:
+    """``tokens`` or ``cost`` of a row as if no call came from the cache.
+
+    Cache hits report no usage, so a row that reused earlier answers looks cheap; its cached
+    calls are priced at the mean of its sent calls.
+    """
+    value, calls, sent = row.get(what), row.get("calls") or 0, row.get("sent")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if sent is None or not calls:
+        return float(value)
+    return float(value) * float(calls) / float(sent) if sent else None
+
+
 def per_example(row: Mapping[str, Any], what: str) -> float | None:
-    """Mean calls (or tokens) per example of a table row."""
+    """Mean calls (or tokens, cache hits included) per example of a table row."""
     n = row.get("n") or 0
-    value = row.get(what)
-    if not n or value is None or (isinstance(value, float) and math.isnan(value)):
+    value = row.get("calls") if what == "calls" else uncached(row, what)
+    if not n or value is None:
         return None
     return float(value) / float(n)
 
@@ -85,14 +99,15 @@ def row_name(baseline: str, k: int) -> str:
 
 
 def cost_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Add calls and tokens per example and dollars per correct answer."""
-    n = table["n"].astype(float) if "n" in table.columns else None
-    if n is None:
+    """Add calls and tokens per example and dollars per correct answer (cache hits priced, see :func:`uncached`)."""
+    if "n" not in table.columns:
         return table
     table = table.copy()
+    rows = table.to_dict("index")
+    n = table["n"].astype(float)
     table["calls_per_example"] = table["calls"].astype(float) / n
-    table["tokens_per_example"] = table["tokens"].astype(float) / n
+    table["tokens_per_example"] = [per_example(rows[f], "tokens") for f in table.index]
     correct = table["accuracy"].astype(float) * n
-    cost = pd.to_numeric(table["cost"], errors="coerce")
-    table["cost_per_correct"] = (cost / correct.where(correct > 0)).where(cost.notna())
+    cost = pd.Series([uncached(rows[f], "cost") for f in table.index], index=table.index, dtype=float)
+    table["cost_per_correct"] = cost / correct.where(correct > 0)
     return table

@@ -215,7 +215,9 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
                 if a
             )
             title = f"courtroom comparison: {info['task']}"
+            frontier = src / "frontier.png"
             sections = [
+                _section("frontier", "Accuracy vs cost", _img(frontier) if frontier.is_file() else ""),
                 f'<section id="summary"><h2>Summary</h2>{_table(table)}</section>',
                 _section("plots", "Plots", "".join(_img(p) for p in images)),
                 _section("analyses", "Analyses", extra),
