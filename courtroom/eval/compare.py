@@ -21,13 +21,27 @@ import pandas as pd
 from courtroom.cache import redact_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
+from courtroom.eval.calibration import scores
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, run_repeats
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
 from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
 
-COLUMNS = ("accuracy", "macro_f1", "failures", "n", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
+COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "failures",
+    "n",
+    "calls",
+    "sent",
+    "cached",
+    "tokens",
+    "cost",
+    "wall_seconds",
+    "brier",
+    "ece",
+)
 
 
 @dataclass
@@ -71,6 +85,9 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     for c in ("cached",):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
     row["n"] = outcome.outcomes[0].summary.get("n")
+    for c in ("brier", "ece"):
+        values = [o.summary[c] for o in outcome.outcomes if o.summary.get(c) is not None]
+        row[c] = sum(values) / len(values) if values else None
     acc = outcome.stats["accuracy"]
     row.update(
         accuracy_sd=acc["sd"],
@@ -271,6 +288,9 @@ def _write(
         run_dir, results = _results(o)
         meta = json.loads((run_dir / "meta.json").read_text())
         analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
+        calibration = scores([r.to_dict() for r in results])
+        if calibration:
+            analyses[f]["calibration"] = calibration
         if isinstance(o, RepeatOutcome):
             analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
     (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
@@ -396,6 +416,9 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
             curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
     if curves:
         made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate")
+    diagrams = {f: a["calibration"]["bins"] for f, a in analyses.items() if a.get("calibration")}
+    if diagrams:
+        made["reliability"] = plots.reliability_diagram(diagrams, out_dir / "plots" / "reliability.png")
     for f, a in analyses.items():
         if a.get("ambiguity"):
             made[f"ambiguity-{f}"] = plots.ambiguity_bars(

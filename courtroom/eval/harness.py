@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.callback import BaseCallback
 
+from courtroom.eval.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.transcript import Turn
 from courtroom.usage import Usage, metered
@@ -38,6 +39,8 @@ class ExampleResult:
     fields: dict[str, Any] = field(default_factory=dict)
     """Framework-specific outputs (votes, probabilities, reliabilities, ...)."""
     seconds: float = 0.0
+    confidence: float | None = None
+    """The probability the framework's output gives its prediction (vote share, final probability), if any."""
 
     @property
     def correct(self) -> bool:
@@ -82,6 +85,7 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
         error=error,
         fields=fields,
         seconds=round(time.perf_counter() - start, 4),
+        confidence=confidence(label, fields),
     )
 
 
@@ -193,7 +197,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
 
 
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
-    """Scores, failures, calls, tokens, cost and wall time of a list of results.
+    """Scores, failures, calls, tokens, cost, wall time and calibration (Brier, ECE) of a list of results.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
     input and output dollars); it is None when no model has a price.
@@ -210,5 +214,10 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         cost=usage.cost(user_prices(usage.by_model, prices)),
         wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],
+    )
+    calibration = scores([r.to_dict() for r in results])
+    summary.update(
+        brier=calibration["brier"] if calibration else None,
+        ece=calibration["ece"] if calibration else None,
     )
     return summary

@@ -177,3 +177,28 @@ def frontier(
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or "accuracy vs cost")
     return _save(fig, path)
+
+
+def reliability_diagram(curves: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
+    """Accuracy against stated confidence per bin, one line per framework; the diagonal is perfect calibration."""
+    fig, ax = plt.subplots(figsize=(5.0, 4.2))
+    ax.plot([0, 1], [0, 1], "--", color="#999", label="perfectly calibrated")
+    for name, bins in curves.items():
+        xs, ys = [b["confidence"] for b in bins], [b["accuracy"] for b in bins]
+        ax.plot(xs, ys, marker="o", label=name)
+        for b in bins:
+            ax.annotate(
+                f"{int(b['n'])}",
+                (b["confidence"], b["accuracy"]),
+                xytext=(3, -10),
+                textcoords="offset points",
+                fontsize=7,
+            )
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("confidence (vote share or probability)")
+    ax.set_ylabel("accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("reliability diagram (n per bin)")
+    return _save(fig, path)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
+from courtroom.eval.calibration import scores
 from courtroom.eval.compare import comparison_runs, load_comparison
 from courtroom.eval.runs import load_run
 from courtroom.transcript import render_html
@@ -174,6 +175,9 @@ def _run_analyses(run_dir: Path, workdir: Path) -> tuple[str, list[Path]]:
             workdir / "confusion.png",
         )
     )
+    calibration = scores(results)
+    if calibration:
+        figs.append(plots.reliability_diagram({meta["config"]["framework"]: calibration["bins"]}, workdir / "rel.png"))
     for key, value in found.items():
         if isinstance(value, pd.DataFrame):
             out.append(f"<h3>{html.escape(key)}</h3>" + _table(value.set_index(value.columns[0]), "analysis"))

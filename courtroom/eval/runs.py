@@ -104,6 +104,8 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
+    if summary.get("brier") is not None:
+        rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
