@@ -92,3 +92,28 @@ def test_dry_run_sends_no_request(command, tmp_path):
         assert "| self-consistency k=9 |" in proc.stdout and "| self-consistency k=1 |" in proc.stdout
     assert "unknown" in proc.stdout  # openai/fake has no price: never $0
     assert not list(tmp_path.glob("runs/*")) and not list(tmp_path.glob("comparisons/*"))
+
+
+def test_concurrent_examples_explain_a_shared_precedent_once():
+    # Courtroom-LLM writes each precedent's reason once; two examples citing a new precedent at
+    # the same moment used to both pay for it, so real calls exceeded the (exact) estimate.
+    import threading
+    import time
+
+    from courtroom._concurrency import run_parallel
+    from courtroom.programs._precedents import PrecedentIndex
+
+    index = PrecedentIndex([{"case": f"case {i} about x", "label": "a", "id": str(i)} for i in range(3)])
+    calls = []
+    lock = threading.Lock()
+
+    def explain(p):
+        with lock:
+            calls.append(p.key)
+        time.sleep(0.2)
+        return "because"
+
+    found = index.search("case 1 about x", 1)
+    out = run_parallel([lambda: index.with_reasons(found, explain) for _ in range(6)])
+    assert len(calls) == 1
+    assert all(o[0].reason == "because" for o in out)
