@@ -7,7 +7,7 @@ Prints, for jot, courtroom-llm and self-consistency on N boolean-expression case
   apart);
 * estimated vs real LM calls (target: equal) and prompt tokens (target: within 10%), the real
   run sent to :class:`courtroom.testing.FakeServer`, which counts tokens as an OpenAI server does
-  (every message, LiteLLM's tokenizer), with a cold cache.
+  (every message, LiteLLM's tokenizer), with the cache off.
 
     python bench/dry_run.py [--examples 1000] [--real 1000] [--concurrency 16]
 """
@@ -40,6 +40,7 @@ def main() -> None:
     from courtroom.eval.dry_run import estimate_runs
     from courtroom.eval.generators import boolean_expressions
     from courtroom.eval.runs import RunConfig, run
+    from courtroom.lms import RoleLMs
     from courtroom.testing import FakeServer
 
     imports = time.perf_counter() - start
@@ -74,20 +75,22 @@ def main() -> None:
             print(f"  {f}: {e.calls} calls ({'exact' if e.calls_exact else 'max'}), {e.prompt_tokens} prompt tokens")
 
         estimates = big if args.real == args.examples else estimate_runs({f: config(f, args.real) for f in FRAMEWORKS})
-        print(f"\nestimate vs real run on the fake server, {args.real} cases, cold cache:")
+        print(f"\nestimate vs real run on the fake server, {args.real} cases, cache off:")
         print("| framework | calls est. | calls real | prompt tokens est. | prompt tokens real | error |")
         print("|---|---|---|---|---|---|")
         for f in FRAMEWORKS:
             before = server.counts["requests"]
             start = time.perf_counter()
-            outcome = run(config(f, args.real))
+            # No cache: identical prompts (the fake answers the same text every time) are all sent.
+            lms = RoleLMs({"default": server.lm("openai/fake", cache=False)})
+            outcome = run(config(f, args.real), lms=lms)
             sent = server.counts["requests"] - before
             real = outcome.summary["prompt_tokens"]
             est = estimates[f]
             err = (est.prompt_tokens - real) / real
             print(
-                f"| {f} | {est.calls} | {sent} | {est.prompt_tokens} | {real} | {err:+.1%} |"
-                f"  ({time.perf_counter() - start:.0f} s real run)"
+                f"| {f} | {est.calls} | {sent} (program calls {outcome.summary['calls']}) | {est.prompt_tokens} "
+                f"| {real} | {err:+.1%} |  ({time.perf_counter() - start:.0f} s real run)"
             )
 
 

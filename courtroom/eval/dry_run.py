@@ -60,7 +60,7 @@ def added(a: Estimate, b: Estimate) -> Estimate:
 
 
 def estimate_runs(
-    configs: Mapping[str, RunConfig], *, repeats: int = 1, prices: Any = None, sample: int = 20
+    configs: Mapping[str, RunConfig], *, repeats: int = 1, prices: Any = None, sample: int = 12
 ) -> dict[str, Estimate]:
     """What running each config (``repeats`` times) would spend."""
     out = {}

@@ -274,8 +274,23 @@ def _fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
 # -- completion lengths measured in the cache -----------------------------------------------------------
 
 
-def measured_completion(models: Sequence[str], scan: int = 5000) -> dict[str, float]:
-    """Model -> mean completion tokens of the answers the DSPy disk cache holds for it (first ``scan`` entries)."""
+def measured_completion(models: Sequence[str], scan: int = 2000) -> dict[str, float]:
+    """Model -> mean completion tokens of the answers the DSPy disk cache holds for it (first ``scan`` entries).
+
+    Read once per process and cache folder.
+    """
+    from courtroom import cache
+
+    key = (str(cache._configured or cache.cache_dir()), tuple(sorted(models)), scan)
+    if key not in _MEASURED:
+        _MEASURED[key] = _scan_cache(models, scan)
+    return _MEASURED[key]
+
+
+_MEASURED: dict[Any, dict[str, float]] = {}
+
+
+def _scan_cache(models: Sequence[str], scan: int) -> dict[str, float]:
     from courtroom import cache
 
     if cache._configured is None:
@@ -316,7 +331,26 @@ def _count(
     if train is not None:
         program.prepare(train)
     prepared = counter.total()
+    _embed_at_once(program, [ex.case for ex in examples])
     return _forward_counts(program, counter, examples), prepared, counter.by_role
+
+
+def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:
+    """Embed every case for precedent search in one batch (TF-IDF only: embedding models are remote)."""
+    index = getattr(program, "precedent_index", None)
+    if index is None or getattr(index, "embedder", None) != "tfidf" or not hasattr(index, "_embed"):
+        return
+    import numpy as np
+
+    one_by_one = index._embed
+    rows = dict(zip(cases, one_by_one(list(cases)), strict=True))
+
+    def embed(texts: Sequence[str]) -> Any:
+        if all(t in rows for t in texts):
+            return np.stack([rows[t] for t in texts])
+        return one_by_one(texts)
+
+    index._embed = embed
 
 
 def _max_calls(
@@ -327,13 +361,25 @@ def _max_calls(
     Every pattern runs on a sample first; only when they disagree (answers decide the path) do
     all patterns run on every example.
     """
-    picked = [examples[i] for i in _sample(len(examples), 50)]
+    picked = [examples[i] for i in _sample(len(examples), 30)]
     trial = [_count(config, labels, positions, picked, train, p) for p in PATTERNS]
     exact = all(t[0] == trial[0][0] and t[1] == trial[0][1] for t in trial)
+    if exact and len(set(trial[0][0])) == 1:
+        # Every sampled case and answer pattern takes the same calls: the structure fixes them.
+        per, by_role = trial[0][0][0], trial[0][2]
+        scale = len(examples) / max(len(picked), 1)
+        return [per] * len(examples), trial[0][1], True, Counter({r: round(n * scale) for r, n in by_role.items()})
     runs = [_count(config, labels, positions, examples, train, p) for p in (PATTERNS[:1] if exact else PATTERNS)]
     calls = [max(c) for c in zip(*(r[0] for r in runs), strict=True)]
     biggest = max(runs, key=lambda r: sum(r[0]) + r[1])
     return calls, max(r[1] for r in runs), exact, biggest[2]
+
+
+_SPLITS: dict[str, Any] = {}
+
+
+def _data_key(config: RunConfig) -> str:
+    return json.dumps([config.task, config.data, config.seed, config.dataset], sort_keys=True, default=str)
 
 
 _NO_LMS = RoleLMs({DEFAULT: FakeLM("dry-run/none", engine=_RecordingEngine(), cache=False)})
@@ -342,7 +388,7 @@ _NO_LMS = RoleLMs({DEFAULT: FakeLM("dry-run/none", engine=_RecordingEngine(), ca
 def estimate_run(
     config: RunConfig,
     *,
-    sample: int = 20,
+    sample: int = 12,
     prices: Mapping[str, Sequence[float]] | None = None,
     measure_cache: bool = True,
 ) -> Estimate:
@@ -356,8 +402,12 @@ def estimate_run(
     learns = type(build_program(config.framework, labels, positions, knobs=config.knobs, lms=_NO_LMS)).prepare
     train = None
     if learns is not CourtroomProgram.prepare:
-        train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
-        train = train[: config.train_limit] if config.train_limit else train
+        splits = _SPLITS.get(_data_key(config))
+        if splits is None:
+            splits = _SPLITS[_data_key(config)] = load_splits(
+                config.task, data=config.data, seed=config.seed, dataset=config.dataset
+            )[1]
+        train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
     calls, prepare_calls, exact, by_role = _max_calls(config, labels, positions, examples, train)
     models = role_models(config, cls.roles)
     # Render the real prompts of a sample through the real adapter.
@@ -371,6 +421,7 @@ def estimate_run(
     picked = _sample(len(examples), sample)
     xs, ys = [], []
     per_model: Counter[str] = Counter()
+    token = serial.set(True)  # a thread per call would cost more than the rendering
     for i in picked:
         before = len(engine.requests)
         try:
@@ -385,6 +436,7 @@ def estimate_run(
             tokens += n
         xs.append(len(examples[i].case))
         ys.append(tokens)
+    serial.reset(token)
     a, b = _fit(xs, ys)
     prompt = sum(max(0.0, a + b * len(ex.case)) for ex in examples)
     per_call_prompt = sum(ys) / max(1, len(engine.requests))
