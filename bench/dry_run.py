@@ -74,6 +74,8 @@ def main() -> None:
         for f, e in big.items():
             print(f"  {f}: {e.calls} calls ({'exact' if e.calls_exact else 'max'}), {e.prompt_tokens} prompt tokens")
 
+        if not args.real:
+            return
         estimates = big if args.real == args.examples else estimate_runs({f: config(f, args.real) for f in FRAMEWORKS})
         print(f"\nestimate vs real run on the fake server, {args.real} cases, cache off:")
         print("| framework | calls est. | calls real | prompt tokens est. | prompt tokens real | error |")

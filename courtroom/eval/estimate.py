@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -54,6 +55,7 @@ FILLER = "fake server reply"
 """Placeholder for free-text answers (what :class:`courtroom.testing.FakeServer` answers too)."""
 
 LOCAL_MAX_TOKENS = 384
+RENDER_CALLS = 60
 
 
 @dataclass
@@ -418,7 +420,9 @@ def estimate_run(
         _Counter(PATTERNS[0]).attach(program)
         program.prepare(train)
         del program.ask  # back to the class's real role calls
-    picked = _sample(len(examples), sample)
+    # Render at most about RENDER_CALLS calls (but at least 4 examples): enough for the fit.
+    per_example = max(1.0, sum(calls) / max(len(calls), 1))
+    picked = _sample(len(examples), max(min(sample, 4), min(sample, math.ceil(RENDER_CALLS / per_example))))
     xs, ys = [], []
     per_model: Counter[str] = Counter()
     token = serial.set(True)  # a thread per call would cost more than the rendering
