@@ -126,6 +126,14 @@ class Budget:
             text += f", ${self.spent_cost:.4f}"
         return text
 
+    def for_run(self, config: Any) -> Budget | None:
+        """This budget bounded per example of the run ``config`` (None when no limit is set)."""
+        return run_budget(self, config)
+
+    def stopped_run(self, run_dir: Any, left: int) -> BudgetExhausted:
+        """The outcome of a run stopped at this budget with ``left`` examples not run."""
+        return stopped_run(self, run_dir, left)
+
     def limit_text(self) -> str:
         """The limits, for messages."""
         parts = []

@@ -49,9 +49,7 @@ def resume(
     for key, value in overrides.items():
         if value is not None and value != {}:
             setattr(config, key, value)
-    from courtroom.eval.budget import run_budget
-
-    budget = run_budget(budget, config)
+    budget = budget.for_run(config) if budget is not None else None
     setup = RunSetup.build(config, lms)
     ids = [ex.id for ex in setup.examples]
     if ids != meta.get("example_ids"):

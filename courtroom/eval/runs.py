@@ -212,10 +212,8 @@ class RunSetup:
                 new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record, budget=budget)
         _session(run_dir, "end")
         if budget is not None and budget.stopped:
-            from courtroom.eval.budget import stopped_run
-
             have = {r.id for r in [*done, *new]}
-            raise stopped_run(budget, run_dir, sum(ex.id not in have for ex in self.examples))
+            raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
@@ -265,9 +263,7 @@ def run(
     (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name. A
     ``budget`` (:class:`courtroom.eval.budget.Budget`) stops starting examples at its limits.
     """
-    from courtroom.eval.budget import run_budget
-
-    budget = run_budget(budget, config)
+    budget = budget.for_run(config) if budget is not None else None
     setup = RunSetup.build(config, lms)
     if run_dir is None:
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
