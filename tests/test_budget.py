@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from courtroom.cache import configure_cache
 from courtroom.errors import ConfigError
 from courtroom.eval.budget import Budget, BudgetExhausted
 from courtroom.eval.runs import RunConfig, load_run, run
@@ -20,8 +19,7 @@ def _config(framework, server, **kw):
 
 
 @pytest.mark.parametrize(("framework", "limit"), [("jot", 40), ("self-consistency", 25), ("reflexion", 31)])
-def test_requests_never_pass_the_budget(framework, limit, tmp_path):
-    configure_cache(tmp_path / "cache")
+def test_requests_never_pass_the_budget(framework, limit, cold_cache):
     with FakeServer(latency=0.02) as server:
         with pytest.raises(BudgetExhausted) as stop:
             run(_config(framework, server, limit=30, concurrency=4), budget=Budget(max_calls=limit))
@@ -35,8 +33,7 @@ def test_requests_never_pass_the_budget(framework, limit, tmp_path):
     assert len(rows) + stop.value.left == 30
 
 
-def test_dollar_budget_uses_prices_and_needs_one(tmp_path):
-    configure_cache(tmp_path / "cache")
+def test_dollar_budget_uses_prices_and_needs_one(cold_cache):
     prices = {"openai/fake": [1000.0, 1000.0]}  # $ per 1M tokens: a few cents per example
     with FakeServer() as server:
         with pytest.raises(ConfigError, match="--prices"):
@@ -76,10 +73,9 @@ def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
     assert summary["n"] == 10
 
 
-def test_compare_shares_the_budget_and_names_what_did_not_start(tmp_path):
+def test_compare_shares_the_budget_and_names_what_did_not_start(cold_cache, tmp_path):
     from courtroom.eval.compare import compare
 
-    configure_cache(tmp_path / "cache")
     with FakeServer() as server:
         with pytest.raises(BudgetExhausted) as stop:
             compare(
@@ -97,10 +93,9 @@ def test_compare_shares_the_budget_and_names_what_did_not_start(tmp_path):
     assert "of jot not run" in stop.value.line and "not started: cot" in stop.value.line
 
 
-def test_study_stops_starting_trials(tmp_path):
+def test_study_stops_starting_trials(cold_cache, tmp_path):
     from courtroom.optimize.study import StudyConfig, run_study
 
-    configure_cache(tmp_path / "cache")
     with FakeServer() as server:
         config = StudyConfig(
             "self-consistency",

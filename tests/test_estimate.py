@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from courtroom.cache import configure_cache
 from courtroom.eval.estimate import estimate_run
 from courtroom.eval.runs import RunConfig, run
+from courtroom.lms import RoleLMs
 from courtroom.testing import FakeServer
 
 
@@ -18,12 +18,12 @@ def _config(framework, server, **kw):
 
 
 @pytest.mark.parametrize("framework", ["jot", "courtroom-llm", "self-consistency", "debate-feedback"])
-def test_estimate_equals_the_real_run(framework, tmp_path):
-    configure_cache(tmp_path / "cache")  # a cold cache: every call is sent and reports its tokens
+def test_estimate_equals_the_real_run(framework, cold_cache):
     with FakeServer() as server:
         est = estimate_run(_config(framework, server), sample=6)
         assert server.counts["requests"] == 0
-        outcome = run(_config(framework, server))
+        # No cache: the fake answers the same text every time, so some prompts repeat within a run.
+        outcome = run(_config(framework, server), lms=RoleLMs({"default": server.lm("openai/fake", cache=False)}))
         sent = server.counts["requests"]
     assert est.calls_exact
     assert est.calls == sent == outcome.summary["calls"] + est.prepare_calls
@@ -40,7 +40,7 @@ def test_answers_that_decide_the_path_give_a_maximum():
     assert est.max_calls_per_example == 3
 
 
-def test_dollars_are_unknown_without_a_price_and_priced_with_one():
+def test_dollars_are_unknown_without_a_price_and_priced_with_one(cold_cache):
     with FakeServer() as server:
         bare = estimate_run(_config("zero-shot", server, limit=4, max_tokens=50))
         priced = estimate_run(_config("zero-shot", server, limit=4, max_tokens=50), prices={"openai/fake": [1.0, 2.0]})
@@ -58,8 +58,7 @@ def test_litellm_price_map_prices_known_models():
     assert est.tokenizer.startswith("litellm (model tokenizer")
 
 
-def test_completion_lengths_come_from_the_cache_when_it_has_answers(tmp_path):
-    configure_cache(tmp_path / "cache2")
+def test_completion_lengths_come_from_the_cache_when_it_has_answers(cold_cache):
     with FakeServer() as server:
         run(_config("zero-shot", server, limit=4))
         est = estimate_run(_config("zero-shot", server, limit=4, max_tokens=500))

@@ -3,9 +3,6 @@
 import json
 import time
 
-import pytest
-
-from courtroom.cache import configure_cache
 from courtroom.eval.compare import compare
 from courtroom.eval.matched import plan
 from courtroom.eval.tasks import load_task
@@ -74,8 +71,7 @@ def test_plan_matches_tokens():
     assert plan(rows, match="tokens", sample_tokens=300) == {3: ["jot"], 1: ["cot"]}
 
 
-def test_match_tokens_on_the_fake_server(tmp_path):
-    configure_cache(tmp_path / "cache")
+def test_match_tokens_on_the_fake_server(cold_cache, tmp_path):
     with FakeServer() as server:
         result = compare(
             "boolean_expressions",

@@ -12,6 +12,7 @@ one matches. Frameworks that ask for the same k share one row.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import pandas as pd
 
 from courtroom.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 BASELINES = {"self-consistency": "k_samples", "parallel-vote": "n_models"}
 """Majority-vote baseline -> its knob for the number of samples."""
@@ -83,9 +86,13 @@ def plan(
         if name == baseline or name in BASELINES:
             continue
         spent = per_example(row, match)
+        per_sample = 1.0 if match == "calls" else (sample_tokens or 0.0)
+        if spent is None and match == "tokens":
+            # Every call came from the cache: no tokens were counted. Match its calls instead.
+            logger.warning("%s: no tokens counted (all calls cached); its matched baseline matches calls", name)
+            spent, per_sample = per_example(row, "calls"), 1.0
         if spent is None:
             continue
-        per_sample = 1.0 if match == "calls" else (sample_tokens or 0.0)
         if per_sample <= 0:
             raise ConfigError("--match tokens needs the tokens of one baseline sample; none could be estimated")
         k = max(1, round(spent / per_sample))
