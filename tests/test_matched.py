@@ -23,21 +23,22 @@ def test_each_framework_gets_a_vote_at_its_calls_per_example(tmp_path):
         ["jot", "zero-shot", "self-consistency"],
         limit=8,
         seed=1,
-        knobs={"jot.n_loops": 1, "self-consistency.k_samples": 5},
+        knobs={"jot.n_loops": 1, "self-consistency.k_samples": 3},
         out=tmp_path,
         lms=_oracle(),
     )
     table = result.table
-    # jot with one loop makes 3 calls per example; zero-shot 1; the baseline itself gets no twin.
-    assert list(table.index) == ["jot", "zero-shot", "self-consistency", "self-consistency k=1", "self-consistency k=3"]
-    assert table.loc["self-consistency k=3", "matches"] == "jot"
+    # jot with one loop makes 3 calls per example: the compared self-consistency (k=3) is its match;
+    # zero-shot makes 1: a new row. The baseline itself gets no twin.
+    assert list(table.index) == ["jot", "zero-shot", "self-consistency", "self-consistency k=1"]
+    assert table.loc["self-consistency", "matches"] == "jot"
     assert table.loc["self-consistency k=1", "matches"] == "zero-shot"
-    assert table.loc["self-consistency k=3", "calls_per_example"] == table.loc["jot", "calls_per_example"] == 3
+    assert table.loc["self-consistency", "calls_per_example"] == table.loc["jot", "calls_per_example"] == 3
     for column in ("calls_per_example", "tokens_per_example", "cost_per_correct"):
         assert column in table.columns
     info = json.loads((result.out_dir / "comparison.json").read_text())
-    assert info["matched_baselines"] == {"self-consistency k=1": ["zero-shot"], "self-consistency k=3": ["jot"]}
-    assert "| self-consistency k=3 |" in (result.out_dir / "table.md").read_text()
+    assert info["matched_baselines"] == {"self-consistency k=1": ["zero-shot"], "self-consistency": ["jot"]}
+    assert "| self-consistency k=1 |" in (result.out_dir / "table.md").read_text()
 
 
 def test_no_matched_baselines_and_parallel_vote(tmp_path):

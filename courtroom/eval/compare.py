@@ -246,18 +246,23 @@ def compare(
         rows = {f: _row(outcomes[f]) for f in frameworks}
         first = configs[frameworks[0]]
         per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+        knob = matched.BASELINES[baseline]
         for k, fws in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+            if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
+                matches[baseline] = fws  # a compared row already is that vote
+                continue
             name = matched.row_name(baseline, k)
             configs[name] = dataclasses.replace(
                 first,
                 framework=baseline,
-                knobs={matched.BASELINES[baseline]: k},
+                knobs={knob: k},
                 roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},
             )
             matches[name] = fws
-        for name in matches:
-            run_one(name, configs[name], [m for m in matches if m not in outcomes and m != name])
-    frameworks = [*frameworks, *matches]
+        added = [m for m in matches if m not in outcomes]
+        for name in added:
+            run_one(name, configs[name], [m for m in added if m not in outcomes and m != name])
+    frameworks = [*frameworks, *(m for m in matches if m not in frameworks)]
     comparison = _write(out_dir, task, frameworks, outcomes, configs, matches)
     if ambiguity_k:
         _ambiguity(comparison, outcomes, lms, ambiguity_k, theta, concurrency)

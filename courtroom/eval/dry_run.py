@@ -152,7 +152,12 @@ def estimate_comparison(
     }
     first = next(iter(configs.values()))
     per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+    from courtroom.programs import get_framework
+
+    knob = matched.BASELINES[baseline]
     for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+        if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
+            continue  # a compared row already is that vote
         config = dataclasses.replace(first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={})
         out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
     return out
