@@ -149,3 +149,19 @@ def test_compile_refuses_to_start_over_budget(tmp_path):
         assert proc.returncode == 3, proc.stderr
         assert server.counts["requests"] == 0
     assert "compile not started" in proc.stderr and "--max-calls 50" in proc.stderr
+
+
+def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
+    from courtroom.eval.repeats import resume_repeats, run_repeats
+
+    with FakeServer() as server:
+        config = _config("zero-shot", server, limit=10)
+        with pytest.raises(BudgetExhausted) as stop:
+            run_repeats(config, 3, budget=Budget(max_calls=15))
+        assert server.counts["requests"] <= 15
+        assert "1 later repeat(s) not started" in stop.value.line
+        group = stop.value.resume.split()[-1]
+        assert Path(group, "group.json").is_file()
+        outcome = resume_repeats(group)
+        assert server.counts["requests"] == 30  # every repeat's examples once
+    assert len(outcome.outcomes) == 3

@@ -21,11 +21,8 @@ def make_budget(max_calls: int | None, max_cost: float | None, prices: Any = Non
     """A :class:`courtroom.eval.budget.Budget` from the flags (None when neither is set)."""
     if max_calls is None and max_cost is None:
         return None
-    from courtroom.errors import ConfigError
     from courtroom.eval.budget import Budget
 
-    if repeats > 1:
-        raise ConfigError("--max-calls/--max-cost apply to single runs: drop --repeats, or run the repeats one by one")
     return Budget(max_calls=max_calls, max_cost=max_cost, prices=prices)
 
 

@@ -173,7 +173,9 @@ def run_command(
             if role:
                 overrides["roles"] = dict(r.split("=", 1) for r in role if "=" in r)
             if is_repeat_group(resume_dir):
-                group = resume_repeats(
+                group = opt_budget(
+                    budget,
+                    resume_repeats,
                     resume_dir,
                     progress=lambda r, res: progress(res),
                     on_start=lambda r, n: on_start(n),
@@ -190,8 +192,13 @@ def run_command(
                     **overrides,
                 )
         elif repeats > 1:
-            group = run_repeats(
-                config, repeats, progress=lambda r, res: progress(res), on_start=lambda r, n: on_start(n)
+            group = opt_budget(
+                budget,
+                run_repeats,
+                config,
+                repeats,
+                progress=lambda r, res: progress(res),
+                on_start=lambda r, n: on_start(n),
             )
         else:
             outcome = opt_budget(budget, run, config, progress=progress, on_start=on_start)

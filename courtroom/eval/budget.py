@@ -28,6 +28,13 @@ class BudgetExhausted(CourtroomError):  # noqa: N818 - it is an outcome, not a f
         super().__init__(line)
         self.line, self.budget, self.left, self.resume = line, budget, left, resume
 
+    def regroup(self, group: Any, later: int) -> BudgetExhausted:
+        """The same stop inside repeat group ``group``, with ``later`` repeats not started."""
+        resume = f"courtroom run --resume {group}"
+        head = self.line.split("; finish with:")[0]
+        line = f"{head}" + (f"; {later} later repeat(s) not started" if later else "") + f"; finish with: {resume}"
+        return BudgetExhausted(line, self.budget, self.left, resume)
+
 
 @dataclass
 class Budget:

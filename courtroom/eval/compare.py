@@ -227,7 +227,12 @@ def compare(
             if progress:
                 progress(f, res)
 
-        if repeats > 1:
+        if repeats > 1 and budget is not None:
+            from courtroom.eval.budget import stopped_comparison
+
+            with stopped_comparison(out_dir, f, later):
+                outcomes[f] = run_repeats(config, repeats, lms=lms, progress=lambda r, res: hook(res), budget=budget)
+        elif repeats > 1:
             outcomes[f] = run_repeats(config, repeats, lms=lms, progress=lambda r, res: hook(res))
         elif budget is not None:
             from courtroom.eval.budget import stopped_comparison
