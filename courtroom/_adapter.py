@@ -31,13 +31,14 @@ def string_budget(lm: Any, n_fields: int, n_free: int) -> int | None:
     """Characters allowed per free-text field so that the JSON answer fits in ``max_tokens``.
 
     About 2.5 characters per token is a safe floor for English and JSON escapes; 12 tokens per
-    field pay for keys, quotes and enum values.
+    field pay for keys, quotes and enum values. The LM's ``max_string_chars``, if set, caps it.
     """
     cap = getattr(lm, "max_string_chars", None)
     max_tokens = (getattr(lm, "kwargs", None) or {}).get("max_tokens")
-    if not cap or not max_tokens or not n_free:
+    if not max_tokens or not n_free:
         return cap
-    return max(8, min(cap, int((max_tokens - 12 * n_fields) * 2.5 / n_free)))
+    budget = max(8, int((max_tokens - 12 * n_fields) * 2.5 / n_free))
+    return min(cap, budget) if cap else budget
 
 
 @functools.lru_cache(maxsize=512)

@@ -63,11 +63,16 @@ def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
 
 
 SCRIPT = textwrap.dedent("""
-    import sys, time
+    import sys, threading, time
     from courtroom.local import shared_server
+    mode = sys.argv[1]
+    if mode == "thread":  # started by a worker thread that then ends, as a command's fan-out does
+        starter = threading.Thread(target=shared_server)
+        starter.start()
+        starter.join()
+        mode = "wait"
     server = shared_server()
     print(server.proc.pid, flush=True)
-    mode = sys.argv[1]
     if mode == "raise":
         raise RuntimeError("boom")
     if mode == "wait":
@@ -75,20 +80,21 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["exit", "raise", "SIGINT", "SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("mode", ["exit", "raise", "SIGINT", "SIGTERM", "SIGKILL", "thread+SIGKILL"])
 def test_no_orphan_server(mode, tmp_path):
     script = tmp_path / "start.py"
     script.write_text(SCRIPT)
-    arg = mode if mode in ("exit", "raise") else "wait"
+    arg = mode if mode in ("exit", "raise") else "thread" if mode.startswith("thread") else "wait"
+    mode = mode.removeprefix("thread+")
     proc = subprocess.Popen(
         [sys.executable, str(script), arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     pid = int(proc.stdout.readline())
     assert _alive(pid)
-    if arg == "wait":
+    if arg in ("wait", "thread"):
         proc.send_signal(getattr(signal, mode))
     proc.wait(timeout=30)
-    assert _wait_gone(pid), f"server {pid} outlived its parent ({mode})"
+    assert _wait_gone(pid, timeout=10), f"server {pid} outlived its parent ({arg}, {mode})"
     if mode == "raise":
         assert "boom" in proc.stderr.read()
 

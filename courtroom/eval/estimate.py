@@ -209,16 +209,16 @@ def estimate_run(
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
     measured = measured_completion(list(set(models.values()))) if measure_cache else {}
     completion: float | None = 0.0
-    basis = "measured" if measured else "max_tokens bound"
+    basis = "measured" if measured and all(m in measured for m in set(models.values())) else "max_tokens bound"
     cost: float | None = 0.0
     model_share = {m: t / max(1, sum(per_model.values())) for m, t in per_model.items()}
-    for role, n in role_calls.items():
+    for role, count in role_calls.items():
         model = models.get(role, default_model)
-        per_call = measured.get(model) or _max_tokens(model, config)
+        per_call: float | None = measured.get(model) or _max_tokens(model, config)
         if per_call is None or completion is None:
             completion = None
             continue
-        completion += n * per_call
+        completion += count * per_call
     for model, share in model_share.items():
         price = _price(model, prices)
         if price is None or cost is None:
@@ -226,10 +226,10 @@ def estimate_run(
             continue
         cost += prompt * share * price[0]
     if cost is not None and completion is not None:
-        for role, n in role_calls.items():
+        for role, count in role_calls.items():
             model = models.get(role, default_model)
-            per_call = measured.get(model) or _max_tokens(model, config) or 0
-            cost += n * per_call * (_price(model, prices) or (0.0, 0.0))[1]
+            answer = measured.get(model) or _max_tokens(model, config) or 0
+            cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
     elif completion is None:
         cost, basis = None, "unknown"
     worst = _per_example_bound(max(ys) if ys else 0, max(calls) if calls else 0, models, config, prices)

@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dspy
 
+from courtroom.errors import ConfigError
 from courtroom.local._server import DEFAULT_MAX_TOKENS, MAX_STRING_CHARS, shared_server
+
+MAX_CHARS_ENV = "COURTROOM_LOCAL_MAX_CHARS"
+
+
+def string_cap() -> int | None:
+    """The per-field character cap on top of the ``max_tokens`` budget (None: the budget alone).
+
+    ``$COURTROOM_LOCAL_MAX_CHARS`` sets it (0: no cap beyond the budget). Otherwise the bundled
+    135M model keeps short fields (it rambles past ~240 characters), and a model named by
+    ``$COURTROOM_LOCAL_MODEL`` gets whatever ``--max-tokens`` leaves room for.
+    """
+    raw = os.environ.get(MAX_CHARS_ENV)
+    if raw is not None and raw.strip():
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise ConfigError(f"{MAX_CHARS_ENV}={raw!r} is not a whole number >= 0 (0: no cap beyond --max-tokens)")
+        return value or None
+    return None if os.environ.get("COURTROOM_LOCAL_MODEL") else MAX_STRING_CHARS
 
 
 class LlamaCppLM(dspy.LM):
@@ -24,6 +47,7 @@ def local_lm(*, temperature: float | None = None, max_tokens: int | None = None)
     ``engine="litellm"`` matters: DSPy's native client sends ``max_completion_tokens``, which
     llama.cpp ignores (generation then runs to the context limit).
     """
+    cap = string_cap()
     server = shared_server()
     lm = LlamaCppLM(
         f"openai/{server.alias}",
@@ -34,5 +58,5 @@ def local_lm(*, temperature: float | None = None, max_tokens: int | None = None)
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         num_retries=2,
     )
-    lm.max_string_chars = MAX_STRING_CHARS
+    lm.max_string_chars = cap
     return lm

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import ctypes
 import importlib.util
 import logging
 import os
@@ -58,13 +57,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Ask Linux to SIGTERM the server if this process dies, even by SIGKILL."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
+# The server runs under a small bootstrap that exits when its parent is gone, however the parent
+# died (SIGKILL included) and whichever thread started it. The parent holds the write end of a
+# pipe and never writes; the kernel closes it when the parent exits, and the child reads EOF.
+# PR_SET_PDEATHSIG is not used: it fires when the *thread* that forked exits (a worker thread
+# that started the server would take it down early, or, skipped there, leave it orphaned),
+# it needs preexec_fn (unsafe in a threaded parent), and it is Linux-only.
+_BOOTSTRAP = """
+import os, runpy, sys, threading
+fd = int(sys.argv.pop(1))
+def watch():
+    while os.read(fd, 64):
         pass
+    os._exit(0)
+threading.Thread(target=watch, name="courtroom-parent-watch", daemon=True).start()
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
 
 
 class LocalServer:
@@ -79,6 +87,7 @@ class LocalServer:
         self.n_threads = n_threads or max(1, min(os.cpu_count() or 2, 4))
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="courtroom-llama-", suffix=".log", delete=False)
 
     @property
@@ -91,10 +100,14 @@ class LocalServer:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.port = _free_port()
+        if self._lifeline is not None:  # the previous server's, which has exited
+            os.close(self._lifeline)
+        child_end, self._lifeline = os.pipe()
         cmd = [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            _BOOTSTRAP,
+            str(child_end),
             "--model",
             str(self.weights),
             "--model_alias",
@@ -111,15 +124,12 @@ class LocalServer:
             "False",
         ]
         log.info("starting embedded model server: %s", " ".join(cmd))
-        # The death signal follows the creating thread, so only the main thread asks for it.
-        in_main = threading.current_thread() is threading.main_thread()
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if in_main else None,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(child_end,)
+            )
+        finally:
+            os.close(child_end)
         _register(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -145,6 +155,9 @@ class LocalServer:
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
         proc, self.proc = self.proc, None
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            os.close(lifeline)
         if proc is None or proc.poll() is not None:
             return
         proc.terminate()
