@@ -31,7 +31,7 @@ from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.optimize import _storage
 from courtroom.optimize._cost import UNITS, TokenTally, tallied
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, sample, split_params
-from courtroom.optimize.study import StudyConfig, StudyOutcome, _record, _trial_lms, _value, create_study
+from courtroom.optimize.study import StudyConfig, StudyOutcome, _record, _trial_lms, _value, create_study, study_data
 from courtroom.panels import Panel
 from courtroom.programs import build_program, get_framework
 from courtroom.usage import metered
@@ -271,19 +271,11 @@ def run_design_study(
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
         raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
     space = design_space(config)
-    study = create_study(config, space)
+    with _storage.creation_lock(config.storage):  # workers may start together on a fresh file
+        study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
-    if devset is None or labels is None:
-        from courtroom.eval.tasks import load_task
-
-        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
-        devset, labels = dv.examples, list(dv.task.labels)
-        positions = list(dv.task.positions) if dv.task.positions else None
-        if trainset is None:
-            trainset = load_task(
-                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
-            ).examples
+    trainset, devset, labels, positions = study_data(config, trainset, devset, labels, positions)
     configure_cache()
     if lms is None:
         roles = {r for fw in config.frameworks for r in get_framework(fw).roles}

@@ -307,6 +307,27 @@ def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str],
     trial.set_user_attr("seconds", round(time.perf_counter() - start, 3))
 
 
+def study_data(
+    config: StudyConfig,
+    trainset: Sequence[dspy.Example] | None = None,
+    devset: Sequence[dspy.Example] | None = None,
+    labels: Sequence[str] | None = None,
+    positions: Sequence[str] | None = None,
+) -> tuple[Sequence[dspy.Example] | None, Sequence[dspy.Example], Sequence[str], Sequence[str] | None]:
+    """(train, dev, labels, positions): the given ones, else the task's splits (``config.train``/``dev``)."""
+    if devset is None or labels is None:
+        from courtroom.eval.tasks import load_task
+
+        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
+        devset, labels = dv.examples, list(dv.task.labels)
+        positions = list(dv.task.positions) if dv.task.positions else None
+        if trainset is None:
+            trainset = load_task(
+                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
+            ).examples
+    return trainset, devset, labels, positions
+
+
 def run_study(
     config: StudyConfig,
     *,
@@ -338,16 +359,7 @@ def run_study(
         study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
-    if devset is None or labels is None:
-        from courtroom.eval.tasks import load_task
-
-        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
-        devset, labels = dv.examples, list(dv.task.labels)
-        positions = list(dv.task.positions) if dv.task.positions else None
-        if trainset is None:
-            trainset = load_task(
-                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
-            ).examples
+    trainset, devset, labels, positions = study_data(config, trainset, devset, labels, positions)
     configure_cache()
     if lms is None:
         default = config.models[0] if config.models else None
