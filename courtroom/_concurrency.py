@@ -13,6 +13,10 @@ from dspy.utils.callback import BaseCallback
 
 T = TypeVar("T")
 
+serial: contextvars.ContextVar[bool] = contextvars.ContextVar("courtroom_serial", default=False)
+"""When set, :func:`run_parallel` calls the thunks one after another (dry runs count calls in-process,
+where a thread per call would cost more than the calls)."""
+
 
 def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     """Call each thunk in its own thread (each with a copy of the caller's context); keep order.
@@ -21,7 +25,7 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     copying the context carries them into the workers. The first exception is re-raised after
     all calls finish, so no call is left running in the background.
     """
-    if len(thunks) <= 1:
+    if len(thunks) <= 1 or serial.get():
         return [t() for t in thunks]
     with ThreadPoolExecutor(max_workers=len(thunks), thread_name_prefix="courtroom") as pool:
         futures = [pool.submit(contextvars.copy_context().run, t) for t in thunks]

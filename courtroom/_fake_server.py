@@ -21,6 +21,15 @@ def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
     return answer_for_schema(schema, {}, "fake server reply")
 
 
+def _usage(model: str, messages: list[dict[str, Any]], text: str) -> dict[str, int]:
+    """Tokens as an OpenAI server counts them: every message of the prompt, by LiteLLM's tokenizer."""
+    import litellm
+
+    prompt = int(litellm.token_counter(model=model, messages=messages))
+    completion = int(litellm.token_counter(model=model, text=text, count_response_tokens=True))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default 5 drops bursts of connections (SYN retried after 1 s)
@@ -196,11 +205,7 @@ class FakeServer:
                                 "finish_reason": "length" if fault == "truncated" else "stop",
                             }
                         ],
-                        "usage": {
-                            "prompt_tokens": len(prompt) // 4,
-                            "completion_tokens": len(text) // 4,
-                            "total_tokens": (len(prompt) + len(text)) // 4,
-                        },
+                        "usage": _usage(body.get("model", "fake"), messages, text),
                     },
                 )
 

@@ -17,15 +17,20 @@ from courtroom.progress import ProgressDisplay
 if TYPE_CHECKING:
     import pandas as pd
 
-    from courtroom.eval.compare import Comparison
-    from courtroom.eval.repeats import RepeatOutcome
-    from courtroom.eval.runs import RunOutcome
     from courtroom.optimize.compile import CompileResult
-    from courtroom.optimize.study import StudyOutcome
 
 __all__ = ["compare", "compile", "report", "run", "runs", "study"]
 
 Prices = str | Path | Mapping[str, Sequence[float]] | None
+
+
+def _budget(max_calls: int | None, max_cost: float | None, prices: Any = None) -> Any:
+    """A :class:`~courtroom.eval.budget.Budget` for ``max_calls``/``max_cost``; None when neither is set."""
+    if max_calls is None and max_cost is None:
+        return None
+    from courtroom.eval.budget import Budget
+
+    return Budget(max_calls=max_calls, max_cost=max_cost, prices=prices)
 
 
 def _prices(prices: Prices) -> dict[str, list[float]] | None:
@@ -68,7 +73,10 @@ def run(
     resume_given: Mapping[str, Any] | None = None,
     progress: bool = True,
     lms: Any = None,
-) -> RunOutcome | RepeatOutcome:
+    dry_run: bool = False,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+) -> Any:
     """Evaluate ``framework`` on a task and write a run folder (``courtroom run``).
 
     ``resume=RUN_DIR`` finishes an interrupted run or repeat group instead; ``repeats > 1``
@@ -79,13 +87,20 @@ def run(
     data, ...) that must match the folder's, or the resume is refused.
     Returns a :class:`~courtroom.eval.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
     or, for repeats, a :class:`~courtroom.eval.repeats.RepeatOutcome` (``group_dir``, ``stats``).
+
+    ``dry_run=True`` sends nothing and returns ``{framework: Estimate}`` (calls, tokens, dollars;
+    :mod:`courtroom.eval.estimate`). ``max_calls``/``max_cost`` stop starting examples at that
+    budget: the folder is left resumable and :class:`~courtroom.eval.budget.BudgetExhausted`
+    is raised, its ``line`` saying what was spent and how to finish.
     """
     from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.eval.resume import resume as resume_run
-    from courtroom.eval.runs import RunConfig
     from courtroom.eval.runs import run as run_once
 
     price_table = _prices(prices)
+    if dry_run:
+        return _dry_run(framework, preset, resume, repeats, locals())
+    spend = {} if (budget := _budget(max_calls, max_cost, price_table)) is None else {"budget": budget}
     with ProgressDisplay(progress) as display:
         bar = display.track(framework or "resume")
         hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
@@ -103,41 +118,21 @@ def run(
                 **dict(resume_given or {}),
             }
             if is_repeat_group(resume):
-                return resume_repeats(resume, lms=lms, **hooks, **overrides)
+                return resume_repeats(resume, lms=lms, **hooks, **overrides, **spend)
             outcome = resume_run(
-                resume, lms=lms, progress=bar.result, on_start=bar.start, retry_failed=retry_failed, **overrides
+                resume,
+                lms=lms,
+                progress=bar.result,
+                on_start=bar.start,
+                retry_failed=retry_failed,
+                **overrides,
+                **spend,
             )
         else:
-            from courtroom.programs.presets import apply_preset
-
-            if framework is None and preset is None:
-                raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
-            framework, knobs = apply_preset(preset, framework, knobs)
-            config = RunConfig(
-                framework=framework,
-                task=task,
-                data=data,
-                split=split,
-                limit=limit,
-                seed=seed,
-                knobs=dict(knobs or {}),
-                lm=lm,
-                roles=dict(roles or {}),
-                temperature=temperature,
-                max_tokens=max_tokens,
-                api_base=api_base,
-                timeout=timeout,
-                concurrency=concurrency or 4,
-                out=str(out),
-                dataset=dict(dataset) if dataset else None,
-                prices=price_table,
-                train_limit=train_limit,
-                preset=preset,
-                **({} if fail_on_error is None else {"fail_on_error": fail_on_error}),
-            )
+            config = _run_config(framework, preset, locals())
             if repeats > 1:
-                return run_repeats(config, repeats, lms=lms, **hooks)
-            outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms)
+                return run_repeats(config, repeats, lms=lms, **hooks, **spend)
+            outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
     if ambiguity_k:
         from courtroom.eval.compare import run_ambiguity
 
@@ -147,24 +142,83 @@ def run(
     return outcome
 
 
+def _run_config(framework: str | None, preset: str | None, options: Mapping[str, Any]) -> Any:
+    """The :class:`~courtroom.eval.runs.RunConfig` of :func:`run`'s options (a preset applied)."""
+    from courtroom.eval.runs import RunConfig
+    from courtroom.programs.presets import apply_preset
+
+    if framework is None and preset is None:
+        raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
+    framework, knobs = apply_preset(preset, framework, options["knobs"])
+    fail_on_error = options["fail_on_error"]
+    dataset = options["dataset"]
+    return RunConfig(
+        framework=framework,
+        task=options["task"],
+        data=options["data"],
+        split=options["split"],
+        limit=options["limit"],
+        seed=options["seed"],
+        knobs=dict(knobs or {}),
+        lm=options["lm"],
+        roles=dict(options["roles"] or {}),
+        temperature=options["temperature"],
+        max_tokens=options["max_tokens"],
+        api_base=options["api_base"],
+        timeout=options["timeout"],
+        concurrency=options["concurrency"] or 4,
+        out=str(options["out"]),
+        dataset=dict(dataset) if dataset else None,
+        prices=options["price_table"],
+        train_limit=options["train_limit"],
+        preset=preset,
+        **({} if fail_on_error is None else {"fail_on_error": fail_on_error}),
+    )
+
+
+def _dry_run(framework: str | None, preset: str | None, resume: Any, repeats: int, options: Mapping[str, Any]) -> Any:
+    from courtroom.eval.dry_run import estimate_runs
+
+    if resume is not None:
+        raise ConfigError("--dry-run estimates a new run: drop --resume")
+    config = _run_config(framework, preset, options)
+    return estimate_runs({config.framework: config}, repeats=repeats)
+
+
 def compare(
     frameworks: str | Sequence[str],
     *,
     task: str = "boolean_expressions",
     progress: bool = True,
     prices: Prices = None,
+    dry_run: bool = False,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
     **options: Any,
-) -> Comparison:
+) -> Any:
     """Run every framework on the same examples; write the comparison folder (``courtroom compare``).
 
     ``frameworks`` is a list or a comma-separated string. Other options are those of
     :func:`courtroom.eval.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
-    ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``, ...). The result's
-    ``table`` is the comparison as a pandas DataFrame; ``out_dir`` the folder.
+    ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``,
+    ``matched_baselines``, ``baseline``, ``match``, ...). The result's ``table`` is the comparison
+    as a pandas DataFrame; ``out_dir`` the folder. ``dry_run``, ``max_calls``, ``max_cost``: as
+    in :func:`run` (a dry run returns ``{row: Estimate}``, matched baselines included).
     """
     from courtroom.eval.compare import compare as run_compare
 
     names = frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
+    price_table = _prices(prices)
+    if dry_run:
+        from courtroom.eval.compare import comparison_configs
+        from courtroom.eval.dry_run import estimate_comparison
+
+        planned = {k: options.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match") if k in options}
+        for k in ("ambiguity_k", "theta", "lms", "progress", "on_start"):
+            options.pop(k, None)
+        configs = comparison_configs(task, names, prices=price_table, **options)
+        return estimate_comparison(configs, **planned)
+    budget = _budget(max_calls, max_cost, price_table)
     with ProgressDisplay(progress) as display:
         bars: dict[str, Any] = {}
 
@@ -178,7 +232,8 @@ def compare(
             names,
             progress=lambda f, res: bar(f).result(res),
             on_start=lambda f, n: bar(f).start(n),
-            prices=_prices(prices),
+            prices=price_table,
+            budget=budget,
             **options,
         )
 
@@ -196,8 +251,12 @@ def compile(  # noqa: A001 - the command's name
     preset: str | None = None,
     out: str | Path | None = "program.json",
     progress: bool = True,
+    dry_run: bool = False,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+    prices: Prices = None,
     **options: Any,
-) -> CompileResult:
+) -> Any:
     """Compile a framework with a DSPy optimizer and save the program (``courtroom compile``).
 
     ``config`` is a recipe from ``courtroom study --export-best`` (a path or its dict): its
@@ -206,6 +265,10 @@ def compile(  # noqa: A001 - the command's name
     :func:`courtroom.optimize.compile.compile_program` (``settings``, ``train``, ``dev``,
     ``prompt_lm``, ``api_base``, ...). The result holds ``program``, ``before``/``after`` dev
     scores, ``metadata`` and ``path``. ``preset`` sets a paper's knobs and sampling temperatures.
+
+    ``dry_run=True`` sends nothing and returns ``(Estimate, note)``. A compile runs as one unit:
+    with ``max_calls``/``max_cost`` it starts only if its dry-run bound fits, else
+    :class:`~courtroom.eval.budget.BudgetExhausted` is raised before any request.
     """
     from courtroom.optimize.compile import compile_program
     from courtroom.optimize.report import read_config, recipe_models
@@ -224,12 +287,22 @@ def compile(  # noqa: A001 - the command's name
     if temperature is None and not recipe.get("temperatures"):
         # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
         role_models = role_specs(role_models, default, sampling_temperatures(get_framework(framework), preset))
+    all_knobs = preset_knobs | dict(recipe.get("knobs") or {}) | dict(knobs or {})
+    task = task or recipe.get("task") or "boolean_expressions"
+    if dry_run or max_calls is not None or max_cost is not None:
+        price_table = _prices(prices)
+        est, note = _compile_estimate(framework, task, optimizer, all_knobs, default, role_models, price_table, options)
+        if dry_run:
+            return est, note
+        from courtroom.eval.budget import check_compile
+
+        check_compile(est, optimizer, max_calls, max_cost)
     with ProgressDisplay(progress) as display:
         result = compile_program(
             framework,
-            task=task or recipe.get("task") or "boolean_expressions",
+            task=task,
             optimizer=optimizer,
-            knobs=preset_knobs | dict(recipe.get("knobs") or {}) | dict(knobs or {}),
+            knobs=all_knobs,
             lm=default,
             roles=role_models,
             temperature=temperature,
@@ -241,6 +314,39 @@ def compile(  # noqa: A001 - the command's name
         result.path = save_program(result.program, out, result.metadata)
         result.dev_dirs = _write_dev_runs(result, Path(out), framework)
     return result
+
+
+def _compile_estimate(
+    framework: str,
+    task: str,
+    optimizer: str,
+    knobs: Mapping[str, Any],
+    default: Any,
+    roles: Mapping[str, Any],
+    prices: Any,
+    options: Mapping[str, Any],
+) -> tuple[Any, str]:
+    """The dry run of a compile: dev scored before and after, plus the optimizer's program runs."""
+    from courtroom.eval.dry_run import estimate_compile
+    from courtroom.eval.runs import RunConfig
+    from courtroom.optimize.compile import get_optimizer
+
+    config = RunConfig(
+        framework,
+        task,
+        data=options.get("data", "auto"),
+        seed=options.get("seed", 0),
+        knobs=dict(knobs),
+        lm=None if default is None else str(getattr(default, "model", default)),
+        roles={r: str(getattr(m, "model", m)) for r, m in roles.items()},
+        max_tokens=options.get("max_tokens"),
+        api_base=options.get("api_base"),
+        prices=prices,
+    )
+    settings = {**get_optimizer(optimizer).defaults, **dict(options.get("settings") or {})}
+    return estimate_compile(
+        config, optimizer, settings, train=options.get("train", 20), dev=options.get("dev", 20), prices=prices
+    )
 
 
 def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[str, Path]:
@@ -290,8 +396,12 @@ def study(
     progress: bool = True,
     lms: Any = None,
     model_objects: Mapping[str, Any] | None = None,
+    dry_run: bool = False,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+    prices: Prices = None,
     **options: Any,
-) -> StudyOutcome:
+) -> Any:
     """Run an Optuna study over a framework's knobs (``courtroom study``).
 
     Options are the fields of :class:`~courtroom.optimize.study.StudyConfig` (``task``,
@@ -299,12 +409,28 @@ def study(
     to choose from per role. Writes the report folder (``report``: default ``studies/NAME``,
     ``False`` for none) and, with ``export_best``, the recipe for :func:`compile`. The outcome
     holds the Optuna ``study``, ``best`` trials, ``report_dir`` and ``table`` (the trials).
+
+    ``dry_run=True`` sends nothing and returns ``(Estimate, note)``: each trial at the space's most
+    expensive point. ``max_calls``/``max_cost`` stop starting trials at that budget
+    (:class:`~courtroom.eval.budget.BudgetExhausted`, with the command that continues the study).
     """
     from courtroom.optimize.report import best_trial, export_config, trials_table, write_report
     from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
 
     models = [lm] if isinstance(lm, str) else list(lm or [])
     config = StudyConfig(framework=framework, models=models, **options)
+    price_table = _prices(prices)
+    if dry_run:
+        from courtroom.eval.budget import study_run_config
+        from courtroom.eval.dry_run import estimate_study
+        from courtroom.optimize.spaces import build_space
+
+        space = build_space(
+            framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
+        )
+        note = f"{config.trials} trial(s), each at most the most expensive point of the space"
+        return estimate_study(study_run_config(config), space, config.trials, prices=price_table), note
+    budget = _budget(max_calls, max_cost, price_table)
     with ProgressDisplay(progress) as display:
         bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
 
@@ -315,7 +441,7 @@ def study(
             )
             bar.advance()
 
-        outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial])
+        outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
     if config.trials == 0:
         return outcome
     outcome.table = trials_table(outcome.study)

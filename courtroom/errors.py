@@ -4,6 +4,9 @@
 class CourtroomError(Exception):
     """An error caused by user input or environment; the CLI prints it in one line."""
 
+    exit_code = 2
+    """The CLI's exit status when this ends a command."""
+
 
 class ConfigError(CourtroomError, ValueError):
     """Bad configuration or arguments (unknown names, values out of range)."""

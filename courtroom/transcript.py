@@ -30,8 +30,11 @@ class Turn:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
         """Inverse of :meth:`to_dict`."""
-        return cls(**{k: data[k] for k in ("role", "round", "text") }, decision=data.get("decision"),
-                   extra=dict(data.get("extra") or {}))
+        return cls(
+            **{k: data[k] for k in ("role", "round", "text")},
+            decision=data.get("decision"),
+            extra=dict(data.get("extra") or {}),
+        )
 
 
 def as_turns(items: Iterable[Turn | Mapping[str, Any]]) -> list[Turn]:
@@ -68,7 +71,7 @@ def render_html(turns: Iterable[Turn | Mapping[str, Any]]) -> str:
         )
         parts.append(
             f'<div class="turn {css}"><div class="who">{role}'
-            f'{" · round " + str(t.round) if t.round else ""}{decision}</div>'
+            f"{' · round ' + str(t.round) if t.round else ''}{decision}</div>"
             f'<div class="text">{html.escape(t.text or "")}</div>'
             + (f'<ul class="extra">{extras}</ul>' if extras else "")
             + "</div>"

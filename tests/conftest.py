@@ -33,3 +33,14 @@ def local_lm():
 
 
 BOOL_LABELS = ["True", "False"]
+
+
+@pytest.fixture
+def cold_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """An empty LM cache for one test (runs reconfigure the cache from $COURTROOM_CACHE_DIR)."""
+    path = tmp_path_factory.mktemp("cold-cache")
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(path))
+    from courtroom.cache import configure_cache
+
+    configure_cache(path)
+    return path

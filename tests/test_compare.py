@@ -41,6 +41,7 @@ def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) ->
         out=tmp_path,
         ambiguity_k=3,
         lms=_oracle("cmp"),
+        matched_baselines=False,
     )
     table = result.table
     assert list(table.index) == ["zero-shot", "courtroom-llm", "jot"]
@@ -153,6 +154,7 @@ def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
         knobs={"k_shots": 0},  # zero-shot CoT: no demos to generate on the slow local model
         out=tmp_path,
         lms=RoleLMs({"default": local_lm}),
+        matched_baselines=False,
     )
     assert list(result.table.index) == ["zero-shot", "cot"]
     assert (result.table["calls"] == 1).all() and (result.table["failures"] <= 1).all()

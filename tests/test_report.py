@@ -109,6 +109,7 @@ def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Pat
             knobs={"jot.n_loops": 1},
             out=tmp_path,
             lms=RoleLMs({"default": lm}),
+            matched_baselines=False,
         )
     failed = int(comp.table["failures"].sum())
     assert failed > 0

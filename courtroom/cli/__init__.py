@@ -125,7 +125,6 @@ def _main(argv: list[str] | None) -> int:
     _register()
     command = typer.main.get_command(app)
     try:
-        # Not standalone: typer returns the exit code of `typer.Exit` (130 for a Ctrl-C it caught).
         code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
@@ -146,8 +145,9 @@ def _main(argv: list[str] | None) -> int:
     except CourtroomError as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        # A stop at a budget (exit 3) is an outcome, not an error: its line says what to do next.
+        print(f"error: {exc}" if exc.exit_code == 2 else str(exc), file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:
         if debug:
             raise

@@ -239,3 +239,15 @@ def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) 
                 ) from None
     finally:
         litellm.suppress_debug_info = quiet
+DRY_RUN = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the LM calls, tokens and dollars this would spend; send nothing."),
+]
+MAX_COST = Annotated[
+    float | None,
+    typer.Option("--max-cost", help="Start no new example (or trial) that could take spending past DOLLARS."),
+]
+MAX_CALLS = Annotated[
+    int | None,
+    typer.Option("--max-calls", help="Start no new example (or trial) that could take LM requests past N."),
+]

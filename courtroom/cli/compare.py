@@ -41,6 +41,20 @@ def _knob_defaults(names: list[str]) -> dict[str, Any]:
     return out
 
 
+def _planned(
+    suite: str | None, suite_tasks: str | None, task: str, names: list[str]
+) -> dict[str, tuple[list[str], dict[str, Any] | None]]:
+    """Task -> (the rows compared on it, their specs for a suite), as the command would run them."""
+    if not suite:
+        return {task: (names, None)}
+    from courtroom.eval.suites import get_suite
+
+    about = get_suite(suite)
+    rows = {r.name: (r.framework, dict(r.knobs), r.preset) for r in about.rows}
+    chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else list(about.tasks)
+    return {t: (list(rows), rows) for t in chosen}
+
+
 @app.command("compare")
 def compare_command(
     frameworks: Annotated[
@@ -100,6 +114,20 @@ def compare_command(
     prices: opt.PRICES = None,
     train_limit: opt.TRAIN_LIMIT = None,
     fail_on_error: opt.FAIL_ON_ERROR = None,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
+    matched_baselines: Annotated[
+        bool,
+        typer.Option(
+            "--matched-baselines/--no-matched-baselines",
+            help="Add a majority-vote row per framework at the same calls (or tokens) per example.",
+        ),
+    ] = True,
+    baseline: Annotated[
+        str, typer.Option("--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.")
+    ] = "self-consistency",
+    match: Annotated[str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.")] = "calls",
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
@@ -142,7 +170,18 @@ def compare_command(
         theta=theta,
         train_limit=train_limit,
         fail_on_error=threshold,
+        matched_baselines=matched_baselines,
+        baseline=baseline,
+        match=match,
+        max_calls=max_calls,
+        max_cost=max_cost,
     )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+
+        for t, (names_, rows) in _planned(suite, suite_tasks, task, names).items():
+            print_estimates(compare(names_, task=t, rows=rows, presets=presets or (), dry_run=True, **common))
+        return
     if suite:
         from courtroom.eval.suites import get_suite, run_suite
 

@@ -70,6 +70,10 @@ def compile_command(
     timeout: opt.TIMEOUT = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LM requests in flight, in all.")] = 4,
     fail_on_error: opt.FAIL_ON_ERROR = None,
+    prices: opt.PRICES = None,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile
@@ -118,7 +122,16 @@ def compile_command(
         preset=preset,
         out=out,
         fail_on_error=threshold,
+        prices=prices,
+        dry_run=dry_run,
+        max_calls=max_calls,
+        max_cost=max_cost,
     )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+
+        est, note = result
+        return print_estimates({name: est}, [note])
     path = result.path
     framework = name
     console = Console()

@@ -28,9 +28,7 @@ def read_cases(path: str) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(
-                f'{path} line {n}: not JSON ({exc.msg}); write one {{"case": ...}} per line'
-            ) from exc
+            raise DataError(f'{path} line {n}: not JSON ({exc.msg}); write one {{"case": ...}} per line') from exc
         if isinstance(row, str):
             row = {"case": row}
         if not isinstance(row, dict) or not isinstance(row.get("case"), str) or not row["case"].strip():
@@ -45,12 +43,8 @@ def read_cases(path: str) -> list[dict[str, Any]]:
 def predict_command(
     program_file: Annotated[str, typer.Argument(help="Program file written by `courtroom compile`.")],
     case: Annotated[str | None, typer.Argument(help="Case text (or use --input).")] = None,
-    input_file: Annotated[
-        str | None, typer.Option("--input", help='JSONL file, one {"case": ...} per line.')
-    ] = None,
-    output: Annotated[
-        str | None, typer.Option("--output", help="Write JSONL results here (default: stdout).")
-    ] = None,
+    input_file: Annotated[str | None, typer.Option("--input", help='JSONL file, one {"case": ...} per line.')] = None,
+    output: Annotated[str | None, typer.Option("--output", help="Write JSONL results here (default: stdout).")] = None,
     transcript: Annotated[
         bool, typer.Option("--transcript/--no-transcript", help="Print the transcript of a single case.")
     ] = True,
@@ -106,8 +100,7 @@ def predict_command(
     try:
         for r in results:
             sink.write(
-                json.dumps({"id": r.id, "label": r.prediction, "error": r.error, "transcript": r.transcript})
-                + "\n"
+                json.dumps({"id": r.id, "label": r.prediction, "error": r.error, "transcript": r.transcript}) + "\n"
             )
     finally:
         if output:

@@ -92,6 +92,9 @@ def run_command(
         ),
     ] = 0,
     theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.api import run
@@ -144,7 +147,14 @@ def run_command(
         preset=preset,
         fail_on_error=check_threshold(fail_on_error),
         resume_given=given,
+        dry_run=dry_run,
+        max_calls=max_calls,
+        max_cost=max_cost,
     )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+
+        return print_estimates(outcome)
     stdout = Console()
     if isinstance(outcome, RepeatOutcome):
         from courtroom.eval.repeats import stats_markdown

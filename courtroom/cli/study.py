@@ -104,6 +104,9 @@ def study_command(
         typer.Option("--cost-unit", help="calls | tokens | dollars (default tokens, dollars with --prices)."),
     ] = None,
     prices: opt.PRICES = None,
+    dry_run: opt.DRY_RUN = False,
+    max_cost: opt.MAX_COST = None,
+    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
     from courtroom.eval.status import check_threshold
@@ -157,7 +160,16 @@ def study_command(
         report=report,
         export_best=export_best,
         fail_on_error=check_threshold(fail_on_error),
+        prices=prices,
+        dry_run=dry_run,
+        max_calls=max_calls,
+        max_cost=max_cost,
     )
+    if dry_run:
+        from courtroom.cli._cost import print_estimates
+
+        est, note = outcome
+        return print_estimates({framework: est}, [note])
     console = Console()
     study = outcome.study
     console.print(f"study {study.study_name}: {len(study.trials)} trial(s) in storage")

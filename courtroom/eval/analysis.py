@@ -323,7 +323,8 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
     if "agreement" in found:
         a = found["agreement"]
         rate = (
-            f"unanimous {a['unanimous']:.3f}, pairwise {a['pairwise']:.3f}"
+            f"unanimous {a['unanimous']:.3f}, pairwise "
+            + ("n/a" if a.get("pairwise") is None else f"{a['pairwise']:.3f}")  # one vote: no pairs
             if a.get("unanimous") is not None
             else f"consecutive {a['consecutive']:.3f}"
             if a.get("consecutive") is not None

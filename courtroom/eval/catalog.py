@@ -110,9 +110,7 @@ class Task:
         return f"{path}" + (f":{config}" if config else "") + f" ({split})"
 
 
-def _bbh(
-    name: str, labels: tuple[str, str], description: str, positions: tuple[str, str] | None = None
-) -> Task:
+def _bbh(name: str, labels: tuple[str, str], description: str, positions: tuple[str, str] | None = None) -> Task:
     return Task(name, labels, positions, hub=("lukaemon/bbh", name, "test"), description=description)
 
 

@@ -7,6 +7,8 @@ tokens, cost, time), ``analyses.json`` and ``plots/*.png``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -21,6 +23,7 @@ import pandas as pd
 from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
+from courtroom.eval.calibration import scores
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, run_repeats
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
@@ -29,7 +32,20 @@ from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
 
 logger = logging.getLogger(__name__)
-COLUMNS = ("accuracy", "macro_f1", "n", "failures", "calls", "sent", "cached", "tokens", "cost", "wall_seconds")
+COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "n",
+    "failures",
+    "calls",
+    "sent",
+    "cached",
+    "tokens",
+    "cost",
+    "wall_seconds",
+    "brier",
+    "ece",
+)
 
 
 @dataclass
@@ -77,6 +93,10 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
     for c in ("cached",):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
+    row["n"] = outcome.outcomes[0].summary.get("n")
+    for c in ("brier", "ece"):
+        values = [o.summary[c] for o in outcome.outcomes if o.summary.get(c) is not None]
+        row[c] = sum(values) / len(values) if values else None
     acc = outcome.stats["accuracy"]
     row.update(
         accuracy_sd=acc["sd"],
@@ -91,6 +111,81 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
 def _results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleResult]]:
     first = outcome if isinstance(outcome, RunOutcome) else outcome.outcomes[0]
     return first.run_dir, first.results
+
+
+def comparison_configs(
+    task: str,
+    frameworks: Sequence[str],
+    *,
+    limit: int | None = None,
+    roles: Mapping[str, str] | None = None,
+    data: str = "auto",
+    split: str = "test",
+    seed: int = 0,
+    knobs: Mapping[str, Any] | None = None,
+    lm: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    timeout: float | None = None,
+    concurrency: int = 4,
+    out: str | Path = "comparisons",
+    dataset: Mapping[str, Any] | None = None,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    train_limit: int | None = None,
+    presets: Sequence[str] = (),
+    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
+) -> dict[str, RunConfig]:
+    """The run config of each compared row (same examples, models and settings).
+
+    ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
+    knobs, preset)) compares named configurations, several of one framework if need be (suites);
+    ``frameworks`` then lists row names.
+    """
+    from courtroom.programs.presets import apply_preset, get_preset
+
+    frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
+    if not frameworks:
+        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
+    spec = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
+    for name in presets:
+        matched = [f for f in frameworks if spec[f][0] == get_preset(name).framework]
+        if not matched:
+            raise ConfigError(f"--preset {name} is for {get_preset(name).framework}, which is not compared")
+        for f in matched:
+            spec[f] = (spec[f][0], spec[f][1], name)
+    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in spec.items()}
+    classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
+    per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
+    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
+    if unknown_roles:
+        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    return {
+        f: RunConfig(
+            base[f][0],
+            task,
+            data=data,
+            split=split,
+            limit=limit,
+            seed=seed,
+            knobs=base[f][1] | per_fw[f],
+            lm=lm,
+            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            timeout=timeout,
+            concurrency=concurrency,
+            out=str(out),
+            dataset=dict(dataset) if dataset else None,
+            prices={k: list(v) for k, v in prices.items()} if prices else None,
+            train_limit=train_limit,
+            preset=spec[f][2],
+            fail_on_error=fail_on_error,
+        )
+        for f in frameworks
+    }
 
 
 def compare(
@@ -122,82 +217,106 @@ def compare(
     rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
+    budget: Any = None,
+    matched_baselines: bool = True,
+    baseline: str = "self-consistency",
+    match: str = "calls",
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
-    ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
-    knobs, preset)) compares named configurations, several of one framework if need be (suites);
-    ``frameworks`` then lists row names. ``progress(framework, result)`` is called per example,
-    ``on_start(framework, n)`` when a framework's run (each repeat's) starts on ``n`` examples.
-    """
-    from courtroom.programs.presets import apply_preset, get_preset
+    ``presets``, ``rows``: see :func:`comparison_configs`. ``progress(framework, result)`` is
+    called per example, ``on_start(framework, n)`` when a framework's run (each repeat's) starts
+    on ``n`` examples.
 
+    A ``budget`` (:class:`courtroom.eval.budget.Budget`) is shared by the frameworks, run in
+    order; at its limit the current run stops resumable and later frameworks do not start.
+
+    With ``matched_baselines``, a majority-vote ``baseline`` row is added per framework, its
+    samples set to match the framework's mean calls (or tokens) per example
+    (:mod:`courtroom.eval.matched`).
+    """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
-    if not frameworks:
-        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    spec = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
-    for name in presets:
-        matched = [f for f in frameworks if spec[f][0] == get_preset(name).framework]
-        if not matched:
-            raise ConfigError(f"--preset {name} is for {get_preset(name).framework}, which is not compared")
-        for f in matched:
-            spec[f] = (spec[f][0], spec[f][1], name)
-    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in spec.items()}
-    classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
-    per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
-    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
-    if unknown_roles:
-        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    configs = comparison_configs(
+        task,
+        frameworks,
+        limit=limit,
+        roles=roles,
+        data=data,
+        split=split,
+        seed=seed,
+        knobs=knobs,
+        lm=lm,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        api_base=api_base,
+        timeout=timeout,
+        concurrency=concurrency,
+        dataset=dataset,
+        prices=prices,
+        train_limit=train_limit,
+        presets=presets,
+        rows=rows,
+        fail_on_error=fail_on_error,
+    )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
     out_dir.mkdir(parents=True)
-    configs = {
-        f: RunConfig(
-            base[f][0],
-            task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=base[f][1] | per_fw[f],
-            lm=lm,
-            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            timeout=timeout,
-            concurrency=concurrency,
-            out=str(out_dir),
-            dataset=dict(dataset) if dataset else None,
-            prices={k: list(v) for k, v in prices.items()} if prices else None,
-            train_limit=train_limit,
-            preset=spec[f][2],
-            fail_on_error=fail_on_error,
-        )
-        for f in frameworks
-    }
+    for config in configs.values():
+        config.out = str(out_dir)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
-    for f, config in configs.items():
 
-        def hook(res: ExampleResult, f: str = f) -> None:
+    def run_one(f: str, config: RunConfig, later: Sequence[str]) -> None:
+        def hook(res: ExampleResult) -> None:
             if progress:
                 progress(f, res)
 
-        def repeat_hook(r: int, res: ExampleResult, f: str = f) -> None:
-            hook(res, f)
-
-        def start(n: int, f: str = f) -> None:
+        def start(n: int) -> None:
             if on_start:
                 on_start(f, n)
 
-        if repeats > 1:
-            outcomes[f] = run_repeats(
-                config, repeats, lms=lms, progress=repeat_hook, on_start=lambda r, n, f=f: start(n, f)
+        spend = {"budget": budget} if budget is not None else {}
+        with contextlib.ExitStack() as stack:
+            if budget is not None:
+                from courtroom.eval.budget import stopped_comparison
+
+                stack.enter_context(stopped_comparison(out_dir, f, later))
+            if repeats > 1:
+                outcomes[f] = run_repeats(
+                    config, repeats, lms=lms, progress=lambda r, res: hook(res), on_start=lambda r, n: start(n), **spend
+                )
+            else:
+                outcomes[f] = run(config, lms=lms, run_dir=out_dir / _folder(f), progress=hook, on_start=start, **spend)
+
+    for i, (f, config) in enumerate(configs.items()):
+        run_one(f, config, list(configs)[i + 1 :])
+    matches: dict[str, list[str]] = {}
+    if matched_baselines:
+        from courtroom.eval import matched
+
+        table_rows = {f: _row(outcomes[f]) for f in frameworks}
+        first = configs[frameworks[0]]
+        per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+        knob = matched.BASELINES[baseline]
+        plan = matched.plan(table_rows, baseline=baseline, match=match, sample_tokens=per_sample)
+        for k, fws in sorted(plan.items()):
+            if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
+                matches[baseline] = fws  # a compared row already is that vote
+                continue
+            row_name = matched.row_name(baseline, k)
+            configs[row_name] = dataclasses.replace(
+                first,
+                framework=baseline,
+                knobs={knob: k},
+                preset=None,
+                roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},
             )
-        else:
-            outcomes[f] = run(config, lms=lms, run_dir=out_dir / f, progress=hook, on_start=start)
-    comparison = _write(out_dir, task, frameworks, outcomes, configs)
+            matches[row_name] = fws
+        added = [m for m in matches if m not in outcomes]
+        for row_name in added:
+            run_one(row_name, configs[row_name], [m for m in added if m not in outcomes and m != row_name])
+    frameworks = [*frameworks, *(m for m in matches if m not in frameworks)]
+    comparison = _write(out_dir, task, frameworks, outcomes, configs, matches)
     if ambiguity_k:
         _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
@@ -214,8 +333,14 @@ def _write(
     frameworks: Sequence[str],
     outcomes: Mapping[str, Any],
     configs: Mapping[str, RunConfig],
+    matches: Mapping[str, Sequence[str]] | None = None,
 ) -> Comparison:
+    from courtroom.eval.matched import cost_columns
+
     table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
+    table = cost_columns(table)
+    if matches:
+        table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
     table.to_csv(out_dir / "table.csv")
     (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(table))
     runs, analyses = {}, {}
@@ -225,6 +350,9 @@ def _write(
         run_dir, results = _results(o)
         meta = json.loads((run_dir / "meta.json").read_text())
         analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
+        calibration = scores([r.to_dict() for r in results])
+        if calibration:
+            analyses[f]["calibration"] = calibration
         if isinstance(o, RepeatOutcome):
             analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
     (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
@@ -235,6 +363,7 @@ def _write(
                 "task": task,
                 "frameworks": list(frameworks),
                 "runs": runs,
+                "matched_baselines": {k: list(v) for k, v in (matches or {}).items()},
                 "config": without_base_url({k: v for k, v in vars(first).items() if k not in ("framework", "knobs")})
                 | {"knobs": {f: c.knobs for f, c in configs.items()}},
             },
@@ -242,6 +371,11 @@ def _write(
         )
     )
     return Comparison(out_dir, table, runs, analyses)
+
+
+def _folder(name: str) -> str:
+    """A run folder name for a table row (``self-consistency k=9`` -> ``self-consistency_k9``)."""
+    return name.replace(" k=", "_k").replace(" ", "_")
 
 
 def _jsonable(value: Any) -> Any:
@@ -361,6 +495,7 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     made["accuracy"] = plots.accuracy_bars(
         table["accuracy"], out_dir / "plots" / "accuracy.png", errors, f"{info['task']}: accuracy"
     )
+    made["frontier"] = draw_frontier(out_dir, table, info["task"])
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
         made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
@@ -373,6 +508,9 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
             curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
     if curves:
         made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate")
+    diagrams = {f: a["calibration"]["bins"] for f, a in analyses.items() if a.get("calibration")}
+    if diagrams:
+        made["reliability"] = plots.reliability_diagram(diagrams, out_dir / "plots" / "reliability.png")
     for f, a in analyses.items():
         if a.get("ambiguity"):
             made[f"ambiguity-{f}"] = plots.ambiguity_bars(
@@ -381,6 +519,35 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
                 f"{f}: ambiguity split",
             )
     return made
+
+
+def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
+    """``frontier.png``: accuracy (95% CI: over repeats, else Wilson over examples) vs cost per example.
+
+    Cost is dollars per example when every row has a price, else tokens per example.
+    """
+    n = table["n"].astype(float)
+    if "accuracy_ci_low" in table.columns:
+        low, high = (
+            table["accuracy_ci_low"].fillna(table["accuracy"]),
+            table["accuracy_ci_high"].fillna(table["accuracy"]),
+        )
+    else:
+        cis = {f: plots.wilson(float(table.loc[f, "accuracy"]), int(n[f])) for f in table.index}
+        low = pd.Series({f: c[0] for f, c in cis.items()})
+        high = pd.Series({f: c[1] for f, c in cis.items()})
+    from courtroom.eval.matched import per_example, uncached
+
+    rows = table.to_dict("index")
+    cost = pd.Series([uncached(rows[f], "cost") for f in table.index], index=table.index, dtype=float)
+    if cost.notna().all():
+        x, label = cost / n, "dollars per example"
+    else:
+        x = pd.Series([per_example(rows[f], "tokens") for f in table.index], index=table.index, dtype=float)
+        label = "tokens per example (cache hits included)"
+    return plots.frontier(
+        x, table["accuracy"], low, high, out_dir / "frontier.png", xlabel=label, title=f"{task}: accuracy vs cost"
+    )
 
 
 def comparison_runs(path: str | Path) -> dict[str, Path]:

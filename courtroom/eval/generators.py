@@ -124,9 +124,7 @@ def web_of_lies(n: int, seed: int = 0) -> list[Record]:
         if (sum(lies) % 2 == 0) != want_yes:
             lies[rng.randrange(5)] ^= True
         parts = [f"{names[0]} {'lies' if lies[0] else 'tells the truth'}."]
-        parts += [
-            f"{names[i]} says {names[i - 1]} {'lies' if lies[i] else 'tells the truth'}." for i in range(1, 5)
-        ]
+        parts += [f"{names[i]} says {names[i - 1]} {'lies' if lies[i] else 'tells the truth'}." for i in range(1, 5)]
         question = f"Question: {' '.join(parts)} Does {names[4]} tell the truth?"
         out.append({"input": question, "target": "Yes" if want_yes else "No"})
     rng.shuffle(out)
@@ -332,9 +330,7 @@ def formal_fallacies(n: int, seed: int = 0) -> list[Record]:
             for i, text in enumerate(said)
         )
         closing = rng.choice(["Hence, ", "Therefore, ", "So, necessarily, ", "It follows that "])
-        argument = (
-            f"Here comes a perfectly valid argument: {body} {closing}{_say(conclusion, preds, person)}."
-        )
+        argument = f"Here comes a perfectly valid argument: {body} {closing}{_say(conclusion, preds, person)}."
         text = (
             f'"{argument}"\nIs the argument, given the explicitly stated premises, deductively valid or '
             "invalid?\nOptions:\n- valid \n- invalid"

@@ -16,6 +16,7 @@ from typing import Any
 import dspy
 
 from courtroom._concurrency import bounded_requests
+from courtroom.eval.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.transcript import Turn
 from courtroom.usage import Usage, metered
@@ -37,6 +38,8 @@ class ExampleResult:
     fields: dict[str, Any] = field(default_factory=dict)
     """Framework-specific outputs (votes, probabilities, reliabilities, ...)."""
     seconds: float = 0.0
+    confidence: float | None = None
+    """The probability the framework's output gives its prediction (vote share, final probability), if any."""
 
     @property
     def correct(self) -> bool:
@@ -81,6 +84,7 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
         error=error,
         fields=fields,
         seconds=round(time.perf_counter() - start, 4),
+        confidence=confidence(label, fields),
     )
 
 
@@ -99,6 +103,7 @@ def evaluate(
     concurrency: int = 4,
     on_result: Callable[[ExampleResult], None] | None = None,
     max_in_flight: int | None = None,
+    budget: Any = None,
 ) -> list[ExampleResult]:
     """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
 
@@ -110,17 +115,22 @@ def evaluate(
     finishes: progress, checkpoints. If it raises (or on Ctrl-C), examples not yet started are
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
+
+    With a :class:`courtroom.eval.budget.Budget`, an example starts only if the budget admits
+    it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
     results: dict[int, ExampleResult] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval")
     with bounded_requests(max_in_flight or concurrency):
         try:
             futures = {
-                pool.submit(contextvars.copy_context().run, run_example, program, ex): i
+                pool.submit(contextvars.copy_context().run, _budgeted, budget, program, ex): i
                 for i, ex in enumerate(examples)
             }
             for fut in as_completed(futures):
                 res = fut.result()
+                if res is None:
+                    continue
                 results[futures[fut]] = res
                 if on_result:
                     on_result(res)
@@ -128,7 +138,18 @@ def evaluate(
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-    return [results[i] for i in range(len(examples))]
+    return [results[i] for i in range(len(examples)) if i in results]
+
+
+def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
+    """``run_example`` if the budget (if any) admits one more example, else None."""
+    if budget is None:
+        return run_example(program, example)
+    if not budget.admit():
+        return None
+    res = run_example(program, example)
+    budget.settle(res.usage)
+    return res
 
 
 def total_usage(results: Iterable[ExampleResult]) -> Usage:
@@ -150,7 +171,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
 
 
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
-    """Scores, failures, calls, tokens, cost and wall time of a list of results.
+    """Scores, failures, calls, tokens, cost, wall time and calibration (Brier, ECE) of a list of results.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
     input and output dollars); it is None when no model has a price. Tokens and cost count sent
@@ -170,5 +191,10 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         cost=usage.cost(user_prices(usage.by_model, prices)),
         wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],
+    )
+    calibration = scores([r.to_dict() for r in results])
+    summary.update(
+        brier=calibration["brier"] if calibration else None,
+        ece=calibration["ece"] if calibration else None,
     )
     return summary

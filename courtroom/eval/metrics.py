@@ -26,15 +26,11 @@ def score(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[st
     out: dict[str, Any] = {
         "n": n,
         "accuracy": correct / n if n else 0.0,
-        "macro_f1": float(f1_score(golds, preds_, labels=list(labels), average="macro", zero_division=0))
-        if n
-        else 0.0,
+        "macro_f1": float(f1_score(golds, preds_, labels=list(labels), average="macro", zero_division=0)) if n else 0.0,
         "failures": sum(p is None for p in preds),
     }
     if n:
-        p, r, _, support = precision_recall_fscore_support(
-            golds, preds_, labels=list(labels), zero_division=0
-        )
+        p, r, _, support = precision_recall_fscore_support(golds, preds_, labels=list(labels), zero_division=0)
         out["per_class"] = {
             lab: {"precision": float(p[i]), "recall": float(r[i]), "support": int(support[i])}
             for i, lab in enumerate(labels)
@@ -130,8 +126,7 @@ def load_prices(path: str | Path) -> dict[str, list[float]]:
             inp, outp = (float(x) for x in price)
         except (TypeError, ValueError) as exc:
             raise DataError(
-                f"price table {path}: bad price for {model!r} ({price!r}); write [input, output] "
-                "dollars per 1M tokens"
+                f"price table {path}: bad price for {model!r} ({price!r}); write [input, output] dollars per 1M tokens"
             ) from exc
         out[str(model)] = [inp, outp]
     return out

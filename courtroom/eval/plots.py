@@ -98,11 +98,7 @@ def confusion(golds: Sequence[str], preds: Sequence[str | None], labels: Sequenc
     cols = [*labels, "failed"]
     grid = [
         [
-            sum(
-                1
-                for g, p in zip(golds, preds, strict=True)
-                if g == gl and (p if p is not None else "failed") == c
-            )
+            sum(1 for g, p in zip(golds, preds, strict=True) if g == gl and (p if p is not None else "failed") == c)
             for c in cols
         ]
         for gl in labels
@@ -116,4 +112,93 @@ def confusion(golds: Sequence[str], preds: Sequence[str | None], labels: Sequenc
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("prediction")
     ax.set_ylabel("gold")
+    return _save(fig, path)
+
+
+def wilson(accuracy: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion (the CI of one run's accuracy over n examples)."""
+    if not n:
+        return (0.0, 1.0)
+    centre = (accuracy + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((accuracy * (1 - accuracy) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def pareto(points: Mapping[str, tuple[float, float]]) -> list[str]:
+    """Names on the Pareto front of (cost, accuracy): nothing else is cheaper-or-equal and more accurate."""
+    front = []
+    for name, (x, y) in points.items():
+        dominated = any(
+            (x2 <= x and y2 >= y) and (x2 < x or y2 > y) for other, (x2, y2) in points.items() if other != name
+        )
+        if not dominated:
+            front.append(name)
+    return sorted(front, key=lambda n: points[n][0])
+
+
+def frontier(
+    cost: pd.Series,
+    accuracy: pd.Series,
+    low: pd.Series,
+    high: pd.Series,
+    path: Path,
+    *,
+    xlabel: str,
+    title: str = "",
+) -> Path:
+    """Accuracy (95% CI bars) against cost per example, one point per row, the Pareto front drawn."""
+    names = [n for n in accuracy.index if pd.notna(cost[n]) and pd.notna(accuracy[n])]
+    points = {n: (float(cost[n]), float(accuracy[n])) for n in names}
+    front = pareto(points)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for n in names:
+        x, y = points[n]
+        on = n in front
+        ax.errorbar(
+            x,
+            y,
+            yerr=[[y - float(low[n])], [float(high[n]) - y]],
+            fmt="o",
+            capsize=4,
+            color="#d84315" if on else "#5c6bc0",
+            markersize=7 if on else 5,
+        )
+        ax.annotate(n, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=8)
+    if len(front) > 1:
+        ax.step([points[n][0] for n in front], [points[n][1] for n in front], where="post", color="#d84315", alpha=0.6)
+    ax.plot([], [], "o", color="#d84315", label="Pareto front")
+    ax.plot([], [], "o", color="#5c6bc0", label="dominated")
+    if names and max(points[n][0] for n in names) / max(min(points[n][0] for n in names), 1e-12) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title or "accuracy vs cost")
+    return _save(fig, path)
+
+
+def reliability_diagram(curves: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
+    """Accuracy against stated confidence per bin, one line per framework; the diagonal is perfect calibration."""
+    fig, ax = plt.subplots(figsize=(5.0, 4.2))
+    ax.plot([0, 1], [0, 1], "--", color="#999", label="perfectly calibrated")
+    for name, bins in curves.items():
+        xs, ys = [b["confidence"] for b in bins], [b["accuracy"] for b in bins]
+        ax.plot(xs, ys, marker="o", label=name)
+        for b in bins:
+            ax.annotate(
+                f"{int(b['n'])}",
+                (b["confidence"], b["accuracy"]),
+                xytext=(3, -10),
+                textcoords="offset points",
+                fontsize=7,
+            )
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("confidence (vote share or probability)")
+    ax.set_ylabel("accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("reliability diagram (n per bin)")
     return _save(fig, path)

@@ -114,8 +114,12 @@ def run_repeats(
     lms: RoleLMs | None = None,
     progress: Callable[[int, ExampleResult], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    budget: Any = None,
 ) -> RepeatOutcome:
-    """Run ``config`` ``repeats`` times (repeat r salted by r) into one group folder."""
+    """Run ``config`` ``repeats`` times (repeat r salted by r) into one group folder.
+
+    A ``budget`` (:class:`courtroom.eval.budget.Budget`) is shared by the repeats, run in order.
+    """
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -129,7 +133,7 @@ def run_repeats(
         )
     )
     with FolderLock(group, what="repeat group"):
-        return _run_group(group, config, repeats, lms, progress, on_start, resuming=False)
+        return _run_group(group, config, repeats, lms, progress, on_start, resuming=False, budget=budget)
 
 
 def _run_group(
@@ -141,10 +145,13 @@ def _run_group(
     on_start: Callable[[int, int], None] | None,
     *,
     resuming: bool,
+    budget: Any = None,
     **overrides: Any,
 ) -> RepeatOutcome:
     with _stop.saving_to(group):
-        outcomes = _run_each(group, config, repeats, lms, progress, on_start, resuming=resuming, **overrides)
+        outcomes = _run_each(
+            group, config, repeats, lms, progress, on_start, resuming=resuming, budget=budget, **overrides
+        )
     return _finish(group, config, outcomes)
 
 
@@ -157,19 +164,26 @@ def _run_each(
     on_start: Callable[[int, int], None] | None,
     *,
     resuming: bool,
+    budget: Any = None,
     **overrides: Any,
 ) -> list[RunOutcome]:
     outcomes = []
+    extra = {"budget": budget} if budget is not None else {}
     for r in range(repeats):
         folder = group / f"repeat-{r}"
         hooks: dict[str, Any] = {
             "progress": (lambda res, r=r: progress(r, res)) if progress else None,
             "on_start": (lambda n, r=r: on_start(r, n)) if on_start else None,
         }
-        if resuming and (folder / "meta.json").is_file():
-            outcomes.append(resume(folder, lms=lms, **hooks, **overrides))
-        else:
-            outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks))
+        try:
+            if resuming and (folder / "meta.json").is_file():
+                outcomes.append(resume(folder, lms=lms, **hooks, **overrides, **extra))
+            else:
+                outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks, **extra))
+        except Exception as exc:
+            if budget is None or not hasattr(exc, "regroup"):
+                raise
+            raise exc.regroup(group, repeats - r - 1) from None
     return outcomes
 
 
@@ -179,6 +193,7 @@ def resume_repeats(
     lms: RoleLMs | None = None,
     progress: Callable[[int, ExampleResult], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    budget: Any = None,
     **overrides: Any,
 ) -> RepeatOutcome:
     """Finish an interrupted group: finished repeats are read back, the others resumed or run."""
@@ -195,4 +210,6 @@ def resume_repeats(
     if lms is None:
         require_base_url(info["config"], config.api_base, str(group))
     with FolderLock(group, what="repeat group"):
-        return _run_group(group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, **overrides)
+        return _run_group(
+            group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, budget=budget, **overrides
+        )

@@ -20,6 +20,7 @@ import pandas as pd
 
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
+from courtroom.eval.calibration import scores
 from courtroom.eval.compare import comparison_runs, load_comparison
 from courtroom.eval.runs import load_run
 from courtroom.transcript import render_html
@@ -87,9 +88,7 @@ def _img(path: Path) -> str:
 
 
 def _table(df: pd.DataFrame, css: str = "summary") -> str:
-    table = df.to_html(
-        classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0, index_names=False
-    )
+    table = df.to_html(classes=css, float_format=lambda x: f"{x:.4g}", na_rep="n/a", border=0, index_names=False)
     return f'<div class="scroll">{table}</div>'
 
 
@@ -120,18 +119,14 @@ def _scalar(v: Any) -> str:
 
 
 def _example(i: int, r: Mapping[str, Any], opened: bool) -> str:
-    status = (
-        "failed" if r.get("prediction") is None else ("correct" if r["prediction"] == r["gold"] else "wrong")
-    )
+    status = "failed" if r.get("prediction") is None else ("correct" if r["prediction"] == r["gold"] else "wrong")
     pred = "FAILED" if r.get("prediction") is None else r["prediction"]
     fields = r.get("fields") or {}
     rows = "".join(
-        f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{_value(v)}</td></tr>"
-        for k, v in fields.items()
+        f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{_value(v)}</td></tr>" for k, v in fields.items()
     )
     parts = [
-        f'<details class="example {status}" data-id="{html.escape(str(r["id"]))}"'
-        + (" open>" if opened else ">"),
+        f'<details class="example {status}" data-id="{html.escape(str(r["id"]))}"' + (" open>" if opened else ">"),
         f"<summary>#{i} {html.escape(str(r['id']))} — gold: {html.escape(str(r['gold']))} — prediction: "
         f"{html.escape(str(pred))}</summary>",
         f'<div class="case">{html.escape(str(r.get("input", "")))}</div>',
@@ -156,8 +151,7 @@ def _transcripts(runs: Mapping[str, Path]) -> str:
         blocks.append(f"<h3>{html.escape(name)}</h3>")
         blocks += [_example(i, r, opened=i == first_wrong) for i, r in enumerate(results)]
     buttons = "".join(
-        f'<button data-kind="{k}" class="{"active" if k == "all" else ""}" onclick="show(\'{k}\')">'
-        f"{k} ({n})</button>"
+        f'<button data-kind="{k}" class="{"active" if k == "all" else ""}" onclick="show(\'{k}\')">{k} ({n})</button>'
         for k, n in counts.items()
     )
     body = f'<div class="filters">{buttons}</div>{"".join(blocks)}'
@@ -181,6 +175,9 @@ def _run_analyses(run_dir: Path, workdir: Path) -> tuple[str, list[Path]]:
             workdir / "confusion.png",
         )
     )
+    calibration = scores(results)
+    if calibration:
+        figs.append(plots.reliability_diagram({meta["config"]["framework"]: calibration["bins"]}, workdir / "rel.png"))
     for key, value in found.items():
         if isinstance(value, pd.DataFrame):
             out.append(f"<h3>{html.escape(key)}</h3>" + _table(value.set_index(value.columns[0]), "analysis"))
@@ -222,24 +219,20 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
                 if a
             )
             title = f"courtroom comparison: {info['task']}"
+            frontier = src / "frontier.png"
             sections = [
+                _section("frontier", "Accuracy vs cost", _img(frontier) if frontier.is_file() else ""),
                 f'<section id="summary"><h2>Summary</h2>{_table(table)}</section>',
                 _section("plots", "Plots", "".join(_img(p) for p in images)),
                 _section("analyses", "Analyses", extra),
                 _transcripts(comparison_runs(src)),
             ]
         elif (src / "group.json").is_file():
-            stats = (
-                json.loads((src / "repeats.json").read_text())["stats"]
-                if (src / "repeats.json").is_file()
-                else {}
-            )
+            stats = json.loads((src / "repeats.json").read_text())["stats"] if (src / "repeats.json").is_file() else {}
             runs = sorted(p for p in src.glob("repeat-*") if (p / "summary.json").is_file())
             accs = [json.loads((p / "summary.json").read_text())["accuracy"] for p in runs]
             title = f"courtroom repeats: {src.name}"
-            box = (
-                plots.repeats_boxplot({src.name.split("_")[1]: accs}, work / "repeats.png") if accs else None
-            )
+            box = plots.repeats_boxplot({src.name.split("_")[1]: accs}, work / "repeats.png") if accs else None
             sections = [
                 f'<section id="summary"><h2>Summary over {len(runs)} repeats</h2>'
                 f"{_table(pd.DataFrame(stats).T)}</section>",
@@ -249,9 +242,7 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
         elif (src / "meta.json").is_file():
             meta, results, summary = load_run(src)
             summary = summary or {}
-            rows = {
-                k: ("n/a" if v is None else v) for k, v in summary.items() if not isinstance(v, list | dict)
-            }
+            rows = {k: ("n/a" if v is None else v) for k, v in summary.items() if not isinstance(v, list | dict)}
             per_class = pd.DataFrame(summary.get("per_class") or {}).T
             found, figs = _run_analyses(src, work)
             title = f"courtroom run: {meta['config']['framework']} on {meta['task']['name']}"
@@ -259,11 +250,7 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
                 '<section id="summary"><h2>Summary</h2>'
                 + _table(pd.DataFrame([rows]).T.rename(columns={0: "value"}))
                 + (f"<h3>per class</h3>{_table(per_class, 'per-class')}" if len(per_class) else "")
-                + (
-                    "<p>Summary missing: the run was interrupted; finish it with --resume.</p>"
-                    if not summary
-                    else ""
-                )
+                + ("<p>Summary missing: the run was interrupted; finish it with --resume.</p>" if not summary else "")
                 + "</section>",
                 _section("plots", "Plots", "".join(_img(p) for p in figs)),
                 _section("analyses", "Analyses", found),

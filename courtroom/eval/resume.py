@@ -68,6 +68,7 @@ def resume(
     on_start: Callable[[int], None] | None = None,
     lms: RoleLMs | None = None,
     retry_failed: bool = False,
+    budget: Any = None,
     **overrides: Any,
 ) -> RunOutcome:
     """Finish an interrupted run in its own folder: only examples without a result are run.
@@ -80,7 +81,7 @@ def resume(
     path = Path(run_dir)
     load_run(path)  # one line for a folder that is not a run folder, before taking its lock
     with FolderLock(path, what="run folder"), _stop.saving_to(path):
-        return _resume(path, progress, on_start, lms, retry_failed, overrides)
+        return _resume(path, progress, on_start, lms, retry_failed, budget, overrides)
 
 
 def _resume(
@@ -89,6 +90,7 @@ def _resume(
     on_start: Callable[[int], None] | None,
     lms: RoleLMs | None,
     retry_failed: bool,
+    budget: Any,
     overrides: Mapping[str, Any],
 ) -> RunOutcome:
     meta, rows, _ = load_run(path)
@@ -103,6 +105,7 @@ def _resume(
             setattr(config, key, value)
     if lms is None:
         require_base_url(meta["config"], config.api_base, str(path))
+    budget = budget.for_run(config) if budget is not None else None
     setup = RunSetup.build(config, lms)
     if meta.get("models"):
         check_models(meta["models"], setup.lms.names(type(setup.program).roles), path)
@@ -124,7 +127,7 @@ def _resume(
     retry = None
     if retry_failed:
         retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
-    return setup.execute(path, done, progress, on_start, retry)
+    return setup.execute(path, done, progress, on_start, retry, budget=budget)
 
 
 def _retry_program(

@@ -122,6 +122,8 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
         ("status", summary.get("status", "ok")),
     ]
+    if summary.get("brier") is not None:
+        rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
@@ -209,10 +211,13 @@ class RunSetup:
         progress: Callable[[ExampleResult], None] | None = None,
         on_start: Callable[[int], None] | None = None,
         retry: tuple[CourtroomProgram, set[str]] | None = None,
+        budget: Any = None,
     ) -> RunOutcome:
         """Evaluate the examples without a result in ``done`` into ``run_dir``; write the summary.
 
-        ``retry`` is a program and the ids it reruns (``--retry-failed``).
+        ``retry`` is a program and the ids it reruns (``--retry-failed``). With a ``budget``
+        (:mod:`courtroom.eval.budget`) that stops the run, no summary is written (the folder
+        stays resumable) and :class:`~courtroom.eval.budget.BudgetExhausted` is raised.
         """
         config = self.config
         finished = {r.id for r in done}
@@ -235,10 +240,13 @@ class RunSetup:
                 if progress:
                     progress(res)
 
-            new = evaluate(self.program, todo, concurrency=config.concurrency, on_result=record)
+            new = evaluate(self.program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
             if again:
-                new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record)
+                new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record, budget=budget)
         _session(run_dir, "end")
+        if budget is not None and budget.stopped:
+            have = {r.id for r in [*done, *new]}
+            raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
@@ -282,19 +290,22 @@ def run(
     on_start: Callable[[int], None] | None = None,
     lms: RoleLMs | None = None,
     run_dir: Path | None = None,
+    budget: Any = None,
 ) -> RunOutcome:
     """Evaluate a framework on a task and write the run folder.
 
     ``lms`` (a ready role map, e.g. fakes) replaces the models named in ``config``; ``run_dir``
-    (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name.
+    (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name. A
+    ``budget`` (:class:`courtroom.eval.budget.Budget`) stops starting examples at its limits.
     """
+    budget = budget.for_run(config) if budget is not None else None
     setup = RunSetup.build(config, lms)
     if run_dir is None:
         run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
     else:
         run_dir.mkdir(parents=True, exist_ok=False)
     with FolderLock(run_dir, what="run folder"), _stop.saving_to(run_dir):
-        return _start(setup, config, run_dir, progress, on_start)
+        return _start(setup, config, run_dir, progress, on_start, budget)
 
 
 def _start(
@@ -303,6 +314,7 @@ def _start(
     run_dir: Path,
     progress: Callable[[ExampleResult], None] | None,
     on_start: Callable[[int], None] | None,
+    budget: Any,
 ) -> RunOutcome:
     cls = type(setup.program)
     meta = {
@@ -327,7 +339,9 @@ def _start(
     prepare_usage = setup.prepare()
     if prepare_usage:
         (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
-    return setup.execute(run_dir, [], progress, on_start)
+        if budget is not None:
+            budget.spend(prepare_usage["usage"])
+    return setup.execute(run_dir, [], progress, on_start, budget=budget)
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:

@@ -134,9 +134,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
 
 def _read_hub(task: Task) -> list[dict[str, Any]]:
     if task.hub is None:
-        raise ConfigError(
-            f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)"
-        )
+        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)")
     path, config, split = task.hub
     ds = load_hub(path, config, split, task=task.name, has_generator=task.has_generator)
     return [dict(r) for r in ds]
@@ -200,9 +198,7 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
         examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise DataError(
-            f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels"
-        )
+        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
     return examples
 
 

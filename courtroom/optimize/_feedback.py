@@ -27,9 +27,7 @@ def _decisions(outputs: Any, choices: Sequence[str]) -> list[str]:
     return [
         str(v)
         for k, v in dict(outputs.items()).items()
-        if isinstance(v, str)
-        and v in choices
-        and k not in ("analysis", "reason", "summary", "argument", "opinion")
+        if isinstance(v, str) and v in choices and k not in ("analysis", "reason", "summary", "argument", "opinion")
     ]
 
 
@@ -54,9 +52,7 @@ def role_feedback(
     choices = list(labels) + list(positions)
     notes: list[str] = []
     for i, (_, inputs, outputs) in enumerate(calls, 1):
-        side = next(
-            (inputs[f] for f in SIDE_FIELDS if isinstance(inputs.get(f), str) and inputs[f] in choices), None
-        )
+        side = next((inputs[f] for f in SIDE_FIELDS if isinstance(inputs.get(f), str) and inputs[f] in choices), None)
         decided = _decisions(outputs, choices)
         if side is not None:
             right = side in (gold_label, gold_position)
@@ -72,11 +68,7 @@ def role_feedback(
             wrong = [d for d in decided if d not in (gold_label, gold_position)]
             notes.append(
                 f"call {i}: you decided {', '.join(map(repr, decided))}, "
-                + (
-                    "correct."
-                    if not wrong
-                    else "wrong: re-check the case itself before weighing the arguments."
-                )
+                + ("correct." if not wrong else "wrong: re-check the case itself before weighing the arguments.")
             )
     if not notes:
         notes.append(f"{len(calls)} call(s); none chose a label.")
@@ -92,9 +84,7 @@ def feedback_metric(labels: Sequence[str], positions: Sequence[str]) -> Any:
         score = float(label_metric(gold, pred))
         if pred_name is None:
             verdict = getattr(pred, "label", None)
-            return dspy.Prediction(
-                score=score, feedback=f"Verdict {verdict!r}; correct answer {gold.label!r}."
-            )
+            return dspy.Prediction(score=score, feedback=f"Verdict {verdict!r}; correct answer {gold.label!r}.")
         text = role_feedback(gold, pred, pred_name, list(pred_trace or []), labels, positions)
         return dspy.Prediction(score=score, feedback=text)
 

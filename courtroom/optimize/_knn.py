@@ -129,9 +129,7 @@ class KNNPrecedents:
 class KNNOptimizer:
     """Optimizer seam (``compile(student, *, trainset)``) for :class:`KNNPrecedents`."""
 
-    def __init__(
-        self, metric: Callable[..., Any], k: int = 3, per_role: int = 1, concurrency: int = 4
-    ) -> None:
+    def __init__(self, metric: Callable[..., Any], k: int = 3, per_role: int = 1, concurrency: int = 4) -> None:
         self.metric, self.k, self.per_role, self.concurrency = metric, k, per_role, concurrency
 
     def compile(self, student: dspy.Module, *, trainset: Sequence[dspy.Example], **_: Any) -> dspy.Module:

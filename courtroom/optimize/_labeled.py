@@ -30,9 +30,7 @@ def _choice_fields(predictor: dspy.Predict) -> dict[str, tuple[str, ...]]:
 
 def labeled_roles(program: Any) -> list[str]:
     """Predictors that read the case and choose among labels or positions."""
-    return [
-        n for n, p in program.named_predictors() if "case" in p.signature.input_fields and _choice_fields(p)
-    ]
+    return [n for n, p in program.named_predictors() if "case" in p.signature.input_fields and _choice_fields(p)]
 
 
 class LabeledPrecedents:
@@ -46,8 +44,7 @@ class LabeledPrecedents:
         roles = labeled_roles(student)
         if not roles:
             raise ConfigError(
-                f"labeled: no role of {type(student).name} reads the case and chooses a label; "
-                "use bootstrap or knn"
+                f"labeled: no role of {type(student).name} reads the case and chooses a label; use bootstrap or knn"
             )
         sample = random.Random(self.seed).sample(list(trainset), min(self.k, len(trainset)))
         labels, positions = list(student.labels), list(student.positions)

@@ -72,16 +72,12 @@ def _bootstrap(ctx: Context, student: CourtroomProgram, train: list[dspy.Example
 
 
 def _random_search(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    opt = dspy.BootstrapFewShotWithRandomSearch(
-        metric=label_metric, num_threads=ctx.concurrency, **ctx.settings
-    )
+    opt = dspy.BootstrapFewShotWithRandomSearch(metric=label_metric, num_threads=ctx.concurrency, **ctx.settings)
     return opt.compile(student, trainset=train)
 
 
 def _knn(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(
-        student, trainset=train
-    )
+    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(student, trainset=train)
 
 
 def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -127,9 +123,7 @@ def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
 
 def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
     opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=label_metric, **ctx.settings)
-    return opt.compile(
-        student, trainset=train, eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False}
-    )
+    return opt.compile(student, trainset=train, eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False})
 
 
 def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -139,9 +133,7 @@ def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) ->
         s.pop("auto")
         budgets.remove("auto")
     if len(budgets) != 1:
-        raise ConfigError(
-            f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})"
-        )
+        raise ConfigError(f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})")
     opt = dspy.GEPA(
         metric=feedback_metric(student.labels, student.positions),
         reflection_lm=ctx.prompt_lm,

@@ -45,9 +45,7 @@ class Param:
         """Whether ``value`` lies in this space."""
         if self.kind == "cat":
             return value in self.choices
-        return (
-            isinstance(value, int | float) and not isinstance(value, bool) and self.low <= value <= self.high
-        )
+        return isinstance(value, int | float) and not isinstance(value, bool) and self.low <= value <= self.high
 
     def describe(self) -> str:
         """Human-readable bounds."""

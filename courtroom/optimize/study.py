@@ -338,6 +338,7 @@ def run_study(
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
     callbacks: Sequence[Any] = (),
+    budget: Any = None,
 ) -> StudyOutcome:
     """Create or resume the study and run ``config.trials`` trials in this process.
 
@@ -378,9 +379,17 @@ def run_study(
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
+    if budget is not None:
+        from courtroom.eval.budget import guard_objective
+
+        objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
         _optimize(study, objective, config, callbacks)
+    if budget is not None and budget.stopped:
+        from courtroom.eval.budget import stopped_study
+
+        raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space, models, default)
 
 

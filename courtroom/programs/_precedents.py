@@ -128,14 +128,38 @@ class PrecedentIndex:
         ]
 
     def with_reasons(self, precedents: Sequence[Precedent], explain: Callable[[Precedent], str]) -> list[Precedent]:
-        """Fill each precedent's reason, calling ``explain`` only for cases never explained before."""
-        with self._lock:
-            missing = [p for p in precedents if p.key not in self.reasons]
-        fresh = run_parallel([functools.partial(explain, p) for p in missing])
-        with self._lock:
-            for p, reason in zip(missing, fresh, strict=True):
-                self.reasons.setdefault(p.key, reason)
-            return [Precedent(p.key, p.case, p.label, p.similarity, self.reasons[p.key]) for p in precedents]
+        """Fill each precedent's reason, calling ``explain`` only for cases never explained before.
+
+        Concurrent examples that cite the same new precedent share one ``explain`` call: the
+        first asks, the others wait for its answer (a paid call is never made twice).
+        """
+        while True:
+            mine: list[Precedent] = []
+            theirs: list[threading.Event] = []
+            with self._lock:
+                pending = self.__dict__.setdefault("_pending", {})
+                for p in precedents:
+                    if p.key in self.reasons or any(q.key == p.key for q in mine):
+                        continue
+                    if p.key in pending:
+                        theirs.append(pending[p.key])
+                    else:
+                        pending[p.key] = threading.Event()
+                        mine.append(p)
+            try:
+                fresh = run_parallel([functools.partial(explain, p) for p in mine])
+                with self._lock:
+                    for p, reason in zip(mine, fresh, strict=True):
+                        self.reasons.setdefault(p.key, reason)
+            finally:
+                with self._lock:
+                    for p in mine:
+                        pending.pop(p.key).set()
+            for event in theirs:
+                event.wait()
+            with self._lock:
+                if all(p.key in self.reasons for p in precedents):  # else another example's call failed: ask
+                    return [Precedent(p.key, p.case, p.label, p.similarity, self.reasons[p.key]) for p in precedents]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (no vectors: they are refitted on load)."""

@@ -1,0 +1,167 @@
+"""Budgets (SPEC §10): no new example or trial starts past --max-calls / --max-cost; the folder resumes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from courtroom.errors import ConfigError
+from courtroom.eval.budget import Budget, BudgetExhausted
+from courtroom.eval.runs import RunConfig, load_run, run
+from courtroom.testing import FakeServer
+
+
+def _config(framework, server, **kw):
+    return RunConfig(framework, "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, **kw)
+
+
+@pytest.mark.parametrize(("framework", "limit"), [("jot", 40), ("self-consistency", 25), ("reflexion", 31)])
+def test_requests_never_pass_the_budget(framework, limit, cold_cache):
+    with FakeServer(latency=0.02) as server:
+        with pytest.raises(BudgetExhausted) as stop:
+            run(_config(framework, server, limit=30, concurrency=4), budget=Budget(max_calls=limit))
+        sent = server.counts["requests"]
+    assert sent <= limit
+    assert stop.value.budget.spent_calls == sent
+    assert stop.value.left > 0
+    run_dir = Path(stop.value.resume.split()[-1])
+    _, rows, summary = load_run(run_dir)
+    assert summary is None  # not finished: resumable
+    assert len(rows) + stop.value.left == 30
+
+
+def test_dollar_budget_uses_prices_and_needs_one(cold_cache):
+    prices = {"openai/fake": [1000.0, 1000.0]}  # $ per 1M tokens: a few cents per example
+    with FakeServer() as server:
+        with pytest.raises(ConfigError, match="--prices"):
+            run(_config("zero-shot", server, limit=5), budget=Budget(max_cost=1.0))
+        assert server.counts["requests"] == 0
+        with pytest.raises(BudgetExhausted) as stop:
+            run(_config("zero-shot", server, limit=40, max_tokens=20), budget=Budget(max_cost=1.0, prices=prices))
+    spent = stop.value.budget.spent_cost
+    assert 0 < spent <= 1.0
+    assert "$" in stop.value.line
+
+
+def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer(latency=0.02) as server:
+        base = [sys.executable, "-m", "courtroom.cli", "run"]
+        common = ["--lm", "openai/fake", "--api-base", server.url]
+        first = subprocess.run(
+            [*base, "jot", "--limit", "10", "--max-calls", "40", *common],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=180,
+        )
+        assert first.returncode == 3, first.stderr
+        assert server.counts["requests"] <= 40
+        lines = [x for x in first.stderr.splitlines() if "budget reached" in x]
+        assert len(lines) == 1 and "not run" in lines[0] and "--resume" in lines[0]
+        run_dir = lines[0].rsplit("--resume", 1)[1].strip()
+        second = subprocess.run(
+            [*base, "--resume", run_dir, *common], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
+        )
+        assert second.returncode == 0, second.stderr
+        assert server.counts["requests"] == 10 * 9  # every example once, nothing sent twice
+    summary = json.loads((tmp_path / run_dir / "summary.json").read_text())
+    assert summary["n"] == 10
+
+
+def test_compare_shares_the_budget_and_names_what_did_not_start(cold_cache, tmp_path):
+    from courtroom.eval.compare import compare
+
+    with FakeServer() as server:
+        with pytest.raises(BudgetExhausted) as stop:
+            compare(
+                "boolean_expressions",
+                ["zero-shot", "jot", "cot"],
+                limit=10,
+                data="generate",
+                lm="openai/fake",
+                api_base=server.url,
+                out=tmp_path / "cmp",
+                budget=Budget(max_calls=40),
+            )
+        sent = server.counts["requests"]
+    assert sent <= 40
+    assert "of jot not run" in stop.value.line and "not started: cot" in stop.value.line
+
+
+def test_study_stops_starting_trials(cold_cache, tmp_path):
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    with FakeServer() as server:
+        config = StudyConfig(
+            "self-consistency",
+            trials=10,
+            dev=4,
+            train=4,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/s.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+        )
+        # One trial costs at most 5 samples x 4 examples = 20 requests (k_samples searched in 1..5).
+        with pytest.raises(BudgetExhausted) as stop:
+            run_study(config, budget=Budget(max_calls=30))
+        sent = server.counts["requests"]
+    assert sent <= 30
+    assert "trial(s) not started" in stop.value.line
+    assert 0 < stop.value.left < 10
+
+
+def test_compile_refuses_to_start_over_budget(tmp_path):
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "courtroom.cli",
+                "compile",
+                "jot",
+                "--optimizer",
+                "bootstrap",
+                "--train",
+                "4",
+                "--dev",
+                "4",
+                "--lm",
+                "openai/fake",
+                "--api-base",
+                server.url,
+                "--max-calls",
+                "50",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=180,
+        )
+        assert proc.returncode == 3, proc.stderr
+        assert server.counts["requests"] == 0
+    assert "compile not started" in proc.stderr and "--max-calls 50" in proc.stderr
+
+
+def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
+    from courtroom.eval.repeats import resume_repeats, run_repeats
+
+    with FakeServer() as server:
+        config = _config("zero-shot", server, limit=10)
+        with pytest.raises(BudgetExhausted) as stop:
+            run_repeats(config, 3, budget=Budget(max_calls=15))
+        assert server.counts["requests"] <= 15
+        assert "1 later repeat(s) not started" in stop.value.line
+        group = stop.value.resume.split()[-1]
+        assert Path(group, "group.json").is_file()
+        outcome = resume_repeats(group, api_base=server.url)
+        assert server.counts["requests"] == 30  # every repeat's examples once
+    assert len(outcome.outcomes) == 3

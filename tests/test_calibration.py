@@ -1,0 +1,78 @@
+"""Calibration (SPEC §10): confidence per prediction, Brier score and ECE, reliability diagrams."""
+
+import json
+import time
+
+import pytest
+
+from courtroom.eval.calibration import confidence, scores
+from courtroom.eval.compare import compare
+from courtroom.eval.report import write_report
+from courtroom.eval.runs import RunConfig, run
+from courtroom.eval.tasks import load_task
+from courtroom.lms import RoleLMs
+from courtroom.testing import oracle_lm
+
+
+def _oracle() -> RoleLMs:
+    data = load_task("web_of_lies", seed=1)
+    gold = {ex.case: ex.label for ex in data.examples}
+    lm = oracle_lm(gold, ["Yes", "No"], accuracy=0.7, cache=True, model=f"fake/c-{time.time_ns()}")
+    return RoleLMs({"default": lm})
+
+
+def test_confidence_comes_from_votes_or_probabilities():
+    assert confidence("Yes", {"votes": ["Yes", "No", "Yes", "Yes"]}) == 0.75
+    assert confidence("No", {"probabilities": [{"Yes": 0.5, "No": 0.5}, {"Yes": 0.2, "No": 0.8}]}) == 0.8
+    assert confidence("Yes", {"judge_decisions": ["Yes"]}) is None
+    assert confidence(None, {"votes": ["Yes"]}) is None
+
+
+def test_brier_and_ece_by_hand():
+    rows = [
+        {"gold": "a", "prediction": "a", "confidence": 1.0},
+        {"gold": "a", "prediction": "b", "confidence": 1.0},
+        {"gold": "a", "prediction": "a", "confidence": 0.55},
+        {"gold": "a", "prediction": "a", "confidence": 0.55},
+        {"gold": "a", "prediction": "a", "confidence": None},
+        {"gold": "a", "prediction": None, "confidence": None},
+    ]
+    s = scores(rows)
+    assert s["n"] == 4
+    assert s["brier"] == pytest.approx((0 + 1 + 0.45**2 + 0.45**2) / 4)
+    # bins: [0.5, 0.6) holds 2 right at 0.55; [0.9, 1.0] holds 1 right, 1 wrong at 1.0
+    assert s["ece"] == pytest.approx(2 / 4 * 0.45 + 2 / 4 * 0.5)
+    assert scores([{"gold": "a", "prediction": "a"}]) is None
+
+
+@pytest.mark.parametrize(
+    ("framework", "knobs", "scored"),
+    [
+        ("self-consistency", {"k_samples": 5}, True),
+        ("courtroom-llm", {"k_precedents": 0}, True),
+        ("debate-feedback", {"n_rounds": 1}, True),
+        ("jot", {"n_loops": 1}, False),
+    ],
+)
+def test_runs_store_confidence_and_report_brier_and_ece(framework, knobs, scored, tmp_path):
+    config = RunConfig(framework, "web_of_lies", limit=12, seed=1, knobs=knobs, out=str(tmp_path))
+    outcome = run(config, lms=_oracle())
+    rows = [json.loads(x) for x in (outcome.run_dir / "results.jsonl").read_text().splitlines()]
+    summary = json.loads((outcome.run_dir / "summary.json").read_text())
+    if not scored:
+        assert all(r["confidence"] is None for r in rows) and summary["brier"] is None
+        return
+    assert all(0 < r["confidence"] <= 1 for r in rows if r["prediction"] is not None)
+    assert 0 <= summary["brier"] <= 1 and 0 <= summary["ece"] <= 1
+    assert summary["brier"] == scores(rows)["brier"]
+    assert "Brier score" in (outcome.run_dir / "summary.md").read_text()
+
+
+def test_compare_and_report_draw_reliability_diagrams(tmp_path):
+    result = compare(
+        "web_of_lies", ["self-consistency", "jot"], limit=12, seed=1, knobs={"n_loops": 1}, out=tmp_path, lms=_oracle()
+    )
+    assert result.plots["reliability"].is_file()
+    assert result.table.loc["self-consistency", "brier"] >= 0 and result.table["brier"].isna()["jot"]
+    page = write_report(result.out_dir / "self-consistency", tmp_path / "run.html").read_text()
+    assert 'alt="rel"' in page

@@ -1,0 +1,118 @@
+"""Dry runs (SPEC §10): the estimate matches the real run on the fake server, and sends nothing."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from courtroom.eval.estimate import estimate_run
+from courtroom.eval.runs import RunConfig, run
+from courtroom.lms import RoleLMs
+from courtroom.testing import FakeServer
+
+
+def _config(framework, server, **kw):
+    kw.setdefault("limit", 24)
+    return RunConfig(framework, "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, **kw)
+
+
+@pytest.mark.parametrize("framework", ["jot", "courtroom-llm", "self-consistency", "debate-feedback"])
+def test_estimate_equals_the_real_run(framework, cold_cache):
+    with FakeServer() as server:
+        est = estimate_run(_config(framework, server), sample=6)
+        assert server.counts["requests"] == 0
+        # No cache: the fake answers the same text every time, so some prompts repeat within a run.
+        outcome = run(_config(framework, server), lms=RoleLMs({"default": server.lm("openai/fake", cache=False)}))
+        sent = server.counts["requests"]
+    assert est.calls_exact
+    assert est.calls == sent == outcome.summary["calls"] + est.prepare_calls
+    real = outcome.summary["prompt_tokens"]
+    assert abs(est.prompt_tokens - real) <= 0.10 * real, (est.prompt_tokens, real)
+
+
+def test_answers_that_decide_the_path_give_a_maximum():
+    # Reflexion stops when the critic accepts: 1 call at best, 3 at most with max_retries=1.
+    with FakeServer() as server:
+        est = estimate_run(_config("reflexion", server, limit=5, knobs={"max_retries": 1}))
+    assert not est.calls_exact
+    assert est.calls == 5 * 3
+    assert est.max_calls_per_example == 3
+
+
+def test_dollars_are_unknown_without_a_price_and_priced_with_one(cold_cache):
+    with FakeServer() as server:
+        bare = estimate_run(_config("zero-shot", server, limit=4, max_tokens=50))
+        priced = estimate_run(_config("zero-shot", server, limit=4, max_tokens=50), prices={"openai/fake": [1.0, 2.0]})
+    assert bare.cost is None
+    assert bare.completion_tokens == 4 * 50 and bare.completion_basis == "max_tokens bound"
+    expected = bare.prompt_tokens * 1e-6 + bare.completion_tokens * 2e-6
+    assert priced.cost == pytest.approx(expected)
+
+
+def test_litellm_price_map_prices_known_models():
+    est = estimate_run(
+        RunConfig("zero-shot", "boolean_expressions", data="generate", limit=4, lm="openai/gpt-4o-mini", max_tokens=10)
+    )
+    assert est.cost is not None and est.cost > 0
+    assert est.tokenizer.startswith("litellm (model tokenizer")
+
+
+def test_completion_lengths_come_from_the_cache_when_it_has_answers(cold_cache):
+    with FakeServer() as server:
+        run(_config("zero-shot", server, limit=4))
+        est = estimate_run(_config("zero-shot", server, limit=4, max_tokens=500))
+    assert est.completion_basis == "measured"
+    assert 0 < est.completion_tokens < 4 * 500
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "compile", "study"])
+def test_dry_run_sends_no_request(command, tmp_path):
+    with FakeServer() as server:
+        common = ["--task", "boolean_expressions", "--lm", "openai/fake", "--api-base", server.url, "--dry-run"]
+        args = {
+            "run": ["run", "jot", "--limit", "4", *common],
+            "compare": ["compare", "--frameworks", "jot,zero-shot", "--limit", "4", *common],
+            "compile": ["compile", "zero-shot", "--optimizer", "bootstrap", "--train", "4", "--dev", "4", *common],
+            "study": ["study", "jot", "--trials", "3", "--dev", "4", "--train", "4", *common],
+        }[command]
+        proc = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert server.counts["requests"] == 0
+    assert "nothing was sent" in proc.stdout
+    if command == "compare":  # the matched majority votes are priced too: jot with 3 loops makes 9 calls
+        assert "| self-consistency k=9 |" in proc.stdout and "| self-consistency k=1 |" in proc.stdout
+    assert "unknown" in proc.stdout  # openai/fake has no price: never $0
+    assert not list(tmp_path.glob("runs/*")) and not list(tmp_path.glob("comparisons/*"))
+
+
+def test_concurrent_examples_explain_a_shared_precedent_once():
+    # Courtroom-LLM writes each precedent's reason once; two examples citing a new precedent at
+    # the same moment used to both pay for it, so real calls exceeded the (exact) estimate.
+    import threading
+    import time
+
+    from courtroom._concurrency import run_parallel
+    from courtroom.programs._precedents import PrecedentIndex
+
+    index = PrecedentIndex([{"case": f"case {i} about x", "label": "a", "id": str(i)} for i in range(3)])
+    calls = []
+    lock = threading.Lock()
+
+    def explain(p):
+        with lock:
+            calls.append(p.key)
+        time.sleep(0.2)
+        return "because"
+
+    found = index.search("case 1 about x", 1)
+    out = run_parallel([lambda: index.with_reasons(found, explain) for _ in range(6)])
+    assert len(calls) == 1
+    assert all(o[0].reason == "because" for o in out)

@@ -1,0 +1,91 @@
+"""Equal-budget baselines in compare (SPEC §10): a majority vote at the same calls or tokens per example."""
+
+import json
+import time
+
+from courtroom.eval.compare import compare
+from courtroom.eval.matched import plan
+from courtroom.eval.tasks import load_task
+from courtroom.lms import RoleLMs
+from courtroom.testing import FakeServer, oracle_lm
+
+
+def _oracle() -> RoleLMs:
+    data = load_task("web_of_lies", limit=8, seed=1)
+    gold = {ex.case: ex.label for ex in data.examples}
+    lm = oracle_lm(gold, ["Yes", "No"], accuracy=0.7, cache=True, model=f"fake/m-{time.time_ns()}")
+    return RoleLMs({"default": lm})
+
+
+def test_each_framework_gets_a_vote_at_its_calls_per_example(tmp_path):
+    result = compare(
+        "web_of_lies",
+        ["jot", "zero-shot", "self-consistency"],
+        limit=8,
+        seed=1,
+        knobs={"jot.n_loops": 1, "self-consistency.k_samples": 3},
+        out=tmp_path,
+        lms=_oracle(),
+    )
+    table = result.table
+    # jot with one loop makes 3 calls per example: the compared self-consistency (k=3) is its match;
+    # zero-shot makes 1: a new row. The baseline itself gets no twin.
+    assert list(table.index) == ["jot", "zero-shot", "self-consistency", "self-consistency k=1"]
+    assert table.loc["self-consistency", "matches"] == "jot"
+    assert table.loc["self-consistency k=1", "matches"] == "zero-shot"
+    assert table.loc["self-consistency", "calls_per_example"] == table.loc["jot", "calls_per_example"] == 3
+    for column in ("calls_per_example", "tokens_per_example", "cost_per_correct"):
+        assert column in table.columns
+    info = json.loads((result.out_dir / "comparison.json").read_text())
+    assert info["matched_baselines"] == {"self-consistency k=1": ["zero-shot"], "self-consistency": ["jot"]}
+    assert "| self-consistency k=1 |" in (result.out_dir / "table.md").read_text()
+
+
+def test_no_matched_baselines_and_parallel_vote(tmp_path):
+    off = compare(
+        "web_of_lies",
+        ["jot"],
+        limit=4,
+        seed=1,
+        knobs={"n_loops": 1},
+        out=tmp_path,
+        lms=_oracle(),
+        matched_baselines=False,
+    )
+    assert list(off.table.index) == ["jot"]
+    pv = compare(
+        "web_of_lies",
+        ["jot"],
+        limit=4,
+        seed=1,
+        knobs={"n_loops": 1},
+        out=tmp_path,
+        lms=_oracle(),
+        baseline="parallel-vote",
+    )
+    assert list(pv.table.index) == ["jot", "parallel-vote k=3"]
+
+
+def test_plan_matches_tokens():
+    rows = {"jot": {"n": 10, "calls": 90, "tokens": 9000}, "cot": {"n": 10, "calls": 10, "tokens": 1500}}
+    assert plan(rows) == {9: ["jot"], 1: ["cot"]}
+    assert plan(rows, match="tokens", sample_tokens=300) == {3: ["jot"], 1: ["cot"]}
+
+
+def test_match_tokens_on_the_fake_server(cold_cache, tmp_path):
+    with FakeServer() as server:
+        result = compare(
+            "boolean_expressions",
+            ["jot"],
+            limit=6,
+            data="generate",
+            lm="openai/fake",
+            api_base=server.url,
+            out=tmp_path,
+            match="tokens",
+        )
+    table = result.table
+    (name,) = [i for i in table.index if i.startswith("self-consistency k=")]
+    ratio = table.loc[name, "tokens_per_example"] / table.loc["jot", "tokens_per_example"]
+    k = int(name.split("=")[1])
+    assert abs(ratio - 1) <= 0.5 / k + 0.15, ratio  # equal up to rounding k to a whole sample
