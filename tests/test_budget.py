@@ -165,3 +165,30 @@ def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
         outcome = resume_repeats(group, api_base=server.url)
         assert server.counts["requests"] == 30  # every repeat's examples once
     assert len(outcome.outcomes) == 3
+
+
+def test_design_study_stops_starting_trials_and_its_dry_run_sends_nothing(cold_cache, tmp_path):
+    from courtroom.optimize.designs import DesignStudyConfig, design_estimates, run_design_study
+
+    with FakeServer() as server:
+        config = DesignStudyConfig(
+            frameworks=["jot", "self-consistency"],
+            trials=8,
+            dev=4,
+            train=4,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/d.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+        )
+        per_trial = design_estimates(config)
+        assert server.counts["requests"] == 0
+        bound = max(e.calls for e in per_trial.values())
+        assert bound == per_trial["jot"].calls  # jot at 5 loops is the dearest trial
+        with pytest.raises(BudgetExhausted) as stop:
+            run_design_study(config, budget=Budget(max_calls=2 * bound))
+        sent = server.counts["requests"]
+    assert sent <= 2 * bound
+    assert "--frameworks jot,self-consistency" in stop.value.resume
+    assert 0 < stop.value.left < 8

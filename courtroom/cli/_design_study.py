@@ -58,7 +58,27 @@ def design_study(**o: Any) -> None:
         cost=o["cost_unit"] or ("dollars" if price_table else "tokens"),
         prices={k: list(v) for k, v in price_table.items()} if price_table else None,
     )
-    outcome = run_design_study(config)
+    if o.get("dry_run"):
+        from courtroom.cli._cost import print_estimates
+        from courtroom.eval.dry_run import scaled
+        from courtroom.optimize.designs import design_estimates
+
+        per_trial = design_estimates(config)
+        note = (
+            f"per design: one trial at its most expensive point; {config.trials} trial(s) cost at most "
+            f"{config.trials} x the dearest design"
+            + ("; compiling each trial is not counted" if config.compile else "")
+        )
+        print_estimates({f"{fw} (1 trial)": e for fw, e in per_trial.items()}, [note])
+        dearest = max(per_trial.values(), key=lambda e: (e.calls, e.cost or 0.0))
+        print_estimates({f"{config.trials} trial(s), at most": scaled(dearest, config.trials, exact=False)})
+        return
+    budget = None
+    if o.get("max_calls") is not None or o.get("max_cost") is not None:
+        from courtroom.eval.budget import Budget
+
+        budget = Budget(max_calls=o.get("max_calls"), max_cost=o.get("max_cost"), prices=price_table)
+    outcome = run_design_study(config, budget=budget)
     console = Console()
     study = outcome.study
     console.print(f"study {study.study_name}: {len(study.trials)} trial(s) in storage")

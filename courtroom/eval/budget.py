@@ -205,17 +205,18 @@ def study_run_config(config: Any) -> Any:
     )
 
 
-def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence[Any]) -> Any:
+def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence[Any], unit: Any = None) -> Any:
     """An Optuna objective that starts a trial only if the budget admits it (else stops the study).
 
-    Each trial is bounded by the dry run at the space's most expensive point. A refused trial
-    ends pruned with the user attribute ``budget`` and the study stops starting trials.
+    Each trial is bounded by ``unit`` (an estimate of one trial), by default the dry run at the
+    space's most expensive point. A refused trial ends pruned with the user attribute ``budget``
+    and the study stops starting trials.
     """
     import optuna
 
     from courtroom.eval.dry_run import estimate_study
 
-    est = estimate_study(study_run_config(config), space, 1, prices=budget.prices)
+    est = unit or estimate_study(study_run_config(config), space, 1, prices=budget.prices)
     budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
     dearest = max((budget._price(m) or (0.0, 0.0) for m in est.models.values()), key=lambda p: p[0] + p[1])
 
@@ -240,7 +241,9 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     """The one-line outcome of a study stopped at its budget."""
     left = max(0, config.trials - done)
-    resume = f"courtroom study {config.framework} --task {config.task} --study-name {config.name} --trials {left}"
+    designs = getattr(config, "frameworks", None)
+    what = f"--frameworks {','.join(designs)}" if designs else config.framework
+    resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
     if config.storage:
         resume += f" --storage {config.storage}"
     line = (

@@ -258,10 +258,13 @@ def run_design_study(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    budget: Any = None,
 ) -> StudyOutcome:
     """Create or resume the study over ``config.frameworks`` and run ``config.trials`` trials here.
 
-    Arguments as :func:`courtroom.optimize.study.run_study`.
+    Arguments as :func:`courtroom.optimize.study.run_study`. With a ``budget``
+    (:class:`courtroom.eval.budget.Budget`) each trial is bounded by the dearest design's most
+    expensive point, and the study stops starting trials at the budget (``BudgetExhausted``).
     """
     from optuna.trial import TrialState
 
@@ -292,6 +295,14 @@ def run_design_study(
     objective = make_design_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
+    if budget is not None:
+        from courtroom.eval.budget import guard_objective
+
+        if config.compile:
+            raise ConfigError(
+                "a design study that compiles has no per-trial bound: drop --max-calls/--max-cost or --compile"
+            )
+        objective = guard_objective(objective, budget, config, space, unit=design_trial_estimate(config, space))
     # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
     queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
     first = min(queued, config.trials)
@@ -299,7 +310,31 @@ def run_design_study(
     with bounded_requests(config.concurrency):
         for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
             _optimize(study, objective, n_trials, n_jobs)
+    if budget is not None and budget.stopped:
+        from courtroom.eval.budget import stopped_study
+
+        raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space)
+
+
+def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = None) -> dict[str, Any]:
+    """Design -> the dry run of one trial at its most expensive point (no request sent)."""
+    from courtroom.eval.budget import study_run_config
+    from courtroom.eval.dry_run import estimate_study
+
+    config.frameworks = parse_frameworks(config.frameworks)
+    space = list(space or design_space(config))
+    out = {}
+    for fw in config.frameworks:
+        own = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
+        run_config = replace(study_run_config(config), framework=fw)
+        out[fw] = estimate_study(run_config, own, 1, prices=config.prices)
+    return out
+
+
+def design_trial_estimate(config: DesignStudyConfig, space: Sequence[Param]) -> Any:
+    """The dearest design's one-trial estimate: a bound on any trial (calls first, then dollars)."""
+    return max(design_estimates(config, space).values(), key=lambda e: (e.calls, e.cost or 0.0))
 
 
 def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int) -> None:
