@@ -281,6 +281,8 @@ def compile(  # noqa: A001 - the command's name
     if not framework and not preset:
         raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
     framework, preset_knobs = apply_preset(preset, framework) if preset else (framework, {})
+    if not framework:
+        raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
     if recipe.get("framework") and recipe["framework"] != framework:
         raise ConfigError(f"--config is for {recipe['framework']}, not {framework}")
     default, role_models = recipe_models(recipe, lm, roles, temperature)
@@ -453,7 +455,7 @@ def study(
 
     from courtroom._lock import FolderLock
 
-    folder = report_dir(config, None if report in (True, False) else report)
+    folder = report_dir(config, None if isinstance(report, bool) else report)
     # Workers of one study write its report in turn.
     lock = FolderLock(folder, what="study report", wait=600) if report is not False else contextlib.nullcontext()
     with lock:

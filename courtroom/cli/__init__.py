@@ -132,8 +132,8 @@ def _main(argv: list[str] | None) -> int:
     except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
         if debug:
             raise
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see courtroom {ctx.info_name} --help)" if getattr(ctx, "info_name", None) else ""
+        command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
+        hint = f" (see courtroom {command_name} --help)" if command_name else ""
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))

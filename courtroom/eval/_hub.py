@@ -49,10 +49,10 @@ def go_offline() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     # Modules imported earlier read the variables at import time.
-    hub = sys.modules.get("huggingface_hub.constants")
+    hub: Any = sys.modules.get("huggingface_hub.constants")
     if hub is not None:
         hub.HF_HUB_OFFLINE = True
-    config = sys.modules.get("datasets.config")
+    config: Any = sys.modules.get("datasets.config")
     if config is not None:
         config.HF_HUB_OFFLINE = True
         if hasattr(config, "HF_DATASETS_OFFLINE"):

@@ -40,6 +40,7 @@ def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: s
             continue
         old = stored.get(key)
         if key == "knobs":
+            old = old or {}
             differ += [f"--set {k}={v!r} (the run has {old.get(k)!r})" for k, v in value.items() if old.get(k) != v]
         elif value != old:
             differ.append(f"{key} {value!r} (the run has {old!r})")
@@ -50,7 +51,7 @@ def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: s
         )
 
 
-def check_models(before: Mapping[str, str], after: Mapping[str, str], where: str | Path) -> None:
+def check_models(before: Mapping[str, Any], after: Mapping[str, Any], where: str | Path) -> None:
     """Refuse a resume whose role models differ from the run's (``meta.json`` ``models``)."""
     differ = [
         f"{role} {after.get(role)} (the run has {model})" for role, model in before.items() if after.get(role) != model

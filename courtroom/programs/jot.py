@@ -118,7 +118,9 @@ class JudgmentOfThought(CourtroomProgram):
             lawyer_arg = outs["lawyer"].argument if "lawyer" in outs else ""
             prosecutor_arg = outs["prosecutor"].argument if "prosecutor" in outs else ""
             arguments = {f"{role}_argument": out.argument for role, out in outs.items()}
-            solo = {} if len(outs) == 2 else {"signature": jot.solo_judge(self.judge.signature, next(iter(outs)))}
+            solo: dict[str, Any] = {}
+            if len(outs) == 1:
+                solo["signature"] = jot.solo_judge(self.judge.signature, next(iter(outs)))
             j = self.ask(
                 "judge",
                 self.judge,
