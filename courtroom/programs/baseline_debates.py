@@ -79,7 +79,7 @@ class KhanDebate(CourtroomProgram):
         """Debate ``case`` and judge."""
         sides, transcript = self._sides(case)
         history: list[str] = []
-        concede = (
+        concede: dict[str, Any] = (
             {"signature": sig.with_concession(self.debater.signature, label_type(self.labels))}
             if self.stop_on_concession
             else {}
