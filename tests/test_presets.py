@@ -185,7 +185,13 @@ def test_compile_with_a_preset_records_it_in_the_program_file(server, capsys, tm
     assert code == 0, err
     saved = json.loads(path.read_text())["metadata"]["courtroom"]
     assert saved["preset"] == "jot-paper" and saved["framework"] == "jot"
-    assert saved["config"] == {"n_loops": 1, "use_lawyer": True, "use_prosecutor": True, "use_feedback": True}
+    assert saved["config"] == {
+        "n_loops": 1,
+        "use_lawyer": True,
+        "use_prosecutor": True,
+        "use_feedback": True,
+        "stop_when_stable": 0,
+    }
 
 
 def test_study_with_a_preset_fixes_the_knobs_its_space_covers(monkeypatch, capsys) -> None:

@@ -120,7 +120,7 @@ def test_overrides_narrow_and_trial_zero_is_the_paper_default() -> None:
     assert default_params("courtroom-llm", build_space("courtroom-llm")) == {
         k: v
         for k, v in FRAMEWORKS["courtroom-llm"].knobs().items()
-        if k in {"n_judges", "judge_mode", "k_precedents", "assignment", "max_argument_sentences"}
+        if k in {"n_judges", "judge_mode", "k_precedents", "assignment", "max_argument_sentences", "early_stop"}
     }
 
 

@@ -117,6 +117,8 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Choice("use_lawyer", True, False),
         Choice("use_prosecutor", True, False, only_if=("use_lawyer", (True,)), otherwise=True),
         Choice("use_feedback", True, False, only_if=("n_loops", (2, 3, 4, 5)), otherwise=True),
+        # Early stopping can only shorten a trial of 4+ rounds (2 stable rounds, then the closing one).
+        Choice("stop_when_stable", 0, 2, only_if=("n_loops", (4, 5)), otherwise=0),
     ),
     "courtroom-llm": (
         Int("n_judges", 1, 5),
@@ -124,6 +126,7 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Int("k_precedents", 0, 3),
         Choice("assignment", "fixed", "random"),
         Int("max_argument_sentences", 0, 3),
+        Choice("early_stop", False, True, only_if=("judge_mode", ("parallel",)), otherwise=False),
     ),
     "debate-feedback": (
         Int("n_rounds", 1, 4),
@@ -131,10 +134,14 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Float("smoothing", 0.0, 1.0),
         Float("threshold", 0.0, 1.0),
         Choice("variant", "single", "assistant"),
+        Choice("stop_epsilon", 0.0, 0.02, 0.05, 0.1, only_if=("n_rounds", (2, 3, 4)), otherwise=0.0),
     ),
     "self-consistency": (Int("k_samples", 1, 5),),
     "parallel-vote": (Int("n_models", 1, 5),),
-    "khan-debate": (Int("n_rounds", 1, 4),),
+    "khan-debate": (
+        Int("n_rounds", 1, 4),
+        Choice("stop_on_concession", False, True, only_if=("n_rounds", (2, 3, 4)), otherwise=False),
+    ),
 }
 
 
@@ -195,12 +202,18 @@ def build_space(
 
 
 def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
-    """The paper's configuration (the class's knob defaults), where the space still contains it."""
+    """The paper's configuration (the class's knob defaults), where the space still contains it.
+
+    A conditional parameter that configuration does not draw (its condition unmet) is left out, as
+    a trial's own parameters leave it out.
+    """
     from courtroom.programs import get_framework
 
     knobs = get_framework(framework).knobs()
     out: dict[str, Any] = {}
     for p in space:
+        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
+            continue
         if p.name in knobs and p.contains(knobs[p.name]):
             out[p.name] = knobs[p.name]
         elif p.name.startswith(MODEL):

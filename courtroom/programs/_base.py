@@ -40,6 +40,9 @@ class CourtroomProgram(dspy.Module):
     summary: ClassVar[str] = ""
     sampling_temperatures: ClassVar[dict[str, float]] = {}
     """Role -> the temperature used when the user gives none (see :meth:`sampled_roles`)."""
+    early_stop_knobs: ClassVar[dict[str, Any]] = {}
+    """Early-stopping knob -> the value that turns it off (its default). While any is on, the number
+    of calls per case depends on the answers: see :attr:`adaptive`."""
 
     def __init__(
         self,
@@ -82,6 +85,15 @@ class CourtroomProgram(dspy.Module):
     def config(self) -> dict[str, Any]:
         """This instance's knob values."""
         return {name: getattr(self, name) for name in self.knobs()}
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether an early-stopping knob is on, so the calls per case are a maximum, not a count.
+
+        The maximum is the call count of the same configuration with those knobs off
+        (``cls(..., **{**program.config(), **cls.early_stop_knobs})``).
+        """
+        return any(getattr(self, k) != off for k, off in self.early_stop_knobs.items())
 
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Fit whatever the program learns from training examples (precedent index, reliability model).

@@ -61,6 +61,33 @@ def majority(votes: Sequence[str], order: Sequence[str], prefer: str | None = No
     return min(tied, key=lambda v: order.index(v) if v in order else len(order))
 
 
+def settled_majority(
+    votes: Sequence[str], remaining: int, candidates: Sequence[str], order: Sequence[str], prefer: str | None = None
+) -> str | None:
+    """The :func:`majority` once ``remaining`` more votes among ``candidates`` come in, if they cannot change it.
+
+    None while they still could.
+
+    Exact, not a heuristic: the leader's worst case is every remaining vote going to one rival (a
+    split gives each rival fewer), so checking the all-to-one completions suffices.
+    """
+    outcomes = {majority([*votes, *[c] * remaining], order, prefer) for c in candidates}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
+def smallest_wave(
+    votes: Sequence[str], remaining: int, candidates: Sequence[str], order: Sequence[str], prefer: str | None = None
+) -> int:
+    """The fewest further votes after which :func:`settled_majority` could hold (``remaining`` at most)."""
+    for j in range(1, remaining):
+        if any(
+            settled_majority([*votes, *[c] * j], remaining - j, candidates, order, prefer) is not None
+            for c in candidates
+        ):
+            return j
+    return remaining
+
+
 def seeded_rng(seed: int, *parts: str) -> random.Random:
     """A ``random.Random`` fixed by ``seed`` and ``parts`` (e.g. the case text), across processes."""
     digest = hashlib.sha256("|".join([str(seed), *parts]).encode()).digest()

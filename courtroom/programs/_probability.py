@@ -128,3 +128,8 @@ def decide(dist: Mapping[str, float], labels: Sequence[str], tie: str | None = N
 def smooth(previous: Mapping[str, float], new: Mapping[str, float], t: float) -> dict[str, float]:
     """O_i = (1 - T) * O_{i-1} + T * new, label by label."""
     return {lab: (1.0 - t) * previous[lab] + t * new[lab] for lab in previous}
+
+
+def max_change(previous: Mapping[str, float], current: Mapping[str, float]) -> float:
+    """How far O moved in a round: the largest absolute change of any label's probability."""
+    return max(abs(current[lab] - previous[lab]) for lab in previous)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 
@@ -28,11 +28,17 @@ class KhanDebate(CourtroomProgram):
     zero-shot ``classifier`` call names the two most likely labels (if it repeats itself, the
     second becomes the next label in order) and the debaters defend those; the judge may still pick
     any label. In each round both debaters speak concurrently, each seeing all earlier rounds.
+
+    ``stop_on_concession`` (off by default): the debaters also state the answer they now hold (the
+    Debater signature plus a ``now_holds`` field, :func:`courtroom.signatures.baselines.with_concession`,
+    used only with this knob on), and the rounds stop once both hold the same answer; the judge
+    then reads the shorter debate. The prediction has ``stopped_early``.
     """
 
     name = "khan-debate"
     roles = ("classifier", "debater", "judge")
     summary = "Khan et al. debate: two debaters with opposite answers argue r rounds; a judge decides."
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_on_concession": False}
 
     def __init__(
         self,
@@ -42,11 +48,17 @@ class KhanDebate(CourtroomProgram):
         lm: Any = None,
         roles: RoleLMs | Mapping[str, Any] | None = None,
         n_rounds: int = 3,
+        stop_on_concession: bool = False,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_rounds) < 1:
             raise ConfigError(f"khan-debate: n_rounds must be >= 1, got {n_rounds}")
-        self.n_rounds = int(n_rounds)
+        if not isinstance(stop_on_concession, bool):
+            raise ConfigError(
+                f"khan-debate: stop_on_concession is a switch, got {stop_on_concession!r}; "
+                "set stop_on_concession=true or false"
+            )
+        self.n_rounds, self.stop_on_concession = int(n_rounds), stop_on_concession
         lt = label_type(self.labels)
         self.classifier = dspy.Predict(
             sig.TopTwo.with_updated_fields("first", type_=lt).with_updated_fields("second", type_=lt)
@@ -67,7 +79,14 @@ class KhanDebate(CourtroomProgram):
         """Debate ``case`` and judge."""
         sides, transcript = self._sides(case)
         history: list[str] = []
-        for r in range(1, self.n_rounds + 1):
+        concede: dict[str, Any] = (
+            {"signature": sig.with_concession(self.debater.signature, label_type(self.labels))}
+            if self.stop_on_concession
+            else {}
+        )
+        r = 0
+        while r < self.n_rounds:
+            r += 1
             so_far = "\n".join(history) or NONE
             outs = run_parallel(
                 [
@@ -75,6 +94,7 @@ class KhanDebate(CourtroomProgram):
                         self.ask,
                         "debater",
                         self.debater,
+                        **concede,
                         rollout=i,
                         case=case,
                         answer=sides[i],
@@ -85,11 +105,18 @@ class KhanDebate(CourtroomProgram):
                 ]
             )
             for i, out in enumerate(outs):
-                transcript.append(Turn(f"debater-{i + 1}", r, out.argument, extra={"answer": sides[i]}))
+                extra = {"answer": sides[i]} | ({"now_holds": out.now_holds} if concede else {})
+                transcript.append(Turn(f"debater-{i + 1}", r, out.argument, extra=extra))
                 history.append(f"Round {r}, debater {i + 1} (for {sides[i]}): {out.argument}")
+            if concede and r < self.n_rounds and outs[0].now_holds == outs[1].now_holds:
+                transcript[-1].extra["early_stop"] = (
+                    f"both debaters hold {outs[0].now_holds}: debate stopped after round {r} of {self.n_rounds}"
+                )
+                break
         j = self.ask("judge", self.judge, case=case, labels=labels_text(self.labels), debate="\n".join(history))
-        transcript.append(Turn("judge", self.n_rounds + 1, j.reason, decision=j.decision))
-        return self.verdict(j.decision, transcript, sides=sides)
+        transcript.append(Turn("judge", r + 1, j.reason, decision=j.decision))
+        stopped = {"stopped_early": r < self.n_rounds} if concede else {}
+        return self.verdict(j.decision, transcript, sides=sides, **stopped)
 
 
 class Reflexion(CourtroomProgram):

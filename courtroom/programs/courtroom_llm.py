@@ -12,7 +12,15 @@ from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
 from courtroom.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram, label_type
-from courtroom.programs._common import labels_text, limit_sentences, majority, seeded_rng, sentence_splitter
+from courtroom.programs._common import (
+    labels_text,
+    limit_sentences,
+    majority,
+    seeded_rng,
+    sentence_splitter,
+    settled_majority,
+    smallest_wave,
+)
 from courtroom.programs._precedents import TFIDF, Precedent, PrecedentIndex
 from courtroom.signatures import courtroom_llm as sig
 from courtroom.transcript import Turn
@@ -43,6 +51,12 @@ class CourtroomLLM(CourtroomProgram):
       ``judge_mode="parallel"``: independent judges, majority vote; a tie goes to A1.
       ``"sequential"``: each judge sees the earlier judges' decisions and reasons; the last
       judge's decision is the verdict.
+    * **Early stop** (``early_stop=True``, parallel judges only; off by default, the papers): the
+      judges are called in waves, first as many as could settle the majority (2 of 3, 3 of 5),
+      then the smallest wave that could settle it, until the judges not yet called could no longer
+      change the majority (tie rule included). Judge i keeps rollout i, so its cache entry is the
+      full run's, and the verdict is the full run's whenever the called judges vote as they would
+      there. The prediction then has ``stopped_early``; ``votes`` holds the votes actually cast.
     * **Sampling**: the clerk, advocates and judges run at temperature 0.5 (§4.1.3) unless their
       model has a temperature of its own.
 
@@ -60,6 +74,7 @@ class CourtroomLLM(CourtroomProgram):
         "attorney": 0.5,
         "judge": 0.5,
     }
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"early_stop": False}
 
     def __init__(
         self,
@@ -75,6 +90,7 @@ class CourtroomLLM(CourtroomProgram):
         seed: int = 0,
         max_argument_sentences: int = 1,
         embedder: str = TFIDF,
+        early_stop: bool = False,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_judges) < 1:
@@ -87,7 +103,17 @@ class CourtroomLLM(CourtroomProgram):
             raise ConfigError(f"courtroom-llm: k_precedents must be >= 0, got {k_precedents}")
         if int(max_argument_sentences) < 0:
             raise ConfigError("courtroom-llm: max_argument_sentences must be >= 0 (0 means no limit)")
+        if not isinstance(early_stop, bool):
+            raise ConfigError(
+                f"courtroom-llm: early_stop is a switch, got {early_stop!r}; set early_stop=true or false"
+            )
+        if early_stop and judge_mode != "parallel":
+            raise ConfigError(
+                "courtroom-llm: early_stop needs judge_mode='parallel' (in sequential mode the last judge "
+                "decides); set early_stop=false or judge_mode=parallel"
+            )
         self.n_judges, self.judge_mode, self.k_precedents = int(n_judges), judge_mode, int(k_precedents)
+        self.early_stop = early_stop
         self.assignment, self.seed = assignment, int(seed)
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
         if self.max_argument_sentences:
@@ -220,12 +246,7 @@ class CourtroomLLM(CourtroomProgram):
         outs: list[dspy.Prediction] = []
         previous: list[str] = []
         if self.judge_mode == "parallel":
-            outs = run_parallel(
-                [
-                    functools.partial(self.ask, "judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
-                    for i in range(self.n_judges)
-                ]
-            )
+            outs = self._parallel_judges(inputs, a1, a2)
         else:
             for i in range(self.n_judges):
                 out = self.ask("judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs)
@@ -237,6 +258,13 @@ class CourtroomLLM(CourtroomProgram):
             for i, o in enumerate(outs)
         ]
         label = majority(votes, self.labels, prefer=a1) if self.judge_mode == "parallel" else votes[-1]
+        stopped: dict[str, Any] = {}
+        if self.early_stop:
+            stopped["stopped_early"] = len(outs) < self.n_judges
+            if stopped["stopped_early"]:
+                transcript[-1].extra["early_stop"] = (
+                    f"majority fixed after {len(outs)} of {self.n_judges} judges: the rest could not change it"
+                )
         return self.verdict(
             label,
             transcript,
@@ -245,4 +273,22 @@ class CourtroomLLM(CourtroomProgram):
             ph_runner_up=a2,
             precedents=[p.to_dict() for p in precedents],
             assignment=assigned,
+            **stopped,
         )
+
+    def _parallel_judges(self, inputs: Mapping[str, Any], a1: str, a2: str) -> list[dspy.Prediction]:
+        """``n_judges`` independent judges (judge i at rollout i); with ``early_stop``, in waves."""
+
+        def call(i: int) -> Any:
+            return functools.partial(self.ask, "judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+
+        if not self.early_stop:
+            return run_parallel([call(i) for i in range(self.n_judges)])
+        outs: list[dspy.Prediction] = []
+        while len(outs) < self.n_judges:
+            votes, left = [o.decision for o in outs], self.n_judges - len(outs)
+            if settled_majority(votes, left, (a1, a2), self.labels, prefer=a1) is not None:
+                break
+            wave = smallest_wave(votes, left, (a1, a2), self.labels, prefer=a1)
+            outs += run_parallel([call(i) for i in range(len(outs), len(outs) + wave)])
+        return outs

@@ -77,6 +77,11 @@ class DebateFeedback(CourtroomProgram):
       T = ``smoothing``.
     * **Label**: the most probable label of O_n; a tie (exactly 0.5 on a binary task) goes to the
       initial prediction.
+    * **Early stop** (``stop_epsilon``; 0: off, the paper): the rounds stop once O moves less than
+      epsilon in a round, the move being max over labels of |O_i - O_{i-1}|
+      (:func:`courtroom.programs._probability.max_change`); the label is then that of O_i. The
+      judge's turns carry ``change``, the prediction ``stopped_early``. Training debates in
+      :meth:`prepare` (no judge) always run every round.
 
     Output fields: ``label``, ``transcript``, ``probabilities`` (O_0..O_n), ``initial_label``,
     ``sides`` (debater -> assigned label or None), ``stances`` and ``reliabilities`` (per round,
@@ -89,6 +94,7 @@ class DebateFeedback(CourtroomProgram):
     summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
     # The paper gives no temperature; 1.0 is the default of the OpenAI API its GPT-4o runs used.
     sampling_temperatures: ClassVar[dict[str, float]] = {"judge": 1.0, "debater": 1.0}
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_epsilon": 0.0}
 
     def __init__(
         self,
@@ -107,6 +113,7 @@ class DebateFeedback(CourtroomProgram):
         prob_method: str = "field",
         k_samples: int = 3,
         summarize: bool = True,
+        stop_epsilon: float = 0.0,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         checks = [
@@ -122,6 +129,12 @@ class DebateFeedback(CourtroomProgram):
                 f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}",
             ),
             (int(k_samples) >= 1, f"k_samples must be >= 1, got {k_samples}"),
+            (
+                isinstance(stop_epsilon, int | float)
+                and not isinstance(stop_epsilon, bool)
+                and 0.0 <= stop_epsilon <= 1.0,
+                f"stop_epsilon must be in [0, 1] (0: off; e.g. 0.05), got {stop_epsilon!r}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -129,7 +142,7 @@ class DebateFeedback(CourtroomProgram):
         self.n_rounds, self.n_debaters, self.word_limit = int(n_rounds), int(n_debaters), int(word_limit)
         self.smoothing, self.threshold = float(smoothing), float(threshold)
         self.variant, self.reliability, self.prob_method = variant, reliability, prob_method
-        self.k_samples, self.summarize = int(k_samples), bool(summarize)
+        self.k_samples, self.summarize, self.stop_epsilon = int(k_samples), bool(summarize), float(stop_epsilon)
         if "summarizer" not in self.lms and "judge" in self.lms:
             # The paper's judge writes the summary: same model unless the summarizer is routed elsewhere.
             self.lms = RoleLMs({**self.lms, "summarizer": self.lms["judge"]})
@@ -322,6 +335,8 @@ class DebateFeedback(CourtroomProgram):
                     )
                 )
                 history.append(o)
+                if self._converged(r, history, transcript[-1]):
+                    break
                 continue
             debate = deb.debate_text(passed, {c.debater: rel[c.debater] for c in passed} if rel else None)
             summary = debate
@@ -340,6 +355,9 @@ class DebateFeedback(CourtroomProgram):
                     extra={"estimate": new, "O": o, "gate": True, "written_label": written, "agreed": agreed},
                 )
             )
+            if self._converged(r, history, transcript[-1]):
+                break
+        stopped = {"stopped_early": len(history) <= self.n_rounds} if self.stop_epsilon else {}
         return self.verdict(
             prob.decide(o, self.labels, tie=initial),
             transcript,
@@ -350,7 +368,21 @@ class DebateFeedback(CourtroomProgram):
             reliabilities=reliabilities,
             passed=passed_by_round,
             gates=[bool(p) for p in passed_by_round],
+            **stopped,
         )
+
+    def _converged(self, r: int, history: Sequence[Mapping[str, float]], turn: Turn) -> bool:
+        """With ``stop_epsilon``: whether O moved less than it in round ``r`` (noted on the judge's ``turn``)."""
+        if not self.stop_epsilon:
+            return False
+        change = prob.max_change(history[-2], history[-1])
+        turn.extra["change"] = change
+        if change >= self.stop_epsilon or r == self.n_rounds:
+            return False
+        turn.extra["early_stop"] = (
+            f"O moved {change:.3g} < stop_epsilon {self.stop_epsilon:g}: stopped after round {r} of {self.n_rounds}"
+        )
+        return True
 
     @staticmethod
     def _debate_turns(r: int, comments: Sequence[deb.Comment]) -> list[Turn]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 
@@ -19,12 +19,20 @@ NONE = "(none)"
 
 
 class JudgmentOfThought(CourtroomProgram):
-    """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict."""
+    """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict.
+
+    ``stop_when_stable=k`` (0: off, the paper): once the judge has made the same decision in k
+    consecutive rounds, the next round is the closing one (closing statements, the "(final)"
+    judgment) and the trial ends there; never more than ``n_loops`` rounds, so it needs
+    ``n_loops >= k + 2`` to save anything (refused otherwise). The prediction then has
+    ``stopped_early``, and the judge's turn that triggered it says so.
+    """
 
     name = "jot"
     roles = ("lawyer", "prosecutor", "judge")
     binary_only = True
     summary = "Judgment-of-Thought: lawyer and prosecutor argue over n_loops rounds; a judge decides each round."
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_when_stable": 0}
 
     def __init__(
         self,
@@ -37,10 +45,23 @@ class JudgmentOfThought(CourtroomProgram):
         use_lawyer: bool = True,
         use_prosecutor: bool = True,
         use_feedback: bool = True,
+        stop_when_stable: int = 0,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_loops) < 1:
             raise ConfigError(f"jot: n_loops must be >= 1, got {n_loops}")
+        k = stop_when_stable
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0 or k == 1:
+            raise ConfigError(
+                f"jot: stop_when_stable must be 0 (off) or a whole number >= 2, got {stop_when_stable!r}; "
+                "1 would always close after round 1: set n_loops=2 for that"
+            )
+        if k and k + 2 > int(n_loops):
+            raise ConfigError(
+                f"jot: stop_when_stable={k} cannot shorten a {n_loops}-round trial (after {k} stable rounds "
+                f"the next is already the closing one): use n_loops >= {k + 2} or stop_when_stable=0"
+            )
+        self.stop_when_stable = k
         if not (use_lawyer or use_prosecutor):
             raise ConfigError("jot: at least one of the lawyer and the prosecutor must take part")
         self.n_loops = int(n_loops)
@@ -54,11 +75,16 @@ class JudgmentOfThought(CourtroomProgram):
         self.prosecutor = dspy.Predict(jot.Prosecutor)
         self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
 
-    def _stage(self, r: int) -> str:
+    def _stage(self, r: int, closing: bool) -> str:
         # No total count in the prompt: a 5-loop trial then shares its first rounds (and their
         # cache entries) with a 3-loop trial on the same case.
-        kind = "opening" if r == 1 else "closing" if r == self.n_loops else "rebuttal"
+        kind = "opening" if r == 1 else "closing" if closing else "rebuttal"
         return f"{kind} (utterance {r}): {jot.STAGES[kind]}"
+
+    def _stable(self, decisions: Sequence[str]) -> bool:
+        """Whether the last ``stop_when_stable`` decisions agree (off: never)."""
+        k = self.stop_when_stable
+        return bool(k) and len(decisions) >= k and len(set(decisions[-k:])) == 1
 
     @staticmethod
     def _earlier(arguments: list[str]) -> str:
@@ -72,8 +98,11 @@ class JudgmentOfThought(CourtroomProgram):
         feedback = {"lawyer": "", "prosecutor": ""}
         earlier: dict[str, list[str]] = {"lawyer": [], "prosecutor": []}
         decisions: list[str] = []
-        for r in range(1, self.n_loops + 1):
-            stage = self._stage(r)
+        last = self.n_loops  # the closing round; an early stop moves it forward
+        r = 0
+        while r < last:
+            r += 1
+            stage = self._stage(r, closing=r == last)
             calls: dict[str, Any] = {}
             if self.use_lawyer:
                 calls["lawyer"] = functools.partial(
@@ -129,18 +158,17 @@ class JudgmentOfThought(CourtroomProgram):
                 positive_position=pos,
                 negative_position=neg,
                 **arguments,
-                judgment_round=f"judgment {r}" + (" (final)" if r == self.n_loops else ""),
+                judgment_round=f"judgment {r}" + (" (final)" if r == last else ""),
             )
             decisions.append(j.decision)
-            transcript.append(
-                Turn(
-                    "judge",
-                    r,
-                    j.analysis,
-                    decision=j.decision,
-                    extra={f"feedback_to_{role}": j.get(f"feedback_to_{role}") for role in outs},
+            extra = {f"feedback_to_{role}": j.get(f"feedback_to_{role}") for role in outs}
+            if r + 1 < last and self._stable(decisions):
+                last = r + 1
+                extra["early_stop"] = (
+                    f"same decision for {self.stop_when_stable} rounds: round {last} closes (of {self.n_loops})"
                 )
-            )
+            transcript.append(Turn("judge", r, j.analysis, decision=j.decision, extra=extra))
             if self.use_feedback:
                 feedback = {role: j.get(f"feedback_to_{role}") or "" for role in ("lawyer", "prosecutor")}
-        return self.verdict(self.label_of(decisions[-1]), transcript, judge_decisions=decisions)
+        stopped = {"stopped_early": last < self.n_loops} if self.stop_when_stable else {}
+        return self.verdict(self.label_of(decisions[-1]), transcript, judge_decisions=decisions, **stopped)

@@ -4,6 +4,8 @@ and a critic (Reflexion).
 Case text is data: every instruction tells the role to ignore instructions inside it.
 """
 
+from typing import Any
+
 import dspy
 
 
@@ -46,6 +48,22 @@ class Debater(dspy.Signature):
     opponent_answer: str = dspy.InputField(desc="the answer your opponent defends")
     debate_so_far: str = dspy.InputField(desc="the earlier rounds of the debate")
     argument: str = dspy.OutputField(desc="your argument for this round")
+
+
+CONCESSION = (
+    " Then say honestly which answer you now hold: your assigned one, or another if the debate has "
+    "convinced you (conceding is allowed)."
+)
+
+
+def with_concession(debater: type[dspy.Signature], answer_type: Any) -> type[dspy.Signature]:
+    """``debater`` that also states the answer it now holds (Khan debate with ``stop_on_concession``).
+
+    Built from the debater's current signature, so optimized instructions carry over; the default
+    Debater prompt is untouched and used whenever the knob is off.
+    """
+    sig = debater.append("now_holds", dspy.OutputField(desc="the answer you now hold"), type_=answer_type)
+    return sig.with_instructions(debater.instructions + CONCESSION)
 
 
 class DebateJudge(dspy.Signature):
