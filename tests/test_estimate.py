@@ -116,3 +116,20 @@ def test_concurrent_examples_explain_a_shared_precedent_once():
     out = run_parallel([lambda: index.with_reasons(found, explain) for _ in range(6)])
     assert len(calls) == 1
     assert all(o[0].reason == "because" for o in out)
+
+
+@pytest.mark.parametrize(
+    ("framework", "knobs", "off"),
+    [
+        ("jot", {"n_loops": 5, "stop_when_stable": 2}, {"n_loops": 5}),
+        ("courtroom-llm", {"n_judges": 5, "k_precedents": 0, "early_stop": True}, {"n_judges": 5, "k_precedents": 0}),
+        ("khan-debate", {"stop_on_concession": True}, {}),
+    ],
+)
+def test_early_stopping_is_estimated_at_its_maximum(framework, knobs, off):
+    from courtroom.eval.estimate import estimate_run
+
+    on = estimate_run(RunConfig(framework, "boolean_expressions", data="generate", limit=6, knobs=knobs))
+    full = estimate_run(RunConfig(framework, "boolean_expressions", data="generate", limit=6, knobs=off))
+    assert on.calls == full.calls and on.max_calls_per_example == full.max_calls_per_example
+    assert not on.calls_exact  # printed as "<= N (max: data decides)"

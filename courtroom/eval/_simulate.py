@@ -7,6 +7,7 @@ adapter (rendering). See :mod:`courtroom.eval.estimate`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections import Counter
@@ -249,8 +250,14 @@ def max_calls(
     """Per-example calls (max over answer patterns), training calls, whether exact, and calls by role.
 
     Every pattern runs on a sample first; only when they disagree (answers decide the path) do
-    all patterns run on every example.
+    all patterns run on every example. With an early-stopping knob on (``program.adaptive``) the
+    calls are those of the same configuration with the knobs off: the most it can make.
     """
+    program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
+    if program.adaptive:
+        full = dataclasses.replace(config, knobs={**config.knobs, **type(program).early_stop_knobs})
+        calls, prepared, _, by_role = max_calls(full, labels, positions, examples, train)
+        return calls, prepared, False, by_role
     picked = [examples[i] for i in sample_indices(len(examples), 30)]
     trial = [_count(config, labels, positions, picked, train, p) for p in PATTERNS]
     exact = all(t[0] == trial[0][0] and t[1] == trial[0][1] for t in trial)
