@@ -26,6 +26,8 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("tokens (sent calls)", str(summary["tokens"]))
     table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
     table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
+    if summary.get("brier") is not None:
+        table.add_row("Brier score / ECE", f"{summary['brier']:.4f} / {summary['ece']:.4f}")
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
     return table
