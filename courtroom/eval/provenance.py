@@ -85,14 +85,15 @@ def _merge_models(per_run: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _golds(run_dir: Path) -> Counter[str]:
-    """Gold label counts of a run's results (a cut-off line is skipped)."""
-    path, out = run_dir / "results.jsonl", Counter[str]()
+    """Gold label counts of a run's results (a cut-off line is skipped; a retried example counts once)."""
+    path, by_id = run_dir / "results.jsonl", {}
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
-            out[str(json.loads(line)["gold"])] += 1
-        except (json.JSONDecodeError, KeyError):
+            row = json.loads(line)
+            by_id[row["id"]] = str(row["gold"])
+        except (json.JSONDecodeError, KeyError, TypeError):
             continue
-    return out
+    return Counter(by_id.values())
 
 
 def _from_runs(kind: str, runs: Mapping[str, Path]) -> Provenance:
@@ -138,15 +139,15 @@ def provenance(folder: str | Path) -> Provenance:
         out.task = info.get("task") or out.task
         out.seed = (info.get("config") or {}).get("seed", out.seed)
         out.extra = {"rows": ", ".join(info.get("frameworks") or [])} | out.extra
-        repeats = [len(list((src / rel).glob("repeat-*"))) for rel in (info.get("runs") or {}).values()]
-        if any(repeats):
-            out.extra["repeats"] = str(max(repeats))
+        counts = [len(list((src / rel).glob("repeat-*"))) for rel in (info.get("runs") or {}).values()]
+        if any(counts):
+            out.extra["repeats"] = str(max(counts))
         return out
     if (src / "group.json").is_file():
         info = _read(src / "group.json") or {}
-        repeats = sorted(p for p in src.glob("repeat-*") if (p / "meta.json").is_file())
-        out = _from_runs("repeat group", {p.name: p for p in repeats[:1]})
-        out.extra = {"framework": str((info.get("config") or {}).get("framework")), "repeats": str(len(repeats))}
+        folders = [p for p in src.glob("repeat-*") if (p / "meta.json").is_file()]
+        out = _from_runs("repeat group", {"repeat-0": src / "repeat-0"} if (src / "repeat-0").is_dir() else {})
+        out.extra = {"framework": str((info.get("config") or {}).get("framework")), "repeats": str(len(folders))}
         return out
     if (src / "meta.json").is_file():
         out = _from_runs("run", {"run": src})
