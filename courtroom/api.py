@@ -460,7 +460,8 @@ def study(
     lock = FolderLock(folder, what="study report", wait=600) if report is not False else contextlib.nullcontext()
     with lock:
         if report is not False:
-            outcome.report_dir = write_report(outcome.study, folder, study_config_dict(config))["summary"].parent
+            written = write_report(outcome.study, folder, study_config_dict(config), outcome.models)
+            outcome.report_dir = written["summary"].parent
         if export_best:
             export_config(outcome.study, framework, config.task, export_best, models=outcome.models, lm=outcome.lm)
     return outcome

@@ -64,7 +64,7 @@ def test_compare_with_repeats_writes_table_analyses_and_plots(tmp_path: Path) ->
     csv = pd.read_csv(result.out_dir / "table.csv", index_col="framework")
     assert csv.loc["jot", "accuracy"] == pytest.approx(table.loc["jot", "accuracy"])
     md = (result.out_dir / "table.md").read_text()
-    assert "| framework | accuracy | macro_f1 |" in md and md.count("\n|") >= 4
+    assert "| framework | accuracy (95% CI) | macro-F1 |" in md and md.count("\n|") >= 4
     analyses = json.loads((result.out_dir / "analyses.json").read_text())
     assert analyses["courtroom-llm"]["agreement"]["n"] == 8
     assert analyses["courtroom-llm"]["ph_transitions"]["n"] == 8
@@ -136,7 +136,7 @@ def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str
         )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "| framework | accuracy |" in out and "| jot |" in out and "comparison folder:" in out
+    assert "| framework | accuracy (95% CI) |" in out and "| jot |" in out and "comparison folder:" in out
     (folder,) = tmp_path.iterdir()
     assert {"table.md", "table.csv", "comparison.json", "analyses.json"} <= {p.name for p in folder.iterdir()}
     assert main(["compare", "--frameworks", "jot,nope", "--lm", "openai/x"]) == 2

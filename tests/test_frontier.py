@@ -44,9 +44,9 @@ def test_repeats_put_ci_whiskers_on_every_accuracy_plot(tmp_path, monkeypatch):
     seen = {}
     real_bars, real_frontier = plots.accuracy_bars, plots.frontier
 
-    def bars(accuracy, path, errors=None, title=""):
+    def bars(accuracy, path, errors=None, title="", **kw):
         seen["bars"] = errors
-        return real_bars(accuracy, path, errors, title)
+        return real_bars(accuracy, path, errors, title, **kw)
 
     def frontier(cost, accuracy, low, high, path, **kw):
         seen["frontier"] = (low, high, accuracy)

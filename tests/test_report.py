@@ -145,8 +145,8 @@ def test_report_of_a_repeat_group_and_of_an_interrupted_run(tmp_path: Path) -> N
         RunConfig("cot", "web_of_lies", limit=5, seed=1, out=str(tmp_path)), 3, lms=RoleLMs({"default": lm})
     )
     page = write_report(group.group_dir, tmp_path / "g.html").read_text()
-    assert "Summary over 3 repeats" in page and "ci_low" in page and page.count("data:image/png;base64,") == 1
-    assert page.count('<details class="example') == 5
+    assert "Summary over 3 repeats" in page and "95% CI" in page and page.count("data:image/png;base64,") == 1
+    assert page.count('<details class="example') == 5 * 3  # repeat 0 shown, the others collapsed
     run_dir = group.outcomes[0].run_dir
     (run_dir / "summary.json").unlink()  # as if interrupted
     page = write_report(run_dir, tmp_path / "r.html").read_text()

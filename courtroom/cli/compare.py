@@ -133,6 +133,7 @@ def compare_command(
     from courtroom.api import compare
     from courtroom.errors import ConfigError
     from courtroom.eval.analysis import analyses_lines, markdown_table
+    from courtroom.eval.formatting import readable_table
     from courtroom.eval.status import TooManyFailures, check_threshold
 
     threshold = check_threshold(fail_on_error)
@@ -193,7 +194,7 @@ def compare_command(
         results = {task: compare(names, task=task, presets=presets or (), **common)}
     console = Console()
     for result in results.values():
-        console.print(markdown_table(result.table), markup=False, soft_wrap=True)
+        console.print(markdown_table(readable_table(result.table)), markup=False, soft_wrap=True)
         for name, found in result.analyses.items():
             for line in analyses_lines(name, found):
                 console.print(line, markup=False, soft_wrap=True)

@@ -24,6 +24,7 @@ from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.calibration import scores
+from courtroom.eval.formatting import readable_table
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, run_repeats
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
@@ -342,7 +343,7 @@ def _write(
     if matches:
         table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
     table.to_csv(out_dir / "table.csv")
-    (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(table))
+    (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
     runs, analyses = {}, {}
     for f in frameworks:
         o = outcomes[f]
@@ -480,45 +481,87 @@ def draw_plots(out_dir: str | Path) -> dict[str, Path]:
     """Draw the comparison's plots from its files.
 
     Accuracy bars, box plots over repeats, agreement curves,
-    the ambiguity split; returns name -> PNG path.
+    the ambiguity split; returns name -> PNG path. Each names what ran under it
+    (:mod:`courtroom.eval.provenance`) and has its own title.
     """
+    from courtroom.eval.provenance import provenance, subtitle
+
     out_dir = Path(out_dir)
     info, table, analyses = load_comparison(out_dir)
+    about = provenance(out_dir)
+    note, chance, task = subtitle(about), about.chance(), info["task"]
     made: dict[str, Path] = {}
-    if "accuracy_ci_low" in table.columns:
-        errors = [
-            (table["accuracy"] - table["accuracy_ci_low"]).fillna(0),
-            (table["accuracy_ci_high"] - table["accuracy"]).fillna(0),
-        ]
-    else:
-        errors = None
+    low, high, ci_label = accuracy_interval(table)
     made["accuracy"] = plots.accuracy_bars(
-        table["accuracy"], out_dir / "plots" / "accuracy.png", errors, f"{info['task']}: accuracy"
+        table["accuracy"],
+        out_dir / "plots" / "accuracy.png",
+        [(table["accuracy"] - low).fillna(0), (high - table["accuracy"]).fillna(0)],
+        f"{task}: accuracy per framework",
+        n=table["n"],
+        chance=chance,
+        ci_label=ci_label,
+        note=note,
     )
-    made["frontier"] = draw_frontier(out_dir, table, info["task"])
+    made["frontier"] = draw_frontier(out_dir, table, task)
     accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
     if accs:
-        made["repeats"] = plots.repeats_boxplot(accs, out_dir / "plots" / "repeats.png", f"{info['task']}: accuracy")
-    curves = {}
+        made["repeats"] = plots.repeats_boxplot(
+            accs,
+            out_dir / "plots" / "repeats.png",
+            f"{task}: accuracy spread over repeats",
+            n=about.n,
+            chance=chance,
+            note=note,
+        )
+    curves, against = {}, set()
     for f, a in analyses.items():
         agreement = a.get("agreement") or {}
         if agreement.get("mode") == "sequential" and agreement.get("by_judge"):
             curves[f"{f} (with previous judge)"] = [None, *agreement["by_judge"]]
+            against.add("the previous judge")
         elif agreement.get("with_verdict"):
             curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
+            against.add("the verdict")
     if curves:
-        made["agreement"] = plots.agreement_curves(curves, out_dir / "plots" / "agreement.png", ylabel="agreement rate")
+        made["agreement"] = plots.agreement_curves(
+            curves,
+            out_dir / "plots" / "agreement.png",
+            ylabel="share of votes agreeing",
+            title=f"{task}: each judge's vote agreeing with {' or '.join(sorted(against))}",
+            note=note,
+        )
     diagrams = {f: a["calibration"]["bins"] for f, a in analyses.items() if a.get("calibration")}
     if diagrams:
-        made["reliability"] = plots.reliability_diagram(diagrams, out_dir / "plots" / "reliability.png")
+        made["reliability"] = plots.reliability_diagram(
+            diagrams,
+            out_dir / "plots" / "reliability.png",
+            title=f"{task}: reliability diagram (n per bin)",
+            note=note,
+        )
+    amb = json.loads((out_dir / "ambiguity.json").read_text()) if (out_dir / "ambiguity.json").is_file() else {}
     for f, a in analyses.items():
         if a.get("ambiguity"):
             made[f"ambiguity-{f}"] = plots.ambiguity_bars(
                 pd.DataFrame(a["ambiguity"]),
                 out_dir / "plots" / f"ambiguity-{f}.png",
-                f"{f}: ambiguity split",
+                f"{task}, {f}: accuracy when {amb.get('k', 'K')} hearing samples agree or not",
+                chance=chance,
+                note=note,
             )
     return made
+
+
+def accuracy_interval(table: pd.DataFrame) -> tuple[pd.Series, pd.Series, str]:
+    """(low, high, legend) of each row's 95% CI: over repeats when there are any, else Wilson over examples."""
+    if "accuracy_ci_low" in table.columns:
+        low = table["accuracy_ci_low"].fillna(table["accuracy"])
+        high = table["accuracy_ci_high"].fillna(table["accuracy"])
+        repeats = int(table["repeats"].max()) if "repeats" in table.columns else 0
+        return low, high, f"95% CI over {repeats} repeats (t)"
+    cis = {f: plots.wilson(float(table.loc[f, "accuracy"]), int(table.loc[f, "n"])) for f in table.index}
+    low = pd.Series({f: c[0] for f, c in cis.items()}, dtype=float)
+    high = pd.Series({f: c[1] for f, c in cis.items()}, dtype=float)
+    return low, high, "95% CI over examples (Wilson)"
 
 
 def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
@@ -526,16 +569,10 @@ def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
 
     Cost is dollars per example when every row has a price, else tokens per example.
     """
+    from courtroom.eval.provenance import provenance, subtitle
+
     n = table["n"].astype(float)
-    if "accuracy_ci_low" in table.columns:
-        low, high = (
-            table["accuracy_ci_low"].fillna(table["accuracy"]),
-            table["accuracy_ci_high"].fillna(table["accuracy"]),
-        )
-    else:
-        cis = {f: plots.wilson(float(table.loc[f, "accuracy"]), int(n[f])) for f in table.index}
-        low = pd.Series({f: c[0] for f, c in cis.items()})
-        high = pd.Series({f: c[1] for f, c in cis.items()})
+    low, high, ci_label = accuracy_interval(table)
     from courtroom.eval.matched import per_example, uncached
 
     rows = table.to_dict("index")
@@ -545,8 +582,19 @@ def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
     else:
         x = pd.Series([per_example(rows[f], "tokens") for f in table.index], index=table.index, dtype=float)
         label = "tokens per example (cache hits included)"
+    about = provenance(out_dir)
     return plots.frontier(
-        x, table["accuracy"], low, high, out_dir / "frontier.png", xlabel=label, title=f"{task}: accuracy vs cost"
+        x,
+        table["accuracy"],
+        low,
+        high,
+        out_dir / "frontier.png",
+        xlabel=label,
+        title=f"{task}: accuracy vs cost per example",
+        ci_label=ci_label,
+        chance=about.chance(),
+        n=about.n,
+        note=subtitle(about),
     )
 
 

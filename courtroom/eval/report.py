@@ -1,9 +1,11 @@
 """``courtroom report``: one self-contained HTML file for a run, a repeat group or a comparison.
 
-It holds the summary tables, the plots (base64 PNG), the analyses, and every transcript with
-roles told apart by colour, judge decisions and feedback, votes, probabilities and
-reliabilities; buttons filter the examples to the wrong or the failed ones. No network: CSS
-and JavaScript are inline.
+It opens with what ran (models per role, seed, date, data source, n, library versions:
+:mod:`courtroom.eval.provenance`), then holds the summary tables (numbers formatted for
+reading: :mod:`courtroom.eval.formatting`), the plots (base64 PNG), the analyses, and every
+transcript with roles told apart by colour, judge decisions and feedback, votes, probabilities
+and reliabilities; buttons filter the examples to the wrong or the failed ones. Repeats show
+repeat 0 and keep the others collapsed. No network: CSS and JavaScript are inline.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import pandas as pd
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.calibration import scores
-from courtroom.eval.compare import comparison_runs, load_comparison
+from courtroom.eval.compare import load_comparison
+from courtroom.eval.formatting import MAIN_COLUMNS, header, readable_stats, readable_summary, readable_table
+from courtroom.eval.provenance import Provenance, html_block, provenance, subtitle
 from courtroom.eval.runs import load_run
 from courtroom.transcript import render_html
 
@@ -69,6 +73,15 @@ details.failed>summary::before{content:"⚠ ";color:#b26a00}
 table.fields td,table.field td,table.analysis td{text-align:left}
 p.none{color:#777}
 div.scroll{overflow-x:auto}
+table.provenance{font-size:.8rem;color:#333;margin:.2rem 0 1rem}
+table.provenance th,table.provenance td{text-align:left;border:none;padding:.1rem .6rem .1rem 0;background:none}
+table.provenance th{color:#666;font-weight:600;white-space:nowrap}
+table.summary{font-size:.82rem}
+table.summary th{white-space:normal;max-width:7rem;vertical-align:bottom}
+table.summary td{white-space:nowrap}
+details.more>summary,details.repeat>summary{cursor:pointer;color:#444;margin:.4rem 0}
+details.repeat{border-left:3px solid #ddd;padding-left:.6rem;margin:.6rem 0}
+p.shown{color:#444;font-size:.9rem}
 """
 
 _JS = """
@@ -140,16 +153,46 @@ def _example(i: int, r: Mapping[str, Any], opened: bool) -> str:
     return "\n".join(parts)
 
 
-def _transcripts(runs: Mapping[str, Path]) -> str:
+def _repeat_folders(folder: Path) -> list[Path]:
+    """A repeat group's run folders in repeat order (a plain run folder: itself)."""
+    if not (folder / "group.json").is_file():
+        return [folder]
+    found = [p for p in folder.glob("repeat-*") if (p / "meta.json").is_file()]
+    return sorted(found, key=lambda p: int(p.name.rpartition("-")[2]) if p.name.rpartition("-")[2].isdigit() else 0)
+
+
+def _accuracy(results: Sequence[Mapping[str, Any]]) -> str:
+    return f"{sum(r.get('prediction') == r['gold'] for r in results) / len(results):.2f}" if results else "n/a"
+
+
+def _transcripts(runs: Mapping[str, Sequence[Path]]) -> str:
+    """Each row's transcripts: its first run shown, further repeats each collapsed in a ``details`` block."""
     blocks, counts = [], {"all": 0, "wrong": 0, "failed": 0}
-    for name, run_dir in runs.items():
-        _, results, _ = load_run(run_dir)
-        counts["all"] += len(results)
-        counts["wrong"] += sum(r.get("prediction") != r["gold"] for r in results)
-        counts["failed"] += sum(r.get("prediction") is None for r in results)
-        first_wrong = next((i for i, r in enumerate(results) if r.get("prediction") != r["gold"]), 0)
+    for name, folders in runs.items():
         blocks.append(f"<h3>{html.escape(name)}</h3>")
-        blocks += [_example(i, r, opened=i == first_wrong) for i, r in enumerate(results)]
+        if len(folders) > 1:
+            blocks.append(
+                f'<p class="shown">Shown: the transcripts of {html.escape(folders[0].name)} '
+                f"(of {len(folders)} repeats). The other repeats are below, collapsed: "
+                + ", ".join(html.escape(f.name) for f in folders[1:])
+                + ".</p>"
+            )
+        for k, run_dir in enumerate(folders):
+            _, results, _ = load_run(run_dir)
+            counts["all"] += len(results)
+            counts["wrong"] += sum(r.get("prediction") != r["gold"] for r in results)
+            counts["failed"] += sum(r.get("prediction") is None for r in results)
+            first_wrong = next((i for i, r in enumerate(results) if r.get("prediction") != r["gold"]), 0)
+            examples = [_example(i, r, opened=k == 0 and i == first_wrong) for i, r in enumerate(results)]
+            if k == 0:
+                blocks += examples
+            else:
+                blocks.append(
+                    f'<details class="repeat" data-repeat="{html.escape(run_dir.name)}"><summary>{html.escape(name)}, '
+                    f"{html.escape(run_dir.name)}: accuracy {_accuracy(results)}, {len(results)} examples</summary>"
+                    + "".join(examples)
+                    + "</details>"
+                )
     buttons = "".join(
         f'<button data-kind="{k}" class="{"active" if k == "all" else ""}" onclick="show(\'{k}\')">{k} ({n})</button>'
         for k, n in counts.items()
@@ -158,8 +201,9 @@ def _transcripts(runs: Mapping[str, Path]) -> str:
     return f'<section id="transcripts"><h2>Transcripts</h2>{body}</section>'
 
 
-def _run_analyses(run_dir: Path, workdir: Path) -> tuple[str, list[Path]]:
+def _run_analyses(run_dir: Path, workdir: Path, about: Provenance) -> tuple[str, list[Path]]:
     meta, results, _ = load_run(run_dir)
+    note, name = subtitle(about), f"{meta['config']['framework']} on {meta['task']['name']}"
     votes_file = run_dir / "ambiguity.json"
     amb = json.loads(votes_file.read_text()) if votes_file.is_file() else None
     found = analysis.analyze(
@@ -173,15 +217,32 @@ def _run_analyses(run_dir: Path, workdir: Path) -> tuple[str, list[Path]]:
             [r.get("prediction") for r in results],
             labels,
             workdir / "confusion.png",
+            title=f"{name}: confusion matrix (n={len(results)})",
+            note=note,
         )
     )
     calibration = scores(results)
     if calibration:
-        figs.append(plots.reliability_diagram({meta["config"]["framework"]: calibration["bins"]}, workdir / "rel.png"))
+        figs.append(
+            plots.reliability_diagram(
+                {meta["config"]["framework"]: calibration["bins"]},
+                workdir / "rel.png",
+                title=f"{name}: reliability diagram (n per bin)",
+                note=note,
+            )
+        )
     for key, value in found.items():
         if isinstance(value, pd.DataFrame):
             out.append(f"<h3>{html.escape(key)}</h3>" + _table(value.set_index(value.columns[0]), "analysis"))
-            figs.append(plots.ambiguity_bars(value, workdir / f"{key}.png"))
+            figs.append(
+                plots.ambiguity_bars(
+                    value,
+                    workdir / f"{key}.png",
+                    f"{name}: accuracy when {amb['k'] if amb else 'K'} hearing samples agree or not",
+                    chance=about.chance(),
+                    note=note,
+                )
+            )
         else:
             out.append(
                 f"<h3>{html.escape(key)}</h3><table class='analysis'>"
@@ -195,12 +256,31 @@ def _section(key: str, title: str, body: str) -> str:
     return f'<section id="{key}"><h2>{title}</h2>{body or "<p class=none>none for this run</p>"}</section>'
 
 
-def _page(title: str, sections: Sequence[str]) -> str:
+def _page(title: str, about: Provenance, sections: Sequence[str]) -> str:
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{''.join(sections)}"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{html_block(about)}{''.join(sections)}"
         f"<script>{_JS}</script></body></html>"
     )
+
+
+def _comparison_table(table: pd.DataFrame) -> str:
+    """The comparison table for reading: the main columns, the rest in a collapsed block below."""
+    readable = readable_table(table)
+    main = [header(c) for c in MAIN_COLUMNS if header(c) in readable.columns]
+    rest = [c for c in readable.columns if c not in main]
+    more = (
+        f'<details class="more"><summary>more columns: {html.escape(", ".join(rest))}</summary>'
+        f"{_table(readable[rest])}</details>"
+        if rest
+        else ""
+    )
+    note = (
+        "<p class=shown>Accuracy: mean and 95% CI over the repeats.</p>"
+        if "accuracy_ci_low" in table.columns
+        else "<p class=shown>Accuracy: 95% Wilson interval over the examples.</p>"
+    )
+    return _table(readable[main]) + note + more
 
 
 def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
@@ -208,6 +288,12 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
     src, out = Path(source), Path(out)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if not any((src / f).is_file() for f in ("comparison.json", "group.json", "meta.json")):
+            raise ConfigError(
+                f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
+                "`courtroom run` or `courtroom compare`"
+            )
+        about = provenance(src)
         if (src / "comparison.json").is_file():
             info, table, analyses = load_comparison(src)
             images = sorted((src / "plots").glob("*.png"))
@@ -222,46 +308,52 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
             frontier = src / "frontier.png"
             sections = [
                 _section("frontier", "Accuracy vs cost", _img(frontier) if frontier.is_file() else ""),
-                f'<section id="summary"><h2>Summary</h2>{_table(table)}</section>',
+                f'<section id="summary"><h2>Summary</h2>{_comparison_table(table)}</section>',
                 _section("plots", "Plots", "".join(_img(p) for p in images)),
                 _section("analyses", "Analyses", extra),
-                _transcripts(comparison_runs(src)),
+                _transcripts({f: _repeat_folders(src / rel) for f, rel in info["runs"].items()}),
             ]
         elif (src / "group.json").is_file():
             stats = json.loads((src / "repeats.json").read_text())["stats"] if (src / "repeats.json").is_file() else {}
             runs = sorted(p for p in src.glob("repeat-*") if (p / "summary.json").is_file())
             accs = [json.loads((p / "summary.json").read_text())["accuracy"] for p in runs]
             title = f"courtroom repeats: {src.name}"
-            box = plots.repeats_boxplot({src.name.split("_")[1]: accs}, work / "repeats.png") if accs else None
+            framework = about.extra.get("framework") or src.name.split("_")[1]
+            box = (
+                plots.repeats_boxplot(
+                    {framework: accs},
+                    work / "repeats.png",
+                    f"{about.task}: {framework}'s accuracy over {len(accs)} repeats",
+                    n=about.n,
+                    chance=about.chance(),
+                    note=subtitle(about),
+                )
+                if accs
+                else None
+            )
             sections = [
                 f'<section id="summary"><h2>Summary over {len(runs)} repeats</h2>'
-                f"{_table(pd.DataFrame(stats).T)}</section>",
+                f"{_table(readable_stats(stats))}</section>",
                 _section("plots", "Plots", _img(box) if box else ""),
-                _transcripts({"repeat-0": runs[0]} if runs else {}),
+                _transcripts({framework: _repeat_folders(src)} if runs else {}),
             ]
-        elif (src / "meta.json").is_file():
+        else:
             meta, results, summary = load_run(src)
             summary = summary or {}
-            rows = {k: ("n/a" if v is None else v) for k, v in summary.items() if not isinstance(v, list | dict)}
             per_class = pd.DataFrame(summary.get("per_class") or {}).T
-            found, figs = _run_analyses(src, work)
+            found, figs = _run_analyses(src, work, about)
             title = f"courtroom run: {meta['config']['framework']} on {meta['task']['name']}"
             sections = [
                 '<section id="summary"><h2>Summary</h2>'
-                + _table(pd.DataFrame([rows]).T.rename(columns={0: "value"}))
+                + _table(readable_summary(summary))
                 + (f"<h3>per class</h3>{_table(per_class, 'per-class')}" if len(per_class) else "")
                 + ("<p>Summary missing: the run was interrupted; finish it with --resume.</p>" if not summary else "")
                 + "</section>",
                 _section("plots", "Plots", "".join(_img(p) for p in figs)),
                 _section("analyses", "Analyses", found),
-                _transcripts({meta["config"]["framework"]: src}),
+                _transcripts({meta["config"]["framework"]: [src]}),
             ]
-        else:
-            raise ConfigError(
-                f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
-                "`courtroom run` or `courtroom compare`"
-            )
-        page = _page(title, sections)
+        page = _page(title, about, sections)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

@@ -61,12 +61,9 @@ def design_pareto(study: Any) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["cost_per_example", "score"]) if rows else pd.DataFrame()
 
 
-def plot_design_pareto(study: Any, path: Path) -> Path | None:
-    """Every completed trial as a point coloured by design; the front as a step line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot_design_pareto(study: Any, path: Path, note: str | None = None) -> Path | None:
+    """Every completed trial as a point coloured by design; the front as a step line; ``note`` under it."""
+    from courtroom.eval.plots import plt, stamp
 
     done = [t for t in _complete(study) if len(t.values) > 1]
     if not done:
@@ -82,23 +79,29 @@ def plot_design_pareto(study: Any, path: Path) -> Path | None:
     unit = done[0].user_attrs.get("cost_unit", "cost")
     ax.set_xlabel(f"{unit} per example")
     ax.set_ylabel("score")
+    ax.set_title(f"{study.study_name}: Pareto front by design (score vs {unit} per example)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    stamp(fig, note)
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08)
     plt.close(fig)
     return path
 
 
-def write_design_report(study: Any, out: str | Path, config: dict[str, Any] | None = None) -> dict[str, Path]:
+def write_design_report(
+    study: Any, out: str | Path, config: dict[str, Any] | None = None, models: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
     """The study report (:func:`write_report`) plus ``designs.csv`` and a design-labelled Pareto front."""
+    from courtroom.eval.provenance import study_provenance, subtitle
+
     out = Path(out)
-    written = write_report(study, out, config)
+    written = write_report(study, out, config, models)
     design_table(study).to_csv(out / "designs.csv", index=False)
     written["designs"] = out / "designs.csv"
     if len(study.directions) > 1:
         design_pareto(study).to_csv(out / "pareto.csv", index=False)
         written["pareto_table"] = out / "pareto.csv"
-        plotted = plot_design_pareto(study, out / "pareto.png")
+        plotted = plot_design_pareto(study, out / "pareto.png", subtitle(study_provenance(study, config, models)))
         if plotted:
             written["pareto"] = plotted
     return written

@@ -135,11 +135,19 @@ def recipe_models(
     return default, merged
 
 
-def _plot(name: str, draw: Any, out: Path) -> Path | None:
-    import matplotlib
+TITLES = {
+    "history": "score by trial",
+    "importances": "parameter importances (fANOVA)",
+    "pareto": "Pareto front: score vs calls per example",
+}
+"""Plot name -> what its title says (after the study's name), so no two plots share a title."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def _plot(name: str, draw: Any, out: Path, *, title: str = "", note: str | None = None) -> Path | None:
+    """Draw one Optuna plot, give it ``title`` and the provenance ``note``, save it as ``{name}.png``."""
+    from matplotlib.ticker import MaxNLocator
+
+    from courtroom.eval.plots import plt, stamp
 
     try:
         ax = draw()
@@ -147,23 +155,41 @@ def _plot(name: str, draw: Any, out: Path) -> Path | None:
         log.warning("skipped the %s plot: %s", name, exc)
         plt.close("all")
         return None
-    fig = (ax.flat[0] if hasattr(ax, "flat") else ax).get_figure()
+    first = ax.flat[0] if hasattr(ax, "flat") else ax
+    fig = first.get_figure()
+    if title:
+        first.set_title(title)
+    if name == "history":  # trials are counted: no 2.5th trial
+        first.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.set_size_inches(8, 5)
     fig.tight_layout()
+    stamp(fig, note)
     path = out / f"{name}.png"
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08)
     plt.close("all")
     return path
 
 
-def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``trials.csv``, ``pareto.csv`` (two objectives), plots and ``study.json`` under ``out``."""
+def write_report(
+    study: Any,
+    out: str | Path,
+    config: dict[str, Any] | None = None,
+    models: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write ``trials.csv``, ``pareto.csv`` (two objectives), plots and ``study.json`` under ``out``.
+
+    Each plot names what ran under it (:func:`courtroom.eval.provenance.study_provenance`:
+    ``config``, the role ``models`` the trials ran on, the trials), as does ``study.json``.
+    """
     import warnings
 
     from optuna.exceptions import ExperimentalWarning
     from optuna.importance import FanovaImportanceEvaluator
     from optuna.visualization import matplotlib as vis
 
+    from courtroom.eval.provenance import study_provenance, subtitle
+
+    about = study_provenance(study, config, models)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
@@ -185,7 +211,7 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
             written["pareto_table"] = out / "pareto.csv"
             plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
         for name, draw in plots.items():
-            path = _plot(name, draw, out)
+            path = _plot(name, draw, out, title=f"{study.study_name}: {TITLES[name]}", note=subtitle(about))
             if path:
                 written[name] = path
     try:
@@ -197,6 +223,7 @@ def write_report(study: Any, out: str | Path, config: dict[str, Any] | None = No
         "config": config or {},
         "trials": len(table),
         "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best],
+        "provenance": about.to_dict(),
     }
     (out / "study.json").write_text(json.dumps(summary, indent=2, default=str))
     written["summary"] = out / "study.json"
