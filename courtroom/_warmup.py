@@ -80,5 +80,6 @@ def _mock_call() -> None:
         num_retries=0,
         mock_response='{"answer": "ok"}',
     )
-    with dspy.context(lm=lm, adapter=ADAPTER, callbacks=[]):
+    # No usage tracker: a first call inside a metered scope (a study trial) must not count the mock as sent.
+    with dspy.context(lm=lm, adapter=ADAPTER, callbacks=[], usage_tracker=None):
         dspy.Predict(WarmUp)(question="warm-up")
