@@ -11,6 +11,8 @@ from rich.console import Console
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 
+FW = opt.FRAMEWORK_PANEL
+
 
 def suite_lines(table: Any) -> str:
     """The paper-vs-measured table of a suite as Markdown."""
@@ -57,77 +59,119 @@ def _planned(
 
 @app.command("compare")
 def compare_command(
-    frameworks: Annotated[
-        str | None, typer.Option("--frameworks", help="Comma-separated frameworks and baselines.")
-    ] = None,
-    suite: Annotated[
-        str | None,
-        typer.Option("--suite", help="Run a paper's comparison table (see `courtroom frameworks`) instead."),
-    ] = None,
-    suite_tasks: Annotated[
-        str | None, typer.Option("--suite-tasks", help="With --suite: only these of its tasks, comma-separated.")
-    ] = None,
-    presets: Annotated[
-        list[str] | None,
-        typer.Option("--preset", help="A paper preset for the compared framework it names; repeatable."),
-    ] = None,
-    task: Annotated[
-        str, typer.Option("--task", help="Task name (see `courtroom tasks`).")
-    ] = "boolean_expressions",
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Use the first N examples of the split.")
-    ] = None,
-    repeats: Annotated[
-        int, typer.Option("--repeats", min=1, help="Runs per framework (box plots, mean, sd, CI).")
-    ] = 1,
-    data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
-    split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
-    seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help="Knob KEY=VALUE for every framework that has it, or FRAMEWORK.KEY=VALUE; repeatable.",
-        ),
-    ] = None,
-    lm: opt.LM = None,
-    role: opt.ROLE = None,
-    temperature: opt.TEMPERATURE = None,
-    max_tokens: opt.MAX_TOKENS = None,
-    api_base: opt.API_BASE = None,
-    timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Bound on LM requests in flight.")] = 4,
-    out: Annotated[str, typer.Option("--out", help="Folder that receives the comparison folder.")] = "comparisons",
-    ambiguity_k: Annotated[
-        int,
-        typer.Option(
-            "--ambiguity-k", min=0, help="Run the preliminary hearing K times for the ambiguity split (0: off)."
-        ),
-    ] = 0,
-    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
+    ctx: typer.Context,
+    config: opt.CONFIG = None,
+    task: opt.TASK = "boolean_expressions",
+    data: opt.DATA = "auto",
+    split: opt.SPLIT = "test",
+    seed: opt.SEED = 0,
+    limit: opt.LIMIT = None,
+    train_limit: opt.TRAIN_LIMIT = None,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
     labels: opt.LABELS = None,
     dataset_config: opt.DATASET_CONFIG = None,
     hub_split: opt.HUB_SPLIT = "train",
-    prices: opt.PRICES = None,
-    train_limit: opt.TRAIN_LIMIT = None,
-    fail_on_error: opt.FAIL_ON_ERROR = None,
-    dry_run: opt.DRY_RUN = False,
-    max_cost: opt.MAX_COST = None,
-    max_calls: opt.MAX_CALLS = None,
+    lm: opt.LM = None,
+    role: opt.ROLE = None,
+    temperature: opt.TEMPERATURE = None,
+    max_tokens: opt.MAX_TOKENS = None,
+    api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
+    frameworks: Annotated[
+        str | None,
+        typer.Option("--frameworks", help="Comma-separated frameworks and baselines.", rich_help_panel=FW),
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            "--suite", help="Run a paper's comparison table (see `courtroom frameworks`) instead.", rich_help_panel=FW
+        ),
+    ] = None,
+    suite_tasks: Annotated[
+        str | None,
+        typer.Option("--suite-tasks", help="With --suite: only these of its tasks, comma-separated.", rich_help_panel=FW),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Knob KEY=VALUE for every framework that has it, or FRAMEWORK.KEY=VALUE; repeatable.",
+            rich_help_panel=FW,
+        ),
+    ] = None,
+    presets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--preset", help="A paper preset for the compared framework it names; repeatable.", rich_help_panel=FW
+        ),
+    ] = None,
     matched_baselines: Annotated[
         bool,
         typer.Option(
             "--matched-baselines/--no-matched-baselines",
             help="Add a majority-vote row per framework at the same calls (or tokens) per example.",
+            rich_help_panel=FW,
         ),
     ] = True,
     baseline: Annotated[
-        str, typer.Option("--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.")
+        str,
+        typer.Option(
+            "--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.", rich_help_panel=FW
+        ),
     ] = "self-consistency",
-    match: Annotated[str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.")] = "calls",
+    match: Annotated[
+        str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.", rich_help_panel=FW)
+    ] = "calls",
+    ambiguity_k: Annotated[
+        int,
+        typer.Option(
+            "--ambiguity-k",
+            min=0,
+            help="Run the preliminary hearing K times for the ambiguity split (0: off).",
+            rich_help_panel=FW,
+        ),
+    ] = 0,
+    theta: Annotated[
+        float,
+        typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=FW),
+    ] = 0.5,
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out", help="Folder that receives the comparison folder.", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = "comparisons",
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", min=1, help="Bound on LM requests in flight.", rich_help_panel=opt.EXECUTION_PANEL
+        ),
+    ] = 4,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            min=1,
+            help="Runs per framework (box plots, mean, sd, CI).",
+            rich_help_panel=opt.EXECUTION_PANEL,
+        ),
+    ] = 1,
+    resume_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="COMPARISON_DIR",
+            help="Finish an interrupted comparison in its folder; nothing is sent twice.",
+            rich_help_panel=opt.EXECUTION_PANEL,
+        ),
+    ] = None,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
+    dry_run: opt.DRY_RUN = False,
+    max_calls: opt.MAX_CALLS = None,
+    max_cost: opt.MAX_COST = None,
+    prices: opt.PRICES = None,
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
