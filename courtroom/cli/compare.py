@@ -91,7 +91,9 @@ def compare_command(
     ] = None,
     suite_tasks: Annotated[
         str | None,
-        typer.Option("--suite-tasks", help="With --suite: only these of its tasks, comma-separated.", rich_help_panel=FW),
+        typer.Option(
+            "--suite-tasks", help="With --suite: only these of its tasks, comma-separated.", rich_help_panel=FW
+        ),
     ] = None,
     sets: Annotated[
         list[str] | None,
@@ -176,19 +178,30 @@ def compare_command(
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
     from courtroom.errors import ConfigError
-    from courtroom.eval.analysis import analyses_lines, markdown_table
-    from courtroom.eval.status import TooManyFailures, check_threshold
+    from courtroom.eval.status import check_threshold
 
     threshold = check_threshold(fail_on_error)
-
+    console = Console()
+    if resume_dir is not None:
+        result = compare(
+            resume=resume_dir,
+            prices=prices,
+            api_base=api_base,
+            timeout=timeout,
+            concurrency=concurrency,
+            fail_on_error=threshold,
+            max_calls=max_calls,
+            max_cost=max_cost,
+            dry_run=dry_run,
+            **_given(ctx),
+        )
+        return _print_results({result.out_dir.name: result}, console)
     if (frameworks is None) == (suite is None):
         raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
     names = [f.strip() for f in (frameworks or "").split(",") if f.strip()]
     roles = dict(r.split("=", 1) for r in role or [] if "=" in r)
     bad = [r for r in role or [] if "=" not in r]
     if bad:
-        from courtroom.errors import ConfigError
-
         raise ConfigError(f"malformed --role {bad[0]!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
     opt.check_providers(lm, role)
     opt.writable_folder(out, "--out")
@@ -235,7 +248,46 @@ def compare_command(
         )
     else:
         results = {task: compare(names, task=task, presets=presets or (), **common)}
-    console = Console()
+    suite_text = None
+    if suite:
+        about = get_suite(suite)
+        note = f"; {about.note}" if about.note else ""
+        suite_text = f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI){note}"
+        suite_text += "\n" + suite_lines(table)
+    _print_results(results, console, suite_text)
+
+
+def _given(ctx: typer.Context) -> dict[str, Any]:
+    """With --resume: the options given (flags or --config), as :func:`courtroom.api.compare` names them.
+
+    The resume refuses those that differ from the comparison's (safe ones are passed apart).
+    """
+    from courtroom.errors import ConfigError
+
+    def given(name: str) -> bool:  # typer vendors click: compare the source by name
+        return getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "DEFAULT_MAP")
+
+    if given("suite") or given("suite_tasks"):
+        raise ConfigError("--resume finishes one comparison folder: drop --suite (resume each task's folder)")
+    p = ctx.params
+    same = ("task", "frameworks", "limit", "train_limit", "data", "split", "seed", "repeats", "lm", "temperature",
+            "max_tokens", "ambiguity_k", "theta", "matched_baselines", "baseline", "match", "presets")  # fmt: skip
+    out = {name: p[name] for name in same if given(name)}
+    if given("sets"):
+        out["knobs"] = opt.parse_sets(p["sets"])
+    if given("role"):
+        out["roles"] = dict(r.split("=", 1) for r in p["role"] or [] if "=" in r)
+    fields = ("dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split")
+    if any(given(f) for f in fields):
+        out["dataset"] = opt.dataset_spec(*(p[f] for f in fields))
+    return out
+
+
+def _print_results(results: dict[str, Any], console: Console, suite_text: str | None = None) -> None:
+    """Print each comparison (table, analyses, plots, folder) and a suite's table; fail on failed rows."""
+    from courtroom.eval.analysis import analyses_lines, markdown_table
+    from courtroom.eval.status import TooManyFailures
+
     for result in results.values():
         console.print(markdown_table(result.table), markup=False, soft_wrap=True)
         for name, found in result.analyses.items():
@@ -244,17 +296,13 @@ def compare_command(
         for name, path in result.plots.items():
             console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
         console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
-    if suite:
-        about = get_suite(suite)
-        console.print(
-            f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI)"
-            + (f"; {about.note}" if about.note else ""),
-            markup=False,
-            soft_wrap=True,
-        )
-        console.print(suite_lines(table), markup=False, soft_wrap=True)
-    failed = {f"{t}: {name}" if len(results) > 1 else name: reason
-              for t, r in results.items() for name, reason in r.failed.items()}
+    if suite_text:
+        console.print(suite_text, markup=False, soft_wrap=True)
+    failed = {
+        f"{t}: {name}" if len(results) > 1 else name: reason
+        for t, r in results.items()
+        for name, reason in r.failed.items()
+    }
     if failed:
         name, reason = next(iter(failed.items()))
         more = f" (and {len(failed) - 1} more framework(s))" if len(failed) > 1 else ""
