@@ -109,42 +109,27 @@ def compare_command(
             "--preset", help="A paper preset for the compared framework it names; repeatable.", rich_help_panel=FW
         ),
     ] = None,
-    matched_baselines: Annotated[
-        bool,
-        typer.Option(
-            "--matched-baselines/--no-matched-baselines",
-            help="Add a majority-vote row per framework at the same calls (or tokens) per example.",
-            rich_help_panel=FW,
-        ),
-    ] = True,
-    baseline: Annotated[
-        str,
-        typer.Option(
-            "--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.", rich_help_panel=FW
-        ),
-    ] = "self-consistency",
-    match: Annotated[
-        str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.", rich_help_panel=FW)
-    ] = "calls",
-    ambiguity_k: Annotated[
-        int,
-        typer.Option(
-            "--ambiguity-k",
-            min=0,
-            help="Run the preliminary hearing K times for the ambiguity split (0: off).",
-            rich_help_panel=FW,
-        ),
-    ] = 0,
-    theta: Annotated[
-        float,
-        typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=FW),
-    ] = 0.5,
     out: Annotated[
         str,
         typer.Option(
             "--out", help="Folder that receives the comparison folder.", rich_help_panel=opt.OUTPUT_PANEL
         ),
     ] = "comparisons",
+    ambiguity_k: Annotated[
+        int,
+        typer.Option(
+            "--ambiguity-k",
+            min=0,
+            help="Run the preliminary hearing K times for the ambiguity split (0: off).",
+            rich_help_panel=opt.OUTPUT_PANEL,
+        ),
+    ] = 0,
+    theta: Annotated[
+        float,
+        typer.Option(
+            "--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = 0.5,
     concurrency: Annotated[
         int,
         typer.Option(
@@ -174,6 +159,28 @@ def compare_command(
     max_calls: opt.MAX_CALLS = None,
     max_cost: opt.MAX_COST = None,
     prices: opt.PRICES = None,
+    matched_baselines: Annotated[
+        bool,
+        typer.Option(
+            "--matched-baselines/--no-matched-baselines",
+            help="Add a majority-vote row per framework at the same calls (or tokens) per example.",
+            rich_help_panel=opt.BUDGET_PANEL,
+        ),
+    ] = True,
+    baseline: Annotated[
+        str,
+        typer.Option(
+            "--baseline",
+            help="Majority-vote baseline: self-consistency | parallel-vote.",
+            rich_help_panel=opt.BUDGET_PANEL,
+        ),
+    ] = "self-consistency",
+    match: Annotated[
+        str,
+        typer.Option(
+            "--match", help="What the matched baseline matches: calls | tokens.", rich_help_panel=opt.BUDGET_PANEL
+        ),
+    ] = "calls",
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare

@@ -61,21 +61,6 @@ def run_command(
     sets: opt.SET = None,
     preset: opt.PRESET = None,
     loops: opt.LOOPS = None,
-    ambiguity_k: Annotated[
-        int,
-        typer.Option(
-            "--ambiguity-k",
-            min=0,
-            help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
-            rich_help_panel=opt.FRAMEWORK_PANEL,
-        ),
-    ] = 0,
-    theta: Annotated[
-        float,
-        typer.Option(
-            "--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=opt.FRAMEWORK_PANEL
-        ),
-    ] = 0.5,
     out: Annotated[
         str, typer.Option("--out", help="Folder that receives the run folder.", rich_help_panel=opt.OUTPUT_PANEL)
     ] = "runs",
@@ -85,6 +70,21 @@ def run_command(
             "--show", min=0, help="Print the transcript of example i afterwards.", rich_help_panel=opt.OUTPUT_PANEL
         ),
     ] = None,
+    ambiguity_k: Annotated[
+        int,
+        typer.Option(
+            "--ambiguity-k",
+            min=0,
+            help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
+            rich_help_panel=opt.OUTPUT_PANEL,
+        ),
+    ] = 0,
+    theta: Annotated[
+        float,
+        typer.Option(
+            "--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = 0.5,
     concurrency: Annotated[
         int | None,
         typer.Option(
