@@ -149,6 +149,8 @@ def test_compare_resume_finishes_without_sending_twice(tmp_path, capsys):
         (folder,) = (tmp_path / "cut").iterdir()
         assert f"finish with: courtroom compare --resume {folder}" in err and "not started: cot" in err
         assert not (folder / "comparison.json").exists() and (folder / "plan.json").is_file()
+        listed = courtroom.runs(tmp_path / "cut")
+        assert list(listed["kind"]) == ["comparison (unfinished)"]
 
         # Options that would change the answers are refused in one line; so is a folder that is not a comparison.
         assert main(["compare", "--resume", str(folder), "--limit", "7", "--api-base", server.url]) == 2
