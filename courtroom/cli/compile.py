@@ -50,7 +50,9 @@ def compile_command(
     task: Annotated[
         str | None,
         typer.Option(
-            "--task", help="Task name (see `courtroom tasks`).", show_default="the recipe's, else boolean_expressions",
+            "--task",
+            help="Task name (see `courtroom tasks`).",
+            show_default="the recipe's, else boolean_expressions",
             rich_help_panel=opt.DATA_PANEL,
         ),
     ] = None,
