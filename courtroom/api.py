@@ -186,29 +186,39 @@ def _dry_run(framework: str | None, preset: str | None, resume: Any, repeats: in
 
 
 def compare(
-    frameworks: str | Sequence[str],
+    frameworks: str | Sequence[str] | None = None,
     *,
-    task: str = "boolean_expressions",
+    task: str | None = None,
     progress: bool = True,
     prices: Prices = None,
     dry_run: bool = False,
     max_calls: int | None = None,
     max_cost: float | None = None,
+    resume: str | Path | None = None,
     **options: Any,
 ) -> Any:
     """Run every framework on the same examples; write the comparison folder (``courtroom compare``).
 
-    ``frameworks`` is a list or a comma-separated string. Other options are those of
+    ``frameworks`` is a list or a comma-separated string; ``task`` defaults to
+    ``boolean_expressions``. Other options are those of
     :func:`courtroom.eval.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
     ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``,
     ``matched_baselines``, ``baseline``, ``match``, ...). The result's ``table`` is the comparison
     as a pandas DataFrame; ``out_dir`` the folder. ``dry_run``, ``max_calls``, ``max_cost``: as
     in :func:`run` (a dry run returns ``{row: Estimate}``, matched baselines included).
+
+    ``resume=COMPARISON_DIR`` finishes an interrupted comparison in its folder: runs are resumed,
+    rows not started are run, nothing finished is sent again. Options given with it must match
+    the comparison's, except ``api_base``, ``timeout``, ``concurrency``, ``prices``, ``fail_on_error``.
     """
     from courtroom.eval.compare import compare as run_compare
 
-    names = frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
+    names = None if frameworks is None else frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
     price_table = _prices(prices)
+    if resume is not None and dry_run:
+        raise ConfigError("--dry-run estimates a new comparison: drop --resume")
+    if resume is None and names is None:
+        raise ConfigError("pass frameworks (e.g. --frameworks jot,cot), or resume a comparison folder")
     if dry_run:
         from courtroom.eval.compare import comparison_configs
         from courtroom.eval.dry_run import estimate_comparison
@@ -216,7 +226,7 @@ def compare(
         planned = {k: options.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match") if k in options}
         for k in ("ambiguity_k", "theta", "lms", "progress", "on_start"):
             options.pop(k, None)
-        configs = comparison_configs(task, names, prices=price_table, **options)
+        configs = comparison_configs(task or "boolean_expressions", names or [], prices=price_table, **options)
         return estimate_comparison(configs, **planned)
     budget = _budget(max_calls, max_cost, price_table)
     with ProgressDisplay(progress) as display:
@@ -227,15 +237,17 @@ def compare(
                 bars[framework] = display.track(framework)
             return bars[framework]
 
-        return run_compare(
-            task,
-            names,
-            progress=lambda f, res: bar(f).result(res),
-            on_start=lambda f, n: bar(f).start(n),
-            prices=price_table,
-            budget=budget,
-            **options,
-        )
+        hooks: dict[str, Any] = {
+            "progress": lambda f, res: bar(f).result(res),
+            "on_start": lambda f, n: bar(f).start(n),
+            "budget": budget,
+        }
+        if resume is not None:
+            from courtroom.eval.compare_resume import resume_comparison
+
+            given = {"task": task, "frameworks": names, "prices": price_table}
+            return resume_comparison(resume, **hooks, **{k: v for k, v in given.items() if v is not None}, **options)
+        return run_compare(task or "boolean_expressions", names or [], prices=price_table, **hooks, **options)
 
 
 def compile(  # noqa: A001 - the command's name

@@ -49,7 +49,8 @@ def _on_sigint(signum: int, frame: object) -> None:
 
     folder = _stop.saved_folder()
     if _stop.stop_requested():
-        resume = f"; resume with: courtroom run --resume {folder}" if folder else ""
+        hint = _stop.resume_hint() or (f"courtroom run --resume {folder}" if folder else None)
+        resume = f"; resume with: {hint}" if hint else ""
         sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
         sys.stderr.flush()
         os._exit(130)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from courtroom.cli import _config_file
 from courtroom.errors import ConfigError
 
 
@@ -27,35 +28,149 @@ def _http_url(value: str | None) -> str | None:
     return value
 
 
-LM = Annotated[str | None, typer.Option("--lm", help="Default model for every role (a dspy.LM string, or 'local').")]
-ROLE = Annotated[list[str] | None, typer.Option("--role", help="ROLE=MODEL override; repeatable.")]
-TEMPERATURE = Annotated[
-    float | None, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature for all models (0-2).")
+DATA_PANEL = "Data"
+MODELS_PANEL = "Models"
+FRAMEWORK_PANEL = "Framework"
+OUTPUT_PANEL = "Output"
+EXECUTION_PANEL = "Execution"
+BUDGET_PANEL = "Budget and cost"
+
+CONFIG = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        is_eager=True,
+        expose_value=False,
+        callback=_config_file.load,
+        help="Options from a YAML, TOML or JSON file (keys: the flags' names, e.g. limit: 20); flags win.",
+    ),
 ]
-MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Max tokens per model answer.")]
+
+TASK = Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).", rich_help_panel=DATA_PANEL)]
+DATA = Annotated[
+    str,
+    typer.Option(
+        "--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).", rich_help_panel=DATA_PANEL
+    ),
+]
+SPLIT = Annotated[str, typer.Option("--split", help="train | dev | test", rich_help_panel=DATA_PANEL)]
+SEED = Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.", rich_help_panel=DATA_PANEL)]
+LIMIT = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="Evaluation examples: the first N of the split.",
+        show_default="all",
+        rich_help_panel=DATA_PANEL,
+    ),
+]
+_TRAIN_HELP = "Training examples: fit precedents, the reliability assistant, demos (or compile) on at most N."
+TRAIN_LIMIT = Annotated[
+    int | None,
+    typer.Option("--train-limit", min=1, help=_TRAIN_HELP, show_default="all", rich_help_panel=DATA_PANEL),
+]
+TRAIN_LIMIT_20 = Annotated[int, typer.Option("--train-limit", min=1, help=_TRAIN_HELP, rich_help_panel=DATA_PANEL)]
+"""``--train-limit`` where the command has a number as default (compile, study)."""
+DEV_LIMIT = Annotated[
+    int,
+    typer.Option(
+        "--dev-limit",
+        min=1,
+        help="Dev examples: scored before and after compiling, or by each study trial.",
+        rich_help_panel=DATA_PANEL,
+    ),
+]
+OLD_TRAIN = Annotated[int | None, typer.Option("--train", min=1, hidden=True, help="Old name of --train-limit.")]
+OLD_DEV = Annotated[int | None, typer.Option("--dev", min=1, hidden=True, help="Old name of --dev-limit.")]
+
+LM = Annotated[
+    str | None,
+    typer.Option(
+        "--lm", help="Default model for every role (a dspy.LM string, or 'local').", rich_help_panel=MODELS_PANEL
+    ),
+]
+ROLE = Annotated[
+    list[str] | None, typer.Option("--role", help="ROLE=MODEL override; repeatable.", rich_help_panel=MODELS_PANEL)
+]
+TEMPERATURE = Annotated[
+    float | None,
+    typer.Option(
+        "--temperature",
+        min=0.0,
+        max=2.0,
+        help="Sampling temperature for all models (0-2).",
+        show_default="the framework's",
+        rich_help_panel=MODELS_PANEL,
+    ),
+]
+MAX_TOKENS = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Max tokens per model answer.", rich_help_panel=MODELS_PANEL),
+]
 API_BASE = Annotated[
     str | None,
-    typer.Option("--api-base", callback=_http_url, help="Base URL of an OpenAI-compatible server (http or https)."),
+    typer.Option(
+        "--api-base",
+        callback=_http_url,
+        help="Base URL of an OpenAI-compatible server (http or https).",
+        rich_help_panel=MODELS_PANEL,
+    ),
 ]
 TIMEOUT = Annotated[
     float | None,
     typer.Option(
         "--timeout",
-        help="Seconds one LM request may take before it is retried, then failed (default 30; 300 for local).",
+        help="Seconds one LM request may take before it is retried, then failed.",
+        show_default="30; 300 for local",
+        rich_help_panel=MODELS_PANEL,
     ),
 ]
-SET = Annotated[list[str] | None, typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.")]
+SET = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.", rich_help_panel=FRAMEWORK_PANEL),
+]
+PRESET = Annotated[
+    str | None,
+    typer.Option(
+        "--preset",
+        help="A paper's configuration in one word (see `courtroom frameworks`); --set wins.",
+        rich_help_panel=FRAMEWORK_PANEL,
+    ),
+]
+LOOPS = Annotated[
+    int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).", rich_help_panel=FRAMEWORK_PANEL)
+]
 FAIL_ON_ERROR = Annotated[
     float | None,
     typer.Option(
         "--fail-on-error",
-        help="Exit non-zero when more than this fraction of examples failed (default 0.1; 1: never).",
+        help="Exit non-zero when more than this fraction of examples failed (1: never).",
+        show_default="0.1",
+        rich_help_panel=EXECUTION_PANEL,
     ),
 ]
-PRESET = Annotated[
-    str | None,
-    typer.Option("--preset", help="A paper's configuration in one word (see `courtroom frameworks`); --set wins."),
-]
+
+
+def pick(ctx: typer.Context, name: str, old: str) -> Any:
+    """The value of option ``name``, or of its old spelling ``old`` (a hidden option) when that was given.
+
+    The command line beats a ``--config`` file, which beats the default; both names on the
+    command line with different values are refused.
+    """
+    rank = {"COMMANDLINE": 3, "ENVIRONMENT": 3, "PROMPT": 3, "DEFAULT_MAP": 2}
+
+    def source(param: str) -> int:
+        return rank.get(getattr(ctx.get_parameter_source(param), "name", ""), 1)
+
+    new_value, old_value = ctx.params[name], ctx.params[old]
+    if old_value is None or source(old) < source(name):
+        return new_value
+    if source(old) == source(name) and source(name) > 1 and new_value != old_value:
+        flag = "--" + name.replace("_", "-")
+        raise ConfigError(f"{flag} and --{old} are one option ({flag} is its name now): pass it once")
+    return old_value
 
 
 def parse_value(text: str) -> Any:
@@ -147,26 +262,33 @@ DATASET = Annotated[
     typer.Option(
         "--dataset",
         help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.",
+        rich_help_panel=DATA_PANEL,
     ),
 ]
 TEXT_FIELD = Annotated[
-    str | None, typer.Option("--text-field", help="Field(s) that make the case text, comma-separated.")
+    str | None,
+    typer.Option("--text-field", help="Field(s) that make the case text, comma-separated.", rich_help_panel=DATA_PANEL),
 ]
-LABEL_FIELD = Annotated[str | None, typer.Option("--label-field", help="Field holding the label.")]
-LABELS = Annotated[str | None, typer.Option("--labels", help="Label space, comma-separated (integers index it).")]
-DATASET_CONFIG = Annotated[str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.")]
-HUB_SPLIT = Annotated[str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.")]
-TRAIN_LIMIT = Annotated[
-    int | None,
-    typer.Option(
-        "--train-limit",
-        min=1,
-        help="Fit precedents / the reliability assistant / demos on at most N training cases.",
-    ),
+LABEL_FIELD = Annotated[
+    str | None, typer.Option("--label-field", help="Field holding the label.", rich_help_panel=DATA_PANEL)
+]
+LABELS = Annotated[
+    str | None,
+    typer.Option("--labels", help="Label space, comma-separated (integers index it).", rich_help_panel=DATA_PANEL),
+]
+DATASET_CONFIG = Annotated[
+    str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.", rich_help_panel=DATA_PANEL)
+]
+HUB_SPLIT = Annotated[
+    str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.", rich_help_panel=DATA_PANEL)
 ]
 PRICES = Annotated[
     Path | None,
-    typer.Option("--prices", help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens."),
+    typer.Option(
+        "--prices",
+        help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens.",
+        rich_help_panel=BUDGET_PANEL,
+    ),
 ]
 
 
@@ -241,13 +363,27 @@ def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) 
         litellm.suppress_debug_info = quiet
 DRY_RUN = Annotated[
     bool,
-    typer.Option("--dry-run", help="Print the LM calls, tokens and dollars this would spend; send nothing."),
+    typer.Option(
+        "--dry-run",
+        help="Print the LM calls, tokens and dollars this would spend; send nothing.",
+        rich_help_panel=BUDGET_PANEL,
+    ),
 ]
 MAX_COST = Annotated[
     float | None,
-    typer.Option("--max-cost", help="Start no new example (or trial) that could take spending past DOLLARS."),
+    typer.Option(
+        "--max-cost",
+        metavar="DOLLARS",
+        help="Start no new example (or trial) that could take spending past DOLLARS.",
+        rich_help_panel=BUDGET_PANEL,
+    ),
 ]
 MAX_CALLS = Annotated[
     int | None,
-    typer.Option("--max-calls", help="Start no new example (or trial) that could take LM requests past N."),
+    typer.Option(
+        "--max-calls",
+        metavar="N",
+        help="Start no new example (or trial) that could take LM requests past N.",
+        rich_help_panel=BUDGET_PANEL,
+    ),
 ]

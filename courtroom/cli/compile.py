@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from courtroom.cli import _config_file
 from courtroom.cli import _options as opt
 from courtroom.cli._app import app
 from courtroom.errors import ConfigError
@@ -31,49 +32,84 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
 
 @app.command("compile")
 def compile_command(
+    ctx: typer.Context,
     framework: Annotated[
         str | None, typer.Argument(help="Framework name (or take it from --config).")
     ] = None,
-    task: Annotated[str | None, typer.Option("--task", help="Task name.")] = None,
-    optimizer: Annotated[
-        str,
-        typer.Option("--optimizer", help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa"),
-    ] = "bootstrap",
-    train: Annotated[int, typer.Option("--train", min=1, help="Training examples (the task's train split).")] = 20,
-    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples, scored before and after.")] = 20,
-    out: Annotated[str, typer.Option("-o", "--out", help="Program file to write.")] = "program.json",
     config: Annotated[
-        str | None, typer.Option("--config", help="best.json from `courtroom study --export-best`.")
-    ] = None,
-    opt_settings: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--opt", help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable."
-        ),
-    ] = None,
-    prompt_lm: Annotated[
         str | None,
         typer.Option(
-            "--prompt-lm", help="Model for the optimizer's own proposals (default: the judge's model)."
+            "--config",
+            metavar="FILE",
+            is_eager=True,
+            callback=_config_file.recipe_or_load,
+            help="best.json from `courtroom study --export-best`, or options from a YAML, TOML or JSON file "
+            "(keys: the flags' names); flags win.",
         ),
     ] = None,
-    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
-    sets: opt.SET = None,
-    preset: opt.PRESET = None,
-    data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Seed for data and splits.")] = 0,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Task name (see `courtroom tasks`).",
+            show_default="the recipe's, else boolean_expressions",
+            rich_help_panel=opt.DATA_PANEL,
+        ),
+    ] = None,
+    data: opt.DATA = "auto",
+    seed: opt.SEED = 0,
+    train_limit: opt.TRAIN_LIMIT_20 = 20,
+    dev_limit: opt.DEV_LIMIT = 20,
+    train: opt.OLD_TRAIN = None,
+    dev: opt.OLD_DEV = None,
     lm: opt.LM = None,
     role: opt.ROLE = None,
     temperature: opt.TEMPERATURE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LM requests in flight, in all.")] = 4,
+    prompt_lm: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-lm",
+            help="Model for the optimizer's own proposals.",
+            show_default="the judge's model",
+            rich_help_panel=opt.MODELS_PANEL,
+        ),
+    ] = None,
+    sets: opt.SET = None,
+    preset: opt.PRESET = None,
+    loops: opt.LOOPS = None,
+    optimizer: Annotated[
+        str,
+        typer.Option(
+            "--optimizer",
+            help="labeled | bootstrap | bootstrap-rs | knn | mipro | copro | gepa",
+            rich_help_panel=opt.FRAMEWORK_PANEL,
+        ),
+    ] = "bootstrap",
+    opt_settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--opt",
+            help="Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.",
+            rich_help_panel=opt.FRAMEWORK_PANEL,
+        ),
+    ] = None,
+    out: Annotated[
+        str, typer.Option("-o", "--out", help="Program file to write.", rich_help_panel=opt.OUTPUT_PANEL)
+    ] = "program.json",
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", min=1, help="LM requests in flight, in all.", rich_help_panel=opt.EXECUTION_PANEL
+        ),
+    ] = 4,
     fail_on_error: opt.FAIL_ON_ERROR = None,
-    prices: opt.PRICES = None,
     dry_run: opt.DRY_RUN = False,
-    max_cost: opt.MAX_COST = None,
     max_calls: opt.MAX_CALLS = None,
+    max_cost: opt.MAX_COST = None,
+    prices: opt.PRICES = None,
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile
@@ -84,6 +120,7 @@ def compile_command(
     from courtroom.programs.presets import apply_preset
 
     threshold = check_threshold(fail_on_error)
+    train, dev = opt.pick(ctx, "train_limit", "train"), opt.pick(ctx, "dev_limit", "dev")
     recipe: dict[str, Any] = read_config(config) if config else {}
     name = framework or recipe.get("framework")
     if preset:

@@ -43,10 +43,24 @@ def read_cases(path: str) -> list[dict[str, Any]]:
 def predict_command(
     program_file: Annotated[str, typer.Argument(help="Program file written by `courtroom compile`.")],
     case: Annotated[str | None, typer.Argument(help="Case text (or use --input).")] = None,
-    input_file: Annotated[str | None, typer.Option("--input", help='JSONL file, one {"case": ...} per line.')] = None,
-    output: Annotated[str | None, typer.Option("--output", help="Write JSONL results here (default: stdout).")] = None,
+    config: opt.CONFIG = None,
+    input_file: Annotated[
+        str | None,
+        typer.Option("--input", help='JSONL file, one {"case": ...} per line.', rich_help_panel=opt.DATA_PANEL),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output", help="Write JSONL results here.", show_default="stdout", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = None,
     transcript: Annotated[
-        bool, typer.Option("--transcript/--no-transcript", help="Print the transcript of a single case.")
+        bool,
+        typer.Option(
+            "--transcript/--no-transcript",
+            help="Print the transcript of a single case.",
+            rich_help_panel=opt.OUTPUT_PANEL,
+        ),
     ] = True,
     lm: opt.LM = None,
     role: opt.ROLE = None,
@@ -54,7 +68,10 @@ def predict_command(
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Cases in flight at once.")] = 4,
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", min=1, help="Cases in flight at once.", rich_help_panel=opt.EXECUTION_PANEL),
+    ] = 4,
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
     import dspy

@@ -9,11 +9,13 @@ import typer
 from rich.console import Console
 
 from courtroom.cli._app import app
+from courtroom.cli._options import CONFIG
 
 
 @app.command("report")
 def report_command(
     source: Annotated[Path, typer.Argument(help="A run folder, repeat group or comparison folder.")],
+    config: CONFIG = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")] = Path("report.html"),
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""

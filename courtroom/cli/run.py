@@ -19,7 +19,8 @@ def _given(ctx: typer.Context, framework: str | None, sets: list[str] | None, lo
     given: dict[str, Any] = {
         name: ctx.params[name]
         for name in ("task", "limit", "data", "split", "seed", "train_limit")
-        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"  # typer vendors click
+        # Given on the command line or in --config (typer vendors click: compare by name).
+        if getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "DEFAULT_MAP")
     }
     if framework is not None:
         given["framework"] = framework
@@ -38,63 +39,89 @@ def run_command(
         str | None,
         typer.Argument(help="Framework or baseline name (see `courtroom frameworks`); not needed with --resume."),
     ] = None,
-    task: Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).")] = "boolean_expressions",
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Run the first N examples of the split.")] = None,
-    loops: Annotated[int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).")] = None,
-    data: Annotated[
-        str, typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).")
-    ] = "auto",
-    split: Annotated[str, typer.Option("--split", help="train | dev | test")] = "test",
-    seed: Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.")] = 0,
-    sets: opt.SET = None,
-    preset: opt.PRESET = None,
-    lm: opt.LM = None,
-    role: opt.ROLE = None,
-    temperature: opt.TEMPERATURE = None,
-    max_tokens: opt.MAX_TOKENS = None,
-    api_base: opt.API_BASE = None,
-    timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            "--concurrency",
-            min=1,
-            help="Examples run at once, and the bound on LM requests in flight (default 4; on --resume, the run's).",
-        ),
-    ] = None,
-    out: Annotated[str, typer.Option("--out", help="Folder that receives the run folder.")] = "runs",
-    show: Annotated[
-        int | None, typer.Option("--show", min=0, help="Print the transcript of example i afterwards.")
-    ] = None,
-    resume_dir: Annotated[
-        Path | None,
-        typer.Option("--resume", help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice."),
-    ] = None,
-    retry_failed: Annotated[
-        bool, typer.Option("--retry-failed", help="With --resume: run the examples that failed again too.")
-    ] = False,
-    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Run R times; report mean, sd and 95% CI.")] = 1,
+    config: opt.CONFIG = None,
+    task: opt.TASK = "boolean_expressions",
+    data: opt.DATA = "auto",
+    split: opt.SPLIT = "test",
+    seed: opt.SEED = 0,
+    limit: opt.LIMIT = None,
+    train_limit: opt.TRAIN_LIMIT = None,
     dataset: opt.DATASET = None,
     text_field: opt.TEXT_FIELD = None,
     label_field: opt.LABEL_FIELD = None,
     labels: opt.LABELS = None,
     dataset_config: opt.DATASET_CONFIG = None,
     hub_split: opt.HUB_SPLIT = "train",
-    prices: opt.PRICES = None,
-    train_limit: opt.TRAIN_LIMIT = None,
-    fail_on_error: opt.FAIL_ON_ERROR = None,
+    lm: opt.LM = None,
+    role: opt.ROLE = None,
+    temperature: opt.TEMPERATURE = None,
+    max_tokens: opt.MAX_TOKENS = None,
+    api_base: opt.API_BASE = None,
+    timeout: opt.TIMEOUT = None,
+    sets: opt.SET = None,
+    preset: opt.PRESET = None,
+    loops: opt.LOOPS = None,
+    out: Annotated[
+        str, typer.Option("--out", help="Folder that receives the run folder.", rich_help_panel=opt.OUTPUT_PANEL)
+    ] = "runs",
+    show: Annotated[
+        int | None,
+        typer.Option(
+            "--show", min=0, help="Print the transcript of example i afterwards.", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = None,
     ambiguity_k: Annotated[
         int,
         typer.Option(
             "--ambiguity-k",
             min=0,
             help="courtroom-llm: hear each case K times and print the ambiguity split (0: off).",
+            rich_help_panel=opt.OUTPUT_PANEL,
         ),
     ] = 0,
-    theta: Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.")] = 0.5,
+    theta: Annotated[
+        float,
+        typer.Option(
+            "--theta", min=0.0, max=1.0, help="Ambiguous if D_rate <= theta.", rich_help_panel=opt.OUTPUT_PANEL
+        ),
+    ] = 0.5,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Examples run at once, and the bound on LM requests in flight.",
+            show_default="4; on --resume, the run's",
+            rich_help_panel=opt.EXECUTION_PANEL,
+        ),
+    ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats", min=1, help="Run R times; report mean, sd and 95% CI.", rich_help_panel=opt.EXECUTION_PANEL
+        ),
+    ] = 1,
+    resume_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="Finish an interrupted run (or repeat group) in RUN_DIR; nothing is sent twice.",
+            rich_help_panel=opt.EXECUTION_PANEL,
+        ),
+    ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            help="With --resume: run the examples that failed again too.",
+            rich_help_panel=opt.EXECUTION_PANEL,
+        ),
+    ] = False,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
     dry_run: opt.DRY_RUN = False,
-    max_cost: opt.MAX_COST = None,
     max_calls: opt.MAX_CALLS = None,
+    max_cost: opt.MAX_COST = None,
+    prices: opt.PRICES = None,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.api import run

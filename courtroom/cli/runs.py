@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
+from courtroom.cli._options import CONFIG
 
 
 @app.command("runs")
@@ -17,6 +18,7 @@ def runs_command(
     folders: Annotated[
         list[Path] | None, typer.Argument(help="Folders to list (default: runs and comparisons).")
     ] = None,
+    config: CONFIG = None,
 ) -> None:
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
     from courtroom.api import runs

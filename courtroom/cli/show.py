@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
+from courtroom.cli._options import CONFIG
 from courtroom.errors import ConfigError
 
 
@@ -67,6 +68,7 @@ def print_example(run_dir: Path, example: int | str, console: Console) -> None:
 @app.command("show")
 def show_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder printed by `courtroom run`.")],
+    config: CONFIG = None,
     example: Annotated[
         str | None,
         typer.Option("--example", help="Print one transcript: a position (input order, as listed) or an example id."),

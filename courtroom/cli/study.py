@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,90 +28,101 @@ def parse_space(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _option(flag: str, panel: str, help: str, **kw: Any) -> Any:  # noqa: A002 - typer's name
+    return typer.Option(flag, help=help, rich_help_panel=panel, **kw)
+
+
+FW, OUT, EXE = opt.FRAMEWORK_PANEL, opt.OUTPUT_PANEL, opt.EXECUTION_PANEL
+
+
 @app.command("study")
 def study_command(
+    ctx: typer.Context,
     framework: Annotated[
         str | None,
         typer.Argument(help="Framework name (jot, courtroom-llm, debate-feedback, ...); or use --frameworks."),
     ] = None,
-    task: Annotated[str, typer.Option("--task", help="Task name.")] = "boolean_expressions",
-    trials: Annotated[
-        int, typer.Option("--trials", min=0, help="Trials this process runs (0: only create the study).")
-    ] = 20,
-    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples each trial is scored on.")] = 20,
-    train: Annotated[
-        int, typer.Option("--train", min=1, help="Training examples (precedents, reliability model).")
-    ] = 20,
-    storage: Annotated[
-        str | None,
-        typer.Option(
-            "--storage",
-            help="sqlite:///FILE.db (default courtroom-studies.db), journal:FILE, or postgresql://...",
-        ),
-    ] = None,
-    study_name: Annotated[str | None, typer.Option("--study-name", help="Default: FRAMEWORK-TASK.")] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Trials run at once in this process.")] = 1,
-    objective: Annotated[str, typer.Option("--objective", help="accuracy | f1")] = "accuracy",
-    cost_objective: Annotated[
-        bool,
-        typer.Option(
-            "--cost-objective", help="Also minimise LM calls per example (NSGA-II; reports the Pareto front)."
-        ),
-    ] = False,
-    space: Annotated[
-        list[str] | None,
-        typer.Option("--space", help="Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable."),
-    ] = None,
-    search_temperature: Annotated[
-        bool, typer.Option("--search-temperature", help="Also search each role's temperature in [0, 1].")
-    ] = False,
+    config: opt.CONFIG = None,
+    task: opt.TASK = "boolean_expressions",
+    data: opt.DATA = "auto",
+    seed: Annotated[int, _option("--seed", opt.DATA_PANEL, "Seed for data, splits and the sampler.")] = 0,
+    train_limit: opt.TRAIN_LIMIT_20 = 20,
+    dev_limit: opt.DEV_LIMIT = 20,
+    train: opt.OLD_TRAIN = None,
+    dev: opt.OLD_DEV = None,
     lm: Annotated[
-        list[str] | None, typer.Option("--lm", help="Model; repeat to let the study choose a model per role.")
-    ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option("--preset", help="Fix the knobs a paper preset sets (see `courtroom frameworks`); --space wins."),
+        list[str] | None,
+        _option("--lm", opt.MODELS_PANEL, "Model; repeat to let the study choose a model per role."),
     ] = None,
     role: opt.ROLE = None,
     max_tokens: opt.MAX_TOKENS = None,
     api_base: opt.API_BASE = None,
     timeout: opt.TIMEOUT = None,
-    data: Annotated[str, typer.Option("--data", help="auto | generate | hub | PATH.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Seed for data, splits and the sampler.")] = 0,
-    no_prune: Annotated[bool, typer.Option("--no-prune", help="Evaluate every trial fully.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LM requests in flight, all workers.")] = 4,
-    report: Annotated[
-        str | None, typer.Option("--report", help="Report folder (default studies/NAME).")
-    ] = None,
-    fail_on_error: opt.FAIL_ON_ERROR = None,
-    export_best: Annotated[
-        str | None,
-        typer.Option("--export-best", help="Write the best config for `courtroom compile --config`."),
-    ] = None,
+    search_temperature: Annotated[
+        bool, _option("--search-temperature", opt.MODELS_PANEL, "Also search each role's temperature in [0, 1].")
+    ] = False,
     frameworks: Annotated[
         str | None,
-        typer.Option("--frameworks", help="Search over designs too: a,b,c or all (the design is a parameter)."),
+        _option("--frameworks", FW, "Search over designs too: a,b,c or all (the design is a parameter)."),
     ] = None,
-    compile_with: Annotated[
+    preset: Annotated[
         str | None,
-        typer.Option("--compile", help="Compile each trial on the train split: labeled, bootstrap, mipro, ..."),
+        _option("--preset", FW, "Fix the knobs a paper preset sets (see `courtroom frameworks`); --space wins."),
+    ] = None,
+    space: Annotated[
+        list[str] | None, _option("--space", FW, "Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable.")
+    ] = None,
+    objective: Annotated[str, _option("--objective", FW, "accuracy | f1")] = "accuracy",
+    cost_objective: Annotated[
+        bool, _option("--cost-objective", FW, "Also minimise LM calls per example (NSGA-II; reports the Pareto front).")
+    ] = False,
+    compile_with: Annotated[
+        str | None, _option("--compile", FW, "Compile each trial on the train split: labeled, bootstrap, mipro, ...")
     ] = None,
     compile_set: Annotated[
-        list[str] | None, typer.Option("--compile-set", help="Optimizer setting KEY=VALUE; repeatable.")
+        list[str] | None, _option("--compile-set", FW, "Optimizer setting KEY=VALUE; repeatable.")
     ] = None,
+    report: Annotated[
+        str | None, _option("--report", OUT, "Report folder.", show_default="studies/NAME")
+    ] = None,
+    export_best: Annotated[
+        str | None, _option("--export-best", OUT, "Write the best config for `courtroom compile --config`.")
+    ] = None,
+    trials: Annotated[
+        int, _option("--trials", EXE, "Trials this process runs (0: only create the study).", min=0)
+    ] = 20,
+    storage: Annotated[
+        str | None,
+        _option(
+            "--storage",
+            EXE,
+            "sqlite:///FILE.db, journal:FILE, or postgresql://...",
+            show_default="sqlite:///courtroom-studies.db",
+        ),
+    ] = None,
+    study_name: Annotated[
+        str | None, _option("--study-name", EXE, "Name of the study in --storage.", show_default="FRAMEWORK-TASK")
+    ] = None,
+    workers: Annotated[int, _option("--workers", EXE, "Trials run at once in this process.", min=1)] = 1,
+    concurrency: Annotated[int, _option("--concurrency", EXE, "LM requests in flight, all workers.", min=1)] = 4,
+    no_prune: Annotated[bool, _option("--no-prune", EXE, "Evaluate every trial fully.")] = False,
+    fail_on_error: opt.FAIL_ON_ERROR = None,
+    dry_run: opt.DRY_RUN = False,
+    max_calls: opt.MAX_CALLS = None,
+    max_cost: opt.MAX_COST = None,
+    prices: opt.PRICES = None,
     cost_unit: Annotated[
         str | None,
-        typer.Option("--cost-unit", help="calls | tokens | dollars (default tokens, dollars with --prices)."),
+        _option(
+            "--cost-unit", opt.BUDGET_PANEL, "calls | tokens | dollars.", show_default="tokens; dollars with --prices"
+        ),
     ] = None,
-    prices: opt.PRICES = None,
-    dry_run: opt.DRY_RUN = False,
-    max_cost: opt.MAX_COST = None,
-    max_calls: opt.MAX_CALLS = None,
 ) -> None:
     """Search FRAMEWORK's knobs with Optuna; print the trials, write the report and the best config."""
     from courtroom.eval.status import check_threshold
 
-    options = dict(locals()) | {"space": parse_space(space)}
+    train, dev = opt.pick(ctx, "train_limit", "train"), opt.pick(ctx, "dev_limit", "dev")
+    options = {k: v for k, v in locals().items() if k not in ("ctx", "config")} | {"space": parse_space(space)}
     if frameworks or compile_with:  # a study over designs (one design with --compile alone)
         from courtroom.cli._design_study import design_study
 

@@ -177,13 +177,14 @@ def stopped_run(budget: Budget, run_dir: Any, left: int) -> BudgetExhausted:
 
 @contextlib.contextmanager
 def stopped_comparison(out_dir: Any, framework: str, later: Sequence[str]) -> Iterator[None]:
-    """Reword a budget stop inside ``compare``: which framework stopped, and which never started."""
+    """Reword a budget stop inside ``compare``: which framework stopped, which never started, how to finish."""
     try:
         yield
     except BudgetExhausted as stop:
-        rest = f"; not started: {', '.join(later)} (compare them with --frameworks {','.join(later)})" if later else ""
-        line = stop.line.replace("example(s) not run", f"example(s) of {framework} not run") + rest
-        raise BudgetExhausted(line, stop.budget, stop.left, stop.resume) from None
+        head = stop.line.split("; finish with:")[0].replace("example(s) not run", f"example(s) of {framework} not run")
+        rest = f"; not started: {', '.join(later)}" if later else ""
+        resume = f"courtroom compare --resume {out_dir}"
+        raise BudgetExhausted(f"{head}{rest}; finish with: {resume}", stop.budget, stop.left, resume) from None
 
 
 def study_run_config(config: Any) -> Any:

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as _dt
 import json
 import logging
+import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,13 +21,16 @@ from typing import Any
 
 import pandas as pd
 
+from courtroom import _stop
+from courtroom._lock import FolderLock
 from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
 from courtroom.eval.calibration import scores
 from courtroom.eval.formatting import readable_table
 from courtroom.eval.harness import ExampleResult
-from courtroom.eval.repeats import RepeatOutcome, run_repeats
+from courtroom.eval.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
+from courtroom.eval.resume import resume
 from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.lms import RoleLMs
@@ -265,6 +269,115 @@ def compare(
     out_dir.mkdir(parents=True)
     for config in configs.values():
         config.out = str(out_dir)
+    write_plan(
+        out_dir,
+        task,
+        frameworks,
+        {
+            "limit": limit,
+            "repeats": repeats,
+            "lm": lm,
+            "roles": dict(roles or {}),
+            "data": data,
+            "split": split,
+            "seed": seed,
+            "knobs": dict(knobs or {}),
+            "concurrency": concurrency,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "api_base": api_base,
+            "timeout": timeout,
+            "dataset": dict(dataset) if dataset else None,
+            "prices": {k: list(v) for k, v in prices.items()} if prices else None,
+            "ambiguity_k": ambiguity_k,
+            "theta": theta,
+            "train_limit": train_limit,
+            "presets": list(presets),
+            "rows": {k: list(v) for k, v in rows.items()} if rows else None,
+            "fail_on_error": fail_on_error,
+            "matched_baselines": matched_baselines,
+            "baseline": baseline,
+            "match": match,
+        },
+    )
+    return run_comparison(
+        out_dir,
+        task,
+        configs,
+        repeats=repeats,
+        roles=roles,
+        lms=lms,
+        progress=progress,
+        on_start=on_start,
+        budget=budget,
+        matched_baselines=matched_baselines,
+        baseline=baseline,
+        match=match,
+        ambiguity_k=ambiguity_k,
+        theta=theta,
+        concurrency=concurrency,
+    )
+
+
+PLAN = "plan.json"
+"""What a comparison will run, written before its first run: enough for ``compare --resume``."""
+
+
+def write_plan(out_dir: Path, task: str, frameworks: Sequence[str], options: Mapping[str, Any]) -> None:
+    """Write ``plan.json``: the task, the compared rows and the options (never the base URL)."""
+    plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks)}
+    (out_dir / PLAN).write_text(json.dumps(plan | {"options": without_base_url(options)}, indent=2))
+
+
+def run_comparison(
+    out_dir: Path,
+    task: str,
+    configs: dict[str, RunConfig],
+    *,
+    repeats: int = 1,
+    roles: Mapping[str, str] | None = None,
+    lms: RoleLMs | None = None,
+    progress: Callable[[str, ExampleResult], None] | None = None,
+    on_start: Callable[[str, int], None] | None = None,
+    budget: Any = None,
+    matched_baselines: bool = True,
+    baseline: str = "self-consistency",
+    match: str = "calls",
+    ambiguity_k: int = 0,
+    theta: float = 0.5,
+    concurrency: int = 4,
+    resuming: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """Run each row of ``configs`` into ``out_dir`` (row folders named after the rows), then write the tables.
+
+    With ``resuming`` (the settings a resume may change), a row whose folder holds a run is
+    resumed in it and a row not started is run: nothing finished is sent again.
+    """
+    resume_line = f"courtroom compare --resume {out_dir}"
+    with FolderLock(out_dir, what="comparison folder"), _stop.saving_to(out_dir, resume=resume_line):
+        return _run_rows(
+            out_dir, task, configs, repeats, roles, lms, progress, on_start, budget,
+            (matched_baselines, baseline, match), ambiguity_k, theta, concurrency, resuming,
+        )
+
+
+def _run_rows(
+    out_dir: Path,
+    task: str,
+    configs: dict[str, RunConfig],
+    repeats: int,
+    roles: Mapping[str, str] | None,
+    lms: RoleLMs | None,
+    progress: Callable[[str, ExampleResult], None] | None,
+    on_start: Callable[[str, int], None] | None,
+    budget: Any,
+    matching: tuple[bool, str, str],
+    ambiguity_k: int,
+    theta: float,
+    concurrency: int,
+    resuming: Mapping[str, Any] | None,
+) -> Comparison:
+    frameworks = list(configs)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
 
     def run_one(f: str, config: RunConfig, later: Sequence[str]) -> None:
@@ -277,20 +390,28 @@ def compare(
                 on_start(f, n)
 
         spend = {"budget": budget} if budget is not None else {}
+        folder = out_dir / _folder(f)
         with contextlib.ExitStack() as stack:
             if budget is not None:
                 from courtroom.eval.budget import stopped_comparison
 
                 stack.enter_context(stopped_comparison(out_dir, f, later))
             if repeats > 1:
-                outcomes[f] = run_repeats(
-                    config, repeats, lms=lms, progress=lambda r, res: hook(res), on_start=lambda r, n: start(n), **spend
-                )
+                each: dict[str, Any] = {"progress": lambda r, res: hook(res), "on_start": lambda r, n: start(n)}
+                if resuming is not None and is_repeat_group(folder):
+                    outcomes[f] = resume_repeats(folder, lms=lms, **each, **resuming, **spend)
+                else:
+                    _clear(folder, resuming)
+                    outcomes[f] = run_repeats(config, repeats, lms=lms, group_dir=folder, **each, **spend)
+            elif resuming is not None and (folder / "meta.json").is_file():
+                outcomes[f] = resume(folder, lms=lms, progress=hook, on_start=start, **resuming, **spend)
             else:
-                outcomes[f] = run(config, lms=lms, run_dir=out_dir / _folder(f), progress=hook, on_start=start, **spend)
+                _clear(folder, resuming)
+                outcomes[f] = run(config, lms=lms, run_dir=folder, progress=hook, on_start=start, **spend)
 
     for i, (f, config) in enumerate(configs.items()):
         run_one(f, config, list(configs)[i + 1 :])
+    matched_baselines, baseline, match = matching
     matches: dict[str, list[str]] = {}
     if matched_baselines:
         from courtroom.eval import matched
@@ -326,6 +447,12 @@ def compare(
         if failed:
             comparison.failed[f] = failed[0].summary["status_reason"]
     return comparison
+
+
+def _clear(folder: Path, resuming: Mapping[str, Any] | None) -> None:
+    """On resume, drop a row folder that was created but holds no run yet (stopped before its first write)."""
+    if resuming is not None and folder.is_dir():
+        shutil.rmtree(folder)
 
 
 def _write(

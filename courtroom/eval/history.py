@@ -80,12 +80,15 @@ def _group_row(path: Path) -> dict[str, Any] | None:
 
 def _comparison_row(path: Path) -> dict[str, Any] | None:
     info = _read(path / "comparison.json")
-    if not isinstance(info, dict):
-        return None
-    config = info.get("config") or {}
+    unfinished = not isinstance(info, dict)
+    if unfinished:  # interrupted before its table: plan.json names what it runs
+        info = _read(path / "plan.json")
+        if not isinstance(info, dict):
+            return None
+    config = info.get("config") or info.get("options") or {}
     row: dict[str, Any] = {
         "created": _created(path),
-        "kind": "comparison",
+        "kind": "comparison (unfinished)" if unfinished else "comparison",
         "framework": ",".join(info.get("frameworks") or []),
         "task": info.get("task"),
         "models": _models(config),
@@ -123,7 +126,7 @@ def list_runs(folders: str | Path | Sequence[str | Path] = ("runs", "comparisons
         for child in root.iterdir():
             if not child.is_dir():
                 continue
-            if (child / "comparison.json").is_file():
+            if (child / "comparison.json").is_file() or (child / "plan.json").is_file():
                 row = _comparison_row(child)
             elif (child / "group.json").is_file():
                 row = _group_row(child)

@@ -115,16 +115,18 @@ def run_repeats(
     progress: Callable[[int, ExampleResult], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     budget: Any = None,
+    group_dir: Path | None = None,
 ) -> RepeatOutcome:
     """Run ``config`` ``repeats`` times (repeat r salted by r) into one group folder.
 
     A ``budget`` (:class:`courtroom.eval.budget.Budget`) is shared by the repeats, run in order.
+    ``group_dir`` (a new folder) replaces the generated ``{created}_{framework}_{task}_x{R}_{id}``.
     """
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     name = config.task.replace("/", "-") if not config.dataset else "custom"
-    group = Path(config.out) / f"{created}_{config.framework}_{name}_x{repeats}_{uuid.uuid4().hex[:6]}"
+    group = group_dir or Path(config.out) / f"{created}_{config.framework}_{name}_x{repeats}_{uuid.uuid4().hex[:6]}"
     group.mkdir(parents=True)
     (group / "group.json").write_text(
         json.dumps(

@@ -28,7 +28,7 @@ SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "
 """Settings a resume may change: they change how calls are made, never the answers."""
 
 
-def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: str | Path) -> None:
+def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: str | Path, what: str = "run") -> None:
     """Refuse, in one line, overrides that would change the run's answers (models aside).
 
     ``knobs`` may name a subset of the knobs; every other setting must equal the stored one.
@@ -41,13 +41,13 @@ def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: s
         old = stored.get(key)
         if key == "knobs":
             old = old or {}
-            differ += [f"--set {k}={v!r} (the run has {old.get(k)!r})" for k, v in value.items() if old.get(k) != v]
+            differ += [f"--set {k}={v!r} (the {what} has {old.get(k)!r})" for k, v in value.items() if old.get(k) != v]
         elif value != old:
-            differ.append(f"{key} {value!r} (the run has {old!r})")
+            differ.append(f"{key} {value!r} (the {what} has {old!r})")
     if differ:
         raise ConfigError(
-            f"cannot resume {where} with {'; '.join(differ)}: a resume uses the run's settings; "
-            "drop those options, or start a new run"
+            f"cannot resume {where} with {'; '.join(differ)}: a resume uses the {what}'s settings; "
+            f"drop those options, or start a new {what}"
         )
 
 
