@@ -96,7 +96,7 @@ def test_python_functions_write_what_the_commands_write(tmp_path: Path, capsys: 
         assert result.path == tmp_path / "p.json" and result.path.is_file()
         assert capsys.readouterr().err == ""  # progress=False draws nothing
 
-        comparison = courtroom.compare("zero-shot,cot", limit=2, progress=False, **models)
+        comparison = courtroom.compare("zero-shot,cot", limit=2, progress=False, matched_baselines=False, **models)
         assert list(comparison.table.index) == ["zero-shot", "cot"] and "accuracy" in comparison.table
         assert (comparison.out_dir / "table.csv").is_file()
         run = courtroom.run("zero-shot", limit=2, progress=False, **models)
