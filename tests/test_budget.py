@@ -192,3 +192,15 @@ def test_design_study_stops_starting_trials_and_its_dry_run_sends_nothing(cold_c
     assert sent <= 2 * bound
     assert "--frameworks jot,self-consistency" in stop.value.resume
     assert 0 < stop.value.left < 8
+
+
+def test_training_calls_start_only_within_the_budget(cold_cache):
+    # self-consistency writes chain-of-thought demos on the train split before its first example.
+    with FakeServer() as server:
+        with pytest.raises(BudgetExhausted) as stop:
+            run(_config("self-consistency", server, limit=4), budget=Budget(max_calls=2))
+        assert server.counts["requests"] == 0  # the demos alone could pass 2 requests: nothing starts
+        assert stop.value.left == 4
+        outcome = run(_config("self-consistency", server, limit=4), budget=Budget(max_calls=200))
+        assert server.counts["requests"] <= 200
+    assert outcome.summary["n"] == 4

@@ -55,6 +55,9 @@ class Budget:
     admitted: int = 0
     """Units started so far."""
     stopped: bool = False
+    prepare_calls: int = 0
+    """The most requests the current run's training (``prepare``) can send, from its dry run."""
+    prepare_cost: float | None = None
     _seen_cost: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -100,6 +103,22 @@ class Budget:
                 return False
             self.in_flight += 1
             self.admitted += 1
+            return True
+
+    def admit_training(self) -> bool:
+        """Start a run's training calls (``prepare``) only if they cannot take spending past a limit."""
+        with self._lock:
+            if self.stopped:
+                return False
+            over_calls = self.max_calls is not None and self.spent_calls + self.prepare_calls > self.max_calls
+            over_cost = (
+                self.max_cost is not None
+                and self.prepare_calls > 0
+                and (self.prepare_cost is None or self.spent_cost + self.prepare_cost > self.max_cost)
+            )
+            if over_calls or over_cost:
+                self.stopped = True
+                return False
             return True
 
     def settle(self, usage: Mapping[str, Any] | None) -> None:
@@ -162,6 +181,8 @@ def run_budget(budget: Budget | None, config: Any) -> Budget | None:
     est = estimate_run(config, sample=5, prices=budget.prices or config.prices, measure_cache=False)
     if budget.prices is None and config.prices:
         budget.prices = config.prices
+    budget.prepare_calls = est.prepare_calls
+    budget.prepare_cost = est.cost * est.prepare_calls / est.calls if est.cost is not None and est.calls else None
     return budget.bound(est.max_calls_per_example, est.max_cost_per_example, list(est.models.values()))
 
 

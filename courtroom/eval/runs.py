@@ -336,6 +336,8 @@ def _start(
         "versions": versions(),
     }
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    if budget is not None and setup.learns and not budget.admit_training():
+        raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
     prepare_usage = setup.prepare()
     if prepare_usage:
         (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
