@@ -11,8 +11,9 @@ How the figures are found (SPEC §10):
   adapter (:data:`courtroom._adapter.ADAPTER`) by a recording model and counted with
   ``litellm.token_counter`` (the model's own tokenizer where LiteLLM has one, else
   ``cl100k_base``: an estimate). Earlier answers that later prompts quote are placeholder text,
-  so for long-winded real models the figure is a lower bound on those later prompts. Other
-  examples are extrapolated linearly in their case length.
+  so for long-winded real models the figure is a lower bound on those later prompts. Each role's
+  exact call count is multiplied by its sampled prompt size at the mean case length (a line fitted
+  over its sampled calls): calls shared by later cases (precedent reasons) keep their true number.
 * **Completion tokens**: the mean answer length measured in the DSPy cache for the model when it
   holds any, else ``max_tokens`` per call as an upper bound, else unknown.
 * **Dollars**: LiteLLM's price map or the user's ``prices``; None (unknown) when neither has the
@@ -183,7 +184,8 @@ def estimate_run(
     # Render at most about RENDER_CALLS calls (but at least 4 examples): enough for the fit.
     per_example = max(1.0, sum(calls) / max(len(calls), 1))
     picked = sample_indices(len(examples), max(min(sample, 4), min(sample, math.ceil(RENDER_CALLS / per_example))))
-    xs, ys = [], []
+    samples: dict[str, tuple[list[float], list[float]]] = {}  # role -> (case lengths, prompt tokens) per call
+    per_case: list[int] = []  # prompt tokens of each sampled case
     per_model: Counter[str] = Counter()
     token = serial.set(True)  # a thread per call would cost more than the rendering
     for i in picked:
@@ -192,21 +194,31 @@ def estimate_run(
             program(case=examples[i].case)
         except Exception:  # noqa: BLE001 - counted as far as it went
             pass
-        tokens = 0
+        per_case.append(0)
         for role, messages in engine.requests[before:]:
             model = models.get(role, default_model)
             n = count_tokens(model if model != LOCAL else "openai/local", messages)
             per_model[model] += n
-            tokens += n
-        xs.append(len(examples[i].case))
-        ys.append(tokens)
+            per_case[-1] += n
+            xs, ys = samples.setdefault(role, ([], []))
+            xs.append(len(examples[i].case))
+            ys.append(n)
     serial.reset(token)
-    a, b = fit_line(xs, ys)
-    prompt = sum(max(0.0, a + b * len(ex.case)) for ex in examples)
-    per_call_prompt = sum(ys) / max(1, len(engine.requests))
-    prompt += prepare_calls * per_call_prompt
-    # Completion tokens and dollars, by the model of each role's calls.
+    # Role by role: its exact call count times its prompt at the mean case length (a line fitted over
+    # its sampled calls). Calls made once per run and shared by later cases (Courtroom-LLM's
+    # precedent reasons) fall on the sampled cases; counting by role keeps them at their true number.
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
+    mean_length = sum(len(ex.case) for ex in examples) / max(len(examples), 1)
+    rendered = [n for _, ys in samples.values() for n in ys]
+    per_call_prompt = sum(rendered) / max(1, len(rendered))
+    prompt = 0.0
+    for role, count in role_calls.items():
+        if role in samples:
+            a, b = fit_line(*samples[role])
+            prompt += count * max(0.0, a + b * mean_length)
+        else:  # a role only training calls make (not rendered): the mean rendered call
+            prompt += count * per_call_prompt
+    # Completion tokens and dollars, by the model of each role's calls.
     measured = measured_completion(list(set(models.values()))) if measure_cache else {}
     completion: float | None = 0.0
     basis = "measured" if measured and all(m in measured for m in set(models.values())) else "max_tokens bound"
@@ -232,7 +244,7 @@ def estimate_run(
             cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
     elif completion is None:
         cost, basis = None, "unknown"
-    worst = _per_example_bound(max(ys) if ys else 0, max(calls) if calls else 0, models, config, prices)
+    worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
     return Estimate(
         framework=config.framework,
         examples=len(examples),
