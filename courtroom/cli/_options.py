@@ -251,3 +251,11 @@ MAX_CALLS = Annotated[
     int | None,
     typer.Option("--max-calls", help="Start no new example (or trial) that could take LM requests past N."),
 ]
+DEBIAS = Annotated[
+    str | None,
+    typer.Option(
+        "--debias",
+        help="swap: run each case again with the sides exchanged and report position consistency; "
+        "swap-vote: also make the verdict the two orders' agreement (jot, courtroom-llm, khan-debate).",
+    ),
+]

@@ -128,6 +128,7 @@ def compare_command(
         str, typer.Option("--baseline", help="Majority-vote baseline: self-consistency | parallel-vote.")
     ] = "self-consistency",
     match: Annotated[str, typer.Option("--match", help="What the matched baseline matches: calls | tokens.")] = "calls",
+    debias: opt.DEBIAS = None,
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
@@ -175,6 +176,7 @@ def compare_command(
         match=match,
         max_calls=max_calls,
         max_cost=max_cost,
+        debias=debias,
     )
     if dry_run:
         from courtroom.cli._cost import print_estimates

@@ -19,11 +19,16 @@ NONE = "(none)"
 
 
 class JudgmentOfThought(CourtroomProgram):
-    """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict."""
+    """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict.
+
+    Advocate turns record the label they argue (``extra["label"]``). :meth:`swapped` gives the
+    lawyer positions[1] and the prosecutor positions[0], and lists the judge's choices in that order.
+    """
 
     name = "jot"
     roles = ("lawyer", "prosecutor", "judge")
     binary_only = True
+    swappable = True
     summary = "Judgment-of-Thought: lawyer and prosecutor argue over n_loops rounds; a judge decides each round."
 
     def __init__(
@@ -53,6 +58,9 @@ class JudgmentOfThought(CourtroomProgram):
         self.lawyer = dspy.Predict(jot.Lawyer)
         self.prosecutor = dspy.Predict(jot.Prosecutor)
         self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
+
+    def _reorder(self, original: CourtroomProgram) -> None:
+        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=label_type(self.positions))
 
     def _stage(self, r: int) -> str:
         # No total count in the prompt: a 5-loop trial then shares its first rounds (and their
@@ -104,6 +112,7 @@ class JudgmentOfThought(CourtroomProgram):
             outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
             for role, out in outs.items():
                 earlier[role].append(out.argument)
+            argues = {"lawyer": self.label_of(pos), "prosecutor": self.label_of(neg)}
             for role in ("lawyer", "prosecutor"):
                 if role in outs:
                     transcript.append(
@@ -111,7 +120,7 @@ class JudgmentOfThought(CourtroomProgram):
                             role,
                             r,
                             outs[role].argument,
-                            extra={"stage": stage.split(" ")[0]}
+                            extra={"stage": stage.split(" ")[0], "label": argues[role]}
                             | ({"saw_feedback": feedback[role]} if feedback[role] else {}),
                         )
                     )
