@@ -4,6 +4,8 @@
 program's :meth:`~courtroom.programs.CourtroomProgram.swapped` copy, where each side sits in the
 other's seat (JoT: the lawyer argues positions[1]; Courtroom-LLM: the advocates' labels are
 exchanged and the labels listed in reverse order; Khan debate: debater 1 defends the other answer).
+On a multi-class task the same holds for Courtroom-LLM's A1/A2 and Khan's top two (JoT is binary).
+Frameworks without seated sides (zero-shot, self-consistency, Debate-Feedback, ...) are refused.
 Both runs are one example: their calls, tokens and cost add up, and their prompts differ, so the
 cache keeps them apart. The example's ``fields`` record ``original_label``, ``swapped_label``,
 ``position_consistent``, ``swapped_transcript`` and ``swapped_fields`` (``swapped_error`` when
