@@ -76,6 +76,7 @@ def run(
     dry_run: bool = False,
     max_calls: int | None = None,
     max_cost: float | None = None,
+    debias: str | None = None,
 ) -> Any:
     """Evaluate ``framework`` on a task and write a run folder (``courtroom run``).
 
@@ -92,6 +93,10 @@ def run(
     :mod:`courtroom.eval.estimate`). ``max_calls``/``max_cost`` stop starting examples at that
     budget: the folder is left resumable and :class:`~courtroom.eval.budget.BudgetExhausted`
     is raised, its ``line`` saying what was spent and how to finish.
+
+    ``debias="swap"`` runs each case again with the sides exchanged and reports the
+    position-consistency rate; ``"swap-vote"`` also makes the verdict the two orders' agreement
+    (:mod:`courtroom.eval.bias`). Frameworks without sides to swap are refused.
     """
     from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.eval.resume import resume as resume_run
@@ -115,6 +120,7 @@ def run(
                 "concurrency": concurrency,
                 "prices": price_table,
                 "fail_on_error": fail_on_error,
+                "debias": debias,
                 **dict(resume_given or {}),
             }
             if is_repeat_group(resume):
@@ -172,6 +178,7 @@ def _run_config(framework: str | None, preset: str | None, options: Mapping[str,
         prices=options["price_table"],
         train_limit=options["train_limit"],
         preset=preset,
+        debias=options["debias"],
         **({} if fail_on_error is None else {"fail_on_error": fail_on_error}),
     )
 
@@ -210,6 +217,7 @@ def compare(
     ``resume=COMPARISON_DIR`` finishes an interrupted comparison in its folder: runs are resumed,
     rows not started are run, nothing finished is sent again. Options given with it must match
     the comparison's, except ``api_base``, ``timeout``, ``concurrency``, ``prices``, ``fail_on_error``.
+    ``debias="swap"|"swap-vote"`` applies to the compared frameworks that have sides to swap.
     """
     from courtroom.eval.compare import compare as run_compare
 

@@ -387,3 +387,12 @@ MAX_CALLS = Annotated[
         rich_help_panel=BUDGET_PANEL,
     ),
 ]
+DEBIAS = Annotated[
+    str | None,
+    typer.Option(
+        "--debias",
+        help="swap: run each case again with the sides exchanged and report position consistency; "
+        "swap-vote: also make the verdict the two orders' agreement (jot, courtroom-llm, khan-debate).",
+        rich_help_panel=FRAMEWORK_PANEL,
+    ),
+]

@@ -181,6 +181,7 @@ def compare_command(
             "--match", help="What the matched baseline matches: calls | tokens.", rich_help_panel=opt.BUDGET_PANEL
         ),
     ] = "calls",
+    debias: opt.DEBIAS = None,
 ) -> None:
     """Compare frameworks on one task, or a paper's table with --suite; write tables and plots."""
     from courtroom.api import compare
@@ -239,6 +240,7 @@ def compare_command(
         match=match,
         max_calls=max_calls,
         max_cost=max_cost,
+        debias=debias,
     )
     if dry_run:
         from courtroom.cli._cost import print_estimates

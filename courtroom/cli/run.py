@@ -122,6 +122,7 @@ def run_command(
     max_calls: opt.MAX_CALLS = None,
     max_cost: opt.MAX_COST = None,
     prices: opt.PRICES = None,
+    debias: opt.DEBIAS = None,
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.api import run
@@ -177,6 +178,7 @@ def run_command(
         dry_run=dry_run,
         max_calls=max_calls,
         max_cost=max_cost,
+        debias=debias,
     )
     if dry_run:
         from courtroom.cli._cost import print_estimates

@@ -31,6 +31,10 @@ def summary_table(summary: dict, title: str) -> Table:
         table.add_row("Brier score / ECE", f"{summary['brier']:.4f} / {summary['ece']:.4f}")
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
+    from courtroom.eval.bias import bias_rows
+
+    for metric, value in bias_rows(summary):
+        table.add_row(metric, value)
     return table
 
 

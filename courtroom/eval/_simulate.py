@@ -20,6 +20,7 @@ from dspy.lm15 import Message, Response, TextPart, Usage
 from courtroom._adapter import output_schema
 from courtroom._concurrency import serial
 from courtroom._fakes import FakeLM, answer_for_schema
+from courtroom.eval.bias import debiased
 from courtroom.eval.runs import RunConfig
 from courtroom.lms import DEFAULT, LOCAL, RoleLMs, current_role
 from courtroom.programs import CourtroomProgram, build_program
@@ -78,7 +79,7 @@ class CallCounter:
         return sum(self.by_role.values())
 
 
-def _forward_counts(program: CourtroomProgram, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
+def _forward_counts(program: dspy.Module, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
     token = serial.set(True)
     try:
         return _forward_each(program, counter, examples)
@@ -86,7 +87,7 @@ def _forward_counts(program: CourtroomProgram, counter: CallCounter, examples: S
         serial.reset(token)
 
 
-def _forward_each(program: CourtroomProgram, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
+def _forward_each(program: dspy.Module, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
     counts = []
     for ex in examples:
         before = counter.total()
@@ -223,7 +224,8 @@ def _count(
         program.prepare(train)
     prepared = counter.total()
     _embed_at_once(program, [ex.case for ex in examples])
-    return _forward_counts(program, counter, examples), prepared, counter.by_role
+    # A swapped twin copies the counting `ask`, so both orders' calls are counted.
+    return _forward_counts(debiased(program, config.debias), counter, examples), prepared, counter.by_role
 
 
 def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:

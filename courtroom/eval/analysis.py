@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from courtroom._concurrency import bounded_requests
+from courtroom.eval.bias import length_bias, position_consistency
 from courtroom.eval.harness import ExampleResult
 
 Row = Mapping[str, Any]
@@ -284,7 +285,9 @@ def analyze(
     """Every analysis the results support.
 
     Agreement (votes), PH transitions (ph_label),
-    corrections (initial_label), the ambiguity split (given hearing ``votes``).
+    corrections (initial_label), the ambiguity split (given hearing ``votes``), position
+    consistency (a swapped run) and the verdict-to-longer-argument rate (frameworks with
+    arguments; :mod:`courtroom.eval.bias`).
     """
     rows = _rows(results)
     fields = set().union(*[(r.get("fields") or {}).keys() for r in rows]) if rows else set()
@@ -298,6 +301,11 @@ def analyze(
     if votes:
         mode = (framework_config or {}).get("judge_mode", "parallel")
         out["ambiguity"] = ambiguity_split(rows, votes, theta, mode)
+    consistency, lengths = position_consistency(rows), length_bias(rows)
+    if consistency is not None:
+        out["position_consistency"] = consistency
+    if lengths is not None:
+        out["length_bias"] = lengths
     return out
 
 
@@ -340,6 +348,11 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
     if "corrections" in found:
         c = found["corrections"]
         lines.append(f"{name}: debate corrections {c['correction']}, degradations {c['degradation']} (of {c['n']})")
+    for key, what in (("position_consistency", "position consistency"), ("length_bias", "verdict to longer argument")):
+        if key in found:
+            b = found[key]
+            rate = "n/a" if b["rate"] is None else f"{b['rate']:.3f}"
+            lines.append(f"{name}: {what} {rate} (n={b['n']})")
     if found.get("ambiguity"):
         table = pd.DataFrame(found["ambiguity"]).set_index("rule")
         lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))

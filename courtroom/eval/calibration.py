@@ -4,7 +4,9 @@ A prediction's confidence is the probability its framework gives the chosen labe
 
 * the share of votes for it, where the output has ``votes`` (Courtroom-LLM's judges,
   self-consistency samples, parallel votes);
-* its final probability, where the output has ``probabilities`` (Debate-Feedback's O_n).
+* its final probability, where the output has ``probabilities`` (Debate-Feedback's O_n);
+* an explicit ``confidence`` field wins over both (a ``swap-vote`` verdict taken from the swapped
+  order carries that order's confidence, :mod:`courtroom.eval.bias`).
 
 The scores are top-label ones, on the examples that have a confidence: the **Brier score**
 ``mean((confidence - correct)^2)`` and the **expected calibration error** over equal-width
@@ -23,6 +25,8 @@ def confidence(prediction: str | None, fields: Mapping[str, Any] | None) -> floa
     """The probability the framework's own output gives ``prediction``; None when it carries none."""
     if prediction is None or not fields:
         return None
+    if isinstance(fields.get("confidence"), int | float):
+        return round(float(fields["confidence"]), 6)
     votes = fields.get("votes")
     if isinstance(votes, list) and votes:
         return round(sum(v == prediction for v in votes) / len(votes), 6)

@@ -26,6 +26,7 @@ from courtroom._lock import FolderLock
 from courtroom.cache import require_base_url, without_base_url
 from courtroom.errors import ConfigError
 from courtroom.eval import analysis, plots
+from courtroom.eval.bias import check_debias, swappable_frameworks
 from courtroom.eval.calibration import scores
 from courtroom.eval.formatting import readable_table
 from courtroom.eval.harness import ExampleResult
@@ -141,12 +142,14 @@ def comparison_configs(
     presets: Sequence[str] = (),
     rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
+    debias: str | None = None,
 ) -> dict[str, RunConfig]:
     """The run config of each compared row (same examples, models and settings).
 
     ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
     knobs, preset)) compares named configurations, several of one framework if need be (suites);
-    ``frameworks`` then lists row names.
+    ``frameworks`` then lists row names. ``debias`` applies to the rows whose framework has sides
+    to swap (:mod:`courtroom.eval.bias`); the others run once per case, as usual.
     """
     from courtroom.programs.presets import apply_preset, get_preset
 
@@ -163,6 +166,13 @@ def comparison_configs(
     base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in spec.items()}
     classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
     per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
+    check_debias(debias)
+    swapped = {f for f, c in classes.items() if c.swappable} if debias is not None else set()
+    if debias is not None and not swapped:
+        raise ConfigError(
+            f"--debias {debias}: none of {', '.join(frameworks)} has sides to swap; "
+            f"position swap works with {', '.join(swappable_frameworks())}"
+        )
     unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
     if unknown_roles:
         raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
@@ -188,6 +198,7 @@ def comparison_configs(
             train_limit=train_limit,
             preset=spec[f][2],
             fail_on_error=fail_on_error,
+            debias=debias if f in swapped else None,
         )
         for f in frameworks
     }
@@ -226,6 +237,7 @@ def compare(
     matched_baselines: bool = True,
     baseline: str = "self-consistency",
     match: str = "calls",
+    debias: str | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -238,7 +250,7 @@ def compare(
 
     With ``matched_baselines``, a majority-vote ``baseline`` row is added per framework, its
     samples set to match the framework's mean calls (or tokens) per example
-    (:mod:`courtroom.eval.matched`).
+    (:mod:`courtroom.eval.matched`). ``debias``: see :func:`comparison_configs`.
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     configs = comparison_configs(
@@ -262,6 +274,7 @@ def compare(
         presets=presets,
         rows=rows,
         fail_on_error=fail_on_error,
+        debias=debias,
     )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -431,6 +444,7 @@ def _run_rows(
                 framework=baseline,
                 knobs={knob: k},
                 preset=None,
+                debias=None,
                 roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},
             )
             matches[row_name] = fws
@@ -531,6 +545,7 @@ def hearing_votes(
     hearing = RunConfig(
         **{key: v for key, v in vars(config).items() if key in known}
         | {"framework": "courtroom-llm", "knobs": {"k_precedents": 0}, "preset": None, "limit": config.limit}
+        | {"debias": None}
     )
     hearing.roles = {r: m for r, m in config.roles.items() if r == "clerk"}
     program = RunSetup.build(hearing, lms).program

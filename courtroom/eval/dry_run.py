@@ -158,6 +158,8 @@ def estimate_comparison(
     for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
         if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
             continue  # a compared row already is that vote
-        config = dataclasses.replace(first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={})
+        config = dataclasses.replace(
+            first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={}, debias=None
+        )
         out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
     return out

@@ -2,10 +2,11 @@
 
 How the figures are found (SPEC §10):
 
-* **Calls**: the program runs on every example with role calls answered in-process by schema
-  filling (no adapter, no model): each answer pattern in :data:`PATTERNS` is tried, and the
-  calls per example are the maximum over them. When every pattern gives the same count the
-  structure fixes the calls and the figure is exact; otherwise it is a maximum, and says so.
+* **Calls**: the program (in both orders, for a ``debias`` run) runs on every example with role
+  calls answered in-process by schema filling (no adapter, no model): each answer pattern in
+  :data:`PATTERNS` is tried, and the calls per example are the maximum over them. When every
+  pattern gives the same count the structure fixes the calls and the figure is exact; otherwise
+  it is a maximum, and says so.
   Training calls (``program.prepare``) are counted the same way.
 * **Prompt tokens**: the real prompts of a sample of the examples are rendered through the real
   adapter (:data:`courtroom._adapter.ADAPTER`) by a recording model and counted with
@@ -43,6 +44,7 @@ from courtroom.eval._simulate import (
     recording_lms,
     sample_indices,
 )
+from courtroom.eval.bias import check_debias, debiased
 from courtroom.eval.runs import RunConfig
 from courtroom.eval.tasks import load_splits, load_task
 from courtroom.lms import DEFAULT, LOCAL
@@ -158,6 +160,7 @@ def estimate_run(
     """What ``run(config)`` would spend, found without sending a request (see the module docstring)."""
     start = time.perf_counter()
     cls = get_framework(config.framework)
+    check_debias(config.debias, config.framework)
     data = load_task(
         config.task, data=config.data, split=config.split, limit=config.limit, seed=config.seed, dataset=config.dataset
     )
@@ -181,6 +184,7 @@ def estimate_run(
         CallCounter(PATTERNS[0]).attach(program)
         program.prepare(train)
         del program.ask  # back to the class's real role calls
+    evaluated = debiased(program, config.debias)  # a swapped run renders both orders' prompts
     # Render at most about RENDER_CALLS calls (but at least 4 examples): enough for the fit.
     per_example = max(1.0, sum(calls) / max(len(calls), 1))
     picked = sample_indices(len(examples), max(min(sample, 4), min(sample, math.ceil(RENDER_CALLS / per_example))))
@@ -191,7 +195,7 @@ def estimate_run(
     for i in picked:
         before = len(engine.requests)
         try:
-            program(case=examples[i].case)
+            evaluated(case=examples[i].case)
         except Exception:  # noqa: BLE001 - counted as far as it went
             pass
         per_case.append(0)

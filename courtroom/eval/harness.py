@@ -16,6 +16,7 @@ from typing import Any
 import dspy
 
 from courtroom._concurrency import bounded_requests
+from courtroom.eval.bias import bias_summary
 from courtroom.eval.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.transcript import Turn
@@ -171,7 +172,10 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
 
 
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
-    """Scores, failures, calls, tokens, cost, wall time and calibration (Brier, ECE) of a list of results.
+    """Scores, failures, calls, tokens, cost, wall time, calibration (Brier, ECE) and bias of a list of results.
+
+    Bias (:func:`courtroom.eval.bias.bias_summary`): the position-consistency rate of a swapped
+    run, and how often the verdict went to the longer argument where a framework has arguments.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
     input and output dollars); it is None when no model has a price. Tokens and cost count sent
@@ -197,4 +201,5 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         brier=calibration["brier"] if calibration else None,
         ece=calibration["ece"] if calibration else None,
     )
+    summary.update(bias_summary(results))
     return summary

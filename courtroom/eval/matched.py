@@ -60,7 +60,7 @@ def tokens_per_sample(config: Any, baseline: str) -> float:
     """
     from courtroom.eval.estimate import estimate_run
 
-    one = dataclasses.replace(config, framework=baseline, knobs={BASELINES[baseline]: 1})
+    one = dataclasses.replace(config, framework=baseline, knobs={BASELINES[baseline]: 1}, debias=None)
     est = estimate_run(one, sample=10)
     evaluation = (est.calls - est.prepare_calls) / est.calls if est.calls else 1.0
     return (est.prompt_tokens + (est.completion_tokens or 0)) * evaluation / max(est.examples, 1)

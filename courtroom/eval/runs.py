@@ -25,6 +25,7 @@ from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.cache import configure_cache, without_base_url
 from courtroom.errors import ConfigError, ModelError
+from courtroom.eval.bias import bias_rows, check_debias, debiased
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.salting import salted_roles
@@ -69,6 +70,8 @@ class RunConfig:
     """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR
     """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
+    debias: str | None = None
+    """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.eval.bias`)."""
 
 
 @dataclass
@@ -124,6 +127,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     ]
     if summary.get("brier") is not None:
         rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
+    rows += bias_rows(summary)
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
@@ -147,6 +151,7 @@ class RunSetup:
         """Load the data, build the role models and the program (``lms`` replaces the named models)."""
         configure_cache()
         framework = get_framework(config.framework)
+        check_debias(config.debias, config.framework)
         data = load_task(
             config.task,
             data=config.data,
@@ -240,9 +245,12 @@ class RunSetup:
                 if progress:
                     progress(res)
 
-            new = evaluate(self.program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
+            # A swapped twin is made here, after prepare(), so it keeps what was fitted.
+            program = debiased(self.program, config.debias)
+            new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
             if again:
-                new += evaluate(retry_program, again, concurrency=config.concurrency, on_result=record, budget=budget)
+                retried = debiased(retry_program, config.debias)
+                new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
         _session(run_dir, "end")
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}

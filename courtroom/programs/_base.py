@@ -43,6 +43,10 @@ class CourtroomProgram(dspy.Module):
     early_stop_knobs: ClassVar[dict[str, Any]] = {}
     """Early-stopping knob -> the value that turns it off (its default). While any is on, the number
     of calls per case depends on the answers: see :attr:`adaptive`."""
+    swappable: ClassVar[bool] = False
+    """Whether the program seats sides in an order :meth:`swapped` can exchange (``--debias swap``)."""
+    sides_swapped: bool = False
+    """True on the copy :meth:`swapped` makes."""
 
     def __init__(
         self,
@@ -123,6 +127,25 @@ class CourtroomProgram(dspy.Module):
             f"{self.name}: {', '.join(cold)} sampled at temperature 0: the samples will be identical "
             "and the extra calls wasted; pass --temperature > 0 (or drop it to use the framework's default)"
         )
+
+    def swapped(self) -> CourtroomProgram:
+        """A copy with the sides in each other's seats: labels and positions in reverse order.
+
+        Everything the program learned (demos, instructions, what ``prepare`` fitted) is kept;
+        each framework's :meth:`_reorder` re-narrows its label enums to the new order (the order
+        shows in the prompt's schema) and moves whatever else seats a side. ``sides_swapped``
+        tells the copy from the original.
+        """
+        if not self.swappable:
+            raise ConfigError(f"{self.name} has no sides to swap")
+        twin = self.deepcopy()
+        twin.labels, twin.positions = self.labels[::-1], self.positions[::-1]
+        twin.sides_swapped = not self.sides_swapped
+        twin._reorder(self)
+        return twin
+
+    def _reorder(self, original: CourtroomProgram) -> None:
+        """Re-narrow the label enums after :meth:`swapped` reversed the labels (swappable programs)."""
 
     def label_of(self, position: str) -> str:
         """The label a position stands for."""

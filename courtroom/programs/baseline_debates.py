@@ -33,10 +33,12 @@ class KhanDebate(CourtroomProgram):
     Debater signature plus a ``now_holds`` field, :func:`courtroom.signatures.baselines.with_concession`,
     used only with this knob on), and the rounds stop once both hold the same answer; the judge
     then reads the shorter debate. The prediction has ``stopped_early``.
+    :meth:`swapped` lists the labels in reverse order and gives each debater the other's answer.
     """
 
     name = "khan-debate"
     roles = ("classifier", "debater", "judge")
+    swappable = True
     summary = "Khan et al. debate: two debaters with opposite answers argue r rounds; a judge decides."
     early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_on_concession": False}
 
@@ -66,14 +68,22 @@ class KhanDebate(CourtroomProgram):
         self.debater = dspy.Predict(sig.Debater)
         self.judge = dspy.Predict(sig.DebateJudge.with_updated_fields("decision", type_=lt))
 
+    def _reorder(self, original: CourtroomProgram) -> None:
+        lt = label_type(self.labels)
+        self.classifier.signature = self.classifier.signature.with_updated_fields(
+            "first", type_=lt
+        ).with_updated_fields("second", type_=lt)
+        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=lt)
+
     def _sides(self, case: str) -> tuple[list[str], list[Turn]]:
         if len(self.labels) == 2:
-            return list(self.labels), []
+            return list(self.labels), []  # reversed in the swapped copy
         out = self.ask("classifier", self.classifier, case=case, labels=labels_text(self.labels))
         first, second = out.first, out.second
         if second == first:
             second = self.labels[(self.labels.index(first) + 1) % len(self.labels)]
-        return [first, second], [Turn("classifier", 0, f"top two: {first}, {second}", decision=first)]
+        sides = [second, first] if self.sides_swapped else [first, second]
+        return sides, [Turn("classifier", 0, f"top two: {first}, {second}", decision=first)]
 
     def forward(self, case: str) -> dspy.Prediction:
         """Debate ``case`` and judge."""

@@ -60,12 +60,18 @@ class CourtroomLLM(CourtroomProgram):
     * **Sampling**: the clerk, advocates and judges run at temperature 0.5 (§4.1.3) unless their
       model has a temperature of its own.
 
+    * **Swapped** (:meth:`swapped`, ``--debias swap``): the labels are listed in reverse order (to the
+      clerk, and in the judges' choice) and each advocate argues the label the other would have
+      (fixed: the prosecutor argues A2; random: the coin's outcome is inverted). The copy shares the
+      precedent index and its reasons with the original.
+
     Output fields: ``label``, ``transcript``, ``votes``, ``ph_label`` (A1), ``ph_runner_up`` (A2),
     ``precedents`` (dicts) and ``assignment`` (role -> label).
     """
 
     name = "courtroom-llm"
     roles = ("clerk", "prosecutor", "attorney", "judge", "reasoner")
+    swappable = True
     summary = "Courtroom-LLM: preliminary hearing, prosecutor vs attorney, precedents, a panel of judges."
     # §4.1.3: "the temperature for the model was fixed at 0.5" for PH, prosecutor, attorney and judge.
     sampling_temperatures: ClassVar[dict[str, float]] = {
@@ -119,16 +125,23 @@ class CourtroomLLM(CourtroomProgram):
         if self.max_argument_sentences:
             sentence_splitter()  # built here, not by the first concurrent hearing in a worker thread
         self.precedent_index: PrecedentIndex | None = None
-        lt = label_type(self.labels)
-        self.clerk = dspy.Predict(
-            sig.PreliminaryHearing.with_updated_fields("most_likely", type_=lt).with_updated_fields(
-                "ranking", type_=list[lt]  # type: ignore[valid-type]
-            )
-        )
+        self.clerk = dspy.Predict(self._typed_hearing(sig.PreliminaryHearing))
         self.prosecutor = dspy.Predict(sig.Prosecutor)
         self.attorney = dspy.Predict(sig.Attorney)
-        self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=lt))
+        self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=label_type(self.labels)))
         self.reasoner = dspy.Predict(sig.PrecedentReason)
+
+    def _typed_hearing(self, signature: type[dspy.Signature]) -> type[dspy.Signature]:
+        lt = label_type(self.labels)
+        return signature.with_updated_fields("most_likely", type_=lt).with_updated_fields(
+            "ranking", type_=list[lt]  # type: ignore[valid-type]
+        )
+
+    def _reorder(self, original: CourtroomProgram) -> None:
+        self.clerk.signature = self._typed_hearing(self.clerk.signature)
+        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=label_type(self.labels))
+        if isinstance(original, CourtroomLLM):
+            self.precedent_index = original.precedent_index  # reasons are written once, for both
 
     def sampled_roles(self) -> dict[str, int]:
         """Parallel judges read the same prompt ``n_judges`` times."""
@@ -169,7 +182,8 @@ class CourtroomLLM(CourtroomProgram):
         )
 
     def _assign(self, case: str, a1: str, a2: str) -> dict[str, str]:
-        if self.assignment == "random" and seeded_rng(self.seed, "assignment", case).random() < 0.5:
+        flip = self.assignment == "random" and seeded_rng(self.seed, "assignment", case).random() < 0.5
+        if flip != self.sides_swapped:
             return {"prosecutor": a2, "attorney": a1}
         return {"prosecutor": a1, "attorney": a2}
 

@@ -26,11 +26,15 @@ class JudgmentOfThought(CourtroomProgram):
     judgment) and the trial ends there; never more than ``n_loops`` rounds, so it needs
     ``n_loops >= k + 2`` to save anything (refused otherwise). The prediction then has
     ``stopped_early``, and the judge's turn that triggered it says so.
+
+    Advocate turns record the label they argue (``extra["label"]``). :meth:`swapped` gives the
+    lawyer positions[1] and the prosecutor positions[0], and lists the judge's choices in that order.
     """
 
     name = "jot"
     roles = ("lawyer", "prosecutor", "judge")
     binary_only = True
+    swappable = True
     summary = "Judgment-of-Thought: lawyer and prosecutor argue over n_loops rounds; a judge decides each round."
     early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_when_stable": 0}
 
@@ -74,6 +78,9 @@ class JudgmentOfThought(CourtroomProgram):
         self.lawyer = dspy.Predict(jot.Lawyer)
         self.prosecutor = dspy.Predict(jot.Prosecutor)
         self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
+
+    def _reorder(self, original: CourtroomProgram) -> None:
+        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=label_type(self.positions))
 
     def _stage(self, r: int, closing: bool) -> str:
         # No total count in the prompt: a 5-loop trial then shares its first rounds (and their
@@ -133,6 +140,7 @@ class JudgmentOfThought(CourtroomProgram):
             outs = dict(zip(calls, run_parallel(list(calls.values())), strict=True))
             for role, out in outs.items():
                 earlier[role].append(out.argument)
+            argues = {"lawyer": self.label_of(pos), "prosecutor": self.label_of(neg)}
             for role in ("lawyer", "prosecutor"):
                 if role in outs:
                     transcript.append(
@@ -140,7 +148,7 @@ class JudgmentOfThought(CourtroomProgram):
                             role,
                             r,
                             outs[role].argument,
-                            extra={"stage": stage.split(" ")[0]}
+                            extra={"stage": stage.split(" ")[0], "label": argues[role]}
                             | ({"saw_feedback": feedback[role]} if feedback[role] else {}),
                         )
                     )
