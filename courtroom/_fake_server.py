@@ -98,6 +98,9 @@ class FakeServer:
 
     def start(self) -> FakeServer:
         """Serve in a background thread."""
+        # The tokenizer loads lazily on first use: load it here, so no handler thread imports it
+        # while the client's threads make their first calls (the import race `_warmup` prevents).
+        _usage("fake", [{"role": "user", "content": "warm-up"}], "warm-up")
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
