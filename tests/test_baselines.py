@@ -160,3 +160,23 @@ def test_each_role_runs_on_its_own_model() -> None:
 def test_bad_configuration(cls: type, kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         cls(BINARY, lm=scripted_lm({}), **kwargs)
+
+
+def test_a_demo_whose_answer_fails_gives_way_to_the_next_training_case() -> None:
+    from courtroom.programs._common import seeded_rng
+
+    train = [dspy.Example(case=f"train case {i}", label=BINARY[i % 2], id=i) for i in range(10)]
+    first = seeded_rng(3, "few-shot").sample(range(10), 3)
+    broken = f"train case {first[0]}"
+
+    def answer(role: str, turn: int, prompt: str) -> dict:
+        return {"reasoning": "r", "answer": "Maybe" if broken in prompt else "True"}  # not a label: refused
+
+    cot = ChainOfThought(BINARY, lm=scripted_lm({"classifier": answer}), seed=3)
+    cot.prepare(train)
+    cases = [d.case for d in cot.classifier.demos]
+    assert len(cases) == 3 and broken not in cases
+    assert cases[:2] == [f"train case {i}" for i in first[1:]]  # the others drawn stay, in order
+    nothing = scripted_lm({"classifier": {"reasoning": "r", "answer": "Maybe"}})
+    with pytest.raises(ConfigError, match="only 0 of 10 training cases got a usable zero-shot CoT answer"):
+        ChainOfThought(BINARY, lm=nothing, seed=3).prepare(train)

@@ -76,21 +76,37 @@ def cot_demos(program: CourtroomProgram, trainset: Sequence[dspy.Example], k: in
     """
     _check_shots(program.name, k, trainset)
     picked = seeded_rng(seed, "few-shot").sample(range(len(trainset)), k)
+    # A case whose answer fails (cut off, not JSON, timed out) gives way to the next one in a second
+    # seeded order; the first k drawn stay the demos whenever they all answer.
+    order = seeded_rng(seed, "few-shot-spare").sample(range(len(trainset)), len(trainset))
+    spare = [i for i in order if i not in picked]
     reason = sig.Reason.with_updated_fields("answer", type_=label_type(program.labels))
     labels = labels_text(program.labels)
-    outs = run_parallel(
-        [
-            functools.partial(
-                program.ask, "classifier", program.classifier, sample=False, signature=reason, demos=[],
+
+    def demo(i: int) -> tuple[dspy.Example | None, str]:
+        try:
+            o = program.ask(
+                "classifier", program.classifier, sample=False, signature=reason, demos=[],
                 case=trainset[i].case, labels=labels,
-            )
-            for i in picked
-        ]
-    )
-    return [
-        dspy.Example(case=trainset[i].case, labels=labels, reasoning=o.reasoning, answer=o.answer)
-        for i, o in zip(picked, outs, strict=True)
-    ]
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the case is replaced; the reason is kept for the error
+            return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return dspy.Example(case=trainset[i].case, labels=labels, reasoning=o.reasoning, answer=o.answer), ""
+
+    demos: list[dspy.Example] = []
+    last = ""
+    todo = picked
+    while todo:
+        for example, why in run_parallel([functools.partial(demo, i) for i in todo]):
+            demos += [example] if example is not None else []
+            last = why or last
+        todo, spare = spare[: k - len(demos)], spare[k - len(demos) :]
+    if len(demos) < k:
+        raise ConfigError(
+            f"{program.name}: only {len(demos)} of {len(trainset)} training cases got a usable zero-shot CoT "
+            f"answer for the k_shots={k} demos (last failure: {last}); lower k_shots or check the model"
+        )
+    return demos
 
 
 class FewShot(ZeroShot):
