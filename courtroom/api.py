@@ -253,7 +253,7 @@ def compare(
         if resume is not None:
             from courtroom.eval.compare_resume import resume_comparison
 
-            given = {"task": task, "frameworks": names, "prices": price_table}
+            given: dict[str, Any] = {"task": task, "frameworks": names, "prices": price_table}
             return resume_comparison(resume, **hooks, **{k: v for k, v in given.items() if v is not None}, **options)
         return run_compare(task or "boolean_expressions", names or [], prices=price_table, **hooks, **options)
 

@@ -103,6 +103,7 @@ class PositionSwap(dspy.Module):
             [lambda: _attempt(self.program, case), lambda: _attempt(self.twin, case)]
         )
         if first is None:
+            assert failure is not None  # _attempt returns an answer or its exception
             raise failure
         own = _own_fields(first)
         fields: dict[str, Any] = {
