@@ -38,11 +38,15 @@ class CallCounter(BaseCallback):
 
     def __init__(self) -> None:  # noqa: D107
         self.calls = 0
+        self.active: Tracker | None = None
+        """The task whose examples are running (tasks run one after another: a comparison's rows)."""
         self._lock = threading.Lock()
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
         with self._lock:
             self.calls += 1
+            if self.active is not None:
+                self.active.own_calls += 1
 
 
 @dataclass
@@ -56,6 +60,9 @@ class Tracker:
     failed: int = 0
     correct: int = 0
     calls_at_start: int = 0
+    own_calls: int = 0
+    """LM calls made while this task's examples ran (see :meth:`start`)."""
+    counts_own: bool = False
     note: str = ""
     handle: Any = None
     started: float = 0.0
@@ -66,6 +73,8 @@ class Tracker:
     def start(self, n: int) -> None:
         """``n`` more examples are to be evaluated (called again by each repeat)."""
         self.total = (self.total or 0) + n
+        self.counts_own = True
+        self.display.counter.active = self  # calls from now on are this task's, until another starts
         self.display._refresh(self)
 
     def result(self, res: Any) -> None:
@@ -87,8 +96,8 @@ class Tracker:
 
     @property
     def calls(self) -> int:
-        """LM calls made since this task began."""
-        return self.display.counter.calls - self.calls_at_start
+        """LM calls of this task: made while its examples ran, else every call since it began."""
+        return self.own_calls if self.counts_own else self.display.counter.calls - self.calls_at_start
 
     def line(self) -> str:
         """The plain-text form of the task's state."""

@@ -86,6 +86,10 @@ def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path)
     assert len(lines) >= 3, done.stderr
     assert any("LM calls" in line for line in lines) and any("6/6 examples" in line for line in lines)
     assert not any("/?" in line for line in lines[-2:])  # the totals are known once a run starts
+    # Each row counts its own calls: zero-shot makes one per example, though cot and the matched
+    # votes run after it (once, every row's line counted every later row's calls too).
+    last = [line for line in lines if "zero-shot: " in line][-1]
+    assert "6/6 examples, 6 LM calls" in last, last
 
 
 def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:

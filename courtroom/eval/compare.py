@@ -402,6 +402,7 @@ def _run_rows(
             if on_start:
                 on_start(f, n)
 
+        start(0)  # the row is under way: its training calls (demos, precedents) are its own
         spend = {"budget": budget} if budget is not None else {}
         folder = out_dir / _folder(f)
         with contextlib.ExitStack() as stack:
