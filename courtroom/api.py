@@ -140,7 +140,7 @@ def run(
                 return run_repeats(config, repeats, lms=lms, **hooks, **spend)
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
     if ambiguity_k:
-        from courtroom.eval.compare import run_ambiguity
+        from courtroom.eval.ambiguity import run_ambiguity
 
         outcome.analyses["ambiguity"] = run_ambiguity(
             outcome.run_dir, ambiguity_k, theta, lms=lms, api_base=api_base

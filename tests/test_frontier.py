@@ -2,7 +2,6 @@
 
 import time
 
-from courtroom.eval import compare as compare_module
 from courtroom.eval import plots
 from courtroom.eval.compare import compare
 from courtroom.eval.report import write_report
@@ -52,8 +51,8 @@ def test_repeats_put_ci_whiskers_on_every_accuracy_plot(tmp_path, monkeypatch):
         seen["frontier"] = (low, high, accuracy)
         return real_frontier(cost, accuracy, low, high, path, **kw)
 
-    monkeypatch.setattr(compare_module.plots, "accuracy_bars", bars)
-    monkeypatch.setattr(compare_module.plots, "frontier", frontier)
+    monkeypatch.setattr(plots, "accuracy_bars", bars)
+    monkeypatch.setattr(plots, "frontier", frontier)
     result = compare(
         "web_of_lies",
         ["jot", "zero-shot"],

@@ -23,16 +23,18 @@ import pandas as pd
 
 from courtroom import _stop
 from courtroom._lock import FolderLock
-from courtroom.cache import require_base_url, without_base_url
+from courtroom.cache import without_base_url
 from courtroom.errors import ConfigError
-from courtroom.eval import analysis, plots
+from courtroom.eval import analysis
+from courtroom.eval.ambiguity import split_comparison
 from courtroom.eval.bias import check_debias, swappable_frameworks
 from courtroom.eval.calibration import scores
+from courtroom.eval.comparison_plots import comparison_runs, draw_plots, load_comparison
 from courtroom.eval.formatting import readable_table
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.eval.resume import resume
-from courtroom.eval.runs import RunConfig, RunOutcome, RunSetup, load_run, run
+from courtroom.eval.runs import RunConfig, RunOutcome, run
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.lms import RoleLMs
 from courtroom.programs import get_framework
@@ -455,7 +457,8 @@ def _run_rows(
     frameworks = [*frameworks, *(m for m in matches if m not in frameworks)]
     comparison = _write(out_dir, task, frameworks, outcomes, configs, matches)
     if ambiguity_k:
-        _ambiguity(comparison, outcomes, configs, lms, ambiguity_k, theta, concurrency)
+        rows = {f: _results(o)[1] for f, o in outcomes.items()}
+        split_comparison(out_dir, comparison.analyses, rows, configs, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
     for f, o in outcomes.items():
         failed = [x for x in (o.outcomes if isinstance(o, RepeatOutcome) else [o]) if x.summary["status"] == "failed"]
@@ -529,225 +532,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def hearing_votes(
-    config: RunConfig,
-    cases: Mapping[str, str],
-    k: int = 5,
-    *,
-    lms: RoleLMs | None = None,
-    concurrency: int | None = None,
-) -> dict[str, list[str | None]]:
-    """The preliminary hearing K times on each case (example id -> labels; None for a failed sample).
-
-    The hearing is Courtroom-LLM's clerk on ``config``'s data and models (its ``clerk`` role), so
-    sample 0 shares the cache with a Courtroom-LLM run's own hearing.
-    """
-    known = {f for f in RunConfig.__dataclass_fields__}
-    hearing = RunConfig(
-        **{key: v for key, v in vars(config).items() if key in known}
-        | {"framework": "courtroom-llm", "knobs": {"k_precedents": 0}, "preset": None, "limit": config.limit}
-        | {"debias": None}
-    )
-    hearing.roles = {r: m for r, m in config.roles.items() if r == "clerk"}
-    program = RunSetup.build(hearing, lms).program
-    if program.temperature_of("clerk") == 0:
-        logger.warning("the ambiguity split hears each case %d times at temperature 0: the samples will agree", k)
-    return analysis.run_hearings(
-        analysis.clerk_hearing(program), cases, k, concurrency=concurrency or config.concurrency
-    )
-
-
-def run_ambiguity(
-    run_dir: str | Path,
-    k: int = 5,
-    theta: float = 0.5,
-    *,
-    lms: RoleLMs | None = None,
-    concurrency: int | None = None,
-    api_base: str | None = None,
-) -> pd.DataFrame:
-    """Hear every case of a run K times; write ``ambiguity.json``; return the split of its results.
-
-    Any framework's run works: the hearing is Courtroom-LLM's clerk on the run's data and models
-    (``lms`` replaces them, e.g. fakes). A run that used an ``api_base`` needs it again (base
-    URLs are never written to disk).
-    """
-    run_dir = Path(run_dir)
-    meta, rows, _ = load_run(run_dir)
-    known = set(RunConfig.__dataclass_fields__)
-    config = RunConfig(**{key: v for key, v in meta["config"].items() if key in known})
-    config.api_base = api_base or config.api_base
-    if lms is None:
-        require_base_url(meta["config"], config.api_base, str(run_dir))
-    votes = hearing_votes(config, {r["id"]: r["input"] for r in rows}, k, lms=lms, concurrency=concurrency)
-    (run_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
-    mode = (meta.get("framework_config") or {}).get("judge_mode", "parallel")
-    return analysis.ambiguity_split(rows, votes, theta, mode)
-
-
-def _ambiguity(
-    comparison: Comparison,
-    outcomes: Mapping[str, Any],
-    configs: Mapping[str, RunConfig],
-    lms: RoleLMs | None,
-    k: int,
-    theta: float,
-    concurrency: int,
-) -> None:
-    """Hear each case K times, once for the whole comparison, and split every row by it."""
-    # A Courtroom-LLM row's models hear the cases (its own hearing is sample 0); else the first row's.
-    first = next((f for f, c in configs.items() if c.framework == "courtroom-llm"), next(iter(configs)))
-    _, results = _results(outcomes[first])
-    votes = hearing_votes(configs[first], {r.id: r.input for r in results}, k, lms=lms, concurrency=concurrency)
-    (comparison.out_dir / "ambiguity.json").write_text(json.dumps({"k": k, "theta": theta, "votes": votes}, indent=2))
-    for f, o in outcomes.items():
-        _, rows = _results(o)
-        mode = configs[f].knobs.get("judge_mode", "parallel")
-        comparison.analyses[f]["ambiguity"] = analysis.ambiguity_split(rows, votes, theta, mode).to_dict("records")
-    (comparison.out_dir / "analyses.json").write_text(json.dumps(comparison.analyses, indent=2))
-
-
-def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]:
-    """(comparison.json, table, analyses) of a comparison folder."""
-    path = Path(path)
-    if not (path / "comparison.json").is_file():
-        raise ConfigError(
-            f"{path} is not a comparison folder (no comparison.json): pass a folder printed by `courtroom compare`"
-        )
-    info = json.loads((path / "comparison.json").read_text())
-    table = pd.read_csv(path / "table.csv", index_col="framework")
-    analyses = json.loads((path / "analyses.json").read_text()) if (path / "analyses.json").is_file() else {}
-    return info, table, analyses
-
-
-def draw_plots(out_dir: str | Path) -> dict[str, Path]:
-    """Draw the comparison's plots from its files.
-
-    Accuracy bars, box plots over repeats, agreement curves,
-    the ambiguity split; returns name -> PNG path. Each names what ran under it
-    (:mod:`courtroom.eval.provenance`) and has its own title.
-    """
-    from courtroom.eval.provenance import provenance, subtitle
-
-    out_dir = Path(out_dir)
-    info, table, analyses = load_comparison(out_dir)
-    about = provenance(out_dir)
-    note, chance, task = subtitle(about), about.chance(), info["task"]
-    made: dict[str, Path] = {}
-    low, high, ci_label = accuracy_interval(table)
-    made["accuracy"] = plots.accuracy_bars(
-        table["accuracy"],
-        out_dir / "plots" / "accuracy.png",
-        [(table["accuracy"] - low).fillna(0), (high - table["accuracy"]).fillna(0)],
-        f"{task}: accuracy per framework",
-        n=table["n"],
-        chance=chance,
-        ci_label=ci_label,
-        note=note,
-    )
-    made["frontier"] = draw_frontier(out_dir, table, task)
-    accs = {f: a["repeat_accuracies"] for f, a in analyses.items() if a.get("repeat_accuracies")}
-    if accs:
-        made["repeats"] = plots.repeats_boxplot(
-            accs,
-            out_dir / "plots" / "repeats.png",
-            f"{task}: accuracy spread over repeats",
-            n=about.n,
-            chance=chance,
-            note=note,
-        )
-    curves, against = {}, set()
-    for f, a in analyses.items():
-        agreement = a.get("agreement") or {}
-        if agreement.get("mode") == "sequential" and agreement.get("by_judge"):
-            curves[f"{f} (with previous judge)"] = [None, *agreement["by_judge"]]
-            against.add("the previous judge")
-        elif agreement.get("with_verdict"):
-            curves[f"{f} (with the verdict)"] = agreement["with_verdict"]
-            against.add("the verdict")
-    if curves:
-        made["agreement"] = plots.agreement_curves(
-            curves,
-            out_dir / "plots" / "agreement.png",
-            ylabel="share of votes agreeing",
-            title=f"{task}: each judge's vote agreeing with {' or '.join(sorted(against))}",
-            note=note,
-        )
-    diagrams = {f: a["calibration"]["bins"] for f, a in analyses.items() if a.get("calibration")}
-    if diagrams:
-        made["reliability"] = plots.reliability_diagram(
-            diagrams,
-            out_dir / "plots" / "reliability.png",
-            title=f"{task}: reliability diagram (n per bin)",
-            note=note,
-        )
-    amb = json.loads((out_dir / "ambiguity.json").read_text()) if (out_dir / "ambiguity.json").is_file() else {}
-    for f, a in analyses.items():
-        if a.get("ambiguity"):
-            made[f"ambiguity-{f}"] = plots.ambiguity_bars(
-                pd.DataFrame(a["ambiguity"]),
-                out_dir / "plots" / f"ambiguity-{f}.png",
-                f"{task}, {f}: accuracy when {amb.get('k', 'K')} hearing samples agree or not",
-                chance=chance,
-                note=note,
-            )
-    return made
-
-
-def accuracy_interval(table: pd.DataFrame) -> tuple[pd.Series, pd.Series, str]:
-    """(low, high, legend) of each row's 95% CI: over repeats when there are any, else Wilson over examples."""
-    if "accuracy_ci_low" in table.columns:
-        low = table["accuracy_ci_low"].fillna(table["accuracy"])
-        high = table["accuracy_ci_high"].fillna(table["accuracy"])
-        repeats = int(table["repeats"].max()) if "repeats" in table.columns else 0
-        return low, high, f"95% CI over {repeats} repeats (t)"
-    cis = {f: plots.wilson(float(table.loc[f, "accuracy"]), int(table.loc[f, "n"])) for f in table.index}
-    low = pd.Series({f: c[0] for f, c in cis.items()}, dtype=float)
-    high = pd.Series({f: c[1] for f, c in cis.items()}, dtype=float)
-    return low, high, "95% CI over examples (Wilson)"
-
-
-def draw_frontier(out_dir: Path, table: pd.DataFrame, task: str) -> Path:
-    """``frontier.png``: accuracy (95% CI: over repeats, else Wilson over examples) vs cost per example.
-
-    Cost is dollars per example when every row has a price, else tokens per example.
-    """
-    from courtroom.eval.provenance import provenance, subtitle
-
-    n = table["n"].astype(float)
-    low, high, ci_label = accuracy_interval(table)
-    from courtroom.eval.matched import per_example, uncached
-
-    rows = table.to_dict("index")
-    cost = pd.Series([uncached(rows[f], "cost") for f in table.index], index=table.index, dtype=float)
-    if cost.notna().all():
-        x, label = cost / n, "dollars per example"
-    else:
-        x = pd.Series([per_example(rows[f], "tokens") for f in table.index], index=table.index, dtype=float)
-        label = "tokens per example (cache hits included)"
-    about = provenance(out_dir)
-    return plots.frontier(
-        x,
-        table["accuracy"],
-        low,
-        high,
-        out_dir / "frontier.png",
-        xlabel=label,
-        title=f"{task}: accuracy vs cost per example",
-        ci_label=ci_label,
-        chance=about.chance(),
-        n=about.n,
-        note=subtitle(about),
-    )
-
-
-def comparison_runs(path: str | Path) -> dict[str, Path]:
-    """Framework -> the run folder holding its transcripts (repeat 0 for a repeat group)."""
-    path = Path(path)
-    info, _, _ = load_comparison(path)
-    out = {}
-    for f, rel in info["runs"].items():
-        folder = path / rel
-        out[f] = folder / "repeat-0" if (folder / "group.json").is_file() else folder
-        load_run(out[f])  # fails clearly if a folder is missing
-    return out
+__all__ = ["Comparison", "compare", "comparison_configs", "comparison_runs", "draw_plots", "load_comparison"]
