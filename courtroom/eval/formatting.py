@@ -99,7 +99,7 @@ def accuracy_ci(accuracy: Any, low: Any = None, high: Any = None, n: Any = None)
     if _missing(low) or _missing(high):
         if _missing(n):
             return ratio(accuracy)
-        from courtroom.eval.plots import wilson
+        from courtroom.eval.metrics import wilson
 
         low, high = wilson(float(accuracy), int(n))
     return f"{float(accuracy):.2f} [{float(low):.2f}, {float(high):.2f}]"

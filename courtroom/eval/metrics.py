@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,12 @@ def load_prices(path: str | Path) -> dict[str, list[float]]:
             ) from exc
         out[str(model)] = [inp, outp]
     return out
+
+
+def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion ``p`` over ``n`` cases (NaN, NaN for none)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))

@@ -22,6 +22,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from courtroom.eval.metrics import wilson  # noqa: E402, F401 - re-exported: plots draw its intervals
+
 Chance = tuple[float, str]
 """(accuracy rate, legend text) of the line to beat."""
 
@@ -206,15 +208,6 @@ def confusion(
     ax.set_ylabel("gold")
     ax.set_title(title or f"confusion matrix (n={len(golds)})", fontsize=10)
     return _save(fig, path, note)
-
-
-def wilson(accuracy: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson interval of a proportion (the CI of one run's accuracy over n examples)."""
-    if not n:
-        return (0.0, 1.0)
-    centre = (accuracy + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * ((accuracy * (1 - accuracy) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def pareto(points: Mapping[str, tuple[float, float]]) -> list[str]:

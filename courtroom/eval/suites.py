@@ -9,7 +9,6 @@ task and returns the measured accuracy (with its 95% CI) beside the paper's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from courtroom.errors import ConfigError
+from courtroom.eval.metrics import wilson
 
 
 @dataclass(frozen=True)
@@ -229,15 +229,6 @@ def get_suite(name: str) -> Suite:
     if name not in SUITES:
         raise ConfigError(f"unknown suite {name!r}: valid suites are {', '.join(SUITES)}")
     return SUITES[name]
-
-
-def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion ``p`` over ``n`` cases."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def suite_table(suite: Suite, measured: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
