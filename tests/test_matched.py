@@ -3,6 +3,9 @@
 import json
 import time
 
+import pytest
+
+from courtroom.errors import ConfigError
 from courtroom.eval.compare import compare
 from courtroom.eval.matched import plan
 from courtroom.eval.tasks import load_task
@@ -89,3 +92,13 @@ def test_match_tokens_on_the_fake_server(cold_cache, tmp_path):
     ratio = table.loc[name, "tokens_per_example"] / table.loc["jot", "tokens_per_example"]
     k = int(name.split("=")[1])
     assert abs(ratio - 1) <= 0.5 / k + 0.15, ratio  # equal up to rounding k to a whole sample
+
+
+@pytest.mark.parametrize(
+    ("option", "message"), [({"match": "bogus"}, "--match"), ({"baseline": "zero-shot"}, "zero-shot")]
+)
+def test_a_bad_baseline_or_match_is_refused_before_anything_runs(tmp_path, option, message):
+    lms = _oracle()
+    with pytest.raises(ConfigError, match=message):
+        compare("web_of_lies", ["jot"], limit=2, out=tmp_path, lms=lms, **option)
+    assert lms["default"].engine_impl.counts == {} and not list(tmp_path.iterdir())

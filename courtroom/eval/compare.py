@@ -255,6 +255,10 @@ def compare(
     (:mod:`courtroom.eval.matched`). ``debias``: see :func:`comparison_configs`.
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
+    if matched_baselines:
+        from courtroom.eval import matched
+
+        matched.check(baseline, match)  # before any row runs, not after them all
     configs = comparison_configs(
         task,
         frameworks,

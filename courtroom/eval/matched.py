@@ -66,6 +66,14 @@ def tokens_per_sample(config: Any, baseline: str) -> float:
     return (est.prompt_tokens + (est.completion_tokens or 0)) * evaluation / max(est.examples, 1)
 
 
+def check(baseline: str, match: str) -> None:
+    """Refuse, in one line, a baseline or a match that :func:`plan` does not know."""
+    if baseline not in BASELINES:
+        raise ConfigError(f"unknown matched baseline {baseline!r}: use one of {', '.join(BASELINES)}")
+    if match not in MATCHES:
+        raise ConfigError(f"--match {match!r}: use calls or tokens")
+
+
 def plan(
     rows: Mapping[str, Mapping[str, Any]],
     *,
@@ -79,10 +87,7 @@ def plan(
     (in any size) gets no matched row. ``sample_tokens`` (tokens per sample per example) is
     needed for ``match="tokens"``.
     """
-    if baseline not in BASELINES:
-        raise ConfigError(f"unknown matched baseline {baseline!r}: use one of {', '.join(BASELINES)}")
-    if match not in MATCHES:
-        raise ConfigError(f"--match {match!r}: use calls or tokens")
+    check(baseline, match)
     out: dict[int, list[str]] = {}
     for name, row in rows.items():
         if name == baseline or name in BASELINES:
