@@ -100,11 +100,46 @@ def run(
     """
     from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.eval.resume import resume as resume_run
+    from courtroom.eval.runs import RunConfig
     from courtroom.eval.runs import run as run_once
+    from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
+    from courtroom.programs.presets import apply_preset
 
     price_table = _prices(prices)
+    config = None
+    if resume is None:
+        if framework is None and preset is None:
+            raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
+        framework, knobs = apply_preset(preset, framework, knobs)
+        config = RunConfig(
+            framework=framework,
+            task=task,
+            data=data,
+            split=split,
+            limit=limit,
+            seed=seed,
+            knobs=dict(knobs or {}),
+            lm=lm,
+            roles=dict(roles or {}),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            timeout=timeout,
+            concurrency=concurrency or 4,
+            out=str(out),
+            dataset=dict(dataset) if dataset else None,
+            prices=price_table,
+            train_limit=train_limit,
+            preset=preset,
+            debias=debias,
+            fail_on_error=DEFAULT_FAIL_ON_ERROR if fail_on_error is None else fail_on_error,
+        )
     if dry_run:
-        return _dry_run(framework, preset, resume, repeats, locals())
+        from courtroom.eval.dry_run import estimate_runs
+
+        if config is None:
+            raise ConfigError("--dry-run estimates a new run: drop --resume")
+        return estimate_runs({config.framework: config}, repeats=repeats)
     spend = {} if (budget := _budget(max_calls, max_cost, price_table)) is None else {"budget": budget}
     with ProgressDisplay(progress) as display:
         bar = display.track(framework or "resume")
@@ -135,7 +170,7 @@ def run(
                 **spend,
             )
         else:
-            config = _run_config(framework, preset, locals())
+            assert config is not None  # built above for every new run
             if repeats > 1:
                 return run_repeats(config, repeats, lms=lms, **hooks, **spend)
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
@@ -146,50 +181,6 @@ def run(
             outcome.run_dir, ambiguity_k, theta, lms=lms, api_base=api_base
         ).to_dict("records")
     return outcome
-
-
-def _run_config(framework: str | None, preset: str | None, options: Mapping[str, Any]) -> Any:
-    """The :class:`~courtroom.eval.runs.RunConfig` of :func:`run`'s options (a preset applied)."""
-    from courtroom.eval.runs import RunConfig
-    from courtroom.programs.presets import apply_preset
-
-    if framework is None and preset is None:
-        raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
-    framework, knobs = apply_preset(preset, framework, options["knobs"])
-    fail_on_error = options["fail_on_error"]
-    dataset = options["dataset"]
-    return RunConfig(
-        framework=framework,
-        task=options["task"],
-        data=options["data"],
-        split=options["split"],
-        limit=options["limit"],
-        seed=options["seed"],
-        knobs=dict(knobs or {}),
-        lm=options["lm"],
-        roles=dict(options["roles"] or {}),
-        temperature=options["temperature"],
-        max_tokens=options["max_tokens"],
-        api_base=options["api_base"],
-        timeout=options["timeout"],
-        concurrency=options["concurrency"] or 4,
-        out=str(options["out"]),
-        dataset=dict(dataset) if dataset else None,
-        prices=options["price_table"],
-        train_limit=options["train_limit"],
-        preset=preset,
-        debias=options["debias"],
-        **({} if fail_on_error is None else {"fail_on_error": fail_on_error}),
-    )
-
-
-def _dry_run(framework: str | None, preset: str | None, resume: Any, repeats: int, options: Mapping[str, Any]) -> Any:
-    from courtroom.eval.dry_run import estimate_runs
-
-    if resume is not None:
-        raise ConfigError("--dry-run estimates a new run: drop --resume")
-    config = _run_config(framework, preset, options)
-    return estimate_runs({config.framework: config}, repeats=repeats)
 
 
 def compare(

@@ -150,43 +150,26 @@ def _run_group(
     budget: Any = None,
     **overrides: Any,
 ) -> RepeatOutcome:
-    with _stop.saving_to(group):
-        outcomes = _run_each(
-            group, config, repeats, lms, progress, on_start, resuming=resuming, budget=budget, **overrides
-        )
-    return _finish(group, config, outcomes)
+    """Run (or, ``resuming``, finish) each repeat in order; a stop at the budget names the group."""
+    from courtroom.eval.budget import BudgetExhausted
 
-
-def _run_each(
-    group: Path,
-    config: RunConfig,
-    repeats: int,
-    lms: RoleLMs | None,
-    progress: Callable[[int, ExampleResult], None] | None,
-    on_start: Callable[[int, int], None] | None,
-    *,
-    resuming: bool,
-    budget: Any = None,
-    **overrides: Any,
-) -> list[RunOutcome]:
     outcomes = []
-    extra = {"budget": budget} if budget is not None else {}
-    for r in range(repeats):
-        folder = group / f"repeat-{r}"
-        hooks: dict[str, Any] = {
-            "progress": (lambda res, r=r: progress(r, res)) if progress else None,
-            "on_start": (lambda n, r=r: on_start(r, n)) if on_start else None,
-        }
-        try:
-            if resuming and (folder / "meta.json").is_file():
-                outcomes.append(resume(folder, lms=lms, **hooks, **overrides, **extra))
-            else:
-                outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks, **extra))
-        except Exception as exc:
-            if budget is None or not hasattr(exc, "regroup"):
-                raise
-            raise exc.regroup(group, repeats - r - 1) from None
-    return outcomes
+    with _stop.saving_to(group):
+        for r in range(repeats):
+            folder = group / f"repeat-{r}"
+            hooks: dict[str, Any] = {
+                "progress": (lambda res, r=r: progress(r, res)) if progress else None,
+                "on_start": (lambda n, r=r: on_start(r, n)) if on_start else None,
+                "budget": budget,
+            }
+            try:
+                if resuming and (folder / "meta.json").is_file():
+                    outcomes.append(resume(folder, lms=lms, **hooks, **overrides))
+                else:
+                    outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks))
+            except BudgetExhausted as stop:
+                raise stop.regroup(group, repeats - r - 1) from None
+    return _finish(group, config, outcomes)
 
 
 def resume_repeats(
