@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -28,6 +29,23 @@ def _usage(model: str, messages: list[dict[str, Any]], text: str) -> dict[str, i
     prompt = int(litellm.token_counter(model=model, messages=messages))
     completion = int(litellm.token_counter(model=model, text=text, count_response_tokens=True))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def fault_prompts(rate: float, kind: str = "garbage", *, seed: int = 0) -> Callable[[str, dict[str, Any]], str | None]:
+    """A ``fault_for`` that faults a fixed share of prompts, on every attempt.
+
+    Whether a prompt faults depends only on ``seed`` and the prompt text, never on the order the
+    requests arrive in, so the same cases fail in every run (a random draw per request makes
+    "some example failed" a matter of thread timing). Pass it as ``FakeServer(fault_for=...)``.
+    """
+    if kind not in FAULTS:
+        raise ValueError(f"unknown fault kind {kind!r}; use {FAULTS}")
+
+    def fault_for(prompt: str, schema: dict[str, Any]) -> str | None:
+        digest = hashlib.sha256(f"{seed}|{prompt}".encode()).digest()
+        return kind if int.from_bytes(digest[:8], "big") / 2**64 < rate else None
+
+    return fault_for
 
 
 class _Server(ThreadingHTTPServer):

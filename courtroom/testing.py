@@ -24,7 +24,7 @@ Which role is calling comes from :func:`courtroom.lms.current_role`, set by the 
 fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
 (calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
 :class:`FakeServer` (an OpenAI-compatible HTTP server on loopback, with latency and faults) is
-re-exported here too.
+re-exported here too, with :func:`fault_prompts` (faults that hit the same prompts in every run).
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from typing import Any
 
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from courtroom._fake_server import FakeServer
+from courtroom._fake_server import FakeServer, fault_prompts
 from courtroom._fakes import FakeLM, answer_for_schema
 from courtroom.lms import current_role
 
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
-__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "oracle_lm", "scripted_lm"]
+__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "fault_prompts", "oracle_lm", "scripted_lm"]
 
 
 def _prompt_text(request: Any) -> str:

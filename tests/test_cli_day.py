@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from courtroom.testing import FakeServer
+from courtroom.testing import FakeServer, fault_prompts
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def _run_with_failures(tmp_path: Path, server: FakeServer, cli: Callable[..., An
 
 
 def test_resume_of_a_finished_run_with_failures_names_retry_failed(tmp_path: Path, cli: Callable[..., Any]) -> None:
-    with FakeServer(faults={"garbage": 0.5}, seed=3) as server:
+    with FakeServer(fault_for=fault_prompts(0.3, seed=3)) as server:
         run_dir = _run_with_failures(tmp_path, server, cli)
         done = cli("run", "--resume", str(run_dir), "--api-base", server.url, "--fail-on-error", "1")
     assert done.returncode == 0, done.stderr

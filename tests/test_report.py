@@ -15,7 +15,7 @@ from courtroom.eval.compare import compare
 from courtroom.eval.runs import RunConfig, run
 from courtroom.eval.tasks import load_task
 from courtroom.lms import RoleLMs
-from courtroom.testing import FakeServer, oracle_lm
+from courtroom.testing import FakeServer, fault_prompts, oracle_lm
 
 
 def _find_chromium() -> str | None:
@@ -99,8 +99,8 @@ def test_run_report_renders_in_chromium(chromium: str, courtroom_run: Path, tmp_
 
 
 def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Path) -> None:
-    # A garbage answer is asked once more, so an example fails only when both answers are garbage.
-    with FakeServer(faults={"garbage": 0.5}, seed=2) as server:
+    # The same prompts are garbage on every attempt, so the same examples fail in every run.
+    with FakeServer(fault_for=fault_prompts(0.3, seed=2)) as server:
         lm = server.lm(f"openai/report-{time.time_ns()}", cache=False)
         comp = compare(
             "web_of_lies",

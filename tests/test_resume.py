@@ -19,7 +19,7 @@ from courtroom.cli import main
 from courtroom.eval.resume import resume
 from courtroom.eval.runs import RunConfig, load_run, run
 from courtroom.lms import RoleLMs
-from courtroom.testing import FakeServer, answer_for_schema
+from courtroom.testing import FakeServer, answer_for_schema, fault_prompts
 
 TABLE = ("n", "accuracy", "macro_f1", "failures", "per_class", "calls")
 
@@ -186,13 +186,13 @@ def test_interrupted_repeat_group_resumes(tmp_path: Path) -> None:
 
 
 def test_retry_failed_sends_failed_examples_afresh(tmp_path: Path) -> None:
-    with FakeServer(responder, faults={"garbage": 0.4}, seed=1) as server:
+    with FakeServer(responder, fault_for=fault_prompts(0.3, seed=1)) as server:
         lms = RoleLMs({"default": server.lm(f"openai/retry-{time.time_ns()}")})
         config = RunConfig("zero-shot", "web_of_lies", limit=12, seed=2, out=str(tmp_path))
         first = run(config, lms=lms)
         failed = first.summary["failures"]
         assert failed > 0
-        server.faults = {}
+        server.fault_for = None
         before = server.counts["requests"]
         plain = resume(first.run_dir, lms=lms)  # nothing missing: nothing sent, failures kept
         assert server.counts["requests"] == before and plain.summary["failures"] == failed
