@@ -59,10 +59,8 @@ class Tracker:
     done: int = 0
     failed: int = 0
     correct: int = 0
-    calls_at_start: int = 0
     own_calls: int = 0
-    """LM calls made while this task's examples ran (see :meth:`start`)."""
-    counts_own: bool = False
+    """LM calls made while this task was the active one (see :meth:`start`)."""
     note: str = ""
     handle: Any = None
     started: float = 0.0
@@ -73,7 +71,6 @@ class Tracker:
     def start(self, n: int) -> None:
         """``n`` more examples are to be evaluated (called again by each repeat)."""
         self.total = (self.total or 0) + n
-        self.counts_own = True
         self.display.counter.active = self  # calls from now on are this task's, until another starts
         self.display._refresh(self)
 
@@ -96,8 +93,8 @@ class Tracker:
 
     @property
     def calls(self) -> int:
-        """LM calls of this task: made while its examples ran, else every call since it began."""
-        return self.own_calls if self.counts_own else self.display.counter.calls - self.calls_at_start
+        """LM calls of this task: made from when it was tracked (or last started) until another was."""
+        return self.own_calls
 
     def line(self) -> str:
         """The plain-text form of the task's state."""
@@ -181,7 +178,8 @@ class ProgressDisplay:
 
     def track(self, name: str, total: int | None = None, unit: str | None = "examples") -> Tracker:
         """A new task on the display; ``unit`` names what it counts (None: only LM calls)."""
-        tracker = Tracker(name, self, total, calls_at_start=self.counter.calls, started=time.monotonic(), unit=unit)
+        tracker = Tracker(name, self, total, started=time.monotonic(), unit=unit)
+        self.counter.active = tracker  # the calls from now on are its own, until another task starts
         if self._bar is not None:
             tracker.handle = self._bar.add_task(name, total=total, status="starting")
         self.trackers.append(tracker)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Anything that still reached DSPy's default cache would share ~/.dspy_cache with every other run.
+os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,10 @@ from courtroom.testing import FakeServer
 
 
 def _examples(tag):
-    return [dspy.Example(case=f"{tag} True and not False {i} is", label="True", id=str(i)).with_inputs("case")
-            for i in range(4)]
+    return [
+        dspy.Example(case=f"{tag} True and not False {i} is", label="True", id=str(i)).with_inputs("case")
+        for i in range(4)
+    ]
 
 
 def test_identical_evaluation_sends_zero_requests_the_second_time():
@@ -31,3 +33,49 @@ def test_identical_evaluation_sends_zero_requests_the_second_time():
 def test_cache_lives_in_courtroom_cache_dir():
     assert str(cache_dir()) == os.environ["COURTROOM_CACHE_DIR"]
     assert dspy.cache.disk_cache.directory == str(cache_dir())
+
+
+def _entries(folder):
+    """Responses stored in a DSPy disk cache folder (diskcache's own count can lag other processes)."""
+    import sqlite3
+    from pathlib import Path
+
+    return sum(
+        sqlite3.connect(db).execute("select count(*) from Cache").fetchone()[0]
+        for db in Path(folder).glob("*/cache.db")
+    )
+
+
+def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path):
+    # compile once used DSPy's default cache (~/.dspy_cache, shared by every process and run on
+    # the machine, and storing base URLs unredacted) instead of $COURTROOM_CACHE_DIR.
+    import subprocess
+    import sys
+
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache"), "DSPY_CACHEDIR": str(tmp_path / "dspy")}
+    args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "2", "--dev-limit", "3"]
+    sent = []
+    with FakeServer() as server:
+        for _ in range(2):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "courtroom.cli",
+                    *args,
+                    "--lm",
+                    "openai/m",
+                    "--api-base",
+                    server.url,
+                    "-o",
+                    str(tmp_path / "program.json"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+                env=env,
+            )
+            assert done.returncode == 0, done.stderr
+            sent.append(server.counts["requests"] - sum(sent))
+    assert sent[0] > 0 and sent[1] == 0  # the second compile was answered from the cache
+    assert _entries(tmp_path / "cache") == sent[0] and _entries(tmp_path / "dspy") == 0

@@ -133,3 +133,18 @@ def test_early_stopping_is_estimated_at_its_maximum(framework, knobs, off):
     full = estimate_run(RunConfig(framework, "boolean_expressions", data="generate", limit=6, knobs=off))
     assert on.calls == full.calls and on.max_calls_per_example == full.max_calls_per_example
     assert not on.calls_exact  # printed as "<= N (max: data decides)"
+
+
+def test_a_dry_run_refuses_a_limit_the_run_would_refuse(tmp_path, capsys, caplog):
+    # Once the dry run priced the 300 examples the split has while the run itself refused --limit 5000.
+    from courtroom.cli import main
+
+    common = ["--data", "generate", "--lm", "openai/fake", "--dry-run"]
+    assert main(["run", "jot", "--limit", "5000", *common]) == 2
+    err = capsys.readouterr().err
+    assert "--limit 5000 but the test split" in err and "pass --limit 300 or less" in err
+    # compile's and study's sizes have defaults a small dataset may not reach: they use the whole
+    # split and say so, in the dry run as in the real command.
+    assert main(["compile", "zero-shot", "--train-limit", "4", "--dev-limit", "5000", *common]) == 0
+    assert "nothing was sent" in capsys.readouterr().out
+    assert "--dev-limit 5000 but the dev split of boolean_expressions has 100 examples: using all" in caplog.text

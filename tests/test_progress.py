@@ -134,3 +134,35 @@ def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:
         assert all(r["error"] for r in rows if r["prediction"] is None)
         assert sum(r["prediction"] is None for r in rows) == summary["failures"]
         assert f"dev {when}: {folder}" in done.stdout
+
+
+def test_compile_phases_count_their_own_calls(tmp_path: Path) -> None:
+    # Once, "dev before" counted every call made after it began (the optimizer's and dev after's too).
+    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "5"]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "courtroom.cli",
+                *args,
+                "--lm",
+                "openai/m",
+                "--api-base",
+                server.url,
+                "-o",
+                str(tmp_path / "program.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
+        sent = server.counts["requests"]
+    assert done.returncode == 0, done.stderr
+    last = {m[1]: m[2] for m in re.finditer(r"\] (dev before|dev after|optimizing \(bootstrap\)): (.*)", done.stderr)}
+    assert "5/5 examples, 5 LM calls" in last["dev before"], done.stderr
+    assert "5/5 examples, 5 LM calls" in last["dev after"], done.stderr
+    optimizing = int(re.search(r"(\d+) LM calls", last["optimizing (bootstrap)"])[1])
+    assert 0 < optimizing == sent - 10

@@ -292,5 +292,5 @@ def check_compile(est: Any, optimizer: str, max_calls: int | None, max_cost: flo
     elif max_cost is not None and est.cost > max_cost:
         why = f"it could cost ${est.cost:.4f}, over --max-cost {max_cost:g}"
     if why:
-        line = f"budget: compile not started, {why}; nothing was sent (see --dry-run; lower --train/--dev)"
+        line = f"budget: compile not started, {why}; nothing was sent (see --dry-run; lower --train-limit/--dev-limit)"
         raise BudgetExhausted(line, None, 0)

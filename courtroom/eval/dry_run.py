@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from courtroom.eval.estimate import Estimate, estimate_run
+from courtroom.eval.formatting import count
 from courtroom.eval.runs import RunConfig
 
 PROGRAM_RUNS: dict[str, Any] = {
@@ -78,7 +79,8 @@ def estimate_compile(
     Returns the estimate and a note; optimizers whose passes the data decides (MIPROv2, COPRO,
     GEPA) are counted for the dev scoring only, and the note says so.
     """
-    dev_est = estimate_run(dataclasses.replace(config, split="dev", limit=dev, train_limit=train), prices=prices)
+    dev_config = dataclasses.replace(config, split="dev", limit=dev, train_limit=train)
+    dev_est = estimate_run(dev_config, prices=prices, limit_flag="--dev-limit", short="warn")
     total = scaled(dev_est, 2)  # before and after
     runs = PROGRAM_RUNS.get(optimizer)
     if runs is None:
@@ -87,7 +89,8 @@ def estimate_compile(
         )
     n = runs(dict(settings), train)
     if n:
-        per = estimate_run(dataclasses.replace(config, split="train", limit=train, train_limit=train), prices=prices)
+        train_config = dataclasses.replace(config, split="train", limit=train, train_limit=train)
+        per = estimate_run(train_config, prices=prices, limit_flag="--train-limit", short="warn")
         total = added(total, scaled(per, n / max(per.examples, 1), exact=False))
     return total, f"{optimizer}: at most {n} program runs on the train split, plus the dev scoring before and after"
 
@@ -100,7 +103,7 @@ def max_point(space: Sequence[Any]) -> dict[str, Any]:
 def estimate_study(config: RunConfig, space: Sequence[Any], trials: int, *, prices: Any = None) -> Estimate:
     """At most what ``trials`` trials spend: each scored at the space's most expensive point."""
     worst = dataclasses.replace(config, knobs={**config.knobs, **max_point(space)})
-    return scaled(estimate_run(worst, prices=prices), trials, exact=False)
+    return scaled(estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn"), trials, exact=False)
 
 
 def estimate_lines(
@@ -112,16 +115,16 @@ def estimate_lines(
     yield "| framework | examples | LM calls | calls/example | prompt tokens | completion tokens | dollars |"
     yield "|---|---|---|---|---|---|---|"
     for name, e in estimates.items():
-        calls = f"{e.calls}" if e.calls_exact else f"<= {e.calls} (max: data decides)"
-        completion = "unknown" if e.completion_tokens is None else f"{e.completion_tokens}"
+        calls = count(e.calls) if e.calls_exact else f"<= {count(e.calls)} (max: data decides)"
+        completion = "unknown" if e.completion_tokens is None else count(e.completion_tokens, whole=True)
         if e.completion_tokens is not None and e.completion_basis == "max_tokens bound":
             completion = f"<= {completion} (max_tokens)"
         dollars = "unknown" if e.cost is None else f"${e.cost:.4f}"
         if e.models and set(e.models.values()) == {"local"}:
             dollars = "$0 (embedded local model)"
         yield (
-            f"| {name} | {e.examples} | {calls} | {e.calls_per_example:.2f} | {e.prompt_tokens} "
-            f"| {completion} | {dollars} |"
+            f"| {name} | {count(e.examples)} | {calls} | {e.calls_per_example:.2f} "
+            f"| {count(e.prompt_tokens, whole=True)} | {completion} | {dollars} |"
         )
     yield ""
     yield from notes

@@ -156,13 +156,26 @@ def estimate_run(
     sample: int = 12,
     prices: Mapping[str, Sequence[float]] | None = None,
     measure_cache: bool = True,
+    limit_flag: str = "--limit",
+    short: str = "error",
 ) -> Estimate:
-    """What ``run(config)`` would spend, found without sending a request (see the module docstring)."""
+    """What ``run(config)`` would spend, found without sending a request (see the module docstring).
+
+    ``limit_flag`` and ``short`` say, as for :func:`~courtroom.eval.tasks.load_task`, how a split
+    smaller than ``config.limit`` is treated: the way the estimated command treats it.
+    """
     start = time.perf_counter()
     cls = get_framework(config.framework)
     check_debias(config.debias, config.framework)
     data = load_task(
-        config.task, data=config.data, split=config.split, limit=config.limit, seed=config.seed, dataset=config.dataset
+        config.task,
+        data=config.data,
+        split=config.split,
+        limit=config.limit,
+        seed=config.seed,
+        dataset=config.dataset,
+        limit_flag=limit_flag,
+        short=short,
     )
     labels, positions, examples = data.task.labels, data.task.positions, data.examples
     learns = type(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)).prepare

@@ -9,6 +9,7 @@ a stable id, recorded by each run.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ from courtroom.errors import ConfigError, DataError
 from courtroom.eval._hub import load_hub
 from courtroom.eval.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
 from courtroom.eval.generators import GENERATORS
+
+logger = logging.getLogger(__name__)
+_WARNED: set[str] = set()
 
 SPLITS = ("train", "dev", "test")
 FRACTIONS = {"train": 0.2, "dev": 0.2, "test": 0.6}
@@ -248,23 +252,31 @@ def load_task(
     seed: int = 0,
     dataset: Mapping[str, Any] | None = None,
     limit_flag: str | None = None,
+    short: str = "error",
 ) -> TaskData:
     """Load one split of a task, optionally the first ``limit`` examples (no more than it has).
 
     With ``limit_flag`` (the option that set ``limit``), a split smaller than ``limit`` is an
-    error that says how many examples it has; without, the split is simply used whole.
+    error that says how many examples it has (``short="warn"`` logs it and uses the whole split,
+    for options whose default may exceed a small dataset); without, the split is simply used whole.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
-        raise ConfigError(f"--limit must be >= 1, got {limit}")
+        raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
     task, splits, source = load_splits(name, data=data, seed=seed, dataset=dataset)
     examples = splits[split][:limit] if limit is not None else splits[split]
     if limit_flag and limit is not None and limit > len(examples):
-        raise DataError(
-            f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
-            f"pass {limit_flag} {len(examples)} or less, or leave it out"
-        )
+        if short == "warn":
+            said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
+            if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
+                _WARNED.add(said)
+                logger.warning(said)
+        else:
+            raise DataError(
+                f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
+                f"pass {limit_flag} {len(examples)} or less, or leave it out"
+            )
     if not examples:
         raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
     return TaskData(task, split, examples, source, seed)

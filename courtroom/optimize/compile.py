@@ -117,7 +117,8 @@ def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
     if s.get("minibatch") is not False and size > valset:
         raise ConfigError(
             f"optimizer mipro: minibatch_size {size} is more than the {valset} validation examples it takes "
-            f"from --train {n_train}: pass --opt minibatch_size={valset}, --opt minibatch=false, or a larger --train"
+            f"from --train-limit {n_train}: pass --opt minibatch_size={valset}, --opt minibatch=false, "
+            "or a larger --train-limit"
         )
 
 
@@ -341,6 +342,9 @@ def compile_program(
     more than ``fail_on_error`` of the dev examples fail before compiling, nothing is compiled
     (:class:`TooManyFailures`); after compiling, the scores' ``status`` says so and the caller decides.
     """
+    from courtroom.cache import configure_cache
+
+    configure_cache()  # the courtroom cache (credentials redacted), as every other command uses
     opt = get_optimizer(optimizer)
     cls = get_framework(framework)
     chosen = optimizer_settings(opt, settings)
@@ -349,9 +353,9 @@ def compile_program(
         from courtroom.eval.tasks import load_task
 
         if train < 1 or dev < 1:
-            raise ConfigError(f"--train and --dev must be >= 1 (got {train}, {dev})")
-        tr = load_task(task, data=data, split="train", limit=train, seed=seed)
-        dv = load_task(task, data=data, split="dev", limit=dev, seed=seed)
+            raise ConfigError(f"--train-limit and --dev-limit must be >= 1 (got {train}, {dev})")
+        tr = load_task(task, data=data, split="train", limit=train, seed=seed, limit_flag="--train-limit", short="warn")
+        dv = load_task(task, data=data, split="dev", limit=dev, seed=seed, limit_flag="--dev-limit", short="warn")
         trainset, devset = tr.examples, dv.examples
         labels, positions = list(tr.task.labels), list(tr.task.positions or tr.task.labels)
         task_info |= {"source": tr.source, "seed": seed}
@@ -362,7 +366,7 @@ def compile_program(
     if len(trainset) < need:
         raise ConfigError(
             f"optimizer {opt.name} with {chosen} needs at least {need} training examples, got "
-            f"{len(trainset)}: raise --train or lower the optimizer's settings"
+            f"{len(trainset)}: raise --train-limit or lower the optimizer's settings"
         )
     if opt.name == "mipro":
         _check_mipro(chosen, len(trainset))

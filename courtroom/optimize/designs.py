@@ -272,7 +272,7 @@ def run_design_study(
 
     config.frameworks = parse_frameworks(config.frameworks)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
-        raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
+        raise ConfigError("--trials must be >= 0, --dev-limit >= 1 and --workers >= 1")
     space = design_space(config)
     with _storage.creation_lock(config.storage):  # workers may start together on a fresh file
         study = create_study(config, space)

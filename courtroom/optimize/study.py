@@ -318,12 +318,16 @@ def study_data(
     if devset is None or labels is None:
         from courtroom.eval.tasks import load_task
 
-        dv = load_task(config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed)
+        dv = load_task(
+            config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed,
+            limit_flag="--dev-limit", short="warn",
+        )
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None
         if trainset is None:
             trainset = load_task(
-                config.task, data=config.data, split="train", limit=config.train, seed=config.seed
+                config.task, data=config.data, split="train", limit=config.train, seed=config.seed,
+                limit_flag="--train-limit", short="warn",
             ).examples
     return trainset, devset, labels, positions
 
@@ -352,7 +356,7 @@ def run_study(
 
     cls = get_framework(config.framework)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
-        raise ConfigError("--trials must be >= 0, --dev >= 1 and --workers >= 1")
+        raise ConfigError("--trials must be >= 0, --dev-limit >= 1 and --workers >= 1")
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )
