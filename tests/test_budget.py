@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,38 @@ def test_training_calls_start_only_within_the_budget(cold_cache):
         outcome = run(_config("self-consistency", server, limit=4), budget=Budget(max_calls=200))
         assert server.counts["requests"] <= 200
     assert outcome.summary["n"] == 4
+
+
+def test_design_study_that_compiles_is_bounded_by_trial_and_compile(cold_cache, tmp_path):
+    # A design study with --compile once refused every budget; bootstrap's runs are bounded now.
+    from courtroom.optimize.designs import DesignStudyConfig, design_estimates, run_design_study
+
+    def config(compile: str, storage: str) -> DesignStudyConfig:
+        return DesignStudyConfig(
+            frameworks=["jot", "self-consistency"],
+            trials=6,
+            dev=3,
+            train=3,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/{storage}.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+            compile=compile,
+        )
+
+    with FakeServer() as server:
+        plain = design_estimates(replace(config("bootstrap", "a"), compile=None))
+        per_trial = design_estimates(config("bootstrap", "a"))
+        assert server.counts["requests"] == 0
+        # The bound covers bootstrap's program runs on the 3 train examples, on top of the dev scoring.
+        assert per_trial["jot"].calls > plain["jot"].calls and per_trial["jot"].examples > 3
+        bound = max(e.calls for e in per_trial.values())
+        with pytest.raises(BudgetExhausted) as stop:
+            run_design_study(config("bootstrap", "a"), budget=Budget(max_calls=2 * bound))
+        sent = server.counts["requests"]
+        with pytest.raises(ConfigError, match="--compile mipro decides its own number of calls"):
+            run_design_study(config("mipro", "b"), budget=Budget(max_calls=100))
+        assert server.counts["requests"] == sent
+    assert 0 < sent <= 2 * bound
+    assert 0 < stop.value.left < 6

@@ -61,13 +61,19 @@ def design_study(**o: Any) -> None:
     if o.get("dry_run"):
         from courtroom.cli._cost import print_estimates
         from courtroom.eval.dry_run import scaled
-        from courtroom.optimize.designs import design_estimates
+        from courtroom.optimize.designs import compile_bounded, design_estimates
 
         per_trial = design_estimates(config)
+        compiling = ""
+        if config.compile:
+            compiling = (
+                f"; compiling each trial ({config.compile}, at most its program runs on the train split) included"
+                if compile_bounded(config)
+                else f"; compiling each trial is not counted ({config.compile} decides its own number of calls)"
+            )
         note = (
             f"per design: one trial at its most expensive point; {config.trials} trial(s) cost at most "
-            f"{config.trials} x the dearest design"
-            + ("; compiling each trial is not counted" if config.compile else "")
+            f"{config.trials} x the dearest design" + compiling
         )
         print_estimates({f"{fw} (1 trial)": e for fw, e in per_trial.items()}, [note])
         dearest = max(per_trial.values(), key=lambda e: (e.calls, e.cost or 0.0))

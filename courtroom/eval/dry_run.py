@@ -82,17 +82,29 @@ def estimate_compile(
     dev_config = dataclasses.replace(config, split="dev", limit=dev, train_limit=train)
     dev_est = estimate_run(dev_config, prices=prices, limit_flag="--dev-limit", short="warn")
     total = scaled(dev_est, 2)  # before and after
-    runs = PROGRAM_RUNS.get(optimizer)
+    runs = compile_runs(config, optimizer, settings, train, prices=prices)
     if runs is None:
         return dataclasses.replace(total, calls_exact=False), (
             f"{optimizer}: its own calls depend on what it finds; only the dev scoring (before and after) is counted"
         )
-    n = runs(dict(settings), train)
-    if n:
-        train_config = dataclasses.replace(config, split="train", limit=train, train_limit=train)
-        per = estimate_run(train_config, prices=prices, limit_flag="--train-limit", short="warn")
-        total = added(total, scaled(per, n / max(per.examples, 1), exact=False))
-    return total, f"{optimizer}: at most {n} program runs on the train split, plus the dev scoring before and after"
+    n = PROGRAM_RUNS[optimizer](dict(settings), train)
+    note = f"{optimizer}: at most {n} program runs on the train split, plus the dev scoring before and after"
+    return added(total, runs), note
+
+
+def compile_runs(
+    config: RunConfig, optimizer: str, settings: Mapping[str, Any], train: int, *, prices: Any = None
+) -> Estimate | None:
+    """At most what ``optimizer``'s program runs on the first ``train`` train examples spend.
+
+    None when the optimizer decides its own number of runs (MIPROv2, COPRO, GEPA): no bound.
+    """
+    runs = PROGRAM_RUNS.get(optimizer)
+    if runs is None:
+        return None
+    train_config = dataclasses.replace(config, split="train", limit=train, train_limit=train)
+    per = estimate_run(train_config, prices=prices, limit_flag="--train-limit", short="warn")
+    return scaled(per, runs(dict(settings), train) / max(per.examples, 1), exact=False)
 
 
 def max_point(space: Sequence[Any]) -> dict[str, Any]:

@@ -298,9 +298,10 @@ def run_design_study(
     if budget is not None:
         from courtroom.eval.budget import guard_objective
 
-        if config.compile:
+        if config.compile and not compile_bounded(config):
             raise ConfigError(
-                "a design study that compiles has no per-trial bound: drop --max-calls/--max-cost or --compile"
+                f"--compile {config.compile} decides its own number of calls, so a trial has no bound: compile with "
+                "bootstrap, bootstrap-rs, labeled or knn, or drop --max-calls/--max-cost"
             )
         objective = guard_objective(objective, budget, config, space, unit=design_trial_estimate(config, space))
     # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
@@ -317,10 +318,22 @@ def run_design_study(
     return StudyOutcome(study, config, space)
 
 
+def compile_bounded(config: DesignStudyConfig) -> bool:
+    """Whether a trial's compile has a dry-run bound (its optimizer's program runs are known)."""
+    from courtroom.eval.dry_run import PROGRAM_RUNS
+
+    return config.compile in PROGRAM_RUNS
+
+
 def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = None) -> dict[str, Any]:
-    """Design -> the dry run of one trial at its most expensive point (no request sent)."""
+    """Design -> the dry run of one trial at its most expensive point (no request sent).
+
+    A trial's compile on the train split is included when its optimizer has a bound
+    (:func:`compile_bounded`); otherwise the estimate covers the dev scoring only.
+    """
     from courtroom.eval.budget import study_run_config
-    from courtroom.eval.dry_run import estimate_study
+    from courtroom.eval.dry_run import added, compile_runs, estimate_study, max_point
+    from courtroom.optimize.compile import get_optimizer, optimizer_settings
 
     config.frameworks = parse_frameworks(config.frameworks)
     space = list(space or design_space(config))
@@ -328,7 +341,13 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     for fw in config.frameworks:
         own = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
         run_config = replace(study_run_config(config), framework=fw)
-        out[fw] = estimate_study(run_config, own, 1, prices=config.prices)
+        est = estimate_study(run_config, own, 1, prices=config.prices)
+        if config.compile and compile_bounded(config):
+            worst = replace(run_config, knobs={**run_config.knobs, **max_point(own)})
+            settings = optimizer_settings(get_optimizer(config.compile), config.compile_settings)
+            runs = compile_runs(worst, config.compile, settings, config.train, prices=config.prices)
+            est = added(est, runs) if runs is not None else est
+        out[fw] = est
     return out
 
 
