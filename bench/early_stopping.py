@@ -35,11 +35,10 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, float]]] = [
         {"early_stop": True},
         {"clerk": 0.75, "judge": 0.7, "default": 0.7},
     ),
-    # Votes, not the default probability fields: the oracle writes one value into every number
-    # field, so its per-label probabilities always normalise to a flat O and never move.
+    # The default probability fields: the oracle puts 0.9 on the label it chose.
     (
         "debate-feedback",
-        {"n_rounds": 3, "prob_method": "votes"},
+        {"n_rounds": 3},
         {"stop_epsilon": 0.05},
         {"judge": 0.75, "debater": 0.7, "default": 0.7},
     ),

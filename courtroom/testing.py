@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -206,12 +207,20 @@ class OracleEngine(_Engine):
             else:
                 chosen_index = rng.choice([i for i in range(len(options)) if i != idx])
             values[name] = options[chosen_index]
+        chosen = next((v for v in values.values() if v in self.labels), None)
         for name, prop in (schema.get("properties") or {}).items():
-            if prop.get("type") == "number" and name not in values:
-                # A probability for the first (positive) label, agreeing with the chosen answer.
-                positive = self.labels.index(gold) == 0 if gold in self.labels else True
-                right = 0.9 if correct else 0.1
-                values[name] = right if positive else round(1 - right, 6)
+            if prop.get("type") != "number" or name in values:
+                continue
+            per_label = re.fullmatch(r"p_(\d+)", name)
+            if per_label and chosen is not None and 1 <= int(per_label[1]) <= len(self.labels):
+                # One probability per label (Debate-Feedback's p_1..p_K): 0.9 on the chosen label.
+                share = round(0.1 / max(len(self.labels) - 1, 1), 6)
+                values[name] = 0.9 if self.labels[int(per_label[1]) - 1] == chosen else share
+                continue
+            # A probability for the first (positive) label, agreeing with the chosen answer.
+            positive = self.labels.index(gold) == 0 if gold in self.labels else True
+            right = 0.9 if correct else 0.1
+            values[name] = right if positive else round(1 - right, 6)
         return answer_for_schema(schema, values, f"oracle {role}: {'correct' if correct else 'wrong'}")
 
 

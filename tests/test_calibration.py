@@ -76,3 +76,13 @@ def test_compare_and_report_draw_reliability_diagrams(tmp_path):
     assert result.table.loc["self-consistency", "brier"] >= 0 and result.table["brier"].isna()["jot"]
     page = write_report(result.out_dir / "self-consistency", tmp_path / "run.html").read_text()
     assert 'alt="rel"' in page
+
+
+def test_oracle_states_a_probability_per_label_that_follows_its_answer(tmp_path):
+    # The oracle once wrote one value into every number field, so Debate-Feedback's p_1..p_K were
+    # equal and its initial estimate O_0 was flat whatever the judge answered.
+    config = RunConfig("debate-feedback", "web_of_lies", limit=6, seed=1, knobs={"n_rounds": 1}, out=str(tmp_path))
+    outcome = run(config, lms=_oracle())
+    rows = [json.loads(x) for x in (outcome.run_dir / "results.jsonl").read_text().splitlines()]
+    firsts = [r["fields"]["probabilities"][0] for r in rows if r["prediction"] is not None]
+    assert firsts and all(sorted(o.values()) == pytest.approx([0.1, 0.9]) for o in firsts)
