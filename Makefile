@@ -36,6 +36,7 @@ bench: setup
 
 lint: setup
 	$(BIN)/ruff check courtroom tests bench
+	$(BIN)/ruff format --check courtroom tests bench
 	$(BIN)/mypy courtroom
 
 clean:

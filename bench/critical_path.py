@@ -46,8 +46,10 @@ def main() -> None:
         print(f"{'framework':16} {'calls':>6} {'wall s':>8} {'ideal s':>8} {'wall/ideal':>10} {'serial s':>9}")
         for name, (knobs, path) in CASES.items():
             prog = FRAMEWORKS[name](["True", "False"], lm=lm, **knobs)
-            exs = [dspy.Example(case=f"{name} case {i} is", label="True", id=str(i)).with_inputs("case")
-                   for i in range(args.examples)]
+            exs = [
+                dspy.Example(case=f"{name} case {i} is", label="True", id=str(i)).with_inputs("case")
+                for i in range(args.examples)
+            ]
             prog(case=f"{name} warm-up is")  # the first call pays LiteLLM's start-up
             start = time.perf_counter()
             results = evaluate(prog, exs, concurrency=args.concurrency)

@@ -40,8 +40,14 @@ def per_call_jot(decisions: int) -> tuple[float, int]:
 def per_call_bare(calls: int) -> float:
     lm = scripted_lm({"default": {"decision": "True"}})
     judge = dspy.Predict(Judge)
-    inputs = dict(case="x", positive_position="True", negative_position="False", lawyer_argument="a",
-                  prosecutor_argument="b", judgment_round="judgment 1")
+    inputs = dict(
+        case="x",
+        positive_position="True",
+        negative_position="False",
+        lawyer_argument="a",
+        prosecutor_argument="b",
+        judgment_round="judgment 1",
+    )
     with use_role(RoleLMs(default=lm), "default"):  # same adapter, no courtroom program around it
         judge(**inputs)
         start = time.perf_counter()

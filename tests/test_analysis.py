@@ -121,9 +121,7 @@ def test_hearings_run_k_times_on_the_clerk() -> None:
         return {"most_likely": "Yes"}
 
     lm = scripted_lm({"clerk": clerk}, model=f"fake/clerk-{time.time_ns()}")
-    program = build_program(
-        "courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm})
-    )
+    program = build_program("courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm}))
     votes = run_hearings(clerk_hearing(program), {"one": "case one", "two": "case two"}, k=5, concurrency=1)
     assert votes["one"] == ["Yes"] * 5
     assert sorted(votes["two"]) in (["No", "No", "No", "Yes", "Yes"], ["No", "No", "Yes", "Yes", "Yes"])
@@ -139,9 +137,7 @@ def test_hearings_respect_the_request_bound() -> None:
 
     with FakeServer(latency=0.05) as server:
         lm = server.lm(f"openai/hear-{time.time_ns()}", cache=False)
-        program = build_program(
-            "courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm})
-        )
+        program = build_program("courtroom-llm", ["Yes", "No"], knobs={"k_precedents": 0}, lms=RoleLMs({"default": lm}))
         votes = run_hearings(
             clerk_hearing(program), {f"c{i}": f"case number {i}" for i in range(4)}, k=4, concurrency=4
         )

@@ -139,9 +139,7 @@ def test_reflexion_retries_until_the_critic_accepts() -> None:
 
 def test_each_role_runs_on_its_own_model() -> None:
     for cls, kwargs in ((KhanDebate, {}), (Reflexion, {"max_retries": 1})):
-        lms = {
-            role: scripted_lm({"critic": {"is_correct": False}}, model=f"fake/{role}") for role in cls.roles
-        }
+        lms = {role: scripted_lm({"critic": {"is_correct": False}}, model=f"fake/{role}") for role in cls.roles}
         cls(SIX, lm=scripted_lm({}), roles=lms, **kwargs)(case="c")
         for role, lm in lms.items():
             assert set(lm.engine_impl.turns) == {role}, (cls.name, role)

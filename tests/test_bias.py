@@ -116,11 +116,14 @@ def test_swap_vote_rule():
     assert swap_vote("Yes", None, 0.6, None) == ("Yes", "original")  # the swapped order failed
 
 
-@pytest.mark.parametrize(("swapped_votes", "verdict", "source", "conf"), [
-    (["No", "No", "No"], "No", "swapped", 1.0),  # 3/3 beats the original's 2/3
-    (["No", "No", "Yes"], "Yes", "original", 2 / 3),  # 2/3 each: the original order's verdict
-    (["Yes", "Yes", "Yes"], "Yes", "both", 2 / 3),
-])
+@pytest.mark.parametrize(
+    ("swapped_votes", "verdict", "source", "conf"),
+    [
+        (["No", "No", "No"], "No", "swapped", 1.0),  # 3/3 beats the original's 2/3
+        (["No", "No", "Yes"], "Yes", "original", 2 / 3),  # 2/3 each: the original order's verdict
+        (["Yes", "Yes", "Yes"], "Yes", "both", 2 / 3),
+    ],
+)
 def test_swap_vote_verdict_follows_the_more_confident_order(swapped_votes, verdict, source, conf):
     votes = ["Yes", "Yes", "No", *swapped_votes]
     clerk = {"most_likely": "Yes", "ranking": ["Yes", "No"]}
@@ -162,7 +165,12 @@ def test_swap_doubles_the_calls_and_is_cached_apart(cold_cache):
 def test_dry_run_counts_both_orders():
     with FakeServer() as server:
         config = RunConfig(
-            "courtroom-llm", "boolean_expressions", data="generate", limit=6, lm="openai/fake", api_base=server.url,
+            "courtroom-llm",
+            "boolean_expressions",
+            data="generate",
+            limit=6,
+            lm="openai/fake",
+            api_base=server.url,
             knobs={"k_precedents": 0, "n_judges": 3},
         )
         plain = estimate_run(config, sample=3)
@@ -240,8 +248,15 @@ def test_interrupted_swap_run_resumes_and_refuses_another_mode(tmp_path: Path):
 
 def test_compare_debiases_the_frameworks_with_sides_only():
     lms = RoleLMs({"default": scripted_lm({"judge": first_seat})})
-    result = compare("boolean_expressions", ["jot", "zero-shot"], limit=3, knobs={"jot.n_loops": 1}, lms=lms,
-                     debias="swap", matched_baselines=False)
+    result = compare(
+        "boolean_expressions",
+        ["jot", "zero-shot"],
+        limit=3,
+        knobs={"jot.n_loops": 1},
+        lms=lms,
+        debias="swap",
+        matched_baselines=False,
+    )
     assert result.analyses["jot"]["position_consistency"]["rate"] == 0.0
     assert "position_consistency" not in result.analyses["zero-shot"]
     with pytest.raises(ConfigError, match="none of zero-shot, cot has sides to swap"):

@@ -195,8 +195,23 @@ def test_every_example_failing_is_an_error(server, capsys):
 
 @pytest.mark.parametrize("name", sorted(__import__("courtroom.programs", fromlist=["FRAMEWORKS"]).FRAMEWORKS))
 def test_every_framework_runs_from_the_command_line(name, server, capsys, tmp_path):
-    code, out, err = _run(["run", name, "--task", "boolean_expressions", "--limit", "2", "--train-limit", "4",
-                           "--lm", "openai/fake", "--api-base", server.url], capsys)
+    code, out, err = _run(
+        [
+            "run",
+            name,
+            "--task",
+            "boolean_expressions",
+            "--limit",
+            "2",
+            "--train-limit",
+            "4",
+            "--lm",
+            "openai/fake",
+            "--api-base",
+            server.url,
+        ],
+        capsys,
+    )
     assert code == 0, err
     rows = [json.loads(x) for x in (_run_dir(out) / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["prediction"] in ("True", "False") for r in rows), rows
@@ -209,9 +224,29 @@ EMOTIONS = ["sadness", "joy", "love", "anger", "fear", "surprise"]
 def test_multiclass_dataset_from_the_command_line(name, server, capsys, tmp_path):
     path = tmp_path / "emotion.jsonl"
     path.write_text("\n".join(json.dumps({"text": f"i feel thing number {i}", "label": i % 6}) for i in range(30)))
-    code, out, err = _run(["run", name, "--dataset", str(path), "--text-field", "text", "--label-field", "label",
-                           "--labels", ",".join(EMOTIONS), "--limit", "2", "--train-limit", "6",
-                           "--lm", "openai/fake", "--api-base", server.url], capsys)
+    code, out, err = _run(
+        [
+            "run",
+            name,
+            "--dataset",
+            str(path),
+            "--text-field",
+            "text",
+            "--label-field",
+            "label",
+            "--labels",
+            ",".join(EMOTIONS),
+            "--limit",
+            "2",
+            "--train-limit",
+            "6",
+            "--lm",
+            "openai/fake",
+            "--api-base",
+            server.url,
+        ],
+        capsys,
+    )
     if name == "jot":
         assert code != 0 and "binary" in err and len(err.strip().splitlines()) == 1
         return

@@ -118,9 +118,7 @@ def test_every_optimizer_keeps_per_role_models(name: str, data: Any) -> None:
     if name == "copro":
         assert any(NEW_INSTRUCTION in p.signature.instructions for p in preds.values())
     if name == "gepa":
-        assert any("As the lawyer" in p or "As the judge" in p for p in proposer.prompts), (
-            "role-level feedback"
-        )
+        assert any("As the lawyer" in p or "As the judge" in p for p in proposer.prompts), "role-level feedback"
 
 
 def test_knn_picks_precedents_per_input(data: Any) -> None:
@@ -137,9 +135,7 @@ def test_knn_picks_precedents_per_input(data: Any) -> None:
         lm=lm,
     )
     index = res.program.knn_precedents
-    assert all(index.cases.index(ex.case) not in index.neighbours(ex.case) for ex in train), (
-        "no self-citation"
-    )
+    assert all(index.cases.index(ex.case) not in index.neighbours(ex.case) for ex in train), "no self-citation"
     picks = {tuple(index.neighbours(ex.case)) for ex in train + dev}
     assert len(picks) > 1, "different inputs get different precedents"
     for ex in dev:
@@ -174,17 +170,13 @@ def test_gepa_feedback_is_per_role(data: Any) -> None:
 def test_single_model_optimizers_are_refused(name: str, data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="every role on one model"):
-        compile_program(
-            "jot", optimizer=name, trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS)
-        )
+        compile_program("jot", optimizer=name, trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS))
 
 
 def test_unknown_optimizer_lists_the_valid_ones(data: Any) -> None:
     train, dev, gold = data
     with pytest.raises(ConfigError, match="unknown optimizer 'fancy'.*bootstrap"):
-        compile_program(
-            "jot", optimizer="fancy", trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS)
-        )
+        compile_program("jot", optimizer="fancy", trainset=train, devset=dev, labels=LABELS, lm=oracle_lm(gold, LABELS))
 
 
 def test_trainset_too_small_for_settings(data: Any) -> None:

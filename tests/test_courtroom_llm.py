@@ -44,9 +44,7 @@ def test_sequential_last_judge_wins_and_later_judges_see_earlier_decisions() -> 
         }
     )
     rest = scripted_lm({"clerk": {"most_likely": "False", "ranking": ["False", "True"]}})
-    program = CourtroomLLM(
-        BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0
-    )
+    program = CourtroomLLM(BINARY, lm=rest, roles={"judge": judge}, n_judges=3, judge_mode="sequential", k_precedents=0)
     out = program(case="a case")
     assert out.votes == ["True", "False", "True"]
     assert out.label == "True"  # the last judge, not the majority... which agrees here; check a split too

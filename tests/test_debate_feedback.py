@@ -187,9 +187,7 @@ def test_transcript_structure_and_word_limit() -> None:
 
 def test_each_role_runs_on_its_own_model() -> None:
     lms = {role: scripted_lm({}, model=f"fake/{role}") for role in DebateFeedback.roles}
-    DebateFeedback(BINARY, lm=scripted_lm({}), roles=lms, n_rounds=1, variant="assistant", reliability="llm")(
-        case="c"
-    )
+    DebateFeedback(BINARY, lm=scripted_lm({}), roles=lms, n_rounds=1, variant="assistant", reliability="llm")(case="c")
     for role, lm in lms.items():
         assert set(lm.engine_impl.turns) == {role}, role
 
@@ -237,8 +235,7 @@ def test_logprobs_method_needs_a_provider_that_returns_them() -> None:
 
 def _trainset(n: int = 12, start: int = 0) -> list[dspy.Example]:
     return [
-        dspy.Example(case=f"case {i} gold={BINARY[i % 2]}", label=BINARY[i % 2], id=i)
-        for i in range(start, start + n)
+        dspy.Example(case=f"case {i} gold={BINARY[i % 2]}", label=BINARY[i % 2], id=i) for i in range(start, start + n)
     ]
 
 

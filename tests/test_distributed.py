@@ -25,9 +25,7 @@ def _pg_bin() -> Path:
             pytest.skip("PostgreSQL is not installed and cannot be installed here (needs root and apt-get)")
         env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True
-        )
+        subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True)
         found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent
 
@@ -56,9 +54,7 @@ def postgres() -> Any:
         shutil.chown(sock, "postgres")
     port = _free_port()
     subprocess.run(
-        _as_postgres(
-            [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
-        ),
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
         check=True,
         capture_output=True,
     )
@@ -143,9 +139,7 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
     final = run_study(config)
     trials = final.study.trials
     assert len(trials) == 2 * per_worker
-    assert sorted(t.number for t in trials) == list(range(2 * per_worker)), (
-        "every trial recorded exactly once"
-    )
+    assert sorted(t.number for t in trials) == list(range(2 * per_worker)), "every trial recorded exactly once"
     assert len({t._trial_id for t in trials}) == len(trials)
     assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
     assert sum(bool(t.user_attrs.get("paper_default")) for t in trials) == 1

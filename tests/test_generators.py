@@ -48,9 +48,7 @@ def returns_to_start(text: str) -> bool:
             m = re.fullmatch(r"Take (\d+) steps?( forward| backward| left| right)?\.", instr)
             assert m, instr
             k, way = int(m.group(1)), (m.group(2) or "").strip()
-            vx, vy = {"": (dx, dy), "forward": (0, 1), "backward": (0, -1), "left": (-1, 0), "right": (1, 0)}[
-                way
-            ]
+            vx, vy = {"": (dx, dy), "forward": (0, 1), "backward": (0, -1), "left": (-1, 0), "right": (1, 0)}[way]
             x, y = x + k * vx, y + k * vy
     return (x, y) == (0, 0)
 
@@ -101,9 +99,7 @@ def valid_by_small_models(premises: list[tuple[str, str, str]], conclusion: tupl
             "isnot": lambda: not dom[0][b],
         }[form]()
 
-    kinds = [
-        dict(zip(preds, bits, strict=True)) for bits in itertools.product([False, True], repeat=len(preds))
-    ]
+    kinds = [dict(zip(preds, bits, strict=True)) for bits in itertools.product([False, True], repeat=len(preds))]
     for size in range(1, 5):
         for dom in itertools.product(kinds, repeat=size):
             if all(holds(p, list(dom)) for p in premises) and not holds(conclusion, list(dom)):
@@ -144,9 +140,7 @@ def test_formal_fallacies_labels_agree_with_an_independent_checker() -> None:
     assert sum(r["target"] == "valid" for r in records) == 60
     for r in records:
         text = r["input"]
-        assert text.endswith(
-            "deductively valid or invalid?\nOptions:\n- valid \n- invalid"
-        )  # BBH's trailing space
+        assert text.endswith("deductively valid or invalid?\nOptions:\n- valid \n- invalid")  # BBH's trailing space
         argument = text.split('"')[1].removeprefix("Here comes a perfectly valid argument: ")
         sentences = [parse_sentence(s) for s in re.split(r"(?<=\.) ", argument)]
         expected = valid_by_small_models(sentences[:-1], sentences[-1])

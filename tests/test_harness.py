@@ -27,9 +27,7 @@ def test_concurrency_bounds_requests_in_flight_despite_fan_out() -> None:
     examples = load_task("web_of_lies", limit=4).examples
     with FakeServer(latency=0.05) as server:
         lms = RoleLMs({"default": server.lm(f"openai/inflight-{time.time_ns()}", cache=False)})
-        program = build_program(
-            "courtroom-llm", ["Yes", "No"], knobs={"n_judges": 5, "k_precedents": 0}, lms=lms
-        )
+        program = build_program("courtroom-llm", ["Yes", "No"], knobs={"n_judges": 5, "k_precedents": 0}, lms=lms)
         results = evaluate(program, examples, concurrency=2)
         assert all(r.error is None for r in results)
         assert server.max_in_flight <= 2
@@ -68,9 +66,7 @@ def test_cost_uses_the_user_table_then_litellm_price() -> None:
     assert summarize([result("openai/my-local")], ["True", "False"], 1.0)["cost"] is None
     mine = summarize([result("openai/my-local")], ["True", "False"], 1.0, {"openai/my-local": [1.0, 3.0]})
     assert math.isclose(mine["cost"], 0.004)
-    known = summarize(
-        [result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"openai/gpt-4o-mini": [100.0, 100.0]}
-    )
+    known = summarize([result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"openai/gpt-4o-mini": [100.0, 100.0]})
     assert math.isclose(known["cost"], 0.2)  # the user's price wins over LiteLLM's
     litellm = summarize([result("openai/gpt-4o-mini")], ["True", "False"], 1.0, {"other/model": [100.0, 100.0]})
     assert math.isclose(litellm["cost"], 1000 * 0.15e-6 + 1000 * 0.6e-6)  # LiteLLM fills the gaps
@@ -136,15 +132,11 @@ def test_run_prepares_the_program_on_the_train_split(tmp_path: Path) -> None:
     precedents = {p["case"] for r in outcome.results for p in r.fields["precedents"]}
     assert precedents <= train and not precedents & {r.input for r in outcome.results}
     prepared = json.loads((outcome.run_dir / "prepare.json").read_text())
-    assert len(prepared["train_ids"]) == 40 and not set(prepared["train_ids"]) & {
-        r.id for r in outcome.results
-    }
+    assert len(prepared["train_ids"]) == 40 and not set(prepared["train_ids"]) & {r.id for r in outcome.results}
     assert prepared["usage"]["calls"] == 0  # TF-IDF index only; reasons are written lazily per precedent
 
 
-def test_cli_custom_dataset_with_repeats_and_prices(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_custom_dataset_with_repeats_and_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [{"q": f"is {i} even?", "a": "yes" if i % 2 == 0 else "no"} for i in range(40)]
     pd.DataFrame(rows).to_csv(tmp_path / "even.csv", index=False)
     (tmp_path / "prices.json").write_text(json.dumps({"openai/even-model": [1.0, 2.0]}))

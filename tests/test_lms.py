@@ -11,29 +11,41 @@ ROLES = ("lawyer", "prosecutor", "judge")
 
 def test_parse_role_overrides():
     assert parse_role_overrides(["judge=openai/gpt-4o", " lawyer = openai/gpt-4o-mini "], ROLES) == {
-        "judge": "openai/gpt-4o", "lawyer": "openai/gpt-4o-mini"}
+        "judge": "openai/gpt-4o",
+        "lawyer": "openai/gpt-4o-mini",
+    }
 
 
-@pytest.mark.parametrize(("item", "message"), [
-    ("judge", "write ROLE=MODEL"),
-    ("=openai/x", "write ROLE=MODEL"),
-    ("judge=", "write ROLE=MODEL"),
-    ("jury=openai/x", "valid roles are judge, lawyer, prosecutor"),
-])
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("judge", "write ROLE=MODEL"),
+        ("=openai/x", "write ROLE=MODEL"),
+        ("judge=", "write ROLE=MODEL"),
+        ("jury=openai/x", "valid roles are judge, lawyer, prosecutor"),
+    ],
+)
 def test_malformed_roles_name_the_fix(item, message):
     with pytest.raises(ConfigError, match=message):
         parse_role_overrides([item], ROLES)
 
 
 def test_resolve_roles_shares_identical_specs_and_falls_back_to_default():
-    lms = resolve_roles("openai/gpt-4o-mini", {"judge": "openai/gpt-4o", "lawyer": "openai/gpt-4o-mini"},
-                        valid_roles=ROLES, temperature=0.3)
+    lms = resolve_roles(
+        "openai/gpt-4o-mini",
+        {"judge": "openai/gpt-4o", "lawyer": "openai/gpt-4o-mini"},
+        valid_roles=ROLES,
+        temperature=0.3,
+    )
     assert lms.for_role("prosecutor") is lms[DEFAULT]
     assert lms.for_role("lawyer") is lms[DEFAULT]
     assert lms.for_role("judge").model == "openai/gpt-4o"
     assert lms.for_role("judge").kwargs["temperature"] == 0.3
-    assert lms.names(ROLES) == {"lawyer": "openai/gpt-4o-mini", "prosecutor": "openai/gpt-4o-mini",
-                                "judge": "openai/gpt-4o"}
+    assert lms.names(ROLES) == {
+        "lawyer": "openai/gpt-4o-mini",
+        "prosecutor": "openai/gpt-4o-mini",
+        "judge": "openai/gpt-4o",
+    }
 
 
 def test_unknown_role_in_api_is_refused():

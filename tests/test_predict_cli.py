@@ -69,9 +69,7 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "case": "True or False is"}\n"not True is"\n\n')
     out = tmp_path / "out.jsonl"
-    code = main(
-        ["predict", str(program_file), "--input", str(cases), "--output", str(out), "--api-base", server.url]
-    )
+    code = main(["predict", str(program_file), "--input", str(cases), "--output", str(out), "--api-base", server.url])
     assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "2"]
@@ -86,9 +84,7 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
         (["x", "--role", "bailiff=openai/x"], "unknown role 'bailiff'"),
     ],
 )
-def test_predict_errors(
-    program_file: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_predict_errors(program_file: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["predict", str(program_file), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1

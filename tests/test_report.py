@@ -63,9 +63,7 @@ def _browse(chromium: str, url: str, profile: Path, *action: str) -> subprocess.
 def courtroom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = load_task("navigate", limit=10, seed=4)
     gold = {ex.case: ex.label for ex in data.examples}
-    lm = oracle_lm(
-        gold, ["Yes", "No"], accuracy={"default": 0.6, "judge": 0.7}, model=f"fake/rep-{time.time_ns()}"
-    )
+    lm = oracle_lm(gold, ["Yes", "No"], accuracy={"default": 0.6, "judge": 0.7}, model=f"fake/rep-{time.time_ns()}")
     config = RunConfig(
         "courtroom-llm",
         "navigate",
@@ -93,9 +91,7 @@ def test_run_report_renders_in_chromium(chromium: str, courtroom_run: Path, tmp_
     assert html.count('<details class="example') == 10
     shot = tmp_path / "report.png"
     res = _browse(chromium, out.as_uri(), tmp_path / "profile2", f"--screenshot={shot}")
-    assert (
-        res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    )
+    assert res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 
 def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Path) -> None:
@@ -127,9 +123,7 @@ def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Pat
     assert all("error:" in e for e in shown)
 
 
-def test_report_of_something_else_is_a_clear_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_report_of_something_else_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
     assert "is not a run, repeat group or comparison folder" in capsys.readouterr().err
 

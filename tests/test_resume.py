@@ -27,9 +27,7 @@ TABLE = ("n", "accuracy", "macro_f1", "failures", "per_class", "calls")
 def responder(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Deterministic answers that depend on the prompt, so accuracy is neither 0 nor 1."""
     h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
-    values = {
-        n: p["enum"][h % len(p["enum"])] for n, p in (schema.get("properties") or {}).items() if "enum" in p
-    }
+    values = {n: p["enum"][h % len(p["enum"])] for n, p in (schema.get("properties") or {}).items() if "enum" in p}
     return answer_for_schema(schema, values, f"argument {h % 997}")
 
 
@@ -40,9 +38,7 @@ def server():
 
 
 def _config(out: Path) -> RunConfig:
-    return RunConfig(
-        "jot", "web_of_lies", limit=24, seed=3, knobs={"n_loops": 2}, concurrency=3, out=str(out)
-    )
+    return RunConfig("jot", "web_of_lies", limit=24, seed=3, knobs={"n_loops": 2}, concurrency=3, out=str(out))
 
 
 def test_interrupted_then_resumed_equals_uninterrupted(server: FakeServer, tmp_path: Path) -> None:

@@ -48,9 +48,7 @@ def study(data: Any, tmp_path: Path, framework: str = "jot", lm: Any = None, **k
     train, dev, gold = data
     kw.setdefault("storage", f"sqlite:///{tmp_path}/s.db")
     config = StudyConfig(framework, **kw)
-    return run_study(
-        config, lms=RoleLMs({"default": lm or fresh_lm(gold)}), trainset=train, devset=dev, labels=LABELS
-    )
+    return run_study(config, lms=RoleLMs({"default": lm or fresh_lm(gold)}), trainset=train, devset=dev, labels=LABELS)
 
 
 # -- spaces ------------------------------------------------------------------------------------------
@@ -161,9 +159,7 @@ def test_cost_objective_reports_a_pareto_front(data: Any, tmp_path: Path) -> Non
     assert front
     done = [t for t in out.study.trials if t.state.name == "COMPLETE"]
     for f in front:  # nobody dominates a Pareto member
-        assert not any(
-            t.values[0] >= f.values[0] and t.values[1] <= f.values[1] and t.values != f.values for t in done
-        )
+        assert not any(t.values[0] >= f.values[0] and t.values[1] <= f.values[1] and t.values != f.values for t in done)
     written = write_report(out.study, tmp_path / "report")
     assert "pareto_table" in written and "pareto" in written
 
@@ -176,15 +172,11 @@ def test_resume_and_name_conflicts(data: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="already exists with framework='jot'"):
         study(data, tmp_path, framework="courtroom-llm", trials=1, study_name="s1")
     with pytest.raises(ConfigError, match="already exists with task="):
-        create_study(
-            StudyConfig("jot", task="web_of_lies", storage=f"sqlite:///{tmp_path}/s.db", study_name="s1")
-        )
+        create_study(StudyConfig("jot", task="web_of_lies", storage=f"sqlite:///{tmp_path}/s.db", study_name="s1"))
 
 
 def test_unreachable_storage_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(
-        ConfigError, match=r"cannot reach storage postgresql://bob:\*\*\*@127.0.0.1:1/x"
-    ) as err:
+    with pytest.raises(ConfigError, match=r"cannot reach storage postgresql://bob:\*\*\*@127.0.0.1:1/x") as err:
         create_study(StudyConfig("jot", storage="postgresql://bob:topsecret@127.0.0.1:1/x"))
     assert "topsecret" not in str(err.value)
     with pytest.raises(ConfigError, match="unsupported storage"):
@@ -213,12 +205,8 @@ def test_deeper_trials_reuse_shallower_ones(data: Any, tmp_path: Path) -> None:
     _, dev, gold = data
     lm = fresh_lm(gold)
     fixed = {"use_lawyer": "true", "use_prosecutor": "true", "use_feedback": "true"}
-    three = study(
-        data, tmp_path, lm=lm, trials=1, study_name="l3", space=fixed | {"n_loops": "3"}, prune=False
-    )
-    five = study(
-        data, tmp_path, lm=lm, trials=1, study_name="l5", space=fixed | {"n_loops": "5"}, prune=False
-    )
+    three = study(data, tmp_path, lm=lm, trials=1, study_name="l3", space=fixed | {"n_loops": "3"}, prune=False)
+    five = study(data, tmp_path, lm=lm, trials=1, study_name="l5", space=fixed | {"n_loops": "5"}, prune=False)
     a, b = three.study.trials[0].user_attrs, five.study.trials[0].user_attrs
     n = len(dev)
     assert (a["calls"], a["cached"]) == (9 * n, 0)
@@ -264,9 +252,7 @@ def test_more_judges_reuse_fewer_judges_votes(data: Any, tmp_path: Path) -> None
 # -- CLI ---------------------------------------------------------------------------------------------
 
 
-def test_cli_study_exports_a_config_that_compile_accepts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_study_exports_a_config_that_compile_accepts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from courtroom.cli import main
     from courtroom.testing import FakeServer
 
@@ -295,11 +281,7 @@ def test_cli_study_exports_a_config_that_compile_accepts(
         assert code == 0, out
         assert "best trial" in out and (tmp_path / "rep" / "trials.csv").is_file()
         best = json.loads((tmp_path / "best.json").read_text())
-        assert (
-            best["kind"] == "courtroom-config"
-            and best["framework"] == "jot"
-            and 1 <= best["knobs"]["n_loops"] <= 2
-        )
+        assert best["kind"] == "courtroom-config" and best["framework"] == "jot" and 1 <= best["knobs"]["n_loops"] <= 2
         assert "api_base" not in json.dumps(best) and server.url not in json.dumps(best)
         code = main(
             [
@@ -322,9 +304,7 @@ def test_cli_study_exports_a_config_that_compile_accepts(
         assert code == 0, capsys.readouterr()
     meta = json.loads((tmp_path / "p.json").read_text())["metadata"]["courtroom"]
     assert meta["config"]["n_loops"] == best["knobs"]["n_loops"]
-    code = main(
-        ["study", "jot", "--trials", "1", "--space", "n_loops=9", "--storage", f"sqlite:///{tmp_path}/x.db"]
-    )
+    code = main(["study", "jot", "--trials", "1", "--space", "n_loops=9", "--storage", f"sqlite:///{tmp_path}/x.db"])
     assert code == 2 and "outside its bounds" in capsys.readouterr().err
 
 

@@ -63,9 +63,7 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 
     calls = []
 
-    def fake_load(
-        path: str, config: str | None = None, split: str | None = None, **kw: Any
-    ) -> list[dict[str, Any]]:
+    def fake_load(path: str, config: str | None = None, split: str | None = None, **kw: Any) -> list[dict[str, Any]]:
         calls.append((path, config, split))
         return [{"sentence1": f"p{i}", "sentence2": f"h{i}", "label": i % 2} for i in range(20)]
 
@@ -79,8 +77,7 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".parquet"])
 def test_every_file_format_loads(tmp_path: Path, suffix: str) -> None:
     rows = [
-        {"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"}
-        for i in range(30)
+        {"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"} for i in range(30)
     ]
     data = load_task("boolean_expressions", data=str(write(tmp_path / f"bool{suffix}", rows)), split="test")
     assert len(data.examples) == 18 and all(ex.id.startswith("bool-") for ex in data.examples)
@@ -139,9 +136,7 @@ def test_structured_tasks_build_text_and_map_labels(tmp_path: Path) -> None:
     assert "single-charge classification" in about and "not the paper's multi-label article prediction" in about
     assert {e.label for s in splits.values() for e in s} == set(expected)
     assert sum(len(s) for s in splits.values()) == 20 + sum(12 - k for k in range(9))
-    case = [
-        {"text": f"case {i}", "label": "Plaintiff wins" if i % 3 else "Defendant wins"} for i in range(10)
-    ]
+    case = [{"text": f"case {i}", "label": "Plaintiff wins" if i % 3 else "Defendant wins"} for i in range(10)]
     assert load_task("caselaw", data=str(write(tmp_path / "law.jsonl", case)), split="dev").examples
     # The shape the Debate-Feedback authors released: case_background and labels.
     released = [
@@ -195,17 +190,13 @@ def test_custom_dataset_from_the_hub_is_a_hub_task() -> None:
 
 def test_missing_field_names_the_field_and_the_available_ones(tmp_path: Path) -> None:
     path = write(tmp_path / "x.jsonl", [{"question": "q", "answer": "True"}] * 5)
-    with pytest.raises(
-        DataError, match=r"missing field 'input', 'target'; available fields: answer, question"
-    ):
+    with pytest.raises(DataError, match=r"missing field 'input', 'target'; available fields: answer, question"):
         load_task("boolean_expressions", data=str(path))
 
 
 def test_labels_outside_the_label_space_name_the_rows(tmp_path: Path) -> None:
     rows = [{"input": "x", "target": t} for t in ["True", "maybe", "False", "True", "nope"]]
-    with pytest.raises(
-        DataError, match=r"labels outside \['True', 'False'\] in row 1 \('maybe'\), row 4 \('nope'\)"
-    ):
+    with pytest.raises(DataError, match=r"labels outside \['True', 'False'\] in row 1 \('maybe'\), row 4 \('nope'\)"):
         load_task("boolean_expressions", data=str(write(tmp_path / "x.jsonl", rows)))
 
 

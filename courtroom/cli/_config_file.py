@@ -95,8 +95,7 @@ def default_map(command: Any, path: str | Path, data: Mapping[str, Any]) -> dict
     unknown = [str(k) for k in data if str(k) not in keys]
     if unknown:
         raise typer.BadParameter(
-            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-            f"valid keys: {', '.join(shown)}"
+            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid keys: {', '.join(shown)}"
         )
     out: dict[str, Any] = {}
     for key, value in data.items():

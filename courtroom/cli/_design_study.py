@@ -116,8 +116,13 @@ def design_study(**o: Any) -> None:
     from courtroom.eval.tasks import load_task
 
     tr = load_task(
-        config.task, data=config.data, split="train", limit=config.train, seed=config.seed,
-        limit_flag="--train-limit", short="warn",
+        config.task,
+        data=config.data,
+        split="train",
+        limit=config.train,
+        seed=config.seed,
+        limit_flag="--train-limit",
+        short="warn",
     )
     base = resolve_roles(
         config.models[0] if config.models else None,

@@ -50,9 +50,7 @@ CONFIG = Annotated[
 TASK = Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).", rich_help_panel=DATA_PANEL)]
 DATA = Annotated[
     str,
-    typer.Option(
-        "--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).", rich_help_panel=DATA_PANEL
-    ),
+    typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).", rich_help_panel=DATA_PANEL),
 ]
 SPLIT = Annotated[str, typer.Option("--split", help="train | dev | test", rich_help_panel=DATA_PANEL)]
 SEED = Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.", rich_help_panel=DATA_PANEL)]
@@ -361,6 +359,8 @@ def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) 
                 ) from None
     finally:
         litellm.suppress_debug_info = quiet
+
+
 DRY_RUN = Annotated[
     bool,
     typer.Option(

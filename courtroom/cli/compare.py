@@ -111,9 +111,7 @@ def compare_command(
     ] = None,
     out: Annotated[
         str,
-        typer.Option(
-            "--out", help="Folder that receives the comparison folder.", rich_help_panel=opt.OUTPUT_PANEL
-        ),
+        typer.Option("--out", help="Folder that receives the comparison folder.", rich_help_panel=opt.OUTPUT_PANEL),
     ] = "comparisons",
     ambiguity_k: Annotated[
         int,

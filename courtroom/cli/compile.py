@@ -33,9 +33,7 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
 @app.command("compile")
 def compile_command(
     ctx: typer.Context,
-    framework: Annotated[
-        str | None, typer.Argument(help="Framework name (or take it from --config).")
-    ] = None,
+    framework: Annotated[str | None, typer.Argument(help="Framework name (or take it from --config).")] = None,
     config: Annotated[
         str | None,
         typer.Option(

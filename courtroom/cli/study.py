@@ -21,9 +21,7 @@ def parse_space(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         name, sep, spec = item.partition("=")
         if not sep or not name.strip() or not spec.strip():
-            raise ConfigError(
-                f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)"
-            )
+            raise ConfigError(f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)")
         out[name.strip()] = spec.strip()
     return out
 
@@ -82,9 +80,7 @@ def study_command(
     compile_set: Annotated[
         list[str] | None, _option("--compile-set", FW, "Optimizer setting KEY=VALUE; repeatable.")
     ] = None,
-    report: Annotated[
-        str | None, _option("--report", OUT, "Report folder.", show_default="studies/NAME")
-    ] = None,
+    report: Annotated[str | None, _option("--report", OUT, "Report folder.", show_default="studies/NAME")] = None,
     export_best: Annotated[
         str | None, _option("--export-best", OUT, "Write the best config for `courtroom compile --config`.")
     ] = None,
@@ -195,9 +191,7 @@ def study_command(
     for _, row in df.iterrows():
         table.add_row(
             *[
-                ""
-                if str(row[c]) == "nan"
-                else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
+                "" if str(row[c]) == "nan" else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
                 for c in cols
             ]
         )

@@ -375,8 +375,20 @@ def run_comparison(
     resume_line = f"courtroom compare --resume {out_dir}"
     with FolderLock(out_dir, what="comparison folder"), _stop.saving_to(out_dir, resume=resume_line):
         return _run_rows(
-            out_dir, task, configs, repeats, roles, lms, progress, on_start, budget,
-            (matched_baselines, baseline, match), ambiguity_k, theta, concurrency, resuming,
+            out_dir,
+            task,
+            configs,
+            repeats,
+            roles,
+            lms,
+            progress,
+            on_start,
+            budget,
+            (matched_baselines, baseline, match),
+            ambiguity_k,
+            theta,
+            concurrency,
+            resuming,
         )
 
 

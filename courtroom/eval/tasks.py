@@ -130,9 +130,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     except Exception as exc:  # datasets raises many types for unreadable files
         if "corresponds to no data" in str(exc):
             raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc
-        raise DataError(
-            f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-        ) from exc
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
     return [dict(r) for r in ds]
 
 

@@ -319,15 +319,25 @@ def study_data(
         from courtroom.eval.tasks import load_task
 
         dv = load_task(
-            config.task, data=config.data, split="dev", limit=config.dev, seed=config.seed,
-            limit_flag="--dev-limit", short="warn",
+            config.task,
+            data=config.data,
+            split="dev",
+            limit=config.dev,
+            seed=config.seed,
+            limit_flag="--dev-limit",
+            short="warn",
         )
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None
         if trainset is None:
             trainset = load_task(
-                config.task, data=config.data, split="train", limit=config.train, seed=config.seed,
-                limit_flag="--train-limit", short="warn",
+                config.task,
+                data=config.data,
+                split="train",
+                limit=config.train,
+                seed=config.seed,
+                limit_flag="--train-limit",
+                short="warn",
             ).examples
     return trainset, devset, labels, positions
 

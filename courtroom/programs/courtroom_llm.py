@@ -134,7 +134,8 @@ class CourtroomLLM(CourtroomProgram):
     def _typed_hearing(self, signature: type[dspy.Signature]) -> type[dspy.Signature]:
         lt = label_type(self.labels)
         return signature.with_updated_fields("most_likely", type_=lt).with_updated_fields(
-            "ranking", type_=list[lt]  # type: ignore[valid-type]
+            "ranking",
+            type_=list[lt],  # type: ignore[valid-type]
         )
 
     def _reorder(self, original: CourtroomProgram) -> None:

@@ -81,8 +81,7 @@ PRESETS: dict[str, Preset] = {
                 "summarize": True,
             },
             {},
-            "debate-feedback Table 2 (T = 0.5, assistant), Table 4 (3 debaters, 200 words), "
-            "Appendix 1 (2-3 rounds)",
+            "debate-feedback Table 2 (T = 0.5, assistant), Table 4 (3 debaters, 200 words), Appendix 1 (2-3 rounds)",
         ),
     )
 }
@@ -121,9 +120,7 @@ def sampling_temperatures(cls: Any, preset: str | None = None) -> dict[str, floa
     return temps
 
 
-def role_specs(
-    roles: Mapping[str, Any], lm: str | None, temperatures: Mapping[str, float]
-) -> dict[str, Any]:
+def role_specs(roles: Mapping[str, Any], lm: str | None, temperatures: Mapping[str, float]) -> dict[str, Any]:
     """Per-role model specs that carry ``temperatures`` (for a run where the user gave none)."""
     from courtroom.lms import LOCAL, LMSpec
 
