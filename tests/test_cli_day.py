@@ -200,6 +200,23 @@ def test_price_for_local_applies_to_the_embedded_model() -> None:
     assert user_prices({"openai/smollm2-server-alias": {}}, prices) == {"openai/smollm2-server-alias": (1.0, 2.0)}
 
 
+def test_the_embedded_model_costs_nothing_unless_priced(tmp_path: Path) -> None:
+    # Its run summary once said cost n/a, while its dry run said $0.
+    from courtroom.eval.runs import RunConfig, run
+    from courtroom.lms import RoleLMs
+
+    with FakeServer() as server:
+        lm = server.lm("openai/smollm2-server-alias")
+        lm.saved_name = "local"  # as the embedded model's LM class names itself
+        config = RunConfig("zero-shot", "boolean_expressions", limit=2, out=str(tmp_path))
+        free = run(config, lms=RoleLMs({"default": lm}))
+        priced = run(
+            RunConfig(**{**vars(config), "seed": 1, "prices": {"local": [1000, 1000]}}), lms=RoleLMs({"default": lm})
+        )
+    assert free.summary["sent"] == 2 and free.summary["cost"] == 0.0
+    assert priced.summary["cost"] == pytest.approx(priced.summary["tokens"] * 1000 / 1e6)
+
+
 def test_offline_hub_task_fails_in_seconds_with_the_fix(tmp_path: Path) -> None:
     env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
     start = time.perf_counter()

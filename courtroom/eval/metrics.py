@@ -67,16 +67,23 @@ def user_prices(
 def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dict[str, list[float]] | None:
     """``prices`` keyed by the names the user typed, re-keyed by the model strings a run records.
 
-    ``local`` is the embedded model's name, whatever its server calls it. A price that matches
-    no model of the run is logged as a warning (it would silently price nothing).
+    ``local`` is the embedded model's name, whatever its server calls it; unless priced, it costs
+    $0 (it runs on this machine), as the dry run says. A price that matches no model of the run is
+    logged as a warning (it would silently price nothing).
     """
+    from courtroom.lms import LOCAL, model_name, saved_name
+    from courtroom.panels import Panel
+
+    members = [m for v in lms.values() for m in (v if isinstance(v, Panel) else [v])]
+    models = {id(m): m for m in members}.values()
+    prices = dict(prices or {})
+    if any(saved_name(m) == LOCAL for m in models):
+        prices.setdefault(LOCAL, [0.0, 0.0])
     if not prices:
         return None
-    from courtroom.lms import model_name, saved_name
-
     out = {k: list(v) for k, v in prices.items()}
     seen: set[str] = set()
-    for lm in {id(v): v for v in lms.values()}.values():
+    for lm in models:
         typed, actual = saved_name(lm), model_name(lm)
         seen |= {typed, actual, actual.split("/", 1)[-1]}
         if typed in prices and actual not in prices:
@@ -86,7 +93,7 @@ def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dic
         log.warning(
             "--prices: no model of this run is named %s (its models: %s); that price is not used",
             ", ".join(unmatched),
-            ", ".join(sorted({saved_name(lm) for lm in lms.values()})),
+            ", ".join(sorted({saved_name(lm) for lm in models})),
         )
     return out
 
