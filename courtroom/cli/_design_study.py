@@ -113,17 +113,9 @@ def design_study(**o: Any) -> None:
         export_design_config(study, config.task, export)
         console.print(f"best config: {export} (use: courtroom compile --config {export})")
         return
-    from courtroom.eval.tasks import load_task
+    from courtroom.eval.tasks import load_sized
 
-    tr = load_task(
-        config.task,
-        data=config.data,
-        split="train",
-        limit=config.train,
-        seed=config.seed,
-        limit_flag="--train-limit",
-        short="warn",
-    )
+    tr = load_sized(config.task, "train", config.train, data=config.data, seed=config.seed)
     base = resolve_roles(
         config.models[0] if config.models else None,
         config.roles,

@@ -46,7 +46,7 @@ from courtroom.eval._simulate import (
 )
 from courtroom.eval.bias import check_debias, debiased
 from courtroom.eval.runs import RunConfig
-from courtroom.eval.tasks import load_splits, load_task
+from courtroom.eval.tasks import load_splits
 from courtroom.lms import DEFAULT, LOCAL
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.usage import price_per_token
@@ -167,16 +167,7 @@ def estimate_run(
     start = time.perf_counter()
     cls = get_framework(config.framework)
     check_debias(config.debias, config.framework)
-    data = load_task(
-        config.task,
-        data=config.data,
-        split=config.split,
-        limit=config.limit,
-        seed=config.seed,
-        dataset=config.dataset,
-        limit_flag=limit_flag,
-        short=short,
-    )
+    data = config.load(limit_flag, short)
     labels, positions, examples = data.task.labels, data.task.positions, data.examples
     learns = type(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)).prepare
     train = None

@@ -30,7 +30,7 @@ from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.salting import salted_roles
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
-from courtroom.eval.tasks import load_splits, load_task
+from courtroom.eval.tasks import TaskData, load_splits, load_task
 from courtroom.lms import RoleLMs, resolve_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.usage import metered
@@ -72,6 +72,19 @@ class RunConfig:
     """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
     debias: str | None = None
     """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.eval.bias`)."""
+
+    def load(self, limit_flag: str = "--limit", short: str = "error") -> TaskData:
+        """The examples the run evaluates (``limit_flag``, ``short``: see :func:`load_task`)."""
+        return load_task(
+            self.task,
+            data=self.data,
+            split=self.split,
+            limit=self.limit,
+            seed=self.seed,
+            dataset=self.dataset,
+            limit_flag=limit_flag,
+            short=short,
+        )
 
 
 @dataclass
@@ -152,15 +165,7 @@ class RunSetup:
         configure_cache()
         framework = get_framework(config.framework)
         check_debias(config.debias, config.framework)
-        data = load_task(
-            config.task,
-            data=config.data,
-            split=config.split,
-            limit=config.limit,
-            seed=config.seed,
-            dataset=config.dataset,
-            limit_flag="--limit",
-        )
+        data = config.load()
         from courtroom.programs.presets import role_specs, sampling_temperatures
 
         temperatures = sampling_temperatures(framework, config.preset)

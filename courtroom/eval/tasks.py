@@ -280,6 +280,15 @@ def load_task(
     return TaskData(task, split, examples, source, seed)
 
 
+def load_sized(name: str, split: str, limit: int | None, *, data: str = "auto", seed: int = 0) -> TaskData:
+    """The train or dev split cut to ``--train-limit``/``--dev-limit`` (compile and studies).
+
+    Their defaults may exceed a small dataset, so a smaller split is used whole, with a warning.
+    """
+    flag = {"train": "--train-limit", "dev": "--dev-limit"}[split]
+    return load_task(name, data=data, split=split, limit=limit, seed=seed, limit_flag=flag, short="warn")
+
+
 __all__ = [
     "FRACTIONS",
     "SPLITS",
@@ -289,6 +298,7 @@ __all__ = [
     "custom_task",
     "get_task",
     "load_records",
+    "load_sized",
     "load_splits",
     "load_task",
     "register",

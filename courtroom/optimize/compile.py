@@ -350,12 +350,12 @@ def compile_program(
     chosen = optimizer_settings(opt, settings)
     task_info: dict[str, Any] = {"name": task}
     if trainset is None or devset is None or labels is None:
-        from courtroom.eval.tasks import load_task
+        from courtroom.eval.tasks import load_sized
 
         if train < 1 or dev < 1:
             raise ConfigError(f"--train-limit and --dev-limit must be >= 1 (got {train}, {dev})")
-        tr = load_task(task, data=data, split="train", limit=train, seed=seed, limit_flag="--train-limit", short="warn")
-        dv = load_task(task, data=data, split="dev", limit=dev, seed=seed, limit_flag="--dev-limit", short="warn")
+        tr = load_sized(task, "train", train, data=data, seed=seed)
+        dv = load_sized(task, "dev", dev, data=data, seed=seed)
         trainset, devset = tr.examples, dv.examples
         labels, positions = list(tr.task.labels), list(tr.task.positions or tr.task.labels)
         task_info |= {"source": tr.source, "seed": seed}

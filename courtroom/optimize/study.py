@@ -316,29 +316,13 @@ def study_data(
 ) -> tuple[Sequence[dspy.Example] | None, Sequence[dspy.Example], Sequence[str], Sequence[str] | None]:
     """(train, dev, labels, positions): the given ones, else the task's splits (``config.train``/``dev``)."""
     if devset is None or labels is None:
-        from courtroom.eval.tasks import load_task
+        from courtroom.eval.tasks import load_sized
 
-        dv = load_task(
-            config.task,
-            data=config.data,
-            split="dev",
-            limit=config.dev,
-            seed=config.seed,
-            limit_flag="--dev-limit",
-            short="warn",
-        )
+        dv = load_sized(config.task, "dev", config.dev, data=config.data, seed=config.seed)
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None
         if trainset is None:
-            trainset = load_task(
-                config.task,
-                data=config.data,
-                split="train",
-                limit=config.train,
-                seed=config.seed,
-                limit_flag="--train-limit",
-                short="warn",
-            ).examples
+            trainset = load_sized(config.task, "train", config.train, data=config.data, seed=config.seed).examples
     return trainset, devset, labels, positions
 
 
