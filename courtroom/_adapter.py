@@ -14,6 +14,8 @@ from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 from dspy.clients.legacy_outputs import value
 from dspy.utils.exceptions import AdapterParseError
 
+from courtroom.cache import CACHED_TOKENS
+
 
 @functools.lru_cache(maxsize=512)
 def _schema_json(signature: type[dspy.Signature]) -> str:
@@ -157,7 +159,8 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
             _call.reset(token)
             count = getattr(settings.usage_tracker, "count_cache_hit", None)
             if call.history and not call.sent and count:
-                count()  # an answer came back and nothing was sent: a cache hit
+                # An answer came back and nothing was sent: a cache hit, with what it cost when sent.
+                count(sum(getattr(e.get("response"), CACHED_TOKENS, 0) for e in call.history))
 
     def _call_postprocess(
         self, processed_signature: Any, original_signature: Any, outputs: Any, lm: Any, lm_kwargs: Any

@@ -70,11 +70,40 @@ def _scrub(value: Any) -> Any:
     return value
 
 
+def usage_tokens(usage: Any) -> int:
+    """Prompt plus completion tokens of a response's usage (OpenAI or lm15 field names)."""
+    if not usage:
+        return 0
+
+    def get(key: str) -> Any:
+        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
+
+    return int(get("prompt_tokens") or get("input_tokens") or 0) + int(
+        get("completion_tokens") or get("output_tokens") or 0
+    )
+
+
+CACHED_TOKENS = "courtroom_cached_tokens"
+"""Attribute of a response served from the cache: the tokens it cost when it was sent."""
+
+
 class RedactingCache(Cache):
-    """DSPy's cache, storing responses with credentials removed from their base URL."""
+    """DSPy's cache, storing responses with credentials removed from their base URL.
+
+    A hit keeps, as :data:`CACHED_TOKENS`, the tokens the answer cost when first sent (DSPy
+    clears its usage: nothing is billed), so a fully cached re-run can still say what its calls
+    would cost sent again.
+    """
 
     def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:  # noqa: D102
         super().put(request, _scrub(value), *args, **kwargs)
+
+    def _prepare_cached_response(self, response: Any) -> Any:
+        tokens = usage_tokens(getattr(response, "usage", None))
+        out = super()._prepare_cached_response(response)
+        if tokens and out is not response:
+            object.__setattr__(out, CACHED_TOKENS, tokens)
+        return out
 
 
 def cache_dir() -> Path:

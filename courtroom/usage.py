@@ -38,6 +38,8 @@ class Usage:
     """Prompt tokens of sent calls only."""
     completion_tokens: int = 0
     """Completion tokens of sent calls only."""
+    cached_tokens: int = 0
+    """Prompt plus completion tokens the cache hits cost when they were sent (not spent again)."""
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,10 +93,11 @@ class Meter(UsageTracker):
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
 
-    def count_cache_hit(self) -> None:
+    def count_cache_hit(self, tokens: int = 0) -> None:
         """Record one call answered from the cache (the adapter sees these; DSPy reports no usage)."""
         with self._lock:
             self.usage.cached += 1
+            self.usage.cached_tokens += tokens
 
     def count_call(self, failed: bool = False) -> None:
         """Record one program-level LM call."""

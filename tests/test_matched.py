@@ -94,6 +94,35 @@ def test_match_tokens_on_the_fake_server(cold_cache, tmp_path):
     assert abs(ratio - 1) <= 0.5 / k + 0.15, ratio  # equal up to rounding k to a whole sample
 
 
+def test_a_cached_rerun_reports_the_same_tokens_and_matches(cold_cache, tmp_path, caplog):
+    # A re-run answered wholly from the cache once had no tokens: tokens per example n/a, an empty
+    # frontier, and --match tokens falling back to calls. The cache keeps what each answer cost.
+    def once(out):
+        return compare(
+            "boolean_expressions",
+            ["jot"],
+            limit=4,
+            data="generate",
+            lm="openai/fake",
+            api_base=server.url,
+            out=tmp_path / out,
+            match="tokens",
+            knobs={"n_loops": 1},
+        ).table
+
+    with FakeServer() as server:
+        first = once("a")
+        sent = server.counts["requests"]
+        again = once("b")
+        assert server.counts["requests"] == sent
+    assert (again["sent"] == 0).all() and (again["tokens"] == 0).all()
+    assert list(again.index) == list(first.index)  # the same matched vote, by tokens
+    assert "no tokens counted" not in caplog.text
+    jot_tokens = first.loc["jot", "tokens"]
+    assert again.loc["jot", "cached_tokens"] == jot_tokens > 0
+    assert again["tokens_per_example"].tolist() == pytest.approx(first["tokens_per_example"].tolist())
+
+
 @pytest.mark.parametrize(
     ("option", "message"), [({"match": "bogus"}, "--match"), ({"baseline": "zero-shot"}, "zero-shot")]
 )

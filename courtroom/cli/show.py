@@ -16,6 +16,8 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
+    from courtroom.eval.runs import tokens_text
+
     table = Table(title=title, show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -24,7 +26,7 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("examples", str(summary["n"]))
     table.add_row("failures", str(summary["failures"]))
     table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
-    table.add_row("tokens (sent calls)", str(summary["tokens"]))
+    table.add_row("tokens (sent calls)", tokens_text(summary))
     table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
     table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
     if summary.get("brier") is not None:

@@ -49,6 +49,7 @@ COLUMNS = (
     "sent",
     "cached",
     "tokens",
+    "cached_tokens",
     "cost",
     "wall_seconds",
     "brier",
@@ -99,7 +100,7 @@ def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     if isinstance(outcome, RunOutcome):
         return {c: outcome.summary.get(c) for c in COLUMNS}
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
-    for c in ("cached",):
+    for c in ("cached", "cached_tokens"):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
     row["n"] = outcome.outcomes[0].summary.get("n")
     for c in ("brier", "ece"):

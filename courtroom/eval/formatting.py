@@ -23,6 +23,7 @@ HEADERS = {
     "prompt_tokens": "prompt tokens",
     "completion_tokens": "completion tokens",
     "tokens": "tokens",
+    "cached_tokens": "tokens from cache",
     "tokens_counted": "tokens counted",
     "cost": "cost ($)",
     "wall_seconds": "time (s)",
@@ -56,7 +57,18 @@ MAIN_COLUMNS = (
 )
 """The comparison columns an HTML report shows first (the rest sit in a collapsed block)."""
 
-_COUNTS = {"n", "failures", "calls", "sent", "cached", "prompt_tokens", "completion_tokens", "tokens", "repeats"}
+_COUNTS = {
+    "n",
+    "failures",
+    "calls",
+    "sent",
+    "cached",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens",
+    "cached_tokens",
+    "repeats",
+}
 _MONEY = {"cost", "cost_per_correct"}
 
 

@@ -164,6 +164,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
         total.cached += u.get("cached", 0)
         total.prompt_tokens += u.get("prompt_tokens", 0)
         total.completion_tokens += u.get("completion_tokens", 0)
+        total.cached_tokens += u.get("cached_tokens", 0)
         for model, counts in (u.get("by_model") or {}).items():
             agg = total.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
             for key in agg:
@@ -192,6 +193,7 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         completion_tokens=usage.completion_tokens,
         tokens=usage.prompt_tokens + usage.completion_tokens,
         tokens_counted="sent",
+        cached_tokens=usage.cached_tokens,
         cost=usage.cost(user_prices(usage.by_model, prices)),
         wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],

@@ -31,12 +31,17 @@ MATCHES = ("calls", "tokens")
 def uncached(row: Mapping[str, Any], what: str) -> float | None:
     """``tokens`` or ``cost`` of a row as if no call came from the cache.
 
-    Cache hits report no usage, so a row that reused earlier answers looks cheap; its cached
+    Cache hits spend nothing, so a row that reused earlier answers looks cheap. Its tokens add
+    what the cached answers cost when they were sent (``cached_tokens``, recorded by the cache);
+    without that record (older folders, answers cached without usage), and for dollars, its cached
     calls are priced at the mean of its sent calls.
     """
     value, calls, sent = row.get(what), row.get("calls") or 0, row.get("sent")
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
+    cached_tokens = row.get("cached_tokens")
+    if what == "tokens" and cached_tokens and not math.isnan(float(cached_tokens)):
+        return float(value) + float(cached_tokens)
     if sent is None or not calls:
         return float(value)
     return float(value) * float(calls) / float(sent) if sent else None

@@ -125,6 +125,12 @@ def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     return path
 
 
+def tokens_text(summary: Mapping[str, Any]) -> str:
+    """Tokens of the sent calls, and what the cached answers cost when they were sent."""
+    cached = summary.get("cached_tokens") or 0
+    return f"{summary['tokens']:,}" + (f" (+{cached:,} in cached answers, not spent again)" if cached else "")
+
+
 def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The summary as a small Markdown table."""
     rows = [
@@ -133,7 +139,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
-        ("tokens (sent calls)", summary["tokens"]),
+        ("tokens (sent calls)", tokens_text(summary)),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
         ("status", summary.get("status", "ok")),
