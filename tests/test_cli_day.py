@@ -69,6 +69,10 @@ def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Calla
     assert "cot" in lines[0] and "m-two" in lines[0]
     assert "comparison" in lines[1] and "zero-shot,cot" in lines[1]
     assert "zero-shot" in lines[2] and "openai/m-one" in lines[2] and " 3 " in lines[2]
+    # Through a pipe (a log, `| grep`), each run stays on one line, its folder whole, even at 80 columns.
+    piped = subprocess_cli("runs", str(tmp_path / "runs"), env={"COLUMNS": "80"})
+    rows = [line for line in piped.stdout.splitlines() if line.startswith("│ 20")]
+    assert len(rows) == 2 and all(str(tmp_path / "runs") in row for row in rows), piped.stdout
     empty = cli("runs", str(tmp_path / "nothing"))
     assert empty.returncode == 0 and "no runs" in empty.stdout
 

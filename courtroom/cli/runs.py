@@ -25,6 +25,8 @@ def runs_command(
 
     table = runs(folders or ("runs", "comparisons"))
     console = Console()
+    if not console.is_terminal:  # a pipe or a log: one line per run, not a table folded to 80 columns
+        console = Console(width=max(console.width, 240))
     if table.empty:
         console.print(f"no runs in {', '.join(str(f) for f in folders or ('runs', 'comparisons'))}")
         return
