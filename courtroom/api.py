@@ -141,7 +141,7 @@ def run(
             raise ConfigError("--dry-run estimates a new run: drop --resume")
         return estimate_runs({config.framework: config}, repeats=repeats)
     spend = {} if (budget := _budget(max_calls, max_cost, price_table)) is None else {"budget": budget}
-    with ProgressDisplay(progress) as display:
+    with ProgressDisplay(progress, prices=price_table) as display:
         bar = display.track(framework or "resume")
         hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
         if resume is not None:
@@ -228,7 +228,7 @@ def compare(
         configs = comparison_configs(task or "boolean_expressions", names or [], prices=price_table, **options)
         return estimate_comparison(configs, **planned)
     budget = _budget(max_calls, max_cost, price_table)
-    with ProgressDisplay(progress) as display:
+    with ProgressDisplay(progress, prices=price_table) as display:
         bars: dict[str, Any] = {}
 
         def bar(framework: str) -> Any:
@@ -310,7 +310,7 @@ def compile(  # noqa: A001 - the command's name
         from courtroom.eval.budget import check_compile
 
         check_compile(est, optimizer, max_calls, max_cost)
-    with ProgressDisplay(progress) as display:
+    with ProgressDisplay(progress, prices=_prices(prices)) as display:
         result = compile_program(
             framework,
             task=task,
@@ -444,7 +444,7 @@ def study(
         note = f"{config.trials} trial(s), each at most the most expensive point of the space"
         return estimate_study(study_run_config(config), space, config.trials, prices=price_table), note
     budget = _budget(max_calls, max_cost, price_table)
-    with ProgressDisplay(progress) as display:
+    with ProgressDisplay(progress, prices=price_table) as display:
         bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
 
         def on_trial(study: Any, trial: Any) -> None:

@@ -61,6 +61,10 @@ class Tracker:
     correct: int = 0
     own_calls: int = 0
     """LM calls made while this task was the active one (see :meth:`start`)."""
+    tokens: int = 0
+    """Tokens of the calls its finished examples sent (cache hits spend none)."""
+    cost: float | None = None
+    """Dollars of those calls, where a model has a price (LiteLLM's or the display's ``prices``)."""
     note: str = ""
     handle: Any = None
     started: float = 0.0
@@ -79,7 +83,27 @@ class Tracker:
         self.done += 1
         self.failed += res.prediction is None
         self.correct += bool(res.correct)
+        self._spent(res.usage)
         self.display._refresh(self)
+
+    def _spent(self, usage: Any) -> None:
+        from courtroom.eval.metrics import user_prices
+        from courtroom.usage import price_per_token
+
+        by_model = (usage or {}).get("by_model") or {}
+        prices = user_prices(by_model, self.display.prices)
+        for model, counts in by_model.items():
+            prompt, completion = counts.get("prompt_tokens", 0), counts.get("completion_tokens", 0)
+            self.tokens += prompt + completion
+            price = price_per_token(model, prices)
+            if price is not None:
+                self.cost = (self.cost or 0.0) + prompt * price[0] + completion * price[1]
+
+    def spending(self) -> list[str]:
+        """What its examples spent so far: tokens, and dollars where priced."""
+        if not self.tokens:
+            return []
+        return [f"{self.tokens:,} tokens"] + ([f"${self.cost:.4f}"] if self.cost is not None else [])
 
     def advance(self) -> None:
         """One unit done that is not an example (a study trial)."""
@@ -103,6 +127,7 @@ class Tracker:
         if self.unit:
             parts.append(f"{self.done}/{self.total if self.total is not None else '?'} {self.unit}")
         parts.append(f"{self.calls} LM calls")
+        parts += self.spending()
         if self.done and self.unit == "examples":
             parts.append(f"acc {self.correct / self.done:.2f}")
         if self.failed:
@@ -121,6 +146,8 @@ class ProgressDisplay:
         console: where to draw (default: stderr).
         every: seconds between plain lines when the console is not a terminal.
         interactive: force the bar (True) or plain lines (False); default: whether it is a terminal.
+        prices: the user's price table (model -> input, output dollars per 1M tokens), for the
+            dollars spent so far shown next to the tokens (LiteLLM's prices otherwise).
     """
 
     def __init__(
@@ -130,8 +157,10 @@ class ProgressDisplay:
         console: Console | None = None,
         every: float = 5.0,
         interactive: bool | None = None,
+        prices: Any = None,
     ) -> None:
         self.enabled = enabled
+        self.prices = prices
         self.console = console or Console(stderr=True)
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
         self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
@@ -190,6 +219,7 @@ class ProgressDisplay:
             return
         bits = [t.note] if t.note else []
         bits.append(f"calls {t.calls}")
+        bits += t.spending()
         if t.done and t.unit == "examples":
             bits.append(f"acc {t.correct / t.done:.2f}")
         if t.failed:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from courtroom.testing import FakeServer
@@ -29,6 +30,23 @@ def test_tracker_counts_every_lm_call_of_a_run() -> None:
     assert bar.calls == outcome.summary["calls"] == 27
     line = bar.line()
     assert "3/3 examples" in line and "27 LM calls" in line and "ETA" in line
+
+
+def test_lines_show_tokens_and_dollars_spent_so_far() -> None:
+    # Cost while spending: the line adds the tokens and, where priced, the dollars of the finished examples.
+    from courtroom.eval.runs import RunConfig, run
+    from courtroom.progress import ProgressDisplay
+
+    prices = {"openai/priced": [1000.0, 2000.0]}
+    with FakeServer() as server, ProgressDisplay(prices=prices, console=Console(file=io.StringIO())) as display:
+        bar = display.track("zero-shot")
+        config = RunConfig(
+            "zero-shot", "boolean_expressions", limit=3, lm="openai/priced", api_base=server.url, prices=prices
+        )
+        outcome = run(config, progress=bar.result, on_start=bar.start)
+    summary = outcome.summary
+    assert bar.tokens == summary["tokens"] > 0 and bar.cost == pytest.approx(summary["cost"])
+    assert f"{summary['tokens']:,} tokens, ${summary['cost']:.4f}" in bar.line()
 
 
 def test_bar_shows_calls_while_an_example_is_still_running() -> None:
