@@ -52,8 +52,9 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         assert "examples saved in" in line[0]
         # Requests already sent finish; nothing new starts (the in-flight bound is CONCURRENCY).
         assert after <= CONCURRENCY, after
-        # Not the ~3 s each in-flight example still needed (6 calls x 0.5 s), let alone the run.
-        assert exit_seconds < 2.5, exit_seconds
+        # No wait for the rest of the run (12 examples x 9 calls x 0.5 s / 4 at once = 13.5 s); the
+        # count above shows no in-flight example went on. A generous bound: CI machines are noisy.
+        assert exit_seconds < 10, exit_seconds
         run_dir = Path(line[0].rsplit("--resume", 1)[1].strip())
         assert not (run_dir / "summary.json").exists()
 
@@ -83,3 +84,33 @@ def test_second_ctrl_c_stops_at_once(tmp_path):
         assert proc.returncode == 130, err
         assert "stopped at once" in err and "Traceback" not in err
         assert time.monotonic() - t0 < 2.0  # the requests in flight (6 s each) are not awaited
+
+
+def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):
+    # compile writes no folder until it ends: the line says so, and the answers received before
+    # the signal are in the cache, so the same command sends only what is missing.
+    args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "30"]
+
+    def command(cache: str) -> tuple[list[str], dict[str, str]]:
+        line = [sys.executable, "-m", "courtroom.cli", *args, "--lm", "openai/fake", "--api-base", server.url]
+        line += ["--concurrency", "2", "-o", str(tmp_path / f"{cache}.json")]
+        return line, os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / cache)}
+
+    with FakeServer(latency=0.2) as server:
+        line, env = command("uninterrupted")
+        whole = subprocess.run(line, capture_output=True, text=True, env=env, timeout=180)
+        assert whole.returncode == 0, whole.stderr
+        needed = server.counts["requests"]
+        start = server.counts["requests"]
+        line, env = command("interrupted")
+        proc = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        _wait_for_requests(server, proc, start + 6)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "Traceback" not in err
+        assert "no run folder was written" in err and "sends only what is missing" in err
+        received = server.counts["requests"] - start
+        again = subprocess.run(line, capture_output=True, text=True, env=env, timeout=180)
+        assert again.returncode == 0, again.stderr
+        resent = server.counts["requests"] - start - received
+    assert 0 < received < needed and resent == needed - received  # nothing received is asked again

@@ -68,7 +68,10 @@ def _interrupted_message() -> str:
 
     folder = _stop.saved_folder()
     if folder is None:
-        return "interrupted: nothing was saved"
+        return (
+            "interrupted: no run folder was written; the answers already received are in the cache, "
+            "so the same command sends only what is missing"
+        )
     if _stop.resume_hint():
         return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
