@@ -47,3 +47,21 @@ def cold_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
     configure_cache(path)
     return path
+
+
+@pytest.fixture
+def courtroom_cli():
+    """``courtroom ARGS`` as a subprocess (``env`` added to this process's), captured as text."""
+    import subprocess
+    import sys
+
+    def call(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ | (env or {}),
+        )
+
+    return call

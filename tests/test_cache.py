@@ -46,35 +46,16 @@ def _entries(folder):
     )
 
 
-def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path):
+def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_cli):
     # compile once used DSPy's default cache (~/.dspy_cache, shared by every process and run on
     # the machine, and storing base URLs unredacted) instead of $COURTROOM_CACHE_DIR.
-    import subprocess
-    import sys
-
-    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache"), "DSPY_CACHEDIR": str(tmp_path / "dspy")}
+    env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache"), "DSPY_CACHEDIR": str(tmp_path / "dspy")}
     args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "2", "--dev-limit", "3"]
     sent = []
     with FakeServer() as server:
         for _ in range(2):
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "courtroom.cli",
-                    *args,
-                    "--lm",
-                    "openai/m",
-                    "--api-base",
-                    server.url,
-                    "-o",
-                    str(tmp_path / "program.json"),
-                ],
-                capture_output=True,
-                text=True,
-                timeout=180,
-                env=env,
-            )
+            out = ["-o", str(tmp_path / "program.json")]
+            done = courtroom_cli(*args, "--lm", "openai/m", "--api-base", server.url, *out, env=env)
             assert done.returncode == 0, done.stderr
             sent.append(server.counts["requests"] - sum(sent))
     assert sent[0] > 0 and sent[1] == 0  # the second compile was answered from the cache

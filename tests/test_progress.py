@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -154,29 +155,13 @@ def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:
         assert f"dev {when}: {folder}" in done.stdout
 
 
-def test_compile_phases_count_their_own_calls(tmp_path: Path) -> None:
+def test_compile_phases_count_their_own_calls(tmp_path: Path, courtroom_cli: Any) -> None:
     # Once, "dev before" counted every call made after it began (the optimizer's and dev after's too).
-    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer() as server:
         args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "5"]
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "courtroom.cli",
-                *args,
-                "--lm",
-                "openai/m",
-                "--api-base",
-                server.url,
-                "-o",
-                str(tmp_path / "program.json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            env=env,
-        )
+        out = ["-o", str(tmp_path / "program.json")]
+        done = courtroom_cli(*args, "--lm", "openai/m", "--api-base", server.url, *out, env=env)
         sent = server.counts["requests"]
     assert done.returncode == 0, done.stderr
     last = {m[1]: m[2] for m in re.finditer(r"\] (dev before|dev after|optimizing \(bootstrap\)): (.*)", done.stderr)}
