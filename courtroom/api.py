@@ -452,6 +452,7 @@ def study(
             bar.status(
                 f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
             )
+            bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
             bar.advance()
 
         outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
