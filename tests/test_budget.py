@@ -168,21 +168,26 @@ def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
     assert len(outcome.outcomes) == 3
 
 
+def _designs(server: FakeServer, storage: Path, **kw):
+    """A design study of jot and self-consistency on generated data, against ``server``."""
+    from courtroom.optimize.designs import DesignStudyConfig
+
+    return DesignStudyConfig(
+        frameworks=["jot", "self-consistency"],
+        data="generate",
+        storage=f"sqlite:///{storage}",
+        models=["openai/fake"],
+        api_base=server.url,
+        prune=False,
+        **kw,
+    )
+
+
 def test_design_study_stops_starting_trials_and_its_dry_run_sends_nothing(cold_cache, tmp_path):
-    from courtroom.optimize.designs import DesignStudyConfig, design_estimates, run_design_study
+    from courtroom.optimize.designs import design_estimates, run_design_study
 
     with FakeServer() as server:
-        config = DesignStudyConfig(
-            frameworks=["jot", "self-consistency"],
-            trials=8,
-            dev=4,
-            train=4,
-            data="generate",
-            storage=f"sqlite:///{tmp_path}/d.db",
-            models=["openai/fake"],
-            api_base=server.url,
-            prune=False,
-        )
+        config = _designs(server, tmp_path / "d.db", trials=8, dev=4, train=4)
         per_trial = design_estimates(config)
         assert server.counts["requests"] == 0
         bound = max(e.calls for e in per_trial.values())
@@ -209,21 +214,10 @@ def test_training_calls_start_only_within_the_budget(cold_cache):
 
 def test_design_study_that_compiles_is_bounded_by_trial_and_compile(cold_cache, tmp_path):
     # A design study with --compile once refused every budget; bootstrap's runs are bounded now.
-    from courtroom.optimize.designs import DesignStudyConfig, design_estimates, run_design_study
+    from courtroom.optimize.designs import design_estimates, run_design_study
 
-    def config(compile: str, storage: str) -> DesignStudyConfig:
-        return DesignStudyConfig(
-            frameworks=["jot", "self-consistency"],
-            trials=6,
-            dev=3,
-            train=3,
-            data="generate",
-            storage=f"sqlite:///{tmp_path}/{storage}.db",
-            models=["openai/fake"],
-            api_base=server.url,
-            prune=False,
-            compile=compile,
-        )
+    def config(compile: str, storage: str):
+        return _designs(server, tmp_path / f"{storage}.db", trials=6, dev=3, train=3, compile=compile)
 
     with FakeServer() as server:
         plain = design_estimates(replace(config("bootstrap", "a"), compile=None))

@@ -337,15 +337,16 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
 
     config.frameworks = parse_frameworks(config.frameworks)
     space = list(space or design_space(config))
+    compiles = bool(config.compile) and compile_bounded(config)
+    settings = optimizer_settings(get_optimizer(str(config.compile)), config.compile_settings) if compiles else {}
     out = {}
     for fw in config.frameworks:
         own = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
         run_config = replace(study_run_config(config), framework=fw)
         est = estimate_study(run_config, own, 1, prices=config.prices)
-        if config.compile and compile_bounded(config):
+        if compiles:
             worst = replace(run_config, knobs={**run_config.knobs, **max_point(own)})
-            settings = optimizer_settings(get_optimizer(config.compile), config.compile_settings)
-            runs = compile_runs(worst, config.compile, settings, config.train, prices=config.prices)
+            runs = compile_runs(worst, str(config.compile), settings, config.train, prices=config.prices)
             est = added(est, runs) if runs is not None else est
         out[fw] = est
     return out
