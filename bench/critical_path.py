@@ -21,8 +21,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
-from courtroom.cache import configure_cache  # noqa: E402
 from courtroom.eval.harness import evaluate, total_usage  # noqa: E402
+from courtroom.models.cache import configure_cache  # noqa: E402
 from courtroom.programs import FRAMEWORKS  # noqa: E402
 from courtroom.testing import FakeServer  # noqa: E402
 

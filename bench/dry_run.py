@@ -36,11 +36,11 @@ def main() -> None:
     start = time.perf_counter()
     import litellm  # noqa: F401
 
-    from courtroom.cache import configure_cache
-    from courtroom.eval.dry_run import estimate_runs
-    from courtroom.eval.generators import boolean_expressions
-    from courtroom.eval.runs import RunConfig, run
-    from courtroom.lms import RoleLMs
+    from courtroom.cost.dry_run import estimate_runs
+    from courtroom.data.generators import boolean_expressions
+    from courtroom.models.cache import configure_cache
+    from courtroom.models.lms import RoleLMs
+    from courtroom.runner.runs import RunConfig, run
     from courtroom.testing import FakeServer
 
     imports = time.perf_counter() - start

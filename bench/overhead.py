@@ -19,11 +19,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
-from courtroom.lms import RoleLMs, use_role  # noqa: E402
+from courtroom.models.lms import RoleLMs, use_role  # noqa: E402
+from courtroom.models.usage import metered  # noqa: E402
 from courtroom.programs import JudgmentOfThought  # noqa: E402
 from courtroom.signatures.jot import Judge  # noqa: E402
 from courtroom.testing import scripted_lm  # noqa: E402
-from courtroom.usage import metered  # noqa: E402
 
 
 def per_call_jot(decisions: int) -> tuple[float, int]:

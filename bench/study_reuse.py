@@ -31,8 +31,8 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")
 
-    from courtroom.eval.tasks import load_task
-    from courtroom.lms import RoleLMs
+    from courtroom.data.tasks import load_task
+    from courtroom.models.lms import RoleLMs
     from courtroom.optimize.study import StudyConfig, run_study
     from courtroom.testing import oracle_lm
 

@@ -13,12 +13,12 @@ from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "INJECTION_GUARD": ("courtroom._adapter", "INJECTION_GUARD"),
+    "INJECTION_GUARD": ("courtroom.models._adapter", "INJECTION_GUARD"),
     "FRAMEWORKS": ("courtroom.programs", "FRAMEWORKS"),
     "CourtroomProgram": ("courtroom.programs", "CourtroomProgram"),
-    "LMSpec": ("courtroom.lms", "LMSpec"),
-    "RoleLMs": ("courtroom.lms", "RoleLMs"),
-    "resolve_roles": ("courtroom.lms", "resolve_roles"),
+    "LMSpec": ("courtroom.models.lms", "LMSpec"),
+    "RoleLMs": ("courtroom.models.lms", "RoleLMs"),
+    "resolve_roles": ("courtroom.models.lms", "resolve_roles"),
     "load": ("courtroom.saving", "load_program"),
     "Turn": ("courtroom.transcript", "Turn"),
     "render_html": ("courtroom.transcript", "render_html"),

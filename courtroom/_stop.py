@@ -1,7 +1,7 @@
 """Stopping on Ctrl-C: no new LM call starts once a stop is requested (process-wide).
 
 The CLI's SIGINT handler calls :func:`request_stop`; from then on :class:`StopCalls`, a DSPy
-callback on every model :func:`courtroom.lms.build_lm` makes, raises :class:`Stopped` in the
+callback on every model :func:`courtroom.models.lms.build_lm` makes, raises :class:`Stopped` in the
 thread that was about to start a call. Requests already sent finish (their answers reach the
 cache, so a resumed run gets them for free); nothing else is sent. :class:`Stopped` derives
 from ``KeyboardInterrupt`` so that no ``except Exception`` on the way records it as the

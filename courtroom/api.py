@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from courtroom.errors import ConfigError
-from courtroom.progress import ProgressDisplay
+from courtroom.reporting.progress import ProgressDisplay
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,10 +25,10 @@ Prices = str | Path | Mapping[str, Sequence[float]] | None
 
 
 def _budget(max_calls: int | None, max_cost: float | None, prices: Any = None) -> Any:
-    """A :class:`~courtroom.eval.budget.Budget` for ``max_calls``/``max_cost``; None when neither is set."""
+    """A :class:`~courtroom.cost.budget.Budget` for ``max_calls``/``max_cost``; None when neither is set."""
     if max_calls is None and max_cost is None:
         return None
-    from courtroom.eval.budget import Budget
+    from courtroom.cost.budget import Budget
 
     return Budget(max_calls=max_calls, max_cost=max_cost, prices=prices)
 
@@ -86,24 +86,24 @@ def run(
     ``fail_on_error`` (default 0.1) is the failed fraction above which the summary's ``status``
     is ``failed``. On resume, ``resume_given`` holds run-defining options (framework, knobs, task,
     data, ...) that must match the folder's, or the resume is refused.
-    Returns a :class:`~courtroom.eval.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
-    or, for repeats, a :class:`~courtroom.eval.repeats.RepeatOutcome` (``group_dir``, ``stats``).
+    Returns a :class:`~courtroom.runner.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
+    or, for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome` (``group_dir``, ``stats``).
 
     ``dry_run=True`` sends nothing and returns ``{framework: Estimate}`` (calls, tokens, dollars;
-    :mod:`courtroom.eval.estimate`). ``max_calls``/``max_cost`` stop starting examples at that
-    budget: the folder is left resumable and :class:`~courtroom.eval.budget.BudgetExhausted`
+    :mod:`courtroom.cost.estimate`). ``max_calls``/``max_cost`` stop starting examples at that
+    budget: the folder is left resumable and :class:`~courtroom.cost.budget.BudgetExhausted`
     is raised, its ``line`` saying what was spent and how to finish.
 
     ``debias="swap"`` runs each case again with the sides exchanged and reports the
     position-consistency rate; ``"swap-vote"`` also makes the verdict the two orders' agreement
-    (:mod:`courtroom.eval.bias`). Frameworks without sides to swap are refused.
+    (:mod:`courtroom.analysis.bias`). Frameworks without sides to swap are refused.
     """
-    from courtroom.eval.repeats import is_repeat_group, resume_repeats, run_repeats
-    from courtroom.eval.resume import resume as resume_run
-    from courtroom.eval.runs import RunConfig
-    from courtroom.eval.runs import run as run_once
     from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
     from courtroom.programs.presets import apply_preset
+    from courtroom.runner.repeats import is_repeat_group, resume_repeats, run_repeats
+    from courtroom.runner.resume import resume as resume_run
+    from courtroom.runner.runs import RunConfig
+    from courtroom.runner.runs import run as run_once
 
     price_table = _prices(prices)
     config = None
@@ -135,7 +135,7 @@ def run(
             fail_on_error=DEFAULT_FAIL_ON_ERROR if fail_on_error is None else fail_on_error,
         )
     if dry_run:
-        from courtroom.eval.dry_run import estimate_runs
+        from courtroom.cost.dry_run import estimate_runs
 
         if config is None:
             raise ConfigError("--dry-run estimates a new run: drop --resume")
@@ -175,7 +175,7 @@ def run(
                 return run_repeats(config, repeats, lms=lms, **hooks, **spend)
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
     if ambiguity_k:
-        from courtroom.eval.ambiguity import run_ambiguity
+        from courtroom.analysis.ambiguity import run_ambiguity
 
         outcome.analyses["ambiguity"] = run_ambiguity(
             outcome.run_dir, ambiguity_k, theta, lms=lms, api_base=api_base
@@ -199,7 +199,7 @@ def compare(
 
     ``frameworks`` is a list or a comma-separated string; ``task`` defaults to
     ``boolean_expressions``. Other options are those of
-    :func:`courtroom.eval.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
+    :func:`courtroom.comparison.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
     ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``,
     ``matched_baselines``, ``baseline``, ``match``, ...). The result's ``table`` is the comparison
     as a pandas DataFrame; ``out_dir`` the folder. ``dry_run``, ``max_calls``, ``max_cost``: as
@@ -210,7 +210,7 @@ def compare(
     the comparison's, except ``api_base``, ``timeout``, ``concurrency``, ``prices``, ``fail_on_error``.
     ``debias="swap"|"swap-vote"`` applies to the compared frameworks that have sides to swap.
     """
-    from courtroom.eval.compare import compare as run_compare
+    from courtroom.comparison.compare import compare as run_compare
 
     names = None if frameworks is None else frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
     price_table = _prices(prices)
@@ -219,8 +219,8 @@ def compare(
     if resume is None and names is None:
         raise ConfigError("pass frameworks (e.g. --frameworks jot,cot), or resume a comparison folder")
     if dry_run:
-        from courtroom.eval.compare import comparison_configs
-        from courtroom.eval.dry_run import estimate_comparison
+        from courtroom.comparison.compare import comparison_configs
+        from courtroom.cost.dry_run import estimate_comparison
 
         planned = {k: options.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match") if k in options}
         for k in ("ambiguity_k", "theta", "lms", "progress", "on_start"):
@@ -242,7 +242,7 @@ def compare(
             "budget": budget,
         }
         if resume is not None:
-            from courtroom.eval.compare_resume import resume_comparison
+            from courtroom.comparison.resume import resume_comparison
 
             given: dict[str, Any] = {"task": task, "frameworks": names, "prices": price_table}
             return resume_comparison(resume, **hooks, **{k: v for k, v in given.items() if v is not None}, **options)
@@ -279,10 +279,10 @@ def compile(  # noqa: A001 - the command's name
 
     ``dry_run=True`` sends nothing and returns ``(Estimate, note)``. A compile runs as one unit:
     with ``max_calls``/``max_cost`` it starts only if its dry-run bound fits, else
-    :class:`~courtroom.eval.budget.BudgetExhausted` is raised before any request.
+    :class:`~courtroom.cost.budget.BudgetExhausted` is raised before any request.
     """
     from courtroom.optimize.compile import compile_program
-    from courtroom.optimize.report import read_config, recipe_models
+    from courtroom.optimize.study_report import read_config, recipe_models
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
     from courtroom.saving import save_program
@@ -307,7 +307,7 @@ def compile(  # noqa: A001 - the command's name
         est, note = _compile_estimate(framework, task, optimizer, all_knobs, default, role_models, price_table, options)
         if dry_run:
             return est, note
-        from courtroom.eval.budget import check_compile
+        from courtroom.cost.budget import check_compile
 
         check_compile(est, optimizer, max_calls, max_cost)
     with ProgressDisplay(progress, prices=_prices(prices)) as display:
@@ -340,9 +340,9 @@ def _compile_estimate(
     options: Mapping[str, Any],
 ) -> tuple[Any, str]:
     """The dry run of a compile: dev scored before and after, plus the optimizer's program runs."""
-    from courtroom.eval.dry_run import estimate_compile
-    from courtroom.eval.runs import RunConfig
+    from courtroom.cost.dry_run import estimate_compile
     from courtroom.optimize.compile import get_optimizer
+    from courtroom.runner.runs import RunConfig
 
     config = RunConfig(
         framework,
@@ -370,7 +370,7 @@ def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[st
 
     from courtroom._versions import versions
     from courtroom.eval.harness import summarize
-    from courtroom.eval.runs import summary_markdown
+    from courtroom.runner.runs import summary_markdown
     from courtroom.saving import role_models
 
     task = result.metadata["task"]
@@ -425,17 +425,17 @@ def study(
 
     ``dry_run=True`` sends nothing and returns ``(Estimate, note)``: each trial at the space's most
     expensive point. ``max_calls``/``max_cost`` stop starting trials at that budget
-    (:class:`~courtroom.eval.budget.BudgetExhausted`, with the command that continues the study).
+    (:class:`~courtroom.cost.budget.BudgetExhausted`, with the command that continues the study).
     """
-    from courtroom.optimize.report import best_trial, export_config, trials_table, write_report
     from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
+    from courtroom.optimize.study_report import best_trial, export_config, trials_table, write_report
 
     models = [lm] if isinstance(lm, str) else list(lm or [])
     config = StudyConfig(framework=framework, models=models, **options)
     price_table = _prices(prices)
     if dry_run:
-        from courtroom.eval.budget import study_run_config
-        from courtroom.eval.dry_run import estimate_study
+        from courtroom.cost.budget import study_run_config
+        from courtroom.cost.dry_run import estimate_study
         from courtroom.optimize.spaces import build_space
 
         space = build_space(
@@ -481,13 +481,13 @@ def study(
 
 def report(source: str | Path, out: str | Path = "report.html") -> Path:
     """Write the self-contained HTML report of a run, repeat group or comparison (``courtroom report``)."""
-    from courtroom.eval.report import write_report
+    from courtroom.reporting.html import write_report
 
     return write_report(source, out)
 
 
 def runs(folder: str | Path | Sequence[str | Path] = ("runs", "comparisons")) -> pd.DataFrame:
     """Past runs, repeat groups and comparisons under ``folder``, newest first (``courtroom runs``)."""
-    from courtroom.eval.history import list_runs
+    from courtroom.runner.history import list_runs
 
     return list_runs(folder)

@@ -33,7 +33,7 @@ from typing import Any
 import dspy
 
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs, resolve_roles, saved_name
+from courtroom.models.lms import RoleLMs, resolve_roles, saved_name
 from courtroom.programs import FRAMEWORKS, CourtroomProgram
 
 FORMAT = "courtroom-program"

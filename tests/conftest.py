@@ -17,7 +17,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # One cache per test: a test that kills a process mid-write cannot leave a damaged cache for the next.
     cache = tmp_path_factory.mktemp("cache")
     os.environ["COURTROOM_CACHE_DIR"] = str(cache)
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     configure_cache(cache)
 
@@ -30,7 +30,7 @@ def _runs_dir(tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch)
 @pytest.fixture(scope="session")
 def local_lm():
     """A dspy.LM on the real embedded llama.cpp server (started once per test session)."""
-    from courtroom.local import local_lm as make
+    from courtroom.models.local import local_lm as make
 
     return make(max_tokens=64, temperature=0.0)
 
@@ -43,7 +43,7 @@ def cold_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     """An empty LM cache for one test (runs reconfigure the cache from $COURTROOM_CACHE_DIR)."""
     path = tmp_path_factory.mktemp("cold-cache")
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(path))
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     configure_cache(path)
     return path

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from courtroom.eval.analysis import (
+from courtroom.analysis.papers import (
     ambiguity,
     ambiguity_split,
     analyze,
@@ -18,7 +18,7 @@ from courtroom.eval.analysis import (
     run_hearings,
 )
 from courtroom.eval.harness import ExampleResult
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import build_program
 from courtroom.testing import scripted_lm
 

@@ -17,11 +17,11 @@ import dspy
 import pytest
 from dspy.lm15 import Response
 
-from courtroom._fakes import FakeLM, answer_for_schema
 from courtroom.eval.harness import run_example
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import build_program
 from courtroom.testing import FakeServer, ScriptedEngine
+from courtroom.testing._fakes import FakeLM, answer_for_schema
 
 LABELS = ["True", "False"]
 FULL = "COMPLETE-ANSWER-" + "y" * 60 + "-END"

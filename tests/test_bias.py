@@ -10,18 +10,18 @@ from typing import Any
 import dspy
 import pytest
 
-from courtroom._concurrency import serial
+from courtroom.analysis.bias import PositionSwap, length_bias, swap_vote
 from courtroom.cli import main
+from courtroom.comparison.compare import compare
+from courtroom.cost.estimate import estimate_run
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.bias import PositionSwap, length_bias, swap_vote
-from courtroom.eval.compare import compare
-from courtroom.eval.estimate import estimate_run
 from courtroom.eval.harness import evaluate
-from courtroom.eval.resume import resume
-from courtroom.eval.runs import RunConfig, load_run, run
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models._concurrency import serial
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import CourtroomLLM, JudgmentOfThought, KhanDebate
+from courtroom.runner.resume import resume
+from courtroom.runner.runs import RunConfig, load_run, run
 from courtroom.testing import FakeServer, oracle_lm, scripted_lm
 
 LABELS = ["True", "False"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from courtroom.cost.budget import Budget, BudgetExhausted
 from courtroom.errors import ConfigError
-from courtroom.eval.budget import Budget, BudgetExhausted
-from courtroom.eval.runs import RunConfig, load_run, run
+from courtroom.runner.runs import RunConfig, load_run, run
 from courtroom.testing import FakeServer
 
 
@@ -75,7 +75,7 @@ def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
 
 
 def test_compare_shares_the_budget_and_names_what_did_not_start(cold_cache, tmp_path):
-    from courtroom.eval.compare import compare
+    from courtroom.comparison.compare import compare
 
     with FakeServer() as server:
         with pytest.raises(BudgetExhausted) as stop:
@@ -153,7 +153,7 @@ def test_compile_refuses_to_start_over_budget(tmp_path):
 
 
 def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
-    from courtroom.eval.repeats import resume_repeats, run_repeats
+    from courtroom.runner.repeats import resume_repeats, run_repeats
 
     with FakeServer() as server:
         config = _config("zero-shot", server, limit=10)

@@ -2,8 +2,8 @@ import os
 
 import dspy
 
-from courtroom.cache import cache_dir
 from courtroom.eval.harness import evaluate, total_usage
+from courtroom.models.cache import cache_dir
 from courtroom.programs import JudgmentOfThought
 from courtroom.testing import FakeServer
 

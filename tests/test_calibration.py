@@ -5,12 +5,12 @@ import time
 
 import pytest
 
-from courtroom.eval.calibration import confidence, scores
-from courtroom.eval.compare import compare
-from courtroom.eval.report import write_report
-from courtroom.eval.runs import RunConfig, run
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.analysis.calibration import confidence, scores
+from courtroom.comparison.compare import compare
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
+from courtroom.reporting.html import write_report
+from courtroom.runner.runs import RunConfig, run
 from courtroom.testing import oracle_lm
 
 

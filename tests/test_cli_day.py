@@ -195,7 +195,7 @@ def test_prices_take_the_names_typed_and_warn_about_strays(
 
 def test_price_for_local_applies_to_the_embedded_model() -> None:
     from courtroom.eval.metrics import price_aliases, user_prices
-    from courtroom.lms import RoleLMs
+    from courtroom.models.lms import RoleLMs
     from courtroom.testing import scripted_lm
 
     lm = scripted_lm({}, model="openai/smollm2-server-alias")
@@ -206,8 +206,8 @@ def test_price_for_local_applies_to_the_embedded_model() -> None:
 
 def test_the_embedded_model_costs_nothing_unless_priced(tmp_path: Path) -> None:
     # Its run summary once said cost n/a, while its dry run said $0.
-    from courtroom.eval.runs import RunConfig, run
-    from courtroom.lms import RoleLMs
+    from courtroom.models.lms import RoleLMs
+    from courtroom.runner.runs import RunConfig, run
 
     with FakeServer() as server:
         lm = server.lm("openai/smollm2-server-alias")

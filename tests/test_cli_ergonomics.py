@@ -178,7 +178,7 @@ def test_compare_resume_finishes_without_sending_twice(tmp_path, capsys):
 
 
 def test_python_compare_resume(tmp_path):
-    from courtroom.eval.budget import BudgetExhausted
+    from courtroom.cost.budget import BudgetExhausted
 
     options = {"task": "navigate", "limit": 4, "progress": False, "matched_baselines": False, "out": tmp_path}
     with FakeServer() as server:

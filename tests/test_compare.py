@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from courtroom.cli import main
+from courtroom.comparison.compare import compare, split_knobs
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.compare import compare, split_knobs
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.testing import FakeServer, oracle_lm
 
 
@@ -154,7 +154,7 @@ def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 @pytest.mark.local_model
 def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
-    from courtroom.eval.report import write_report
+    from courtroom.reporting.html import write_report
 
     result = compare(
         "boolean_expressions",

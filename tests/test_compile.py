@@ -9,8 +9,8 @@ from typing import Any
 import dspy
 import pytest
 
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.tasks import load_task
 from courtroom.optimize.compile import OPTIMIZERS, compile_program
 from courtroom.testing import _response, _schema, oracle_lm
 

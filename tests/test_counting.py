@@ -10,10 +10,10 @@ import dspy
 import pytest
 
 from courtroom.eval.harness import run_example
-from courtroom.eval.resume import resume
-from courtroom.eval.runs import RunConfig, load_run, run
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import build_program
+from courtroom.runner.resume import resume
+from courtroom.runner.runs import RunConfig, load_run, run
 from courtroom.testing import FakeServer
 
 

@@ -21,8 +21,8 @@ except pytest.skip.Exception:
 DESIGNS = "jot,self-consistency,courtroom-llm"
 WORKER = textwrap.dedent("""
     import sys
-    from courtroom.eval.tasks import load_task
-    from courtroom.lms import RoleLMs
+    from courtroom.data.tasks import load_task
+    from courtroom.models.lms import RoleLMs
     from courtroom.optimize.designs import DesignStudyConfig, run_design_study
     from courtroom.testing import oracle_lm
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import courtroom
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
 from courtroom.optimize.designs import DESIGN, DesignStudyConfig, design_space, run_design_study
 from courtroom.programs import FRAMEWORKS
 from courtroom.testing import FakeServer, oracle_lm

@@ -94,8 +94,8 @@ def postgres() -> Any:
 
 WORKER = textwrap.dedent("""
     import sys
-    from courtroom.eval.tasks import load_task
-    from courtroom.lms import RoleLMs
+    from courtroom.data.tasks import load_task
+    from courtroom.models.lms import RoleLMs
     from courtroom.optimize.study import StudyConfig, run_study
     from courtroom.testing import oracle_lm
 

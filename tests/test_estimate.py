@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from courtroom.eval.estimate import estimate_run
-from courtroom.eval.runs import RunConfig, run
-from courtroom.lms import RoleLMs
+from courtroom.cost.estimate import estimate_run
+from courtroom.models.lms import RoleLMs
+from courtroom.runner.runs import RunConfig, run
 from courtroom.testing import FakeServer
 
 
@@ -99,7 +99,7 @@ def test_concurrent_examples_explain_a_shared_precedent_once():
     import threading
     import time
 
-    from courtroom._concurrency import run_parallel
+    from courtroom.models._concurrency import run_parallel
     from courtroom.programs._precedents import PrecedentIndex
 
     index = PrecedentIndex([{"case": f"case {i} about x", "label": "a", "id": str(i)} for i in range(3)])
@@ -127,7 +127,7 @@ def test_concurrent_examples_explain_a_shared_precedent_once():
     ],
 )
 def test_early_stopping_is_estimated_at_its_maximum(framework, knobs, off):
-    from courtroom.eval.estimate import estimate_run
+    from courtroom.cost.estimate import estimate_run
 
     on = estimate_run(RunConfig(framework, "boolean_expressions", data="generate", limit=6, knobs=knobs))
     full = estimate_run(RunConfig(framework, "boolean_expressions", data="generate", limit=6, knobs=off))

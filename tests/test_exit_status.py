@@ -13,7 +13,7 @@ from courtroom.testing import FakeServer
 
 
 def _responder(prompt: str, schema: dict) -> object:
-    from courtroom._fakes import answer_for_schema
+    from courtroom.testing._fakes import answer_for_schema
 
     if "BROKEN" in prompt:
         return "no JSON here at all"  # unparseable: the example fails

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from courtroom.data.tasks import load_task
 from courtroom.eval.harness import evaluate, summarize
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import build_program
 from courtroom.testing import FakeServer
 

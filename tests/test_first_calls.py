@@ -14,9 +14,9 @@ from pathlib import Path
 RACE = textwrap.dedent(
     """
     import json, sys, threading
-    from courtroom._fake_server import FakeServer
-    from courtroom.cache import configure_cache
-    from courtroom.lms import resolve_roles
+    from courtroom.testing._fake_server import FakeServer
+    from courtroom.models.cache import configure_cache
+    from courtroom.models.lms import resolve_roles
     from courtroom.programs import build_program
 
     cache, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -65,9 +65,9 @@ IMPORTS = textwrap.dedent(
     """
     import json, sys, threading
     import dspy
-    from courtroom._fake_server import FakeServer
-    from courtroom.cache import configure_cache
-    from courtroom.lms import resolve_roles
+    from courtroom.testing._fake_server import FakeServer
+    from courtroom.models.cache import configure_cache
+    from courtroom.models.lms import resolve_roles
     from courtroom.programs import build_program
 
     configure_cache(sys.argv[1])
@@ -98,7 +98,7 @@ def test_warm_up_sends_nothing_and_is_cheap_the_second_time() -> None:
         connects = []
         real = socket.socket.connect
         socket.socket.connect = lambda self, addr: (connects.append(addr), real(self, addr))[1]
-        from courtroom._warmup import warm_up
+        from courtroom.models._warmup import warm_up
         warm_up()
         start = time.perf_counter()
         warm_up()

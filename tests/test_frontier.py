@@ -2,11 +2,11 @@
 
 import time
 
-from courtroom.eval import plots
-from courtroom.eval.compare import compare
-from courtroom.eval.report import write_report
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.comparison.compare import compare
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
+from courtroom.reporting import plots
+from courtroom.reporting.html import write_report
 from courtroom.testing import oracle_lm
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from courtroom.eval.generators import GENERATORS, formal_fallacies, navigate, web_of_lies
+from courtroom.data.generators import GENERATORS, formal_fallacies, navigate, web_of_lies
 
 
 def truth_of_last(question: str) -> bool:

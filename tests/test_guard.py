@@ -14,8 +14,8 @@ import dspy
 import pytest
 
 import courtroom
-from courtroom._adapter import INJECTION_GUARD
-from courtroom.eval.tasks import load_task
+from courtroom.data.tasks import load_task
+from courtroom.models._adapter import INJECTION_GUARD
 from courtroom.optimize.compile import compile_program
 from courtroom.programs import FRAMEWORKS
 from courtroom.saving import save_program
@@ -98,7 +98,7 @@ def data() -> tuple[list[dspy.Example], list[dspy.Example], dict[str, str]]:
 
 @pytest.mark.parametrize("optimizer", list(SMALL))
 def test_the_guard_survives_each_optimizer_and_load(optimizer: str, data: Any, tmp_path: Any) -> None:
-    from courtroom._fakes import FakeLM
+    from courtroom.testing._fakes import FakeLM
 
     train, dev, gold = data
     # GEPA reflects only on an imperfect minibatch: at p = 0.5 one comes up; the others keep p = 0.8.

@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 
 from courtroom.cli import main
+from courtroom.data.tasks import load_task
 from courtroom.errors import DataError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import load_prices
-from courtroom.eval.repeats import mean_sd_ci, run_repeats
-from courtroom.eval.runs import RunConfig, run
-from courtroom.eval.salting import salted_lm
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import build_program
+from courtroom.runner.repeats import mean_sd_ci, run_repeats
+from courtroom.runner.runs import RunConfig, run
+from courtroom.runner.salting import salted_lm
 from courtroom.testing import FakeServer, oracle_lm
 
 

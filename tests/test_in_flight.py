@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from courtroom._fake_server import FakeServer
+from courtroom.testing._fake_server import FakeServer
 
 N = 3
 FIVE_JUDGES = ["--set", "n_judges=5", "--set", "k_precedents=0"]

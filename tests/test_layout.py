@@ -99,9 +99,9 @@ def test_no_import_circles() -> None:
 @pytest.mark.parametrize(
     ("module", "forbidden"),
     [
-        ("courtroom.lms", "courtroom.local._server"),  # lms asks local for an LM, knows no llama.cpp
-        ("courtroom.optimize.compile", "courtroom.eval.runs"),  # programs are built by the registry
-        ("courtroom.optimize.study", "courtroom.eval.runs"),
+        ("courtroom.models.lms", "courtroom.models.local._server"),  # lms asks local for an LM, knows no llama.cpp
+        ("courtroom.optimize.compile", "courtroom.runner.runs"),  # programs are built by the registry
+        ("courtroom.optimize.study", "courtroom.runner.runs"),
     ],
 )
 def test_layering(module: str, forbidden: str) -> None:
@@ -109,10 +109,10 @@ def test_layering(module: str, forbidden: str) -> None:
 
 
 def test_llama_cpp_lm_lives_in_local() -> None:
-    import courtroom.lms as lms
-    from courtroom.local import LlamaCppLM
+    import courtroom.models.lms as lms
+    from courtroom.models.local import LlamaCppLM
 
-    assert LlamaCppLM.__module__.startswith("courtroom.local")
+    assert LlamaCppLM.__module__.startswith("courtroom.models.local")
     assert not hasattr(lms, "LlamaCppLM")
     assert "llama_cpp" not in Path(lms.__file__).read_text() and "LlamaCpp" not in Path(lms.__file__).read_text()
 
@@ -120,8 +120,8 @@ def test_llama_cpp_lm_lives_in_local() -> None:
 def test_one_registry_per_extension_point() -> None:
     """Frameworks, tasks and optimizers: each a plain dict by name, each with one lookup that names the valid ones."""
     import courtroom.programs as frameworks
+    from courtroom.data import tasks
     from courtroom.errors import ConfigError
-    from courtroom.eval import tasks
     from courtroom.optimize import compile as optimizers
     from courtroom.programs import FRAMEWORKS, build_program, get_framework
 

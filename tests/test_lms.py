@@ -3,7 +3,15 @@ import copy
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.lms import DEFAULT, LMSpec, OpenAICompatibleLM, RoleLMs, build_lm, parse_role_overrides, resolve_roles
+from courtroom.models.lms import (
+    DEFAULT,
+    LMSpec,
+    OpenAICompatibleLM,
+    RoleLMs,
+    build_lm,
+    parse_role_overrides,
+    resolve_roles,
+)
 from courtroom.testing import scripted_lm
 
 ROLES = ("lawyer", "prosecutor", "judge")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from courtroom.data.tasks import load_task
 from courtroom.errors import ModelError
 from courtroom.eval.harness import evaluate
-from courtroom.eval.tasks import load_task
-from courtroom.local import _server
+from courtroom.models.local import _server
+from courtroom.models.usage import metered
 from courtroom.programs import JudgmentOfThought
-from courtroom.usage import metered
 
 pytestmark = pytest.mark.local_model
 
@@ -64,7 +64,7 @@ def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
 
 SCRIPT = textwrap.dedent("""
     import sys, threading, time
-    from courtroom.local import shared_server
+    from courtroom.models.local import shared_server
     mode = sys.argv[1]
     if mode == "thread":  # started by a worker thread that then ends, as a command's fan-out does
         starter = threading.Thread(target=shared_server)

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from courtroom._fake_server import FakeServer
 from courtroom.errors import ConfigError
-from courtroom.local import _lm
+from courtroom.models.local import _lm
 from courtroom.programs import build_program
+from courtroom.testing._fake_server import FakeServer
 
 
 def _sent_limits(monkeypatch: pytest.MonkeyPatch, max_tokens: int) -> set[int]:
@@ -22,7 +22,7 @@ def _sent_limits(monkeypatch: pytest.MonkeyPatch, max_tokens: int) -> set[int]:
 
     def responder(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
         schemas.append(schema)
-        from courtroom._fakes import answer_for_schema
+        from courtroom.testing._fakes import answer_for_schema
 
         return answer_for_schema(schema, {}, "reply")
 

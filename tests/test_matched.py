@@ -5,11 +5,11 @@ import time
 
 import pytest
 
+from courtroom.comparison.compare import compare
+from courtroom.comparison.matched import plan
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.compare import compare
-from courtroom.eval.matched import plan
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.testing import FakeServer, oracle_lm
 
 

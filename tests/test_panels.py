@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.tasks import load_task
-from courtroom.lms import parse_role_overrides, resolve_roles
+from courtroom.models.lms import parse_role_overrides, resolve_roles
+from courtroom.models.panels import Panel
 from courtroom.optimize.compile import compile_program
-from courtroom.panels import Panel
 from courtroom.programs import build_program
 from courtroom.saving import load_program, save_program
 from courtroom.testing import FakeServer

@@ -123,7 +123,7 @@ def test_saved_program_runs_on_the_embedded_model(local_lm: Any, tmp_path: Path)
     Compiling over HTTP is covered on the fake server above; here the compiled file meets a real model.
     """
     import courtroom
-    from courtroom.eval.tasks import load_task
+    from courtroom.data.tasks import load_task
     from courtroom.optimize.compile import compile_program
     from courtroom.saving import save_program
     from courtroom.testing import oracle_lm

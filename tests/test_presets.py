@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from courtroom.cli import main
+from courtroom.comparison.suites import SUITES, get_suite, run_suite, suite_table, wilson
 from courtroom.errors import ConfigError
-from courtroom.eval.runs import RunConfig, RunSetup
-from courtroom.eval.suites import SUITES, get_suite, run_suite, suite_table, wilson
 from courtroom.programs import FRAMEWORKS
 from courtroom.programs.presets import PRESETS, apply_preset
+from courtroom.runner.runs import RunConfig, RunSetup
 from courtroom.testing import FakeServer, scripted_lm
 
 

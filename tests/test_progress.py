@@ -18,8 +18,8 @@ from courtroom.testing import FakeServer
 
 
 def test_tracker_counts_every_lm_call_of_a_run() -> None:
-    from courtroom.eval.runs import RunConfig, run
-    from courtroom.progress import ProgressDisplay
+    from courtroom.reporting.progress import ProgressDisplay
+    from courtroom.runner.runs import RunConfig, run
 
     with FakeServer() as server, ProgressDisplay(console=Console(file=io.StringIO()), interactive=False) as display:
         bar = display.track("jot")
@@ -35,8 +35,8 @@ def test_tracker_counts_every_lm_call_of_a_run() -> None:
 
 def test_lines_show_tokens_and_dollars_spent_so_far() -> None:
     # Cost while spending: the line adds the tokens and, where priced, the dollars of the finished examples.
-    from courtroom.eval.runs import RunConfig, run
-    from courtroom.progress import ProgressDisplay
+    from courtroom.reporting.progress import ProgressDisplay
+    from courtroom.runner.runs import RunConfig, run
 
     prices = {"openai/priced": [1000.0, 2000.0]}
     with FakeServer() as server, ProgressDisplay(prices=prices, console=Console(file=io.StringIO())) as display:
@@ -51,9 +51,9 @@ def test_lines_show_tokens_and_dollars_spent_so_far() -> None:
 
 
 def test_bar_shows_calls_while_an_example_is_still_running() -> None:
-    from courtroom.lms import resolve_roles
+    from courtroom.models.lms import resolve_roles
     from courtroom.programs import build_program
-    from courtroom.progress import ProgressDisplay
+    from courtroom.reporting.progress import ProgressDisplay
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=120)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from courtroom.cli import main
-from courtroom.eval.compare import compare
-from courtroom.eval.runs import RunConfig, run
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.comparison.compare import compare
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
+from courtroom.runner.runs import RunConfig, run
 from courtroom.testing import FakeServer, fault_prompts, oracle_lm
 
 
@@ -129,8 +129,8 @@ def test_report_of_something_else_is_a_clear_error(tmp_path: Path, capsys: pytes
 
 
 def test_report_of_a_repeat_group_and_of_an_interrupted_run(tmp_path: Path) -> None:
-    from courtroom.eval.repeats import run_repeats
-    from courtroom.eval.report import write_report
+    from courtroom.reporting.html import write_report
+    from courtroom.runner.repeats import run_repeats
 
     data = load_task("web_of_lies", limit=5, seed=1)
     gold = {ex.case: ex.label for ex in data.examples}

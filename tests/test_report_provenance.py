@@ -15,13 +15,13 @@ import matplotlib.figure
 import pandas as pd
 import pytest
 
-from courtroom.eval import plots
-from courtroom.eval.compare import compare
-from courtroom.eval.repeats import run_repeats
-from courtroom.eval.report import write_report
-from courtroom.eval.runs import RunConfig, load_run, run
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.comparison.compare import compare
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
+from courtroom.reporting import plots
+from courtroom.reporting.html import write_report
+from courtroom.runner.repeats import run_repeats
+from courtroom.runner.runs import RunConfig, load_run, run
 from courtroom.testing import oracle_lm
 
 TASK, N = "web_of_lies", 6
@@ -198,8 +198,8 @@ def test_repeats_report_names_the_shown_repeat_and_holds_the_others(built: dict[
 def test_study_plots_have_integer_trial_ticks_subtitles_and_distinct_titles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from courtroom.optimize.report import write_report as write_study_report
     from courtroom.optimize.study import StudyConfig, run_study, study_config_dict
+    from courtroom.optimize.study_report import write_report as write_study_report
 
     labels = ["True", "False"]
     train = load_task("boolean_expressions", split="train", limit=2).examples

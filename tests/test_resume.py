@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from courtroom.cli import main
-from courtroom.eval.resume import resume
-from courtroom.eval.runs import RunConfig, load_run, run
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
+from courtroom.runner.resume import resume
+from courtroom.runner.runs import RunConfig, load_run, run
 from courtroom.testing import FakeServer, answer_for_schema, fault_prompts
 
 TABLE = ("n", "accuracy", "macro_f1", "failures", "per_class", "calls")
@@ -149,8 +149,8 @@ def test_killed_cli_run_resumes_to_the_same_table(
 
 
 def test_interrupted_repeat_group_resumes(tmp_path: Path) -> None:
-    from courtroom.eval.repeats import resume_repeats, run_repeats
-    from courtroom.eval.tasks import load_task
+    from courtroom.data.tasks import load_task
+    from courtroom.runner.repeats import resume_repeats, run_repeats
     from courtroom.testing import oracle_lm
 
     gold = {ex.case: ex.label for ex in load_task("web_of_lies", limit=12, seed=6).examples}

@@ -14,8 +14,8 @@ import dspy
 import pytest
 
 import courtroom
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.tasks import load_task
 from courtroom.optimize.compile import compile_program
 from courtroom.saving import load_program, save_program
 from courtroom.testing import oracle_lm, scripted_lm

@@ -123,8 +123,8 @@ def test_report_to_a_folder(tmp_path, capsys):
 
 @pytest.fixture()
 def program_file(tmp_path: Path) -> Path:
-    from courtroom.eval.tasks import load_task
-    from courtroom.lms import resolve_roles
+    from courtroom.data.tasks import load_task
+    from courtroom.models.lms import resolve_roles
     from courtroom.programs import build_program
     from courtroom.saving import save_program
     from courtroom.testing import oracle_lm

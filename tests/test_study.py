@@ -13,13 +13,13 @@ from typing import Any
 import dspy
 import pytest
 
+from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
-from courtroom.eval.tasks import load_task
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.optimize import spaces
-from courtroom.optimize.report import trials_table, write_report
 from courtroom.optimize.spaces import build_space, default_params
 from courtroom.optimize.study import StudyConfig, create_study, run_study
+from courtroom.optimize.study_report import trials_table, write_report
 from courtroom.programs import FRAMEWORKS
 from courtroom.testing import oracle_lm
 

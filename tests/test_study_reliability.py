@@ -153,7 +153,7 @@ def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):
         raise ConfigError("jot: n_loops must be >= 1")
 
     monkeypatch.setattr(study_mod, "build_program", broken)
-    from courtroom.lms import resolve_roles
+    from courtroom.models.lms import resolve_roles
 
     lm = oracle_lm({}, LABELS)
     with pytest.raises(ConfigError, match="n_loops must be >= 1"):
@@ -170,7 +170,7 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
     dev = _data(8)
     gold = {e.case: e.label for e in dev}
     good, bad = oracle_lm(gold, LABELS, accuracy=1.0), oracle_lm(gold, LABELS, accuracy=0.0, model="fake/bad")
-    from courtroom.lms import resolve_roles
+    from courtroom.models.lms import resolve_roles
 
     config = _config(tmp_path, trials=0, models=["good", "bad"])
     outcome = run_study(
@@ -207,7 +207,7 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
 
 def test_a_trial_with_too_many_failed_examples_stops_the_study(tmp_path):
     from courtroom.eval.status import TooManyFailures
-    from courtroom.lms import resolve_roles
+    from courtroom.models.lms import resolve_roles
 
     with FakeServer(faults={"garbage": 1.0}) as server:
         with pytest.raises(TooManyFailures, match=r"trial 0: 4 of 4 examples failed \(100% > --fail-on-error 0.1\)"):

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from courtroom.cli import main
+from courtroom.data.tasks import TASKS, custom_task, get_task, load_splits, load_task
 from courtroom.errors import ConfigError, DataError
-from courtroom.eval.tasks import TASKS, custom_task, get_task, load_splits, load_task
 
 SPEC_TASKS = {
     "boolean_expressions": ("lukaemon/bbh", "boolean_expressions", "test"),
@@ -237,8 +237,8 @@ def test_hub_without_internet_is_a_one_line_error(monkeypatch: pytest.MonkeyPatc
         raise ConnectionError("Couldn't reach the Hub\nmore lines")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    monkeypatch.setattr("courtroom.eval._hub.hub_reachable", lambda *a, **k: False)
-    monkeypatch.setattr("courtroom.eval._hub.go_offline", lambda: None)
+    monkeypatch.setattr("courtroom.data._hub.hub_reachable", lambda *a, **k: False)
+    monkeypatch.setattr("courtroom.data._hub.go_offline", lambda: None)
     with pytest.raises(DataError, match="not reachable and not in the local cache: pass --data PATH") as err:
         load_task("rte")
     assert "--data generate" not in str(err.value) and "\n" not in str(err.value)  # rte has no generator

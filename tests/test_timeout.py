@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from courtroom._fake_server import FakeServer
-from courtroom.lms import DEFAULT_TIMEOUT, LMSpec, build_lm, resolve_roles
+from courtroom.models.lms import DEFAULT_TIMEOUT, LMSpec, build_lm, resolve_roles
 from courtroom.programs import build_program
+from courtroom.testing._fake_server import FakeServer
 
 HANG = 150.0
 
@@ -69,7 +69,7 @@ def test_models_get_a_timeout_by_default() -> None:
 
 def test_timeout_does_not_change_the_cache_key(tmp_path: Path) -> None:
     # It does not change answers, so a resume with another --timeout reuses the cached calls.
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     configure_cache(tmp_path / "cache")
     try:

@@ -26,7 +26,7 @@ class _RedactingStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from courtroom.cache import redact_text
+        from courtroom.models.cache import redact_text
 
         return self._stream.write(redact_text(text))
 
@@ -76,7 +76,7 @@ def _interrupted_message() -> str:
         return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
     if (Path(folder) / "meta.json").is_file():
-        from courtroom.eval.runs import load_run
+        from courtroom.runner.runs import load_run
 
         meta, rows, _ = load_run(folder)
         saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "

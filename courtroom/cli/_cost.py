@@ -10,7 +10,7 @@ from rich.console import Console
 
 def print_estimates(estimates: Mapping[str, Any], notes: Sequence[str] = ()) -> None:
     """Print a dry run's table (stdout)."""
-    from courtroom.eval.dry_run import estimate_lines
+    from courtroom.cost.dry_run import estimate_lines
 
     console = Console()
     for line in estimate_lines(estimates, notes=notes):

@@ -13,7 +13,7 @@ from courtroom.errors import ConfigError
 def design_study(**o: Any) -> None:
     """Run the study over designs from the ``courtroom study`` options (``space`` parsed); print, report."""
     from courtroom.eval.metrics import load_prices
-    from courtroom.lms import parse_role_overrides, resolve_roles
+    from courtroom.models.lms import parse_role_overrides, resolve_roles
     from courtroom.optimize._design_report import (
         design_pareto,
         design_table,
@@ -22,8 +22,8 @@ def design_study(**o: Any) -> None:
         write_design_report,
     )
     from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks, run_design_study
-    from courtroom.optimize.report import best_trial
     from courtroom.optimize.study import report_dir, study_config_dict
+    from courtroom.optimize.study_report import best_trial
     from courtroom.programs import get_framework
 
     if o["framework"] and o["frameworks"]:
@@ -60,7 +60,7 @@ def design_study(**o: Any) -> None:
     )
     if o.get("dry_run"):
         from courtroom.cli._cost import print_estimates
-        from courtroom.eval.dry_run import scaled
+        from courtroom.cost.dry_run import scaled
         from courtroom.optimize.designs import compile_bounded, design_estimates
 
         per_trial = design_estimates(config)
@@ -81,7 +81,7 @@ def design_study(**o: Any) -> None:
         return
     budget = None
     if o.get("max_calls") is not None or o.get("max_cost") is not None:
-        from courtroom.eval.budget import Budget
+        from courtroom.cost.budget import Budget
 
         budget = Budget(max_calls=o.get("max_calls"), max_cost=o.get("max_cost"), prices=price_table)
     outcome = run_design_study(config, budget=budget)
@@ -113,7 +113,7 @@ def design_study(**o: Any) -> None:
         export_design_config(study, config.task, export)
         console.print(f"best config: {export} (use: courtroom compile --config {export})")
         return
-    from courtroom.eval.tasks import load_sized
+    from courtroom.data.tasks import load_sized
 
     tr = load_sized(config.task, "train", config.train, data=config.data, seed=config.seed)
     base = resolve_roles(

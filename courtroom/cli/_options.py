@@ -298,7 +298,7 @@ def dataset_spec(
     config: str | None,
     hub_split: str,
 ) -> dict[str, Any] | None:
-    """``--dataset`` options as :func:`courtroom.eval.tasks.custom_task` arguments (None without one)."""
+    """``--dataset`` options as :func:`courtroom.data.tasks.custom_task` arguments (None without one)."""
     if dataset is None:
         if text_field or label_field or labels:
             raise ConfigError("--text-field, --label-field and --labels go with --dataset ID_OR_PATH")

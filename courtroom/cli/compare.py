@@ -16,7 +16,7 @@ FW = opt.FRAMEWORK_PANEL
 
 def suite_lines(table: Any) -> str:
     """The paper-vs-measured table of a suite as Markdown."""
-    from courtroom.eval.analysis import markdown_table
+    from courtroom.analysis.papers import markdown_table
 
     shown = table.assign(
         ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
@@ -26,7 +26,7 @@ def suite_lines(table: Any) -> str:
 
 def _suite_frameworks(suite: str | None) -> list[str]:
     """The frameworks a suite's rows run (their knobs are what ``--set`` may name)."""
-    from courtroom.eval.suites import get_suite
+    from courtroom.comparison.suites import get_suite
 
     return list(dict.fromkeys(r.framework for r in get_suite(suite).rows)) if suite else []
 
@@ -49,7 +49,7 @@ def _planned(
     """Task -> (the rows compared on it, their specs for a suite), as the command would run them."""
     if not suite:
         return {task: (names, None)}
-    from courtroom.eval.suites import get_suite
+    from courtroom.comparison.suites import get_suite
 
     about = get_suite(suite)
     rows = {r.name: (r.framework, dict(r.knobs), r.preset) for r in about.rows}
@@ -247,7 +247,7 @@ def compare_command(
             print_estimates(compare(names_, task=t, rows=rows, presets=presets or (), dry_run=True, **common))
         return
     if suite:
-        from courtroom.eval.suites import get_suite, run_suite
+        from courtroom.comparison.suites import get_suite, run_suite
 
         chosen = [t.strip() for t in suite_tasks.split(",")] if suite_tasks else None
         table, results = run_suite(
@@ -292,9 +292,9 @@ def _given(ctx: typer.Context) -> dict[str, Any]:
 
 def _print_results(results: dict[str, Any], console: Console, suite_text: str | None = None) -> None:
     """Print each comparison (table, analyses, plots, folder) and a suite's table; fail on failed rows."""
-    from courtroom.eval.analysis import analyses_lines, markdown_table
-    from courtroom.eval.formatting import readable_table
+    from courtroom.analysis.papers import analyses_lines, markdown_table
     from courtroom.eval.status import TooManyFailures
+    from courtroom.reporting.formatting import readable_table
 
     for result in results.values():
         console.print(markdown_table(readable_table(result.table)), markup=False, soft_wrap=True)

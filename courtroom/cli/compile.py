@@ -112,8 +112,8 @@ def compile_command(
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile
     from courtroom.eval.status import TooManyFailures, check_threshold
-    from courtroom.lms import parse_role_overrides
-    from courtroom.optimize.report import read_config
+    from courtroom.models.lms import parse_role_overrides
+    from courtroom.optimize.study_report import read_config
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset
 

@@ -24,7 +24,7 @@ def frameworks_command() -> None:
         table.add_row(name, "\n".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
     console = Console()
     console.print(table)
-    from courtroom.eval.suites import SUITES
+    from courtroom.comparison.suites import SUITES
     from courtroom.programs.presets import PRESETS
 
     # Plain lines, not tables: long names stay whole and greppable at 80 columns.

@@ -76,9 +76,9 @@ def predict_command(
     """Give the verdict for one case (label and transcript) or for every line of --input."""
     import dspy
 
-    from courtroom.cache import configure_cache
     from courtroom.eval.harness import evaluate
-    from courtroom.lms import parse_role_overrides
+    from courtroom.models.cache import configure_cache
+    from courtroom.models.lms import parse_role_overrides
     from courtroom.programs import all_roles
     from courtroom.saving import load_program
     from courtroom.transcript import render_text

@@ -126,8 +126,8 @@ def run_command(
 ) -> None:
     """Evaluate FRAMEWORK on a task; print the summary and the run folder's path."""
     from courtroom.api import run
-    from courtroom.eval.repeats import RepeatOutcome
-    from courtroom.lms import parse_role_overrides
+    from courtroom.models.lms import parse_role_overrides
+    from courtroom.runner.repeats import RepeatOutcome
 
     opt.check_providers(lm, role)
     if resume_dir is None and framework is None and preset is None:
@@ -186,7 +186,7 @@ def run_command(
         return print_estimates(outcome)
     stdout = Console()
     if isinstance(outcome, RepeatOutcome):
-        from courtroom.eval.repeats import stats_markdown
+        from courtroom.runner.repeats import stats_markdown
 
         stdout.print(stats_markdown(outcome.stats, f"{len(outcome.outcomes)} repeats"), markup=False)
         stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
@@ -210,7 +210,7 @@ def run_command(
                 markup=False,
             )
     if outcome.analyses:
-        from courtroom.eval.analysis import analyses_lines
+        from courtroom.analysis.papers import analyses_lines
 
         for line in analyses_lines(outcome.run_dir.name, outcome.analyses):
             stdout.print(line, markup=False, soft_wrap=True)

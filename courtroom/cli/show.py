@@ -16,7 +16,7 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
-    from courtroom.eval.runs import tokens_text
+    from courtroom.runner.runs import tokens_text
 
     table = Table(title=title, show_header=True)
     table.add_column("metric")
@@ -33,7 +33,7 @@ def summary_table(summary: dict, title: str) -> Table:
         table.add_row("Brier score / ECE", f"{summary['brier']:.4f} / {summary['ece']:.4f}")
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
-    from courtroom.eval.bias import bias_rows
+    from courtroom.analysis.bias import bias_rows
 
     for metric, value in bias_rows(summary):
         table.add_row(metric, value)
@@ -46,7 +46,7 @@ def print_example(run_dir: Path, example: int | str, console: Console) -> None:
     ``example`` is a position in input order (``meta.json``'s example ids, as ``show`` lists
     them; ``results.jsonl`` is in finishing order) or an example id.
     """
-    from courtroom.eval.runs import load_run
+    from courtroom.runner.runs import load_run
     from courtroom.transcript import render_text
 
     _, results, _ = load_run(run_dir)
@@ -81,7 +81,7 @@ def show_command(
     ] = None,
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
-    from courtroom.eval.runs import load_run
+    from courtroom.runner.runs import load_run
 
     console = Console()
     if example is not None:

@@ -127,9 +127,9 @@ def study_command(
     if framework is None:
         raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
     from courtroom.api import study as run_study
-    from courtroom.lms import parse_role_overrides
-    from courtroom.optimize.report import best_trial, pareto_table
+    from courtroom.models.lms import parse_role_overrides
     from courtroom.optimize.spaces import SPACES
+    from courtroom.optimize.study_report import best_trial, pareto_table
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset
 

@@ -11,7 +11,7 @@ from courtroom.cli._app import app
 @app.command("tasks")
 def tasks_command() -> None:
     """List the tasks: labels, data source (Hub id or local file) and whether a generator exists."""
-    from courtroom.eval.tasks import TASKS
+    from courtroom.data.tasks import TASKS
 
     table = Table(title="tasks")
     table.add_column("task", no_wrap=True)

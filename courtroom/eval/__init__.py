@@ -1,1 +1,1 @@
-"""Evaluation: tasks and generators, metrics, the harness and run folders."""
+"""Evaluation: the harness that runs a program over examples, metrics, and a run's status."""

@@ -1,6 +1,6 @@
 """Run a program over examples concurrently; every example yields a result, failures included.
 
-Scoring stays pure (:mod:`courtroom.eval.metrics`); writing run folders is :mod:`courtroom.eval.runs`.
+Scoring stays pure (:mod:`courtroom.eval.metrics`); writing run folders is :mod:`courtroom.runner.runs`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 import dspy
 
-from courtroom._concurrency import bounded_requests
-from courtroom.eval.bias import bias_summary
-from courtroom.eval.calibration import confidence, scores
+from courtroom.analysis.bias import bias_summary
+from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
+from courtroom.models._concurrency import bounded_requests
+from courtroom.models.usage import Usage, metered
 from courtroom.transcript import Turn
-from courtroom.usage import Usage, metered
 
 
 @dataclass
@@ -109,7 +109,7 @@ def evaluate(
     """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
 
     At most ``max_in_flight`` LM requests (default: ``concurrency``) are open at once, however
-    much a framework fans out; inside an outer :func:`~courtroom._concurrency.bounded_requests`
+    much a framework fans out; inside an outer :func:`~courtroom.models._concurrency.bounded_requests`
     (a compile, a study) the outer bound holds instead, so nested evaluations do not multiply
     it. Each example runs in a copy of the caller's context, so
     ``dspy.context`` settings apply. ``on_result`` is called (from this thread) as each example
@@ -117,7 +117,7 @@ def evaluate(
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
 
-    With a :class:`courtroom.eval.budget.Budget`, an example starts only if the budget admits
+    With a :class:`courtroom.cost.budget.Budget`, an example starts only if the budget admits
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
     results: dict[int, ExampleResult] = {}
@@ -175,7 +175,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
     """Scores, failures, calls, tokens, cost, wall time, calibration (Brier, ECE) and bias of a list of results.
 
-    Bias (:func:`courtroom.eval.bias.bias_summary`): the position-consistency rate of a swapped
+    Bias (:func:`courtroom.analysis.bias.bias_summary`): the position-consistency rate of a swapped
     run, and how often the verdict went to the longer argument where a framework has arguments.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token

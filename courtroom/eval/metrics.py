@@ -71,8 +71,8 @@ def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dic
     $0 (it runs on this machine), as the dry run says. A price that matches no model of the run is
     logged as a warning (it would silently price nothing).
     """
-    from courtroom.lms import LOCAL, model_name, saved_name
-    from courtroom.panels import Panel
+    from courtroom.models.lms import LOCAL, model_name, saved_name
+    from courtroom.models.panels import Panel
 
     members = [m for v in lms.values() for m in (v if isinstance(v, Panel) else [v])]
     models = {id(m): m for m in members}.values()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize.report import best_trial, write_report
 from courtroom.optimize.spaces import split_params
+from courtroom.optimize.study_report import best_trial, write_report
 
 
 def _complete(study: Any) -> list[Any]:
@@ -63,7 +63,7 @@ def design_pareto(study: Any) -> pd.DataFrame:
 
 def plot_design_pareto(study: Any, path: Path, note: str | None = None) -> Path | None:
     """Every completed trial as a point coloured by design; the front as a step line; ``note`` under it."""
-    from courtroom.eval.plots import plt, stamp
+    from courtroom.reporting.plots import plt, stamp
 
     done = [t for t in _complete(study) if len(t.values) > 1]
     if not done:
@@ -92,7 +92,7 @@ def write_design_report(
     study: Any, out: str | Path, config: dict[str, Any] | None = None, models: Mapping[str, Any] | None = None
 ) -> dict[str, Path]:
     """The study report (:func:`write_report`) plus ``designs.csv`` and a design-labelled Pareto front."""
-    from courtroom.eval.provenance import study_provenance, subtitle
+    from courtroom.runner.provenance import study_provenance, subtitle
 
     out = Path(out)
     written = write_report(study, out, config, models)

@@ -1,7 +1,7 @@
 """Compile a framework with a DSPy optimizer; ``OPTIMIZERS`` is the one registry, by name.
 
 Every supported optimizer keeps the per-role models: programs hold their models in a
-:class:`~courtroom.lms.RoleLMs` map (shared by deep copies) and pick them per call, so an
+:class:`~courtroom.models.lms.RoleLMs` map (shared by deep copies) and pick them per call, so an
 optimizer that resets ``predictor.lm`` (LabeledFewShot, BootstrapFewShot, random search) or
 deep-copies the program (MIPROv2, COPRO, GEPA) changes nothing about routing. The optimizers'
 own models (MIPROv2's and COPRO's prompt model, GEPA's reflection model) are the judge's model
@@ -22,17 +22,17 @@ from typing import Any
 
 import dspy
 
-from courtroom._adapter import ADAPTER
-from courtroom._concurrency import bounded_requests, limit_requests
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
-from courtroom.lms import LMSpec, RoleLMs, build_lm, resolve_roles
+from courtroom.models._adapter import ADAPTER
+from courtroom.models._concurrency import bounded_requests, limit_requests
+from courtroom.models.lms import LMSpec, RoleLMs, build_lm, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
-from courtroom.progress import quiet_tqdm
+from courtroom.reporting.progress import quiet_tqdm
 
 
 @dataclass
@@ -337,12 +337,12 @@ def compile_program(
 
     Data: the task's train and dev splits (first ``train`` / ``dev`` examples), or ``trainset``,
     ``devset`` and ``labels`` given directly. Models: ``lms``, or ``lm`` plus ``roles`` (strings
-    or ``dspy.LM`` objects). ``display`` (a :class:`~courtroom.progress.ProgressDisplay`) shows
+    or ``dspy.LM`` objects). ``display`` (a :class:`~courtroom.reporting.progress.ProgressDisplay`) shows
     the dev scoring before and after and the optimizer's LM calls; DSPy's own bars are off. When
     more than ``fail_on_error`` of the dev examples fail before compiling, nothing is compiled
     (:class:`TooManyFailures`); after compiling, the scores' ``status`` says so and the caller decides.
     """
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     configure_cache()  # the courtroom cache (credentials redacted), as every other command uses
     opt = get_optimizer(optimizer)
@@ -350,7 +350,7 @@ def compile_program(
     chosen = optimizer_settings(opt, settings)
     task_info: dict[str, Any] = {"name": task}
     if trainset is None or devset is None or labels is None:
-        from courtroom.eval.tasks import load_sized
+        from courtroom.data.tasks import load_sized
 
         if train < 1 or dev < 1:
             raise ConfigError(f"--train-limit and --dev-limit must be >= 1 (got {train}, {dev})")

@@ -8,10 +8,10 @@ BootstrapFewShot, MIPROv2 light, ...) before it is scored on dev, so prompts are
 the topology (MASS, arXiv 2502.02533); the compile's calls count in the trial's cost.
 
 Objectives: accuracy or macro-F1, and with ``cost_objective`` the cost per example in ``calls``,
-``tokens`` or ``dollars`` (see :mod:`courtroom.optimize._cost`), compile cost included and spread
+``tokens`` or ``dollars`` (see :mod:`courtroom.cost.tally`), compile cost included and spread
 over the dev examples. With several ``models``, each role draws its model, and roles a design
 calls several times (judges, samples, voters, debaters) may also draw the mixed panel of all of
-them (:mod:`courtroom.panels`). Storage, resume, workers and pruning are those of
+them (:mod:`courtroom.models.panels`). Storage, resume, workers and pruning are those of
 :mod:`courtroom.optimize.study`; the LM cache is shared by all designs.
 """
 
@@ -24,17 +24,17 @@ from typing import Any
 
 import dspy
 
-from courtroom._concurrency import bounded_requests
+from courtroom.cost.tally import UNITS, TokenTally, tallied
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
-from courtroom.lms import RoleLMs, resolve_roles
+from courtroom.models._concurrency import bounded_requests
+from courtroom.models.lms import RoleLMs, resolve_roles
+from courtroom.models.panels import Panel
+from courtroom.models.usage import metered
 from courtroom.optimize import _storage
-from courtroom.optimize._cost import UNITS, TokenTally, tallied
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, sample, split_params
 from courtroom.optimize.study import StudyConfig, StudyOutcome, _record, _trial_lms, _value, create_study, study_data
-from courtroom.panels import Panel
 from courtroom.programs import build_program, get_framework
-from courtroom.usage import metered
 
 DESIGN = "design"
 
@@ -138,7 +138,7 @@ def _with_panels(model_objects: Mapping[str, Any], models: Sequence[str]) -> dic
 
 def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[dspy.Example]) -> Any:
     """``program`` compiled with ``config.compile`` on ``train`` (no dev scoring: the trial scores)."""
-    from courtroom._adapter import ADAPTER
+    from courtroom.models._adapter import ADAPTER
     from courtroom.optimize.compile import Context, check_compatible, get_optimizer, optimizer_settings
 
     opt = get_optimizer(str(config.compile))
@@ -263,12 +263,12 @@ def run_design_study(
     """Create or resume the study over ``config.frameworks`` and run ``config.trials`` trials here.
 
     Arguments as :func:`courtroom.optimize.study.run_study`. With a ``budget``
-    (:class:`courtroom.eval.budget.Budget`) each trial is bounded by the dearest design's most
+    (:class:`courtroom.cost.budget.Budget`) each trial is bounded by the dearest design's most
     expensive point, and the study stops starting trials at the budget (``BudgetExhausted``).
     """
     from optuna.trial import TrialState
 
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     config.frameworks = parse_frameworks(config.frameworks)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
@@ -296,7 +296,7 @@ def run_design_study(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
     if budget is not None:
-        from courtroom.eval.budget import guard_objective
+        from courtroom.cost.budget import guard_objective
 
         if config.compile and not compile_bounded(config):
             raise ConfigError(
@@ -312,7 +312,7 @@ def run_design_study(
         for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
             _optimize(study, objective, n_trials, n_jobs)
     if budget is not None and budget.stopped:
-        from courtroom.eval.budget import stopped_study
+        from courtroom.cost.budget import stopped_study
 
         raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space)
@@ -320,7 +320,7 @@ def run_design_study(
 
 def compile_bounded(config: DesignStudyConfig) -> bool:
     """Whether a trial's compile has a dry-run bound (its optimizer's program runs are known)."""
-    from courtroom.eval.dry_run import PROGRAM_RUNS
+    from courtroom.cost.dry_run import PROGRAM_RUNS
 
     return config.compile in PROGRAM_RUNS
 
@@ -331,8 +331,8 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     A trial's compile on the train split is included when its optimizer has a bound
     (:func:`compile_bounded`); otherwise the estimate covers the dev scoring only.
     """
-    from courtroom.eval.budget import study_run_config
-    from courtroom.eval.dry_run import added, compile_runs, estimate_study, max_point
+    from courtroom.cost.budget import study_run_config
+    from courtroom.cost.dry_run import added, compile_runs, estimate_study, max_point
     from courtroom.optimize.compile import get_optimizer, optimizer_settings
 
     config.frameworks = parse_frameworks(config.frameworks)

@@ -166,7 +166,7 @@ def build_space(
     """The search space of ``framework``, narrowed by ``overrides`` (name -> ``LOW:HIGH`` or ``a,b``).
 
     With several ``models``, each role chooses its model; roles in :data:`REPEATED` may also
-    choose the mixed panel of all of them (``"a,b"``, see :mod:`courtroom.panels`).
+    choose the mixed panel of all of them (``"a,b"``, see :mod:`courtroom.models.panels`).
     """
     from courtroom.programs import get_framework
 

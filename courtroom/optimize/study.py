@@ -26,16 +26,16 @@ from typing import Any
 import dspy
 
 from courtroom import _stop
-from courtroom._concurrency import bounded_requests
 from courtroom.errors import ConfigError, CourtroomError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
-from courtroom.lms import DEFAULT, LMSpec, RoleLMs, resolve_roles, saved_name
+from courtroom.models._concurrency import bounded_requests
+from courtroom.models.lms import DEFAULT, LMSpec, RoleLMs, resolve_roles, saved_name
+from courtroom.models.usage import metered
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
 from courtroom.programs import build_program, get_framework
-from courtroom.usage import metered
 
 OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}
 
@@ -316,7 +316,7 @@ def study_data(
 ) -> tuple[Sequence[dspy.Example] | None, Sequence[dspy.Example], Sequence[str], Sequence[str] | None]:
     """(train, dev, labels, positions): the given ones, else the task's splits (``config.train``/``dev``)."""
     if devset is None or labels is None:
-        from courtroom.eval.tasks import load_sized
+        from courtroom.data.tasks import load_sized
 
         dv = load_sized(config.task, "dev", config.dev, data=config.data, seed=config.seed)
         devset, labels = dv.examples, list(dv.task.labels)
@@ -346,7 +346,7 @@ def run_study(
     script or a test pass LM objects; otherwise models are built from ``config.models`` and
     ``config.roles``. Data: the task's train/dev splits, or ``trainset``/``devset``/``labels``.
     """
-    from courtroom.cache import configure_cache
+    from courtroom.models.cache import configure_cache
 
     cls = get_framework(config.framework)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
@@ -378,14 +378,14 @@ def run_study(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
     if budget is not None:
-        from courtroom.eval.budget import guard_objective
+        from courtroom.cost.budget import guard_objective
 
         objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
         _optimize(study, objective, config, callbacks)
     if budget is not None and budget.stopped:
-        from courtroom.eval.budget import stopped_study
+        from courtroom.cost.budget import stopped_study
 
         raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space, models, default)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs
+from courtroom.models.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram
 from courtroom.programs.baseline_debates import KhanDebate, Reflexion
 from courtroom.programs.baselines import ChainOfThought, FewShot, ParallelVote, SelfConsistency, ZeroShot

@@ -10,15 +10,15 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs, resolve_roles, use_role
+from courtroom.models.lms import RoleLMs, resolve_roles, use_role
+from courtroom.models.usage import current_meter
 from courtroom.transcript import Turn
-from courtroom.usage import current_meter
 
 _BASE_PARAMS = {"self", "labels", "positions", "lm", "roles"}
 
 RETRY_ROLLOUT = 500_009
 """Offset of the rollout id that retries a bad answer: above any program's own rollout ids and
-below the repeat salt (``courtroom.eval.salting.SALT``), so a retry never shares a cache entry."""
+below the repeat salt (``courtroom.runner.salting.SALT``), so a retry never shares a cache entry."""
 
 
 def label_type(values: Sequence[str]) -> Any:
@@ -166,7 +166,7 @@ class CourtroomProgram(dspy.Module):
         ``lm_config`` adds call options (e.g. ``{"logprobs": True}``) to the rollout id. Unless
         ``sample`` is False, a role in :attr:`temperatures` whose model has no temperature of its
         own runs at that temperature. The rollout also picks the member of a mixed panel
-        (:mod:`courtroom.panels`). A bad answer (cut off, not valid JSON, not the schema) fails the
+        (:mod:`courtroom.models.panels`). A bad answer (cut off, not valid JSON, not the schema) fails the
         call; it is asked once more, of the same panel member, under a rollout id of its own (the
         bad answer stays cached under the first), and a second bad answer fails the example.
         """

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
+from courtroom.models._concurrency import run_parallel
 
 TFIDF = "tfidf"
 

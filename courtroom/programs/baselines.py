@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import dspy
 
-from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs
+from courtroom.models._concurrency import run_parallel
+from courtroom.models.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.programs._common import labels_text, majority, seeded_rng
 from courtroom.signatures import baselines as sig

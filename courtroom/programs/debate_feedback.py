@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import dspy
 
-from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs
+from courtroom.models._concurrency import run_parallel
+from courtroom.models.lms import RoleLMs
 from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
 from courtroom.programs._base import CourtroomProgram, label_type

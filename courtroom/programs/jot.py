@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import dspy
 
-from courtroom._concurrency import run_parallel
 from courtroom.errors import ConfigError
-from courtroom.lms import RoleLMs
+from courtroom.models._concurrency import run_parallel
+from courtroom.models.lms import RoleLMs
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.signatures import jot
 from courtroom.transcript import Turn

@@ -122,7 +122,7 @@ def sampling_temperatures(cls: Any, preset: str | None = None) -> dict[str, floa
 
 def role_specs(roles: Mapping[str, Any], lm: str | None, temperatures: Mapping[str, float]) -> dict[str, Any]:
     """Per-role model specs that carry ``temperatures`` (for a run where the user gave none)."""
-    from courtroom.lms import LOCAL, LMSpec
+    from courtroom.models.lms import LOCAL, LMSpec
 
     out: dict[str, Any] = dict(roles)
     for role, t in temperatures.items():

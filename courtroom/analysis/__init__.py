@@ -1,0 +1,1 @@
+"""Analyses: the papers' analyses, ambiguity, position bias and calibration."""

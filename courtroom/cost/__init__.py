@@ -1,0 +1,1 @@
+"""Cost: estimates and dry runs, budgets, prices and token tallies."""

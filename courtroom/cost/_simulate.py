@@ -1,0 +1,277 @@
+"""Running a program in-process for a dry run: count its role calls, render its real prompts.
+
+No request leaves the process: role calls are answered by schema filling, either directly in
+:meth:`CourtroomProgram.ask` (counting) or by a recording ``dspy.LM`` engine behind the real
+adapter (rendering). See :mod:`courtroom.cost.estimate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+from courtroom.analysis.bias import debiased
+from courtroom.models._adapter import output_schema
+from courtroom.models._concurrency import serial
+from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
+from courtroom.programs import CourtroomProgram, build_program
+from courtroom.runner.runs import RunConfig
+from courtroom.testing._fakes import FakeLM, answer_for_schema
+
+PATTERNS: tuple[dict[str, Any], ...] = (
+    {"enum": 0, "number": 0.5, "boolean": True},
+    {"enum": -1, "number": 1.0, "boolean": False},
+    {"enum": 1, "number": 0.0, "boolean": False},
+)
+"""Answer patterns a dry run tries: which enum option, number and boolean every role answers."""
+
+FILLER = "fake server reply"
+"""Placeholder for free-text answers (what :class:`courtroom.testing.FakeServer` answers too)."""
+
+
+# -- counting calls in-process ------------------------------------------------------------------------
+
+
+def _values(schema: Mapping[str, Any], pattern: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if "enum" in prop:
+            options = prop["enum"]
+            out[name] = options[pattern["enum"] % len(options)] if pattern["enum"] >= 0 else options[-1]
+        elif prop.get("type") in ("number", "integer"):
+            out[name] = pattern["number"]
+        elif prop.get("type") == "boolean":
+            out[name] = pattern["boolean"]
+    return answer_for_schema(schema, out, FILLER)
+
+
+class CallCounter:
+    """Counts a program's role calls, answering them in-process (no adapter, no model)."""
+
+    def __init__(self, pattern: Mapping[str, Any]) -> None:
+        self.pattern = pattern
+        self.by_role: Counter[str] = Counter()
+        self._answers: dict[Any, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def attach(self, program: CourtroomProgram) -> CourtroomProgram:
+        def ask(role: str, predictor: dspy.Predict, *args: Any, **kwargs: Any) -> dspy.Prediction:
+            with self._lock:
+                self.by_role[role] += 1
+                values = self._answers.get(predictor.signature)
+                if values is None:
+                    values = self._answers[predictor.signature] = _values(
+                        output_schema(predictor.signature), self.pattern
+                    )
+            return dspy.Prediction(**values)
+
+        program.ask = ask  # type: ignore[method-assign]
+        return program
+
+    def total(self) -> int:
+        return sum(self.by_role.values())
+
+
+def _forward_counts(program: dspy.Module, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
+    token = serial.set(True)
+    try:
+        return _forward_each(program, counter, examples)
+    finally:
+        serial.reset(token)
+
+
+def _forward_each(program: dspy.Module, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
+    counts = []
+    for ex in examples:
+        before = counter.total()
+        try:
+            program(case=ex.case)
+        except Exception:  # noqa: BLE001 - a fake answer that a program rejects still spent its calls
+            pass
+        counts.append(counter.total() - before)
+    return counts
+
+
+# -- rendering the real prompts -----------------------------------------------------------------------
+
+
+class _RecordingEngine:
+    """DSPy engine that keeps every rendered request's messages and answers by schema filling."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, list[dict[str, str]]]] = []
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _RecordingEngine:
+        return self
+
+    def complete(self, request: Any) -> Response:
+        messages = [{"role": str(m.role), "content": m.text or ""} for m in request.messages]
+        system = request.system
+        if system:
+            text = system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
+            messages.insert(0, {"role": "system", "content": text})
+        with self._lock:
+            self.requests.append((current_role() or DEFAULT, messages))
+        fmt = request.config.response_format or {}
+        schema = dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
+        text = json.dumps(_values(schema, PATTERNS[0]))
+        return Response(
+            id=None,
+            model="dry-run",
+            message=Message.assistant([TextPart(text)]),
+            finish_reason="stop",
+            usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0),
+        )
+
+    def stream(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def recording_lms(models: Mapping[str, str]) -> tuple[RoleLMs, _RecordingEngine]:
+    engine = _RecordingEngine()
+    built: dict[str, Any] = {}
+    for model in set(models.values()):
+        lm = FakeLM(model if model != LOCAL else "openai/local", engine=engine, cache=False)
+        built[model] = lm
+    lms = RoleLMs({DEFAULT: next(iter(built.values()))})
+    lms.update({role: built[m] for role, m in models.items()})
+    return lms, engine
+
+
+def sample_indices(n: int, size: int) -> list[int]:
+    if n <= size:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (size - 1)) for i in range(size)})
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares ``y = a + b x``; the mean when x does not vary."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    var = sum((x - mx) ** 2 for x in xs)
+    if var == 0:
+        return my, 0.0
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+    return my - b * mx, b
+
+
+# -- completion lengths measured in the cache -----------------------------------------------------------
+
+
+def measured_completion(models: Sequence[str], scan: int = 2000) -> dict[str, float]:
+    """Model -> mean completion tokens of the answers the DSPy disk cache holds for it (first ``scan`` entries).
+
+    Read once per process and cache folder.
+    """
+    from courtroom.models import cache
+
+    key = (str(cache._configured or cache.cache_dir()), tuple(sorted(models)), scan)
+    if key not in _MEASURED:
+        _MEASURED[key] = _scan_cache(models, scan)
+    return _MEASURED[key]
+
+
+_MEASURED: dict[Any, dict[str, float]] = {}
+
+
+def _scan_cache(models: Sequence[str], scan: int) -> dict[str, float]:
+    from courtroom.models import cache
+
+    if cache._configured is None:
+        if not cache.cache_dir().is_dir():
+            return {}
+        cache.configure_cache()
+    disk = getattr(dspy.cache, "disk_cache", None)
+    if disk is None:
+        return {}
+    wanted = {m: m.split("/", 1)[-1] for m in models if m != LOCAL}
+    sums: dict[str, list[float]] = {m: [] for m in wanted}
+    try:
+        for i, key in enumerate(iter(disk)):
+            if i >= scan:
+                break
+            value = disk.get(key)
+            model = str(getattr(value, "model", "") or "")
+            usage = getattr(value, "usage", None)
+            tokens = getattr(usage, "completion_tokens", None) or getattr(usage, "output_tokens", None)
+            if not model or not tokens:
+                continue
+            for m, short in wanted.items():
+                if model in (m, short) or model.startswith(short + "-"):
+                    sums[m].append(float(tokens))
+    except Exception:  # noqa: BLE001 - an unreadable cache only loses the measurement
+        return {}
+    return {m: sum(v) / len(v) for m, v in sums.items() if v}
+
+
+def _count(
+    config: RunConfig, labels: Any, positions: Any, examples: Sequence[Any], train: Any, pattern: Mapping[str, Any]
+) -> tuple[list[int], int, Counter[str]]:
+    counter = CallCounter(pattern)
+    program = counter.attach(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS))
+    if train is not None:
+        program.prepare(train)
+    prepared = counter.total()
+    _embed_at_once(program, [ex.case for ex in examples])
+    # A swapped twin copies the counting `ask`, so both orders' calls are counted.
+    return _forward_counts(debiased(program, config.debias), counter, examples), prepared, counter.by_role
+
+
+def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:
+    """Embed every case for precedent search in one batch (TF-IDF only: embedding models are remote)."""
+    index = getattr(program, "precedent_index", None)
+    if index is None or getattr(index, "embedder", None) != "tfidf" or not hasattr(index, "_embed"):
+        return
+    import numpy as np
+
+    one_by_one = index._embed
+    rows = dict(zip(cases, one_by_one(list(cases)), strict=True))
+
+    def embed(texts: Sequence[str]) -> Any:
+        if all(t in rows for t in texts):
+            return np.stack([rows[t] for t in texts])
+        return one_by_one(texts)
+
+    index._embed = embed
+
+
+def max_calls(
+    config: RunConfig, labels: Any, positions: Any, examples: Sequence[dspy.Example], train: Sequence[Any] | None
+) -> tuple[list[int], int, bool, Counter[str]]:
+    """Per-example calls (max over answer patterns), training calls, whether exact, and calls by role.
+
+    Every pattern runs on a sample first; only when they disagree (answers decide the path) do
+    all patterns run on every example. With an early-stopping knob on (``program.adaptive``) the
+    calls are those of the same configuration with the knobs off: the most it can make.
+    """
+    program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
+    if program.adaptive:
+        full = dataclasses.replace(config, knobs={**config.knobs, **type(program).early_stop_knobs})
+        calls, prepared, _, by_role = max_calls(full, labels, positions, examples, train)
+        return calls, prepared, False, by_role
+    picked = [examples[i] for i in sample_indices(len(examples), 30)]
+    trial = [_count(config, labels, positions, picked, train, p) for p in PATTERNS]
+    exact = all(t[0] == trial[0][0] and t[1] == trial[0][1] for t in trial)
+    if exact and len(set(trial[0][0])) == 1:
+        # Every sampled case and answer pattern takes the same calls: the structure fixes them.
+        per, by_role = trial[0][0][0], trial[0][2]
+        scale = len(examples) / max(len(picked), 1)
+        return [per] * len(examples), trial[0][1], True, Counter({r: round(n * scale) for r, n in by_role.items()})
+    runs = [_count(config, labels, positions, examples, train, p) for p in (PATTERNS[:1] if exact else PATTERNS)]
+    calls = [max(c) for c in zip(*(r[0] for r in runs), strict=True)]
+    biggest = max(runs, key=lambda r: sum(r[0]) + r[1])
+    return calls, max(r[1] for r in runs), exact, biggest[2]
+
+
+NO_LMS = RoleLMs({DEFAULT: FakeLM("dry-run/none", engine=_RecordingEngine(), cache=False)})

@@ -1,0 +1,296 @@
+"""Budgets (``--max-calls``, ``--max-cost``): no new example or trial starts past the budget.
+
+A :class:`Budget` admits a unit of work (an example, a trial) only when what has been spent, plus
+the most that the units in flight and the new one could spend, stays within the limits. The most
+a unit could spend comes from the dry run (:mod:`courtroom.cost.estimate`): calls per example
+are exact or a maximum; dollars per example are bounded by the sample's largest prompt and
+``max_tokens`` per call. Units in flight always finish, so their answers reach the cache and a
+resumed run gets them for free. Spending counts requests sent (cache hits are free) and their
+dollars.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtroom.errors import ConfigError, CourtroomError
+from courtroom.models.usage import price_per_token
+
+
+class BudgetExhausted(CourtroomError):  # noqa: N818 - it is an outcome, not a failure
+    """Work stopped at the budget; ``line`` says what was spent, what is left and how to resume."""
+
+    exit_code = 3
+
+    def __init__(self, line: str, budget: Budget | None, left: int, resume: str | None = None) -> None:
+        super().__init__(line)
+        self.line, self.budget, self.left, self.resume = line, budget, left, resume
+
+    def regroup(self, group: Any, later: int) -> BudgetExhausted:
+        """The same stop inside repeat group ``group``, with ``later`` repeats not started."""
+        resume = f"courtroom run --resume {group}"
+        head = self.line.split("; finish with:")[0]
+        line = f"{head}" + (f"; {later} later repeat(s) not started" if later else "") + f"; finish with: {resume}"
+        return BudgetExhausted(line, self.budget, self.left, resume)
+
+
+@dataclass
+class Budget:
+    """Limits on requests sent and dollars, shared by every unit of work of one command."""
+
+    max_calls: int | None = None
+    max_cost: float | None = None
+    prices: Mapping[str, Sequence[float]] | None = None
+    unit_calls: int = 0
+    """The most requests one unit can send."""
+    unit_cost: float | None = None
+    """The most dollars one unit can cost (None: use the dearest unit seen so far)."""
+    spent_calls: int = 0
+    spent_cost: float = 0.0
+    in_flight: int = 0
+    admitted: int = 0
+    """Units started so far."""
+    stopped: bool = False
+    prepare_calls: int = 0
+    """The most requests the current run's training (``prepare``) can send, from its dry run."""
+    prepare_cost: float | None = None
+    _seen_cost: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_calls is not None and self.max_calls < 0:
+            raise ConfigError(f"--max-calls must be >= 0, got {self.max_calls}")
+        if self.max_cost is not None and self.max_cost < 0:
+            raise ConfigError(f"--max-cost must be >= 0, got {self.max_cost}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return self.max_calls is not None or self.max_cost is not None
+
+    def bound(self, unit_calls: int, unit_cost: float | None, models: Sequence[str] = ()) -> Budget:
+        """Set the most one unit can spend (from a dry run); a dollar limit needs a price for each model."""
+        with self._lock:
+            self.unit_calls, self.unit_cost = int(unit_calls), unit_cost
+        if self.max_cost is not None:
+            unpriced = [m for m in models if m != "local" and self._price(m) is None]
+            if unpriced:
+                raise ConfigError(
+                    f"--max-cost needs a price for {', '.join(sorted(set(unpriced)))}: "
+                    "pass --prices FILE (model -> input, output dollars per 1M tokens)"
+                )
+        return self
+
+    def _price(self, model: str) -> tuple[float, float] | None:
+        table = {k: (float(v[0]), float(v[1])) for k, v in (self.prices or {}).items()}
+        return price_per_token(model, table)
+
+    def admit(self) -> bool:
+        """Start one more unit if it cannot take spending past a limit; once refused, always refused."""
+        with self._lock:
+            if self.stopped:
+                return False
+            n = self.in_flight + 1
+            over_calls = self.max_calls is not None and self.spent_calls + n * self.unit_calls > self.max_calls
+            unit_cost = self.unit_cost if self.unit_cost is not None else self._seen_cost
+            over_cost = self.max_cost is not None and self.spent_cost + n * unit_cost > self.max_cost
+            if over_calls or over_cost:
+                self.stopped = True
+                return False
+            self.in_flight += 1
+            self.admitted += 1
+            return True
+
+    def admit_training(self) -> bool:
+        """Start a run's training calls (``prepare``) only if they cannot take spending past a limit."""
+        with self._lock:
+            if self.stopped:
+                return False
+            over_calls = self.max_calls is not None and self.spent_calls + self.prepare_calls > self.max_calls
+            over_cost = (
+                self.max_cost is not None
+                and self.prepare_calls > 0
+                and (self.prepare_cost is None or self.spent_cost + self.prepare_cost > self.max_cost)
+            )
+            if over_calls or over_cost:
+                self.stopped = True
+                return False
+            return True
+
+    def settle(self, usage: Mapping[str, Any] | None) -> None:
+        """A unit finished: add what it sent (``Usage.to_dict()`` form) and release its slot."""
+        usage = usage or {}
+        cost = self.cost_of(usage)
+        with self._lock:
+            self.in_flight = max(0, self.in_flight - 1)
+            self.spent_calls += int(usage.get("sent", 0)) + int(usage.get("failed", 0))
+            self.spent_cost += cost
+            self._seen_cost = max(self._seen_cost, cost)
+
+    def spend(self, usage: Mapping[str, Any] | None) -> None:
+        """Add spending outside any unit (training calls of ``prepare``)."""
+        usage = usage or {}
+        with self._lock:
+            self.spent_calls += int(usage.get("sent", 0)) + int(usage.get("failed", 0))
+            self.spent_cost += self.cost_of(usage)
+
+    def cost_of(self, usage: Mapping[str, Any]) -> float:
+        """Dollars of one usage record (models without a price count 0; :meth:`bound` refuses those)."""
+        total = 0.0
+        for model, counts in (usage.get("by_model") or {}).items():
+            price = self._price(model)
+            if price:
+                total += counts.get("prompt_tokens", 0) * price[0] + counts.get("completion_tokens", 0) * price[1]
+        return total
+
+    def spent_text(self) -> str:
+        """``N requests, $X`` (dollars only under a dollar limit)."""
+        text = f"{self.spent_calls} request(s)"
+        if self.max_cost is not None:
+            text += f", ${self.spent_cost:.4f}"
+        return text
+
+    def for_run(self, config: Any) -> Budget | None:
+        """This budget bounded per example of the run ``config`` (None when no limit is set)."""
+        return run_budget(self, config)
+
+    def stopped_run(self, run_dir: Any, left: int) -> BudgetExhausted:
+        """The outcome of a run stopped at this budget with ``left`` examples not run."""
+        return stopped_run(self, run_dir, left)
+
+    def limit_text(self) -> str:
+        """The limits, for messages."""
+        parts = []
+        if self.max_calls is not None:
+            parts.append(f"--max-calls {self.max_calls}")
+        if self.max_cost is not None:
+            parts.append(f"--max-cost {self.max_cost:g}")
+        return " and ".join(parts)
+
+
+def run_budget(budget: Budget | None, config: Any) -> Budget | None:
+    """Bound ``budget`` per example by a dry run of ``config`` (None when no limit is set)."""
+    if budget is None or not budget.active:
+        return None
+    from courtroom.cost.estimate import estimate_run
+
+    est = estimate_run(config, sample=5, prices=budget.prices or config.prices, measure_cache=False)
+    if budget.prices is None and config.prices:
+        budget.prices = config.prices
+    budget.prepare_calls = est.prepare_calls
+    budget.prepare_cost = est.cost * est.prepare_calls / est.calls if est.cost is not None and est.calls else None
+    return budget.bound(est.max_calls_per_example, est.max_cost_per_example, list(est.models.values()))
+
+
+def stopped_run(budget: Budget, run_dir: Any, left: int) -> BudgetExhausted:
+    """The one-line outcome of a run stopped at its budget."""
+    resume = f"courtroom run --resume {run_dir}"
+    line = (
+        f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; "
+        f"{left} example(s) not run; finish with: {resume}"
+    )
+    return BudgetExhausted(line, budget, left, resume)
+
+
+@contextlib.contextmanager
+def stopped_comparison(out_dir: Any, framework: str, later: Sequence[str]) -> Iterator[None]:
+    """Reword a budget stop inside ``compare``: which framework stopped, which never started, how to finish."""
+    try:
+        yield
+    except BudgetExhausted as stop:
+        head = stop.line.split("; finish with:")[0].replace("example(s) not run", f"example(s) of {framework} not run")
+        rest = f"; not started: {', '.join(later)}" if later else ""
+        resume = f"courtroom compare --resume {out_dir}"
+        raise BudgetExhausted(f"{head}{rest}; finish with: {resume}", stop.budget, stop.left, resume) from None
+
+
+def study_run_config(config: Any) -> Any:
+    """The run config one study trial evaluates (dev split, train limit, first model)."""
+    from courtroom.runner.runs import RunConfig
+
+    return RunConfig(
+        config.framework,
+        config.task,
+        data=config.data,
+        split="dev",
+        limit=config.dev,
+        seed=config.seed,
+        lm=config.models[0] if config.models else None,
+        roles=dict(config.roles),
+        max_tokens=config.max_tokens,
+        api_base=config.api_base,
+        train_limit=config.train,
+    )
+
+
+def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence[Any], unit: Any = None) -> Any:
+    """An Optuna objective that starts a trial only if the budget admits it (else stops the study).
+
+    Each trial is bounded by ``unit`` (an estimate of one trial), by default the dry run at the
+    space's most expensive point. A refused trial ends pruned with the user attribute ``budget``
+    and the study stops starting trials.
+    """
+    import optuna
+
+    from courtroom.cost.dry_run import estimate_study
+
+    est = unit or estimate_study(study_run_config(config), space, 1, prices=budget.prices)
+    budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
+    dearest = max((budget._price(m) or (0.0, 0.0) for m in est.models.values()), key=lambda p: p[0] + p[1])
+
+    def guarded(trial: Any) -> Any:
+        if not budget.admit():
+            trial.set_user_attr("budget", "not run: budget reached")
+            trial.study.stop()
+            raise optuna.TrialPruned("budget reached")
+        try:
+            return objective(trial)
+        finally:
+            attrs = trial.user_attrs
+            # Trials record tokens, not tokens per model: price them at the dearest model (an upper bound).
+            tokens = int(attrs.get("tokens", 0))
+            budget.settle({"sent": attrs.get("sent", 0)})
+            with budget._lock:
+                budget.spent_cost += tokens * max(dearest)
+
+    return guarded
+
+
+def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
+    """The one-line outcome of a study stopped at its budget."""
+    left = max(0, config.trials - done)
+    designs = getattr(config, "frameworks", None)
+    what = f"--frameworks {','.join(designs)}" if designs else config.framework
+    resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
+    if config.storage:
+        resume += f" --storage {config.storage}"
+    line = (
+        f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
+        f"continue with: {resume}"
+    )
+    return BudgetExhausted(line, budget, left, resume)
+
+
+def check_compile(est: Any, optimizer: str, max_calls: int | None, max_cost: float | None) -> None:
+    """A compile runs as one unit: it starts only if its dry-run bound fits the budget.
+
+    Raises :class:`BudgetExhausted` (nothing sent) naming why, when it does not.
+    """
+    from courtroom.cost.dry_run import PROGRAM_RUNS
+
+    why = None
+    if optimizer not in PROGRAM_RUNS:
+        why = f"{optimizer} decides its own number of calls (no bound): use bootstrap, bootstrap-rs, labeled or knn"
+    elif max_calls is not None and est.calls > max_calls:
+        why = f"it could send {est.calls} request(s), over --max-calls {max_calls}"
+    elif max_cost is not None and (est.cost is None or est.completion_tokens is None):
+        why = "its dollars are unknown (no price or no max_tokens): pass --prices and --max-tokens"
+    elif max_cost is not None and est.cost > max_cost:
+        why = f"it could cost ${est.cost:.4f}, over --max-cost {max_cost:g}"
+    if why:
+        line = f"budget: compile not started, {why}; nothing was sent (see --dry-run; lower --train-limit/--dev-limit)"
+        raise BudgetExhausted(line, None, 0)

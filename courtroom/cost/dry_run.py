@@ -1,0 +1,180 @@
+"""``--dry-run`` of every spending command: estimates of run, compare, compile and study.
+
+The figures come from :func:`courtroom.cost.estimate.estimate_run`; this module scales them to
+what each command does (repeats, optimizer passes, study trials) and formats them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from courtroom.cost.estimate import Estimate, estimate_run
+from courtroom.reporting.formatting import count
+from courtroom.runner.runs import RunConfig
+
+PROGRAM_RUNS: dict[str, Any] = {
+    "labeled": lambda s, train: 0,
+    "knn": lambda s, train: 0,
+    "bootstrap": lambda s, train: int(s.get("max_rounds", 1)) * train,
+    # Each candidate bootstraps on the train split and is scored on it (the valset); 3 seeds are added.
+    "bootstrap-rs": lambda s, train: (int(s.get("num_candidate_programs", 4)) + 3) * 2 * train,
+}
+"""Optimizer -> at most how many program runs it makes on ``train`` examples (None: it decides)."""
+
+
+def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estimate:
+    """An estimate multiplied by ``factor`` (repeats, trials, optimizer passes)."""
+
+    def mul(x: Any) -> Any:
+        return None if x is None else type(x)(round(x * factor)) if isinstance(x, int) else x * factor
+
+    return dataclasses.replace(
+        est,
+        examples=round(est.examples * factor),
+        calls=round(est.calls * factor),
+        prepare_calls=round(est.prepare_calls * factor),
+        prompt_tokens=round(est.prompt_tokens * factor),
+        completion_tokens=mul(est.completion_tokens),
+        cost=mul(est.cost),
+        calls_exact=est.calls_exact if exact is None else exact,
+    )
+
+
+def added(a: Estimate, b: Estimate) -> Estimate:
+    """Two estimates of one framework summed (unknown stays unknown)."""
+
+    def plus(x: Any, y: Any) -> Any:
+        return None if x is None or y is None else x + y
+
+    return dataclasses.replace(
+        a,
+        examples=a.examples + b.examples,
+        calls=a.calls + b.calls,
+        prepare_calls=a.prepare_calls + b.prepare_calls,
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=plus(a.completion_tokens, b.completion_tokens),
+        cost=plus(a.cost, b.cost),
+        calls_exact=a.calls_exact and b.calls_exact,
+    )
+
+
+def estimate_runs(
+    configs: Mapping[str, RunConfig], *, repeats: int = 1, prices: Any = None, sample: int = 12
+) -> dict[str, Estimate]:
+    """What running each config (``repeats`` times) would spend."""
+    out = {}
+    for name, config in configs.items():
+        est = estimate_run(config, prices=prices or config.prices, sample=sample)
+        out[name] = scaled(est, repeats) if repeats > 1 else est
+    return out
+
+
+def estimate_compile(
+    config: RunConfig, optimizer: str, settings: Mapping[str, Any], *, train: int, dev: int, prices: Any = None
+) -> tuple[Estimate, str]:
+    """What ``courtroom compile`` would spend: dev scored before and after, plus the optimizer's runs.
+
+    Returns the estimate and a note; optimizers whose passes the data decides (MIPROv2, COPRO,
+    GEPA) are counted for the dev scoring only, and the note says so.
+    """
+    dev_config = dataclasses.replace(config, split="dev", limit=dev, train_limit=train)
+    dev_est = estimate_run(dev_config, prices=prices, limit_flag="--dev-limit", short="warn")
+    total = scaled(dev_est, 2)  # before and after
+    runs = compile_runs(config, optimizer, settings, train, prices=prices)
+    if runs is None:
+        return dataclasses.replace(total, calls_exact=False), (
+            f"{optimizer}: its own calls depend on what it finds; only the dev scoring (before and after) is counted"
+        )
+    n = PROGRAM_RUNS[optimizer](dict(settings), train)
+    note = f"{optimizer}: at most {n} program runs on the train split, plus the dev scoring before and after"
+    return added(total, runs), note
+
+
+def compile_runs(
+    config: RunConfig, optimizer: str, settings: Mapping[str, Any], train: int, *, prices: Any = None
+) -> Estimate | None:
+    """At most what ``optimizer``'s program runs on the first ``train`` train examples spend.
+
+    None when the optimizer decides its own number of runs (MIPROv2, COPRO, GEPA): no bound.
+    """
+    runs = PROGRAM_RUNS.get(optimizer)
+    if runs is None:
+        return None
+    train_config = dataclasses.replace(config, split="train", limit=train, train_limit=train)
+    per = estimate_run(train_config, prices=prices, limit_flag="--train-limit", short="warn")
+    return scaled(per, runs(dict(settings), train) / max(per.examples, 1), exact=False)
+
+
+def max_point(space: Sequence[Any]) -> dict[str, Any]:
+    """The knobs of a study space at their highest integer values (the most calls a trial makes)."""
+    return {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name}
+
+
+def estimate_study(config: RunConfig, space: Sequence[Any], trials: int, *, prices: Any = None) -> Estimate:
+    """At most what ``trials`` trials spend: each scored at the space's most expensive point."""
+    worst = dataclasses.replace(config, knobs={**config.knobs, **max_point(space)})
+    return scaled(estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn"), trials, exact=False)
+
+
+def estimate_lines(
+    estimates: Mapping[str, Estimate], title: str = "dry run: nothing was sent", notes: Sequence[str] = ()
+) -> Iterator[str]:
+    """A Markdown table of estimates, for the commands to print."""
+    yield f"# {title}"
+    yield ""
+    yield "| framework | examples | LM calls | calls/example | prompt tokens | completion tokens | dollars |"
+    yield "|---|---|---|---|---|---|---|"
+    for name, e in estimates.items():
+        calls = count(e.calls) if e.calls_exact else f"<= {count(e.calls)} (max: data decides)"
+        completion = "unknown" if e.completion_tokens is None else count(e.completion_tokens, whole=True)
+        if e.completion_tokens is not None and e.completion_basis == "max_tokens bound":
+            completion = f"<= {completion} (max_tokens)"
+        dollars = "unknown" if e.cost is None else f"${e.cost:.4f}"
+        if e.models and set(e.models.values()) == {"local"}:
+            dollars = "$0 (embedded local model)"
+        yield (
+            f"| {name} | {count(e.examples)} | {calls} | {e.calls_per_example:.2f} "
+            f"| {count(e.prompt_tokens, whole=True)} | {completion} | {dollars} |"
+        )
+    yield ""
+    yield from notes
+    if estimates:
+        sample = max(e.sample for e in estimates.values())
+        tokenizers = ", ".join(sorted({e.tokenizer for e in estimates.values()}))
+        yield f"prompt tokens: the real prompts of {sample} examples per framework, counted by {tokenizers}"
+        yield "dollars: LiteLLM's price map or --prices; 'unknown' when neither has the model"
+
+
+def estimate_comparison(
+    configs: Mapping[str, RunConfig],
+    *,
+    repeats: int = 1,
+    matched_baselines: bool = True,
+    baseline: str = "self-consistency",
+    match: str = "calls",
+) -> dict[str, Estimate]:
+    """What ``compare`` would spend, its matched majority-vote rows included (planned from the estimates)."""
+    from courtroom.comparison import matched
+
+    out = estimate_runs(configs, repeats=repeats)
+    if not matched_baselines or not configs:
+        return out
+    rows = {
+        f: {"n": e.examples, "calls": e.calls - e.prepare_calls, "tokens": e.prompt_tokens + (e.completion_tokens or 0)}
+        for f, e in out.items()
+    }
+    first = next(iter(configs.values()))
+    per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+    from courtroom.programs import get_framework
+
+    knob = matched.BASELINES[baseline]
+    for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+        if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
+            continue  # a compared row already is that vote
+        config = dataclasses.replace(
+            first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={}, debias=None
+        )
+        out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
+    return out

@@ -1,0 +1,291 @@
+"""Dry runs: the LM calls, tokens and dollars a run would spend, with no request sent.
+
+How the figures are found (SPEC §10):
+
+* **Calls**: the program (in both orders, for a ``debias`` run) runs on every example with role
+  calls answered in-process by schema filling (no adapter, no model): each answer pattern in
+  :data:`PATTERNS` is tried, and the calls per example are the maximum over them. When every
+  pattern gives the same count the structure fixes the calls and the figure is exact; otherwise
+  it is a maximum, and says so.
+  Training calls (``program.prepare``) are counted the same way.
+* **Prompt tokens**: the real prompts of a sample of the examples are rendered through the real
+  adapter (:data:`courtroom.models._adapter.ADAPTER`) by a recording model and counted with
+  ``litellm.token_counter`` (the model's own tokenizer where LiteLLM has one, else
+  ``cl100k_base``: an estimate). Earlier answers that later prompts quote are placeholder text,
+  so for long-winded real models the figure is a lower bound on those later prompts. Each role's
+  exact call count is multiplied by its sampled prompt size at the mean case length (a line fitted
+  over its sampled calls): calls shared by later cases (precedent reasons) keep their true number.
+* **Completion tokens**: the mean answer length measured in the DSPy cache for the model when it
+  holds any, else ``max_tokens`` per call as an upper bound, else unknown.
+* **Dollars**: LiteLLM's price map or the user's ``prices``; None (unknown) when neither has the
+  model (the embedded local model costs nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtroom.analysis.bias import check_debias, debiased
+from courtroom.cost._simulate import (
+    NO_LMS,
+    PATTERNS,
+    CallCounter,
+    fit_line,
+    max_calls,
+    measured_completion,
+    recording_lms,
+    sample_indices,
+)
+from courtroom.data.tasks import load_splits
+from courtroom.models._concurrency import serial
+from courtroom.models.lms import DEFAULT, LOCAL
+from courtroom.models.usage import price_per_token
+from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.runner.runs import RunConfig
+
+LOCAL_MAX_TOKENS = 384
+RENDER_CALLS = 60
+
+
+@dataclass
+class Estimate:
+    """What a run would spend, before it is run."""
+
+    framework: str
+    examples: int
+    calls: int
+    """LM calls (evaluation and training), exact or a maximum (see ``calls_exact``)."""
+    calls_exact: bool
+    prompt_tokens: int
+    completion_tokens: int | None
+    """None when no bound is known (no ``max_tokens``, nothing measured)."""
+    completion_basis: str
+    """``measured`` (cache), ``max_tokens bound`` or ``unknown``."""
+    cost: float | None
+    """Dollars; None when no price is known for some model."""
+    tokenizer: str
+    sample: int
+    """Examples whose prompts were rendered."""
+    prepare_calls: int = 0
+    max_calls_per_example: int = 0
+    max_cost_per_example: float | None = None
+    """Upper bound on one example's dollars (prompt at the sample's largest, completion at the bound)."""
+    models: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def calls_per_example(self) -> float:
+        """Mean evaluation calls per example."""
+        return (self.calls - self.prepare_calls) / max(self.examples, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dataclasses.asdict(self) | {"calls_per_example": self.calls_per_example}
+
+
+# -- role models -----------------------------------------------------------------------------------
+
+
+def role_models(config: RunConfig, roles: Sequence[str]) -> dict[str, str]:
+    """Role -> the model string the run would use, without building (or starting) any model."""
+
+    def name(value: str | None) -> str:
+        value = value or os.environ.get("COURTROOM_LM", LOCAL)
+        return value
+
+    default = name(config.lm)
+    return {r: name(config.roles.get(r)) if r in config.roles else default for r in roles}
+
+
+def _max_tokens(model: str, config: RunConfig) -> int | None:
+    if config.max_tokens:
+        return int(config.max_tokens)
+    if model == LOCAL:
+        return LOCAL_MAX_TOKENS
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - LiteLLM raises for models it does not know
+        return None
+    return info.get("max_output_tokens") or info.get("max_tokens")
+
+
+def _price(model: str, prices: Mapping[str, Sequence[float]] | None) -> tuple[float, float] | None:
+    if model == LOCAL:
+        return (0.0, 0.0)
+    table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
+    return price_per_token(model, table)
+
+
+def _tokenizer(models: Sequence[str]) -> str:
+    import litellm
+
+    known = all(m != LOCAL and (m in litellm.model_cost or m.split("/", 1)[-1] in litellm.model_cost) for m in models)
+    return "litellm (model tokenizer)" if known else "litellm (cl100k_base estimate for unknown models)"
+
+
+def count_tokens(model: str, messages: Sequence[Mapping[str, str]]) -> int:
+    """Prompt tokens of ``messages`` for ``model`` by LiteLLM's tokenizer (cl100k_base if unknown)."""
+    import litellm
+
+    return int(litellm.token_counter(model=model, messages=list(messages)))
+
+
+# -- the estimate ---------------------------------------------------------------------------------
+
+
+_SPLITS: dict[str, Any] = {}
+
+
+def _data_key(config: RunConfig) -> str:
+    return json.dumps([config.task, config.data, config.seed, config.dataset], sort_keys=True, default=str)
+
+
+def estimate_run(
+    config: RunConfig,
+    *,
+    sample: int = 12,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    measure_cache: bool = True,
+    limit_flag: str = "--limit",
+    short: str = "error",
+) -> Estimate:
+    """What ``run(config)`` would spend, found without sending a request (see the module docstring).
+
+    ``limit_flag`` and ``short`` say, as for :func:`~courtroom.data.tasks.load_task`, how a split
+    smaller than ``config.limit`` is treated: the way the estimated command treats it.
+    """
+    start = time.perf_counter()
+    cls = get_framework(config.framework)
+    check_debias(config.debias, config.framework)
+    data = config.load(limit_flag, short)
+    labels, positions, examples = data.task.labels, data.task.positions, data.examples
+    learns = type(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)).prepare
+    train = None
+    if learns is not CourtroomProgram.prepare:
+        splits = _SPLITS.get(_data_key(config))
+        if splits is None:
+            splits = _SPLITS[_data_key(config)] = load_splits(
+                config.task, data=config.data, seed=config.seed, dataset=config.dataset
+            )[1]
+        train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
+    calls, prepare_calls, exact, by_role = max_calls(config, labels, positions, examples, train)
+    models = role_models(config, cls.roles)
+    # Render the real prompts of a sample through the real adapter.
+    default_model = role_models(config, [DEFAULT])[DEFAULT]
+    lms, engine = recording_lms(models)
+    program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=lms)
+    if train is not None:
+        CallCounter(PATTERNS[0]).attach(program)
+        program.prepare(train)
+        del program.ask  # back to the class's real role calls
+    evaluated = debiased(program, config.debias)  # a swapped run renders both orders' prompts
+    # Render at most about RENDER_CALLS calls (but at least 4 examples): enough for the fit.
+    per_example = max(1.0, sum(calls) / max(len(calls), 1))
+    picked = sample_indices(len(examples), max(min(sample, 4), min(sample, math.ceil(RENDER_CALLS / per_example))))
+    samples: dict[str, tuple[list[float], list[float]]] = {}  # role -> (case lengths, prompt tokens) per call
+    per_case: list[int] = []  # prompt tokens of each sampled case
+    per_model: Counter[str] = Counter()
+    token = serial.set(True)  # a thread per call would cost more than the rendering
+    for i in picked:
+        before = len(engine.requests)
+        try:
+            evaluated(case=examples[i].case)
+        except Exception:  # noqa: BLE001 - counted as far as it went
+            pass
+        per_case.append(0)
+        for role, messages in engine.requests[before:]:
+            model = models.get(role, default_model)
+            n = count_tokens(model if model != LOCAL else "openai/local", messages)
+            per_model[model] += n
+            per_case[-1] += n
+            xs, ys = samples.setdefault(role, ([], []))
+            xs.append(len(examples[i].case))
+            ys.append(n)
+    serial.reset(token)
+    # Role by role: its exact call count times its prompt at the mean case length (a line fitted over
+    # its sampled calls). Calls made once per run and shared by later cases (Courtroom-LLM's
+    # precedent reasons) fall on the sampled cases; counting by role keeps them at their true number.
+    role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
+    mean_length = sum(len(ex.case) for ex in examples) / max(len(examples), 1)
+    rendered = [n for _, ys in samples.values() for n in ys]
+    per_call_prompt = sum(rendered) / max(1, len(rendered))
+    prompt = 0.0
+    for role, count in role_calls.items():
+        if role in samples:
+            a, b = fit_line(*samples[role])
+            prompt += count * max(0.0, a + b * mean_length)
+        else:  # a role only training calls make (not rendered): the mean rendered call
+            prompt += count * per_call_prompt
+    # Completion tokens and dollars, by the model of each role's calls.
+    measured = measured_completion(list(set(models.values()))) if measure_cache else {}
+    completion: float | None = 0.0
+    basis = "measured" if measured and all(m in measured for m in set(models.values())) else "max_tokens bound"
+    cost: float | None = 0.0
+    model_share = {m: t / max(1, sum(per_model.values())) for m, t in per_model.items()}
+    for role, count in role_calls.items():
+        model = models.get(role, default_model)
+        per_call: float | None = measured.get(model) or _max_tokens(model, config)
+        if per_call is None or completion is None:
+            completion = None
+            continue
+        completion += count * per_call
+    for model, share in model_share.items():
+        price = _price(model, prices)
+        if price is None or cost is None:
+            cost = None
+            continue
+        cost += prompt * share * price[0]
+    if cost is not None and completion is not None:
+        for role, count in role_calls.items():
+            model = models.get(role, default_model)
+            answer = measured.get(model) or _max_tokens(model, config) or 0
+            cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
+    elif completion is None:
+        cost, basis = None, "unknown"
+    worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
+    return Estimate(
+        framework=config.framework,
+        examples=len(examples),
+        calls=sum(calls) + prepare_calls,
+        calls_exact=exact,
+        prompt_tokens=round(prompt),
+        completion_tokens=None if completion is None else round(completion),
+        completion_basis=basis,
+        cost=cost,
+        tokenizer=_tokenizer(list(models.values())),
+        sample=len(picked),
+        prepare_calls=prepare_calls,
+        max_calls_per_example=max(calls) if calls else 0,
+        max_cost_per_example=worst,
+        models=models,
+        seconds=round(time.perf_counter() - start, 3),
+    )
+
+
+def _scale_roles(by_role: Counter[str], total: int) -> dict[str, float]:
+    """Calls by role, scaled to ``total`` (by_role comes from the pattern with the most calls)."""
+    seen = sum(by_role.values())
+    return {r: n * total / seen for r, n in by_role.items()} if seen else {}
+
+
+def _per_example_bound(
+    prompt: float, calls: int, models: Mapping[str, str], config: RunConfig, prices: Any
+) -> float | None:
+    """Dollars one example can cost at most: the dearest model on every call, completion at the bound."""
+    worst = 0.0
+    for model in set(models.values()):
+        price, cap = _price(model, prices), _max_tokens(model, config)
+        if price is None or cap is None:
+            return None
+        worst = max(worst, prompt * 1.25 * price[0] + calls * cap * price[1])
+    return worst

@@ -1,0 +1,307 @@
+"""Task registry and loaders (SPEC §5).
+
+Data comes from a seeded generator, the Hugging Face Hub (through ``datasets``), or a local
+JSON/JSONL/CSV/Parquet file. Any other dataset becomes a task with :func:`custom_task`
+(``--dataset ID_OR_PATH --text-field ... --label-field ... --labels a,b,c``). Every example gets
+a stable id, recorded by each run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from courtroom.data._hub import load_hub
+from courtroom.data.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
+from courtroom.data.generators import GENERATORS
+from courtroom.errors import ConfigError, DataError
+
+logger = logging.getLogger(__name__)
+_WARNED: set[str] = set()
+
+SPLITS = ("train", "dev", "test")
+FRACTIONS = {"train": 0.2, "dev": 0.2, "test": 0.6}
+GENERATED_POOL = 500
+FILE_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
+
+TASKS: dict[str, Task] = {t.name: t for t in BUILTIN_TASKS}
+
+
+def register(task: Task) -> Task:
+    """Add a task to the registry (replacing one of the same name)."""
+    TASKS[task.name] = task
+    return task
+
+
+def get_task(name: str) -> Task:
+    """The registered task called ``name``."""
+    if name not in TASKS:
+        raise ConfigError(f"unknown task {name!r}: valid tasks are {', '.join(sorted(TASKS))}")
+    return TASKS[name]
+
+
+def is_local_path(dataset: str) -> bool:
+    """Whether ``dataset`` names a local file rather than a Hub id."""
+    return Path(dataset).expanduser().exists() or Path(dataset).suffix.lower() in FILE_FORMATS
+
+
+def custom_task(
+    dataset: str,
+    *,
+    text_fields: Sequence[str],
+    label_field: str,
+    labels: Sequence[str],
+    positions: Sequence[str] | None = None,
+    config: str | None = None,
+    hub_split: str = "train",
+) -> tuple[Task, str]:
+    """A task for any Hub or local dataset, and the ``data`` argument that loads it.
+
+    Several text fields are joined as ``Field: value`` lines. Integer labels index ``labels``.
+    """
+    labels = tuple(str(x).strip() for x in labels if str(x).strip())
+    if len(labels) < 2:
+        raise ConfigError(f"--labels needs at least two labels, got {list(labels)}: e.g. --labels yes,no")
+    text_fields = [f.strip() for f in text_fields if f.strip()]
+    if not text_fields or not label_field.strip():
+        raise ConfigError("--dataset needs --text-field FIELD[,FIELD...] and --label-field FIELD")
+    local = is_local_path(dataset)
+    name = f"custom:{Path(dataset).stem if local else dataset}"
+    task = Task(
+        name,
+        labels,
+        tuple(positions) if positions else None,
+        hub=None if local else (dataset, config, hub_split),
+        fields=(*text_fields, label_field.strip()),
+        text=fields_text(text_fields),
+        label=field_text(label_field.strip()),
+        description=f"custom dataset {dataset}",
+    )
+    return task, (dataset if local else "hub")
+
+
+@dataclass
+class TaskData:
+    """Examples of one split, with where they came from."""
+
+    task: Task
+    split: str
+    examples: list[dspy.Example]
+    source: str
+    seed: int
+
+
+def _read_file(path: Path) -> list[dict[str, Any]]:
+    import datasets
+
+    fmt = FILE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise DataError(f"cannot read {path}: use a .json, .jsonl, .csv or .parquet file")
+    if not path.is_file():
+        raise DataError(f"cannot read {path}: no such file")
+    kwargs: dict[str, Any] = {}
+    if fmt != "parquet":
+        raw = path.read_bytes()
+        if not raw.strip():
+            raise DataError(f"cannot read {path}: the file is empty; put at least one row in it")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"cannot read {path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                "save it as UTF-8"
+            ) from None
+    if path.suffix.lower() == ".json":
+        try:
+            top = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read {path}: not valid JSON ({exc})") from exc
+        if isinstance(top, dict) and "examples" in top:
+            kwargs["field"] = "examples"  # the BBH file shape {"examples": [{"input", "target"}]}
+    try:
+        ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
+    except Exception as exc:  # datasets raises many types for unreadable files
+        if "corresponds to no data" in str(exc):
+            raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
+    return [dict(r) for r in ds]
+
+
+def _read_hub(task: Task) -> list[dict[str, Any]]:
+    if task.hub is None:
+        raise ConfigError(f"task {task.name} has no Hub dataset: pass --data PATH (json, jsonl, csv or parquet)")
+    path, config, split = task.hub
+    ds = load_hub(path, config, split, task=task.name, has_generator=task.has_generator)
+    return [dict(r) for r in ds]
+
+
+def load_records(
+    task: Task, data: str = "auto", *, seed: int = 0, pool: int = GENERATED_POOL
+) -> tuple[list[dict[str, Any]], str]:
+    """Raw records and a description of their source.
+
+    ``data`` is ``auto`` (the generator if the task has one, else the Hub), ``generate``, ``hub``
+    or a file path.
+    """
+    if data == "auto":
+        data = "generate" if task.has_generator else "hub"
+    if data == "generate":
+        if not task.has_generator:
+            raise ConfigError(f"task {task.name} has no generator: use --data hub or --data PATH")
+        return GENERATORS[task.name](pool, seed), f"generated (seed {seed}, pool {pool})"
+    if data == "hub":
+        return _read_hub(task), f"hub {task.source}"
+    return _read_file(Path(data).expanduser()), f"file {data}"
+
+
+def _check_fields(task: Task, records: Sequence[Record]) -> None:
+    available = sorted(records[0].keys())
+    for i, r in enumerate(records):
+        missing = [f for f in task.fields if f not in r]
+        if missing:
+            where = "" if i == 0 else f" (row {i})"
+            raise DataError(
+                f"{task.name}: missing field {', '.join(repr(m) for m in missing)}{where}; available fields: "
+                f"{', '.join(available)}; map yours with --text-field/--label-field"
+            )
+
+
+def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[dspy.Example]:
+    """Validate records and turn them into ``dspy.Example(case, label, id)``.
+
+    Ids are ``{prefix}-{row}`` with the row index in the source, so they survive filtering.
+    """
+    if not records:
+        raise DataError(f"{task.name}: the dataset is empty; pass a file with at least one row")
+    _check_fields(task, records)
+    kept = [(i, r) for i, r in enumerate(records) if task.keep is None or task.keep(r)]
+    if not kept:
+        raise DataError(
+            f"{task.name}: no rows left after filtering {len(records)} rows; check the data matches the task"
+        )
+    examples, bad = [], []
+    for i, r in kept:
+        raw = task.label(r)
+        label = canonical_label(raw, task.labels)
+        if label is None:
+            bad.append(f"row {i} ({raw!r})")
+            continue
+        text = task.text(r)
+        if not text:
+            bad.append(f"row {i} (empty text)")
+            continue
+        examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
+    return examples
+
+
+def split_examples(examples: Sequence[dspy.Example], seed: int) -> dict[str, list[dspy.Example]]:
+    """Seeded train/dev/test split (20/20/60)."""
+    order = list(examples)
+    random.Random(f"split-{seed}").shuffle(order)
+    n_train = int(len(order) * FRACTIONS["train"])
+    n_dev = int(len(order) * FRACTIONS["dev"])
+    return {
+        "train": order[:n_train],
+        "dev": order[n_train : n_train + n_dev],
+        "test": order[n_train + n_dev :],
+    }
+
+
+def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
+    if dataset:
+        return custom_task(**dataset)
+    return (name if isinstance(name, Task) else get_task(name)), data
+
+
+def load_splits(
+    name: str | Task,
+    *,
+    data: str = "auto",
+    seed: int = 0,
+    dataset: Mapping[str, Any] | None = None,
+) -> tuple[Task, dict[str, list[dspy.Example]], str]:
+    """(task, every split, source description): ``dataset`` holds :func:`custom_task` arguments."""
+    task, data = _resolve(name, dataset, data)
+    records, source = load_records(task, data, seed=seed)
+    if records:
+        _check_fields(task, records)
+        task = task.with_labels_from(records)
+    local = data not in ("auto", "generate", "hub")
+    prefix = Path(data).stem if local else task.name
+    return task, split_examples(to_examples(task, records, prefix), seed), source
+
+
+def load_task(
+    name: str | Task,
+    *,
+    data: str = "auto",
+    split: str = "test",
+    limit: int | None = None,
+    seed: int = 0,
+    dataset: Mapping[str, Any] | None = None,
+    limit_flag: str | None = None,
+    short: str = "error",
+) -> TaskData:
+    """Load one split of a task, optionally the first ``limit`` examples (no more than it has).
+
+    With ``limit_flag`` (the option that set ``limit``), a split smaller than ``limit`` is an
+    error that says how many examples it has (``short="warn"`` logs it and uses the whole split,
+    for options whose default may exceed a small dataset); without, the split is simply used whole.
+    """
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
+    task, splits, source = load_splits(name, data=data, seed=seed, dataset=dataset)
+    examples = splits[split][:limit] if limit is not None else splits[split]
+    if limit_flag and limit is not None and limit > len(examples):
+        if short == "warn":
+            said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
+            if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
+                _WARNED.add(said)
+                logger.warning(said)
+        else:
+            raise DataError(
+                f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
+                f"pass {limit_flag} {len(examples)} or less, or leave it out"
+            )
+    if not examples:
+        raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
+    return TaskData(task, split, examples, source, seed)
+
+
+def load_sized(name: str, split: str, limit: int | None, *, data: str = "auto", seed: int = 0) -> TaskData:
+    """The train or dev split cut to ``--train-limit``/``--dev-limit`` (compile and studies).
+
+    Their defaults may exceed a small dataset, so a smaller split is used whole, with a warning.
+    """
+    flag = {"train": "--train-limit", "dev": "--dev-limit"}[split]
+    return load_task(name, data=data, split=split, limit=limit, seed=seed, limit_flag=flag, short="warn")
+
+
+__all__ = [
+    "FRACTIONS",
+    "SPLITS",
+    "TASKS",
+    "Task",
+    "TaskData",
+    "custom_task",
+    "get_task",
+    "load_records",
+    "load_sized",
+    "load_splits",
+    "load_task",
+    "register",
+    "split_examples",
+    "to_examples",
+]

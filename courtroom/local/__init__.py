@@ -1,6 +1,0 @@
-"""The embedded local model: SmolLM2-135M served by llama.cpp on loopback (SPEC §9)."""
-
-from courtroom.local._lm import LlamaCppLM, local_lm
-from courtroom.local._server import LocalServer, find_weights, shared_server
-
-__all__ = ["LlamaCppLM", "LocalServer", "find_weights", "local_lm", "shared_server"]

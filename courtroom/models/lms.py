@@ -1,0 +1,228 @@
+"""Models per role: parse model settings, build LMs, and pick a role's model for each call.
+
+DSPy optimizers reset ``predictor.lm`` (see the design notes), so LMs never live on predictors.
+A program holds a :class:`RoleLMs` map, which optimizer deep-copies share and ``save()`` skips,
+and every role call runs inside :func:`use_role`, which selects the model with ``dspy.context``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import dspy  # noqa: E402
+
+from courtroom import _stop  # noqa: E402
+from courtroom.errors import ConfigError  # noqa: E402
+from courtroom.models._adapter import ADAPTER  # noqa: E402
+from courtroom.models._concurrency import limit_requests  # noqa: E402
+from courtroom.models._warmup import warm_up  # noqa: E402
+from courtroom.models.panels import Panel, members, split_models  # noqa: E402
+
+LOCAL = "local"
+DEFAULT = "default"
+DEFAULT_TIMEOUT = 30.0
+"""Seconds one request may take before it is retried, then failed (``--timeout``; LiteLLM's own is 600)."""
+
+
+def _timeout_outside_cache_key() -> None:
+    # A timeout does not change answers: a resume with another --timeout must reuse cached calls.
+    from dspy.clients import execution
+
+    ignored = getattr(execution, "IGNORED_CACHE_KEYS", None)
+    if isinstance(ignored, list) and "timeout" not in ignored:
+        ignored.append("timeout")
+
+
+_timeout_outside_cache_key()
+
+_current_role: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_role", default=None)
+
+
+@dataclass(frozen=True)
+class LMSpec:
+    """A model named as ``dspy.LM`` takes it, plus generation options. Keys come from the environment."""
+
+    model: str = LOCAL
+    temperature: float | None = None
+    max_tokens: int | None = None
+    api_base: str | None = None
+    timeout: float | None = None
+    """Seconds per request (default :data:`DEFAULT_TIMEOUT`; longer for ``local``)."""
+
+    def describe(self) -> str:
+        """The model name only: never a key or a base URL."""
+        return self.model
+
+
+class OpenAICompatibleLM(dspy.LM):
+    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs."""
+
+    schema_style = "json_schema"
+
+
+class RoleLMs(dict):
+    """Role name -> ``dspy.LM``, with a ``"default"`` entry used by roles without their own.
+
+    ``__deepcopy__`` returns ``self`` so that optimizer copies of a program share the map and
+    DSPy's ``save()`` never serialises it. A role naming several models holds a
+    :class:`~courtroom.models.panels.Panel`; ``for_role(role, call)`` picks member ``call mod n``.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RoleLMs:
+        return self
+
+    def serving(self, role: str) -> Any:
+        """What serves ``role``: one LM or a :class:`~courtroom.models.panels.Panel`."""
+        lm = self.get(role, self.get(DEFAULT))
+        if lm is None:
+            raise ConfigError(f"no model for role {role!r}: pass lm=... or roles={{{role!r}: ...}}")
+        return lm
+
+    def for_role(self, role: str, call: int | None = None) -> Any:
+        """The LM that serves call ``call`` of ``role`` (a panel rotates; one LM serves every call)."""
+        lm = self.serving(role)
+        return lm.pick(call) if isinstance(lm, Panel) else lm
+
+    def models(self) -> list[Any]:
+        """Every distinct LM in the map, panels unpacked."""
+        return list({id(m): m for v in self.values() for m in members(v)}.values())
+
+    def names(self, roles: Iterable[str]) -> dict[str, str | list[str]]:
+        """Role -> model name, or names for a panel (no keys, no base URLs), for run metadata."""
+        return {role: model_name(self.serving(role)) for role in roles}
+
+
+def model_name(lm: Any) -> Any:
+    """The model string of an LM object (a list of them for a panel)."""
+    if isinstance(lm, Panel):
+        return [model_name(m) for m in lm]
+    return str(getattr(lm, "model", type(lm).__name__))
+
+
+def saved_name(lm: Any) -> Any:
+    """The name a saved program records for a model: its ``saved_name`` (``local``), else its model string."""
+    if isinstance(lm, Panel):
+        return [saved_name(m) for m in lm]
+    return str(getattr(lm, "saved_name", None) or model_name(lm))
+
+
+def build_lm(spec: LMSpec | str) -> Any:
+    """Build a ``dspy.LM`` from a spec; ``"local"`` asks :mod:`courtroom.models.local` for the embedded model."""
+    if isinstance(spec, str):
+        spec = LMSpec(model=spec)
+    if spec.timeout is not None and not spec.timeout > 0:
+        raise ConfigError(f"--timeout must be a number of seconds > 0, got {spec.timeout}")
+    if spec.model == LOCAL:
+        from courtroom.models.local import local_lm
+
+        return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout))
+    if "/" not in spec.model:
+        raise ConfigError(
+            f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "
+            "or 'ollama_chat/llama3.1', or 'local' for the embedded model"
+        )
+    kwargs: dict[str, Any] = {"num_retries": 3, "timeout": spec.timeout or DEFAULT_TIMEOUT}
+    if spec.temperature is not None:
+        kwargs["temperature"] = spec.temperature
+    if spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
+    if spec.api_base:
+        # LiteLLM sends max_tokens, which OpenAI-compatible local servers honour.
+        kwargs.update(api_base=spec.api_base, engine="litellm")
+        if spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
+        return limit_requests(OpenAICompatibleLM(spec.model, **kwargs))
+    return limit_requests(dspy.LM(spec.model, **kwargs))
+
+
+def parse_role_overrides(items: Iterable[str], valid_roles: Iterable[str]) -> dict[str, str]:
+    """Parse ``ROLE=MODEL`` strings (the CLI's repeated ``--role``)."""
+    valid = sorted(set(valid_roles))
+    out: dict[str, str] = {}
+    for item in items:
+        role, sep, model = item.partition("=")
+        role, model = role.strip(), model.strip()
+        if not sep or not role or not model:
+            raise ConfigError(f"malformed --role {item!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
+        if role not in valid:
+            raise ConfigError(f"unknown role {role!r} in --role: valid roles are {', '.join(valid)}")
+        out[role] = model
+    return out
+
+
+def resolve_roles(
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
+    *,
+    valid_roles: Iterable[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    api_base: str | None = None,
+    timeout: float | None = None,
+) -> RoleLMs:
+    """Build the role map from a default model and per-role overrides.
+
+    Each value may be a model string, an :class:`LMSpec` or a ready LM object, or several of
+    them (a list, or a comma-separated string) for a mixed panel. With no default, the embedded
+    local model is used. Identical specs share one LM object. Building the map also warms up the
+    LM call path in this thread (see :mod:`courtroom.models._warmup`), so the calls that fan out from
+    here never import anything.
+    """
+    warm_up()
+    if valid_roles is not None and roles:
+        parse_role_overrides([f"{r}=x" for r in roles], valid_roles)
+    built: dict[LMSpec, Any] = {}
+
+    def make(value: Any) -> Any:
+        if value is None:
+            value = os.environ.get("COURTROOM_LM", LOCAL)
+        if isinstance(value, str) and "," in value:
+            value = split_models(value)
+        if isinstance(value, list | tuple):
+            if not value:
+                raise ConfigError("an empty model list: a panel names at least one model")
+            return make(value[0]) if len(value) == 1 else Panel(make(v) for v in value)
+        if isinstance(value, str):
+            value = LMSpec(value)
+        if isinstance(value, LMSpec):
+            value = replace(
+                value,
+                temperature=value.temperature if value.temperature is not None else temperature,
+                max_tokens=value.max_tokens if value.max_tokens is not None else max_tokens,
+                api_base=value.api_base or (api_base if value.model != LOCAL else None),
+                timeout=value.timeout if value.timeout is not None else timeout,
+            )
+            if value not in built:
+                # Ctrl-C stops new calls on every model the commands build (courtroom._stop).
+                built[value] = _stop.guard(build_lm(value))
+            return built[value]
+        return limit_requests(value)
+
+    mapping = RoleLMs({DEFAULT: make(lm)})
+    for role, value in (roles or {}).items():
+        mapping[role] = make(value)
+    return mapping
+
+
+@contextlib.contextmanager
+def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
+    """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter."""
+    warm_up()  # a flag check once done; serialises the first imports for maps built by hand
+    token = _current_role.set(role)
+    try:
+        with dspy.context(lm=limit_requests(lms.for_role(role, call)), adapter=ADAPTER):
+            yield
+    finally:
+        _current_role.reset(token)
+
+
+def current_role() -> str | None:
+    """The role whose call is running in this context (fakes answer by it)."""
+    return _current_role.get()

@@ -1,0 +1,230 @@
+"""Study outputs: the trials table (pandas, CSV), plots, the Pareto front and the best config.
+
+:func:`export_config` writes the best trial as a recipe (knobs, models per role, searched
+temperatures) and :func:`read_config` / :func:`recipe_models` read it back for ``compile``.
+
+Writing files is kept apart from running trials (STYLE: scoring stays pure).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from courtroom.errors import ConfigError
+from courtroom.optimize.spaces import split_params
+
+log = logging.getLogger(__name__)
+USAGE_COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "failures",
+    "calls",
+    "sent",
+    "cached",
+    "calls_per_example",
+    "seconds",
+)
+
+
+def trials_table(study: Any) -> pd.DataFrame:
+    """One row per trial: number, state, values, parameters and usage."""
+    df = study.trials_dataframe(
+        attrs=(
+            "number",
+            "state",
+            "value" if len(study.directions) == 1 else "values",
+            "params",
+            "user_attrs",
+            "duration",
+        )
+    )
+    df.columns = [c.replace("user_attrs_", "").replace("params_", "") for c in df.columns]
+    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config")]
+    return df[keep]
+
+
+def pareto_table(study: Any) -> pd.DataFrame:
+    """The Pareto front of a two-objective study (score up, calls per example down)."""
+    rows = [
+        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
+        for t in study.best_trials
+    ]
+    return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
+
+
+def best_trial(study: Any) -> Any:
+    """The best trial; for a Pareto front, its highest-scoring member (then the cheapest)."""
+    if len(study.directions) == 1:
+        return study.best_trial
+    return sorted(study.best_trials, key=lambda t: (-t.values[0], t.values[1]))[0]
+
+
+def export_config(
+    study: Any,
+    framework: str,
+    task: str,
+    path: str | Path,
+    *,
+    models: Mapping[str, str] | None = None,
+    lm: str | None = None,
+) -> dict[str, Any]:
+    """Write the best trial as a config that ``courtroom compile --config`` accepts.
+
+    ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
+    study ran on; a searched model choice replaces its role's. Names only: never keys or URLs.
+    """
+    trial = best_trial(study)
+    knobs, searched, temps = split_params(trial.user_attrs.get("config") or trial.params)
+    config = {
+        "kind": "courtroom-config",
+        "framework": framework,
+        "task": task,
+        "knobs": knobs,
+        "lm": lm,
+        "roles": dict(models or {}) | searched,
+        "temperatures": temps,
+        "study": study.study_name,
+        "trial": trial.number,
+        "values": list(trial.values),
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(config, indent=2))
+    return config
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A config written by :func:`export_config` (``courtroom study --export-best``)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("kind") != "courtroom-config":
+        raise ConfigError(f"{path} is not a courtroom config: write one with `courtroom study --export-best`")
+    return data
+
+
+def recipe_models(
+    recipe: Mapping[str, Any],
+    lm: str | None = None,
+    roles: Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """(default model, role -> model) for a compile from ``recipe``.
+
+    The recipe's models are used unless ``lm`` replaces them all or ``roles`` some of them; a
+    searched temperature applies to its role's model unless ``temperature`` is given.
+    """
+    import os
+
+    from courtroom.models.lms import LMSpec
+
+    merged: dict[str, Any] = ({} if lm else dict(recipe.get("roles") or {})) | dict(roles or {})
+    default = lm or recipe.get("lm")
+    temps = dict(recipe.get("temperatures") or {})
+    if temps and temperature is None:
+        name = default or os.environ.get("COURTROOM_LM", "local")
+        merged = {r: LMSpec(str(merged.get(r) or name), temperature=float(t)) for r, t in temps.items()} | {
+            r: m for r, m in merged.items() if r not in temps
+        }
+    return default, merged
+
+
+TITLES = {
+    "history": "score by trial",
+    "importances": "parameter importances (fANOVA)",
+    "pareto": "Pareto front: score vs calls per example",
+}
+"""Plot name -> what its title says (after the study's name), so no two plots share a title."""
+
+
+def _plot(name: str, draw: Any, out: Path, *, title: str = "", note: str | None = None) -> Path | None:
+    """Draw one Optuna plot, give it ``title`` and the provenance ``note``, save it as ``{name}.png``."""
+    from matplotlib.ticker import MaxNLocator
+
+    from courtroom.reporting.plots import plt, stamp
+
+    try:
+        ax = draw()
+    except (ValueError, RuntimeError, ZeroDivisionError) as exc:  # too few trials, no variation
+        log.warning("skipped the %s plot: %s", name, exc)
+        plt.close("all")
+        return None
+    first = ax.flat[0] if hasattr(ax, "flat") else ax
+    fig = first.get_figure()
+    if title:
+        first.set_title(title)
+    if name == "history":  # trials are counted: no 2.5th trial
+        first.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.set_size_inches(8, 5)
+    fig.tight_layout()
+    stamp(fig, note)
+    path = out / f"{name}.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.08)
+    plt.close("all")
+    return path
+
+
+def write_report(
+    study: Any,
+    out: str | Path,
+    config: dict[str, Any] | None = None,
+    models: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write ``trials.csv``, ``pareto.csv`` (two objectives), plots and ``study.json`` under ``out``.
+
+    Each plot names what ran under it (:func:`courtroom.runner.provenance.study_provenance`:
+    ``config``, the role ``models`` the trials ran on, the trials), as does ``study.json``.
+    """
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.importance import FanovaImportanceEvaluator
+    from optuna.visualization import matplotlib as vis
+
+    from courtroom.runner.provenance import study_provenance, subtitle
+
+    about = study_provenance(study, config, models)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    table = trials_table(study)
+    table.to_csv(out / "trials.csv", index=False)
+    written["trials"] = out / "trials.csv"
+    multi = len(study.directions) > 1
+    target = (lambda t: t.values[0]) if multi else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        plots = {
+            "history": lambda: vis.plot_optimization_history(study, target=target, target_name="score"),
+            "importances": lambda: vis.plot_param_importances(
+                study, target=target, target_name="score", evaluator=FanovaImportanceEvaluator(seed=0)
+            ),
+        }
+        if multi:
+            pareto_table(study).to_csv(out / "pareto.csv", index=False)
+            written["pareto_table"] = out / "pareto.csv"
+            plots["pareto"] = lambda: vis.plot_pareto_front(study, target_names=["score", "calls per example"])
+        for name, draw in plots.items():
+            path = _plot(name, draw, out, title=f"{study.study_name}: {TITLES[name]}", note=subtitle(about))
+            if path:
+                written[name] = path
+    try:
+        best = study.best_trials if multi else [study.best_trial]
+    except ValueError:  # no completed trial yet
+        best = []
+    summary = {
+        "study": study.study_name,
+        "config": config or {},
+        "trials": len(table),
+        "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best],
+        "provenance": about.to_dict(),
+    }
+    (out / "study.json").write_text(json.dumps(summary, indent=2, default=str))
+    written["summary"] = out / "study.json"
+    return written

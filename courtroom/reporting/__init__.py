@@ -1,0 +1,1 @@
+"""Reporting: the HTML report, plots, table formatting and the progress display."""

@@ -1,0 +1,261 @@
+"""The progress display the long commands (and their Python functions) draw on stderr.
+
+On a terminal it is a rich bar per task, counting examples *and* LM calls, with an ETA, so a
+slow multi-call example does not sit at ``0/3``. Elsewhere (CI, ``nohup``, a notebook cell,
+a pipe) it prints one plain line per task every ``every`` seconds, and a last one at the end.
+With ``enabled=False`` it draws nothing.
+
+LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
+display; evaluation threads copy the caller's context, so they count too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dspy.utils.callback import BaseCallback
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+__all__ = ["CallCounter", "ProgressDisplay", "Tracker", "quiet_tqdm"]
+
+
+class CallCounter(BaseCallback):
+    """Counts finished LM calls (a cached answer counts too: it is a call the program made)."""
+
+    def __init__(self) -> None:  # noqa: D107
+        self.calls = 0
+        self.active: Tracker | None = None
+        """The task whose examples are running (tasks run one after another: a comparison's rows)."""
+        self._lock = threading.Lock()
+
+    def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
+        with self._lock:
+            self.calls += 1
+            if self.active is not None:
+                self.active.own_calls += 1
+
+
+@dataclass
+class Tracker:
+    """One task of a display: examples done out of ``total``, failures, accuracy, LM calls."""
+
+    name: str
+    display: ProgressDisplay
+    total: int | None = None
+    done: int = 0
+    failed: int = 0
+    correct: int = 0
+    own_calls: int = 0
+    """LM calls made while this task was the active one (see :meth:`start`)."""
+    tokens: int = 0
+    """Tokens of the calls its finished examples sent (cache hits spend none)."""
+    cost: float | None = None
+    """Dollars of those calls, where a model has a price (LiteLLM's or the display's ``prices``)."""
+    note: str = ""
+    handle: Any = None
+    started: float = 0.0
+    printed: Any = None
+    unit: str | None = "examples"
+    """What ``done`` counts (``None``: nothing, only LM calls and the note)."""
+
+    def start(self, n: int) -> None:
+        """``n`` more examples are to be evaluated (called again by each repeat)."""
+        self.total = (self.total or 0) + n
+        self.display.counter.active = self  # calls from now on are this task's, until another starts
+        self.display._refresh(self)
+
+    def result(self, res: Any) -> None:
+        """One example finished (an :class:`~courtroom.eval.harness.ExampleResult`)."""
+        self.done += 1
+        self.failed += res.prediction is None
+        self.correct += bool(res.correct)
+        self._spent(res.usage)
+        self.display._refresh(self)
+
+    def _spent(self, usage: Any) -> None:
+        from courtroom.eval.metrics import user_prices
+        from courtroom.models.usage import price_per_token
+
+        by_model = (usage or {}).get("by_model") or {}
+        prices = user_prices(by_model, self.display.prices)
+        for model, counts in by_model.items():
+            prompt, completion = counts.get("prompt_tokens", 0), counts.get("completion_tokens", 0)
+            self.tokens += prompt + completion
+            price = price_per_token(model, prices)
+            if price is not None:
+                self.cost = (self.cost or 0.0) + prompt * price[0] + completion * price[1]
+
+    def spending(self) -> list[str]:
+        """What its examples spent so far: tokens, and dollars where priced."""
+        if not self.tokens:
+            return []
+        return [f"{self.tokens:,} tokens"] + ([f"${self.cost:.4f}"] if self.cost is not None else [])
+
+    def advance(self) -> None:
+        """One unit done that is not an example (a study trial)."""
+        self.done += 1
+        self.display._refresh(self)
+
+    def status(self, note: str) -> None:
+        """A short phase note (e.g. ``dev before``, ``optimizing``)."""
+        self.note = note
+        self.display._refresh(self)
+
+    @property
+    def calls(self) -> int:
+        """LM calls of this task: made from when it was tracked (or last started) until another was."""
+        return self.own_calls
+
+    def line(self) -> str:
+        """The plain-text form of the task's state."""
+        elapsed = time.monotonic() - self.started
+        parts = [self.note] if self.note else []
+        if self.unit:
+            parts.append(f"{self.done}/{self.total if self.total is not None else '?'} {self.unit}")
+        parts.append(f"{self.calls} LM calls")
+        parts += self.spending()
+        if self.done and self.unit == "examples":
+            parts.append(f"acc {self.correct / self.done:.2f}")
+        if self.failed:
+            parts.append(f"failed {self.failed}")
+        if self.done and self.total and self.unit:
+            left = elapsed / self.done * (self.total - self.done)
+            parts.append(f"ETA {left:.0f}s")
+        return f"[{elapsed:5.0f}s] {self.name}: " + ", ".join(parts)
+
+
+class ProgressDisplay:
+    """A transient progress display (see the module docstring).
+
+    Args:
+        enabled: draw anything at all.
+        console: where to draw (default: stderr).
+        every: seconds between plain lines when the console is not a terminal.
+        interactive: force the bar (True) or plain lines (False); default: whether it is a terminal.
+        prices: the user's price table (model -> input, output dollars per 1M tokens), for the
+            dollars spent so far shown next to the tokens (LiteLLM's prices otherwise).
+    """
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        *,
+        console: Console | None = None,
+        every: float = 5.0,
+        interactive: bool | None = None,
+        prices: Any = None,
+    ) -> None:
+        self.enabled = enabled
+        self.prices = prices
+        self.console = console or Console(stderr=True)
+        # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
+        self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
+        self.interactive = self.console.is_terminal if interactive is None else interactive
+        self.counter = CallCounter()
+        self.trackers: list[Tracker] = []
+        self._bar: Progress | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._context: Any = None
+
+    def __enter__(self) -> ProgressDisplay:
+        import dspy
+
+        self._context = dspy.context(callbacks=[*dspy.settings.get("callbacks", []), self.counter])
+        self._context.__enter__()
+        if self.enabled and self.interactive:
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bar.__enter__()
+        if self.enabled:
+            self._thread = threading.Thread(target=self._lines, daemon=True, name="courtroom-progress")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            if self._bar is None and exc[0] is None:  # an error stays one line
+                self._print_lines()
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+        self._context.__exit__(*exc)
+
+    def track(self, name: str, total: int | None = None, unit: str | None = "examples") -> Tracker:
+        """A new task on the display; ``unit`` names what it counts (None: only LM calls)."""
+        tracker = Tracker(name, self, total, started=time.monotonic(), unit=unit)
+        self.counter.active = tracker  # the calls from now on are its own, until another task starts
+        if self._bar is not None:
+            tracker.handle = self._bar.add_task(name, total=total, status="starting")
+        self.trackers.append(tracker)
+        return tracker
+
+    def _refresh(self, t: Tracker) -> None:
+        if self._bar is None or t.handle is None:
+            return
+        bits = [t.note] if t.note else []
+        bits.append(f"calls {t.calls}")
+        bits += t.spending()
+        if t.done and t.unit == "examples":
+            bits.append(f"acc {t.correct / t.done:.2f}")
+        if t.failed:
+            bits.append(f"failed {t.failed}")
+        self._bar.update(t.handle, total=t.total, completed=t.done, status="  ".join(bits))
+
+    def _print_lines(self) -> None:
+        for t in self.trackers:
+            state = (t.done, t.calls, t.note, t.total)
+            if state != t.printed:
+                self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
+                t.printed = state
+
+    def _lines(self) -> None:
+        # The bar's LM-call counts move between results too; plain lines come every `every` s.
+        while not self._stop.wait(0.5 if self._bar is not None else self.every):
+            if self._bar is not None:
+                for t in self.trackers:
+                    self._refresh(t)
+            else:
+                self._print_lines()
+
+
+@contextlib.contextmanager
+def quiet_tqdm(quiet: bool) -> Iterator[None]:
+    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
+    if not quiet:
+        yield
+        return
+    from functools import partialmethod
+
+    import tqdm
+
+    original = tqdm.tqdm.__init__
+    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]

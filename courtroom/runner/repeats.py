@@ -1,0 +1,200 @@
+"""Repeated runs (``--repeats R``): mean, standard deviation and a 95% confidence interval.
+
+Repeat 0 is an ordinary run (it shares the cache with a plain ``courtroom run``). Repeat r > 0
+uses *salted* copies of the role models: every call's ``rollout_id`` is offset by ``r``, so
+its answers are fresh samples with their own cache entries (at temperature 0 a deterministic
+provider answers the same; the spread then measures nothing but provider noise). Re-running
+the same repeats is free, and an interrupted group resumes like a run.
+
+A group folder holds ``group.json``, one run folder per repeat (``repeat-0``, ...) and
+``repeats.json`` / ``repeats.md`` with the statistics.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import statistics
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from courtroom import _stop
+from courtroom._lock import FolderLock
+from courtroom.errors import ConfigError
+from courtroom.eval.harness import ExampleResult
+from courtroom.models.cache import require_base_url, without_base_url
+from courtroom.models.lms import RoleLMs
+from courtroom.runner.resume import check_same, resume
+from courtroom.runner.runs import RunConfig, RunOutcome, run
+
+STAT_METRICS = ("accuracy", "macro_f1", "failures", "calls", "sent", "tokens", "cost", "wall_seconds")
+
+
+def mean_sd_ci(
+    values: Sequence[float | None],
+    level: float = 0.95,
+    bounds: tuple[float | None, float | None] = (None, None),
+) -> dict[str, float | int | None]:
+    """Mean, sample standard deviation and a Student-t confidence interval of the mean.
+
+    ``bounds`` clips the interval to the metric's range (accuracy cannot leave [0, 1]).
+    """
+    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    n = len(vals)
+    if n == 0:
+        return {"n": 0, "mean": None, "sd": None, "ci_low": None, "ci_high": None}
+    mean = statistics.fmean(vals)
+    if n == 1:
+        return {"n": 1, "mean": mean, "sd": 0.0, "ci_low": None, "ci_high": None}
+    from scipy.stats import t
+
+    sd = statistics.stdev(vals)
+    half = float(t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    low, high = mean - half, mean + half
+    if bounds[0] is not None:
+        low = max(low, bounds[0])
+    if bounds[1] is not None:
+        high = min(high, bounds[1])
+    return {"n": n, "mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
+
+
+def repeat_stats(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per metric: mean, sd and 95% CI over the repeats' summaries."""
+    return {
+        m: mean_sd_ci([s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in ("accuracy", "macro_f1") else None))
+        for m in STAT_METRICS
+    }
+
+
+def stats_markdown(stats: dict[str, dict[str, Any]], title: str) -> str:
+    """The statistics as a Markdown table."""
+
+    def f(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.4g}"
+
+    lines = [f"# {title}", "", "| metric | mean | sd | 95% CI | n |", "|---|---|---|---|---|"]
+    for m, s in stats.items():
+        ci = "n/a" if s["ci_low"] is None else f"[{f(s['ci_low'])}, {f(s['ci_high'])}]"
+        lines.append(f"| {m} | {f(s['mean'])} | {f(s['sd'])} | {ci} | {s['n']} |")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class RepeatOutcome:
+    """A finished group of repeats."""
+
+    group_dir: Path
+    outcomes: list[RunOutcome]
+    stats: dict[str, dict[str, Any]]
+
+
+def is_repeat_group(path: str | Path) -> bool:
+    """Whether ``path`` is a folder written by :func:`run_repeats`."""
+    return (Path(path) / "group.json").is_file()
+
+
+def _finish(group: Path, config: RunConfig, outcomes: list[RunOutcome]) -> RepeatOutcome:
+    stats = repeat_stats([o.summary for o in outcomes])
+    (group / "repeats.json").write_text(
+        json.dumps({"stats": stats, "runs": [o.run_dir.name for o in outcomes]}, indent=2)
+    )
+    title = f"{config.framework} on {config.task}: {len(outcomes)} repeats"
+    (group / "repeats.md").write_text(stats_markdown(stats, title))
+    return RepeatOutcome(group, outcomes, stats)
+
+
+def run_repeats(
+    config: RunConfig,
+    repeats: int,
+    *,
+    lms: RoleLMs | None = None,
+    progress: Callable[[int, ExampleResult], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    budget: Any = None,
+    group_dir: Path | None = None,
+) -> RepeatOutcome:
+    """Run ``config`` ``repeats`` times (repeat r salted by r) into one group folder.
+
+    A ``budget`` (:class:`courtroom.cost.budget.Budget`) is shared by the repeats, run in order.
+    ``group_dir`` (a new folder) replaces the generated ``{created}_{framework}_{task}_x{R}_{id}``.
+    """
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be >= 1, got {repeats}")
+    created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = config.task.replace("/", "-") if not config.dataset else "custom"
+    group = group_dir or Path(config.out) / f"{created}_{config.framework}_{name}_x{repeats}_{uuid.uuid4().hex[:6]}"
+    group.mkdir(parents=True)
+    (group / "group.json").write_text(
+        json.dumps(
+            {"repeats": repeats, "config": without_base_url(asdict(config))},
+            indent=2,
+        )
+    )
+    with FolderLock(group, what="repeat group"):
+        return _run_group(group, config, repeats, lms, progress, on_start, resuming=False, budget=budget)
+
+
+def _run_group(
+    group: Path,
+    config: RunConfig,
+    repeats: int,
+    lms: RoleLMs | None,
+    progress: Callable[[int, ExampleResult], None] | None,
+    on_start: Callable[[int, int], None] | None,
+    *,
+    resuming: bool,
+    budget: Any = None,
+    **overrides: Any,
+) -> RepeatOutcome:
+    """Run (or, ``resuming``, finish) each repeat in order; a stop at the budget names the group."""
+    from courtroom.cost.budget import BudgetExhausted
+
+    outcomes = []
+    with _stop.saving_to(group):
+        for r in range(repeats):
+            folder = group / f"repeat-{r}"
+            hooks: dict[str, Any] = {
+                "progress": (lambda res, r=r: progress(r, res)) if progress else None,
+                "on_start": (lambda n, r=r: on_start(r, n)) if on_start else None,
+                "budget": budget,
+            }
+            try:
+                if resuming and (folder / "meta.json").is_file():
+                    outcomes.append(resume(folder, lms=lms, **hooks, **overrides))
+                else:
+                    outcomes.append(run(replace(config, repeat=r), lms=lms, run_dir=folder, **hooks))
+            except BudgetExhausted as stop:
+                raise stop.regroup(group, repeats - r - 1) from None
+    return _finish(group, config, outcomes)
+
+
+def resume_repeats(
+    group_dir: str | Path,
+    *,
+    lms: RoleLMs | None = None,
+    progress: Callable[[int, ExampleResult], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    budget: Any = None,
+    **overrides: Any,
+) -> RepeatOutcome:
+    """Finish an interrupted group: finished repeats are read back, the others resumed or run."""
+    group = Path(group_dir)
+    if not is_repeat_group(group):
+        raise ConfigError(f"{group} is not a repeat group (no group.json)")
+    info = json.loads((group / "group.json").read_text())
+    known = set(RunConfig.__dataclass_fields__)
+    config = RunConfig(**{k: v for k, v in info["config"].items() if k in known})
+    check_same(info["config"], {k: v for k, v in overrides.items() if k != "knobs"}, group)
+    for key, value in overrides.items():
+        if value is not None and value != {} and key in known and key != "knobs":
+            setattr(config, key, value)
+    if lms is None:
+        require_base_url(info["config"], config.api_base, str(group))
+    with FolderLock(group, what="repeat group"):
+        return _run_group(
+            group, config, int(info["repeats"]), lms, progress, on_start, resuming=True, budget=budget, **overrides
+        )

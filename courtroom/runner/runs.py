@@ -1,0 +1,393 @@
+"""Run folders: ``{created}_{framework}_{task}_{id}/`` with meta.json, results.jsonl, summary.json/.md.
+
+:func:`run` is what ``courtroom run`` calls: load the task, build the program, evaluate, and
+write the folder as results arrive (one JSONL line per example, flushed).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import re
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from courtroom import _stop
+from courtroom._lock import FolderLock
+from courtroom._versions import versions
+from courtroom.analysis.bias import bias_rows, check_debias, debiased
+from courtroom.data.tasks import TaskData, load_splits, load_task
+from courtroom.errors import ConfigError, ModelError
+from courtroom.eval.harness import ExampleResult, evaluate, summarize
+from courtroom.eval.metrics import price_aliases
+from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
+from courtroom.models._concurrency import bounded_requests
+from courtroom.models.cache import configure_cache, without_base_url
+from courtroom.models.lms import RoleLMs, resolve_roles
+from courtroom.models.usage import metered
+from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.runner.salting import salted_roles
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a run (stored in meta.json, and read back by ``--resume``)."""
+
+    framework: str
+    task: str
+    data: str = "auto"
+    split: str = "test"
+    limit: int | None = None
+    seed: int = 0
+    knobs: dict[str, Any] = field(default_factory=dict)
+    lm: str | None = None
+    roles: dict[str, str] = field(default_factory=dict)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    api_base: str | None = None
+    concurrency: int = 4
+    out: str = "runs"
+    dataset: dict[str, Any] | None = None
+    """:func:`courtroom.data.tasks.custom_task` arguments for a dataset outside the registry."""
+    prices: dict[str, list[float]] | None = None
+    """Model -> [input, output] dollars per 1M tokens, for models LiteLLM has no price for."""
+    repeat: int = 0
+    """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.runner.repeats`)."""
+    train_limit: int | None = None
+    """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
+    preset: str | None = None
+    """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
+    timeout: float | None = None
+    """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
+    fail_on_error: float = DEFAULT_FAIL_ON_ERROR
+    """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
+    debias: str | None = None
+    """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.analysis.bias`)."""
+
+    def load(self, limit_flag: str = "--limit", short: str = "error") -> TaskData:
+        """The examples the run evaluates (``limit_flag``, ``short``: see :func:`load_task`)."""
+        return load_task(
+            self.task,
+            data=self.data,
+            split=self.split,
+            limit=self.limit,
+            seed=self.seed,
+            dataset=self.dataset,
+            limit_flag=limit_flag,
+            short=short,
+        )
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run produced."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    results: list[ExampleResult]
+    analyses: dict[str, Any] = field(default_factory=dict)
+    """Analyses run after the evaluation (``ambiguity``: the ambiguity split's rows)."""
+
+
+def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
+    """Fail fast, in one line, when a model server with an ``api_base`` does not accept connections."""
+    for lm in lms.models():
+        base = (getattr(lm, "kwargs", None) or {}).get("api_base")
+        if not base:
+            continue
+        url = urlparse(base)
+        host, port = url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as exc:
+            raise ModelError(
+                f"cannot reach the model server at {url.scheme}://{host}:{port} ({exc.strerror or exc}): "
+                "start it or fix --api-base"
+            ) from exc
+
+
+def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
+    """A fresh folder named ``{created}_{framework}_{task}_{id}``."""
+    created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # Only portable characters: a custom dataset's task name (`custom:my`) has a colon.
+    task = re.sub(r"[^A-Za-z0-9._-]+", "-", task).strip("-") or "task"
+    path = Path(out) / f"{created}_{framework}_{task}_{uuid.uuid4().hex[:6]}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def tokens_text(summary: Mapping[str, Any]) -> str:
+    """Tokens of the sent calls, and what the cached answers cost when they were sent."""
+    cached = summary.get("cached_tokens") or 0
+    return f"{summary['tokens']:,}" + (f" (+{cached:,} in cached answers, not spent again)" if cached else "")
+
+
+def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
+    """The summary as a small Markdown table."""
+    rows = [
+        ("accuracy", f"{summary['accuracy']:.3f}"),
+        ("macro-F1", f"{summary['macro_f1']:.3f}"),
+        ("examples", summary["n"]),
+        ("failures", summary["failures"]),
+        ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
+        ("tokens (sent calls)", tokens_text(summary)),
+        ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
+        ("wall time", f"{summary['wall_seconds']:.1f} s"),
+        ("status", summary.get("status", "ok")),
+    ]
+    if summary.get("brier") is not None:
+        rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
+    rows += bias_rows(summary)
+    return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
+
+
+@dataclass
+class RunSetup:
+    """A run ready to execute: its config, program, role models, task and examples.
+
+    :func:`run` builds one for a new folder and :func:`courtroom.runner.resume.resume` for an
+    existing one; both then call :meth:`prepare` and :meth:`execute`.
+    """
+
+    config: RunConfig
+    program: CourtroomProgram
+    lms: RoleLMs
+    task: Any
+    examples: list[Any]
+    source: str
+
+    @classmethod
+    def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
+        """Load the data, build the role models and the program (``lms`` replaces the named models)."""
+        configure_cache()
+        framework = get_framework(config.framework)
+        check_debias(config.debias, config.framework)
+        data = config.load()
+        from courtroom.programs.presets import role_specs, sampling_temperatures
+
+        temperatures = sampling_temperatures(framework, config.preset)
+        if lms is None:
+            # Without --temperature, roles the framework samples run at its (or the preset's) temperature.
+            roles = role_specs(config.roles, config.lm, temperatures) if config.temperature is None else config.roles
+            lms = resolve_roles(
+                config.lm,
+                roles,
+                valid_roles=framework.roles,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                api_base=config.api_base,
+                timeout=config.timeout,
+            )
+        config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
+        if config.repeat:
+            lms = salted_roles(lms, config.repeat)
+        knobs = dict(config.knobs)
+        if "seed" in framework.knobs():
+            knobs.setdefault("seed", config.seed)  # e.g. Courtroom-LLM's random assignment follows the run's seed
+        program = build_program(config.framework, data.task.labels, data.task.positions, knobs=knobs, lms=lms)
+        program.temperatures.update(temperatures)
+        warning = program.sampling_warning()
+        if warning:
+            logger.warning(warning)
+        check_reachable(lms)
+        return cls(config, program, lms, data.task, data.examples, data.source)
+
+    @property
+    def learns(self) -> bool:
+        """Whether the program fits anything on the train split (``prepare``)."""
+        return type(self.program).prepare is not CourtroomProgram.prepare
+
+    def prepare(self) -> dict[str, Any]:
+        """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
+        if not self.learns:
+            return {}
+        config = self.config
+        train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
+        train = train[: config.train_limit] if config.train_limit else train
+        with (
+            metered() as meter,
+            bounded_requests(config.concurrency),
+        ):
+            self.program.prepare(train)
+        return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
+
+    def execute(
+        self,
+        run_dir: Path,
+        done: list[ExampleResult],
+        progress: Callable[[ExampleResult], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        retry: tuple[CourtroomProgram, set[str]] | None = None,
+        budget: Any = None,
+    ) -> RunOutcome:
+        """Evaluate the examples without a result in ``done`` into ``run_dir``; write the summary.
+
+        ``retry`` is a program and the ids it reruns (``--retry-failed``). With a ``budget``
+        (:mod:`courtroom.cost.budget`) that stops the run, no summary is written (the folder
+        stays resumable) and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
+        """
+        config = self.config
+        finished = {r.id for r in done}
+        retry_program, retry_ids = retry if retry else (self.program, set())
+        todo = [ex for ex in self.examples if ex.id not in finished and ex.id not in retry_ids]
+        again = [ex for ex in self.examples if ex.id in retry_ids]
+        if on_start:
+            on_start(len(self.examples))
+        for r in done:
+            if progress:
+                progress(r)
+        earlier = _earlier_wall(run_dir)
+        _session(run_dir, "start")
+        start = time.perf_counter()
+        with (run_dir / "results.jsonl").open("a") as sink, _stop.saving_to(run_dir):
+
+            def record(res: ExampleResult) -> None:
+                sink.write(json.dumps(res.to_dict()) + "\n")
+                sink.flush()
+                if progress:
+                    progress(res)
+
+            # A swapped twin is made here, after prepare(), so it keeps what was fitted.
+            program = debiased(self.program, config.debias)
+            new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
+            if again:
+                retried = debiased(retry_program, config.debias)
+                new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
+        _session(run_dir, "end")
+        if budget is not None and budget.stopped:
+            have = {r.id for r in [*done, *new]}
+            raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
+        by_id = {r.id: r for r in [*done, *new]}
+        results = [by_id[ex.id] for ex in self.examples]
+        summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        errors = [r.error for r in results if r.prediction is None]
+        summary.update(status(len(errors), len(results), config.fail_on_error, errors))
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
+        return RunOutcome(run_dir, summary, results)
+
+
+def _session(run_dir: Path, event: str) -> None:
+    with (run_dir / "sessions.jsonl").open("a") as f:
+        f.write(json.dumps({event: time.time()}) + "\n")
+
+
+def _earlier_wall(run_dir: Path) -> float:
+    """Seconds the earlier sessions of a run took; an interrupted one ends at its last result."""
+    path, results = run_dir / "sessions.jsonl", run_dir / "results.jsonl"
+    if not path.is_file():
+        return 0.0
+    last_write = results.stat().st_mtime if results.is_file() else 0.0
+    total, start = 0.0, None
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if "start" in event:
+            if start is not None:
+                total += max(0.0, min(last_write, event["start"]) - start)
+            start = event["start"]
+        elif "end" in event and start is not None:
+            total += event["end"] - start
+            start = None
+    if start is not None:
+        total += max(0.0, last_write - start)
+    return total
+
+
+def run(
+    config: RunConfig,
+    *,
+    progress: Callable[[ExampleResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    lms: RoleLMs | None = None,
+    run_dir: Path | None = None,
+    budget: Any = None,
+) -> RunOutcome:
+    """Evaluate a framework on a task and write the run folder.
+
+    ``lms`` (a ready role map, e.g. fakes) replaces the models named in ``config``; ``run_dir``
+    (a new folder) replaces the generated ``{created}_{framework}_{task}_{id}`` name. A
+    ``budget`` (:class:`courtroom.cost.budget.Budget`) stops starting examples at its limits.
+    """
+    budget = budget.for_run(config) if budget is not None else None
+    setup = RunSetup.build(config, lms)
+    if run_dir is None:
+        run_dir = new_run_dir(config.out, config.framework, setup.task.name.replace("/", "-"))
+    else:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    with FolderLock(run_dir, what="run folder"), _stop.saving_to(run_dir):
+        return _start(setup, config, run_dir, progress, on_start, budget)
+
+
+def _start(
+    setup: RunSetup,
+    config: RunConfig,
+    run_dir: Path,
+    progress: Callable[[ExampleResult], None] | None,
+    on_start: Callable[[int], None] | None,
+    budget: Any,
+) -> RunOutcome:
+    cls = type(setup.program)
+    meta = {
+        "created": _dt.datetime.now().isoformat(timespec="seconds"),
+        "config": without_base_url(asdict(config)),
+        "framework_config": setup.program.config(),
+        "models": setup.lms.names(cls.roles),
+        "preset": config.preset,
+        "temperatures": {r: setup.program.temperature_of(r) for r in cls.roles},
+        "task": {
+            "name": setup.task.name,
+            "labels": list(setup.task.labels),
+            "positions": setup.program.positions,
+            "split": config.split,
+            "source": setup.source,
+        },
+        "seed": config.seed,
+        "example_ids": [ex.id for ex in setup.examples],
+        "versions": versions(),
+    }
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    if budget is not None and setup.learns and not budget.admit_training():
+        raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
+    prepare_usage = setup.prepare()
+    if prepare_usage:
+        (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
+        if budget is not None:
+            budget.spend(prepare_usage["usage"])
+    return setup.execute(run_dir, [], progress, on_start, budget=budget)
+
+
+def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+    """(meta, results in example order, summary or None) of a run folder.
+
+    A line cut off by a kill is skipped; when an example appears twice (a resumed run that
+    retried it), the last line wins.
+    """
+    path = Path(run_dir)
+    if not (path / "meta.json").is_file():
+        raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
+    meta = json.loads((path / "meta.json").read_text())
+    by_id: dict[str, dict[str, Any]] = {}
+    results_path = path / "results.jsonl"
+    if results_path.is_file():
+        for line in results_path.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            by_id[row["id"]] = row
+    order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
+    results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
+    summary_path = path / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+    return meta, results, summary

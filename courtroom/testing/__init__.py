@@ -1,0 +1,249 @@
+"""Fake models for tests and offline checks of your own pipelines.
+
+Both fakes are real ``dspy.LM`` objects with a custom engine, so every call goes through the
+same adapter, JSON schema, parse step, cache and usage accounting as a real model. They read
+the output schema the adapter sends (as a constrained-decoding server would) and answer in it.
+
+* :func:`scripted_lm` replies by role and turn::
+
+      lm = scripted_lm({"judge": [{"decision": "True"}], "lawyer": lambda role, turn, text: {...}})
+
+  A role's script is a list (turn ``i`` gets item ``i``; the last item repeats) or a callable
+  ``(role, turn, prompt_text) -> dict``. Fields you leave out are filled: text fields with
+  ``"<role> turn <n>"``, label fields with the first allowed value, numbers with 0.5.
+
+* :func:`oracle_lm` answers each role correctly with a probability set per role::
+
+      lm = oracle_lm(gold={"case text": "True", ...}, labels=["True", "False"], accuracy={"judge": 0.7})
+
+  The gold label is found by looking up which known case text appears in the prompt. Draws are
+  seeded by the prompt and by how often that prompt was seen, so runs are reproducible and
+  repeated identical prompts (several judges) are independent draws.
+
+Which role is calling comes from :func:`courtroom.models.lms.current_role`, set by the programs. Each
+fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
+(calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
+:class:`FakeServer` (an OpenAI-compatible HTTP server on loopback, with latency and faults) is
+re-exported here too, with :func:`fault_prompts` (faults that hit the same prompts in every run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+from courtroom.models.lms import current_role
+from courtroom.testing._fake_server import FakeServer, fault_prompts
+from courtroom.testing._fakes import FakeLM, answer_for_schema
+
+Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
+
+__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "fault_prompts", "oracle_lm", "scripted_lm"]
+
+
+def _prompt_text(request: Any) -> str:
+    """The last user message: the actual inputs (demos come before it)."""
+    return request.messages[-1].text or ""
+
+
+def _schema(request: Any) -> dict[str, Any]:
+    fmt = request.config.response_format or {}
+    return dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
+
+
+def _response(text: str, prompt: str, latency: float) -> Response:
+    if latency:
+        time.sleep(latency)
+    return Response(
+        id=None,
+        model="fake",
+        message=Message.assistant([TextPart(text)]),
+        finish_reason="stop",
+        usage=Usage(
+            input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=(len(prompt) + len(text)) // 4
+        ),
+    )
+
+
+class _Engine:
+    """DSPy engine protocol: ``complete(request) -> Response``.
+
+    Every call is recorded: ``turns`` lists the calling roles in call order, ``counts`` holds
+    the calls per role, ``prompts`` the ``(role, prompt text)`` pairs in the same order, and
+    ``systems`` the ``(role, system message)`` each call's model received.
+    Calls that a program makes concurrently (the two JoT advocates) are recorded in the order
+    they reached the fake.
+    """
+
+    latency = 0.0
+
+    def __init__(self) -> None:
+        self.turns: list[str] = []
+        self.counts: Counter[str] = Counter()
+        self.prompts: list[tuple[str, str]] = []
+        self.systems: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Engine:
+        # LM.copy() (temperature changes, optimizers) must keep one engine: its lock, turns and draws.
+        return self
+
+    def clear(self) -> None:
+        """Forget the recorded calls (a scripted role starts again at its first turn)."""
+        with self._lock:
+            self.turns.clear()
+            self.counts.clear()
+            self.prompts.clear()
+            self.systems.clear()
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        """The reply fields of ``role``'s call number ``turn`` (from 0)."""
+        raise NotImplementedError
+
+    def complete(self, request: Any) -> Response:
+        role = current_role() or "default"
+        prompt = _prompt_text(request)
+        with self._lock:
+            turn = self.counts[role]
+            self.counts[role] += 1
+            self.turns.append(role)
+            self.prompts.append((role, prompt))
+            self.systems.append((role, str(request.system or "")))
+        return _response(json.dumps(self.answer(role, _schema(request), prompt, turn)), prompt, self.latency)
+
+    def stream(self, request: Any) -> Any:
+        raise NotImplementedError("fakes do not stream")
+
+    def close(self) -> None:
+        pass
+
+
+class ScriptedEngine(_Engine):
+    """Replies from a per-role script, by the role's turn."""
+
+    def __init__(self, script: Mapping[str, Sequence[Reply] | Reply], latency: float = 0.0) -> None:
+        super().__init__()
+        self.script = dict(script)
+        self.latency = latency
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        entry = self.script.get(role, self.script.get("default", {}))
+        values: Any
+        if callable(entry):
+            values = entry(role, turn, prompt)
+        elif isinstance(entry, Mapping):
+            values = entry
+        else:
+            values = entry[min(turn, len(entry) - 1)] if entry else {}
+            if callable(values):
+                values = values(role, turn, prompt)
+        return answer_for_schema(schema, values, f"{role} turn {turn + 1}")
+
+
+class OracleEngine(_Engine):
+    """Answers each role's label fields correctly with probability ``accuracy[role]``."""
+
+    def __init__(
+        self,
+        gold: Mapping[str, str] | Callable[[str], str | None],
+        labels: Sequence[str],
+        accuracy: Mapping[str, float] | float = 0.7,
+        seed: int = 0,
+        latency: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.gold = gold
+        self.labels = list(labels)
+        self.accuracy = accuracy
+        self.seed = seed
+        self.latency = latency
+        self._seen: dict[str, int] = defaultdict(int)
+
+    def gold_for(self, prompt: str) -> str | None:
+        """The gold label of the case quoted in ``prompt``."""
+        if callable(self.gold):
+            return self.gold(prompt)
+        best = None
+        for case, label in self.gold.items():
+            if case in prompt and (best is None or len(case) > len(best[0])):
+                best = (case, label)
+        return best[1] if best else None
+
+    def p(self, role: str) -> float:
+        """Probability that ``role`` answers correctly."""
+        if isinstance(self.accuracy, Mapping):
+            return float(self.accuracy.get(role, self.accuracy.get("default", 0.5)))
+        return float(self.accuracy)
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        with self._lock:
+            k = self._seen[role + prompt]
+            self._seen[role + prompt] += 1
+        digest = hashlib.sha256(f"{self.seed}|{role}|{k}|{prompt}".encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))
+        gold = self.gold_for(prompt)
+        correct = rng.random() < self.p(role)
+        values: dict[str, Any] = {}
+        chosen_index = None
+        for name, prop in (schema.get("properties") or {}).items():
+            options = prop.get("enum")
+            if not options:
+                continue
+            # By value: an enum narrowed to some labels (Courtroom-LLM's A1/A2) still finds the gold one.
+            idx = options.index(gold) if gold in options else None
+            if idx is None:
+                chosen_index = rng.randrange(len(options))
+            elif correct:
+                chosen_index = idx
+            else:
+                chosen_index = rng.choice([i for i in range(len(options)) if i != idx])
+            values[name] = options[chosen_index]
+        chosen = next((v for v in values.values() if v in self.labels), None)
+        for name, prop in (schema.get("properties") or {}).items():
+            if prop.get("type") != "number" or name in values:
+                continue
+            per_label = re.fullmatch(r"p_(\d+)", name)
+            if per_label and chosen is not None and 1 <= int(per_label[1]) <= len(self.labels):
+                # One probability per label (Debate-Feedback's p_1..p_K): 0.9 on the chosen label.
+                share = round(0.1 / max(len(self.labels) - 1, 1), 6)
+                values[name] = 0.9 if self.labels[int(per_label[1]) - 1] == chosen else share
+                continue
+            # A probability for the first (positive) label, agreeing with the chosen answer.
+            positive = self.labels.index(gold) == 0 if gold in self.labels else True
+            right = 0.9 if correct else 0.1
+            values[name] = right if positive else round(1 - right, 6)
+        return answer_for_schema(schema, values, f"oracle {role}: {'correct' if correct else 'wrong'}")
+
+
+def scripted_lm(script: Mapping[str, Any], *, latency: float = 0.0, model: str = "fake/scripted") -> FakeLM:
+    """A fake LM that replies from ``script`` by role and turn (see the module docstring)."""
+    engine = ScriptedEngine(script, latency=latency)
+    lm = FakeLM(model, engine=engine, cache=False)
+    lm.engine_impl = engine
+    return lm
+
+
+def oracle_lm(
+    gold: Mapping[str, str] | Callable[[str], str | None],
+    labels: Sequence[str],
+    accuracy: Mapping[str, float] | float = 0.7,
+    *,
+    seed: int = 0,
+    latency: float = 0.0,
+    model: str = "fake/oracle",
+    cache: bool = False,
+) -> FakeLM:
+    """A seeded statistical fake: each role is right with probability ``accuracy[role]``."""
+    engine = OracleEngine(gold, labels, accuracy, seed=seed, latency=latency)
+    lm = FakeLM(model, engine=engine, cache=cache)
+    lm.engine_impl = engine
+    return lm

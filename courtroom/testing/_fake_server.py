@@ -1,0 +1,233 @@
+"""An OpenAI-compatible chat server on loopback with fixed latency and injected faults (for tests)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
+FAULTS = ("429", "500", "timeout", "garbage", "truncated")
+
+
+def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
+    from courtroom.testing._fakes import answer_for_schema
+
+    return answer_for_schema(schema, {}, "fake server reply")
+
+
+def _usage(model: str, messages: list[dict[str, Any]], text: str) -> dict[str, int]:
+    """Tokens as an OpenAI server counts them: every message of the prompt, by LiteLLM's tokenizer."""
+    import litellm
+
+    prompt = int(litellm.token_counter(model=model, messages=messages))
+    completion = int(litellm.token_counter(model=model, text=text, count_response_tokens=True))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def fault_prompts(rate: float, kind: str = "garbage", *, seed: int = 0) -> Callable[[str, dict[str, Any]], str | None]:
+    """A ``fault_for`` that faults a fixed share of prompts, on every attempt.
+
+    Whether a prompt faults depends only on ``seed`` and the prompt text, never on the order the
+    requests arrive in, so the same cases fail in every run (a random draw per request makes
+    "some example failed" a matter of thread timing). Pass it as ``FakeServer(fault_for=...)``.
+    """
+    if kind not in FAULTS:
+        raise ValueError(f"unknown fault kind {kind!r}; use {FAULTS}")
+
+    def fault_for(prompt: str, schema: dict[str, Any]) -> str | None:
+        digest = hashlib.sha256(f"{seed}|{prompt}".encode()).digest()
+        return kind if int.from_bytes(digest[:8], "big") / 2**64 < rate else None
+
+    return fault_for
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops bursts of connections (SYN retried after 1 s)
+
+
+class FakeServer:
+    """``/v1/chat/completions`` served from ``responder(prompt_text, schema)``.
+
+    Args:
+        responder: returns the JSON fields (or raw text) for the last user message and schema.
+        latency: seconds each request takes.
+        faults: rate per fault kind (``429``, ``500``, ``timeout``, ``garbage``, ``truncated``).
+        hang: how long a ``timeout`` fault stalls before answering 504.
+        seed: seeds the fault draws.
+        fault_for: if given, picks the fault (or None) from the last user message and the schema
+            (as ``responder`` gets them) instead of a random draw, to fault one role's call.
+
+    ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
+    answered successfully, its whole message list as JSON (system prompt included, so two roles
+    with the same inputs differ): a repeated entry means a successful call was sent twice.
+    ``max_in_flight`` is the most requests that were open at once. ``models`` counts requests per
+    model name as sent (``openai/judge-m`` arrives as ``judge-m``), and ``routed`` lists
+    ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        faults: Mapping[str, float] | None = None,
+        hang: float = 3.0,
+        seed: int = 0,
+        fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
+    ) -> None:
+        unknown = set(faults or {}) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
+        self.responder = responder or _schema_filler
+        self.latency = latency
+        self.faults = dict(faults or {})
+        self.hang = hang
+        self.fault_for = fault_for
+        self.counts: Counter[str] = Counter()
+        self.models: Counter[str] = Counter()
+        self.served: list[str] = []
+        self.routed: list[tuple[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", 0), self._handler())
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL for ``api_base`` (ends in ``/v1``)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def lm(self, model: str = "openai/fake", **kwargs: Any) -> Any:
+        """A ``dspy.LM`` pointed at this server (JSON schema sent OpenAI-style)."""
+        from courtroom.testing._fakes import FakeLM
+
+        kwargs.setdefault("num_retries", 0)
+        return FakeLM(model, api_base=self.url, api_key="sk-fake", engine="litellm", **kwargs)
+
+    def start(self) -> FakeServer:
+        """Serve in a background thread."""
+        # The tokenizer loads lazily on first use: load it here, so no handler thread imports it
+        # while the client's threads make their first calls (the import race `_warmup` prevents).
+        _usage("fake", [{"role": "user", "content": "warm-up"}], "warm-up")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _draw_fault(self) -> str | None:
+        with self._lock:
+            x = self._rng.random()
+        acc = 0.0
+        for kind in FAULTS:
+            acc += self.faults.get(kind, 0.0)
+            if x < acc:
+                return kind
+        return None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout); nothing to answer
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.counts["requests"] += 1
+                    server.models[str(body.get("model"))] += 1
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
+                if server.latency:
+                    time.sleep(server.latency)
+                messages = body.get("messages") or [{}]
+                prompt = str(messages[-1].get("content") or "")
+                fmt = body.get("response_format") or {}
+                schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
+                fault = server.fault_for(prompt, schema) if server.fault_for else server._draw_fault()
+                with server._lock:
+                    server.counts[fault or "ok"] += 1
+                if fault == "429":
+                    return self._send(
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit"}},
+                        {"retry-after": "0"},
+                    )
+                if fault == "500":
+                    return self._send(500, {"error": {"message": "injected server error"}})
+                if fault == "timeout":
+                    time.sleep(server.hang)
+                    return self._send(504, {"error": {"message": "injected timeout"}})
+                reply = server.responder(prompt, schema)
+                text = reply if isinstance(reply, str) else json.dumps(dict(reply))
+                if fault == "garbage":
+                    text = "I refuse to answer in JSON. %%% <<>>"
+                elif fault == "truncated":
+                    text = text[: max(1, len(text) // 2)]
+                elif fault is None:
+                    with server._lock:
+                        server.served.append(json.dumps(messages, sort_keys=True))
+                        server.routed.append((str(body.get("model")), prompt))
+                self._send(
+                    200,
+                    {
+                        "id": f"fake-{server.counts['requests']}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "length" if fault == "truncated" else "stop",
+                            }
+                        ],
+                        "usage": _usage(body.get("model", "fake"), messages, text),
+                    },
+                )
+
+        return Handler
