@@ -1,1 +1,1 @@
-"""Language models: the role -> LM map, mixed panels, the LM cache, the adapter, usage metering and the embedded model (local/)."""
+"""Language models: the role -> LM map, mixed panels, the LM cache, the adapter, usage metering, the embedded model."""
