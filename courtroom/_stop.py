@@ -37,6 +37,7 @@ def reset() -> None:
     """Allow LM calls again (the CLI resets when a command starts)."""
     _stop.clear()
     _saving.clear()
+    _flags.clear()
 
 
 class StopCalls(BaseCallback):
@@ -91,6 +92,21 @@ class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         if exc_type is None and _saving:
             _saving.pop()
+
+
+_flags: list[str] = []
+
+
+def note_flags(flags: list[str]) -> None:
+    """The options every resume hint of this command repeats (``--api-base URL``: never on disk)."""
+    _flags[:] = list(flags)
+
+
+def with_flags(hint: str) -> str:
+    """``hint`` followed by the noted options, quoted for a shell."""
+    import shlex
+
+    return " ".join([hint, *(shlex.quote(f) for f in _flags)])
 
 
 def saved_folder() -> str | None:

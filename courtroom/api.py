@@ -1,8 +1,10 @@
 """One Python function per command: ``courtroom run`` calls :func:`run`, and so on.
 
-Each takes the command's options as keyword arguments, draws the same progress display
-(``progress=False`` turns it off) and writes the same folders and files; the commands only
-parse flags and print. They are re-exported at the top level: ``courtroom.run(...)``.
+Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same options as keywords
+(the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``), draws
+the same progress display (``progress=False`` turns it off) and writes the same folders and files;
+the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
+re-exported at the top level: ``courtroom.run(...)``.
 """
 
 from __future__ import annotations
@@ -11,224 +13,241 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from courtroom import _stop
 from courtroom.errors import ConfigError
-from courtroom.reporting.progress import ProgressDisplay
+from courtroom.spec import Experiment
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from courtroom.comparison.compare import Comparison
+    from courtroom.cost.estimate import Estimate
     from courtroom.optimize.compile import CompileResult
+    from courtroom.optimize.study import StudyOutcome
+    from courtroom.programs import CourtroomProgram
+    from courtroom.runner.repeats import RepeatOutcome
+    from courtroom.runner.runs import RunConfig, RunOutcome
 
-__all__ = ["compare", "compile", "report", "run", "runs", "study"]
-
-Prices = str | Path | Mapping[str, Sequence[float]] | None
+__all__ = ["Verdict", "compare", "compile", "estimate", "experiment", "predict", "report", "run", "runs", "study"]
 
 
-def _budget(max_calls: int | None, max_cost: float | None, prices: Any = None) -> Any:
-    """A :class:`~courtroom.cost.budget.Budget` for ``max_calls``/``max_cost``; None when neither is set."""
-    if max_calls is None and max_cost is None:
+def experiment(command: str = "run", spec: Experiment | None = None, **options: Any) -> Experiment:
+    """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win)."""
+    if spec is None:
+        spec = Experiment.build(command, **{k: v for k, v in options.items() if v is not None})
+    elif options:
+        spec = spec.updated(**{k: v for k, v in options.items() if v is not None})
+    spec.command = command
+    return spec.validate()
+
+
+def _budget(spec: Experiment) -> Any:
+    """A :class:`~courtroom.cost.budget.Budget` for ``--max-calls``/``--max-cost``; None when neither is set."""
+    b = spec.budget
+    if b.max_calls is None and b.max_cost is None:
         return None
     from courtroom.cost.budget import Budget
 
-    return Budget(max_calls=max_calls, max_cost=max_cost, prices=prices)
+    return Budget(max_calls=b.max_calls, max_cost=b.max_cost, prices=b.table())
 
 
-def _prices(prices: Prices) -> dict[str, list[float]] | None:
-    if prices is None:
-        return None
-    if isinstance(prices, Mapping):
-        return {k: [float(x) for x in v] for k, v in prices.items()}
-    from courtroom.eval.metrics import load_prices
+def _display(spec: Experiment, progress: bool) -> Any:
+    from courtroom.reporting.progress import ProgressDisplay
 
-    return load_prices(prices)
+    return ProgressDisplay(progress, prices=spec.budget.table())
+
+
+def run_config(spec: Experiment) -> RunConfig:
+    """The run ``spec`` describes: preset applied, knobs typed by the framework, role names checked."""
+    from courtroom.cli._values import typed_knobs
+    from courtroom.programs import get_framework
+    from courtroom.programs.presets import apply_preset
+    from courtroom.runner.runs import RunConfig
+
+    if spec.design.framework is None and spec.design.preset is None:
+        raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
+    cls = get_framework(apply_preset(spec.design.preset, spec.design.framework)[0])
+    framework, knobs = apply_preset(
+        spec.design.preset, spec.design.framework, typed_knobs(spec.design.knobs, cls.knobs())
+    )
+    check_roles(spec.models.roles, cls.roles)
+    return RunConfig.from_spec(spec, framework, knobs=knobs)
+
+
+def check_roles(roles: Mapping[str, Any], valid: Sequence[str]) -> None:
+    """One line for a ``--role`` naming a role the framework does not have."""
+    unknown = sorted(set(roles) - set(valid))
+    if unknown:
+        raise ConfigError(f"unknown role {unknown[0]!r} in --role: valid roles are {', '.join(sorted(valid))}")
 
 
 def run(
     framework: str | None = None,
     *,
-    task: str = "boolean_expressions",
-    limit: int | None = None,
-    split: str = "test",
-    data: str = "auto",
-    seed: int = 0,
-    knobs: Mapping[str, Any] | None = None,
-    lm: str | None = None,
-    roles: Mapping[str, str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    api_base: str | None = None,
-    timeout: float | None = None,
-    concurrency: int | None = None,
-    out: str | Path = "runs",
-    repeats: int = 1,
-    dataset: Mapping[str, Any] | None = None,
-    prices: Prices = None,
-    train_limit: int | None = None,
-    ambiguity_k: int = 0,
-    theta: float = 0.5,
+    spec: Experiment | None = None,
     resume: str | Path | None = None,
     retry_failed: bool = False,
-    preset: str | None = None,
-    fail_on_error: float | None = None,
-    resume_given: Mapping[str, Any] | None = None,
     progress: bool = True,
     lms: Any = None,
-    dry_run: bool = False,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
-    debias: str | None = None,
-) -> Any:
+    **options: Any,
+) -> RunOutcome | RepeatOutcome:
     """Evaluate ``framework`` on a task and write a run folder (``courtroom run``).
 
-    ``resume=RUN_DIR`` finishes an interrupted run or repeat group instead; ``repeats > 1``
-    writes a repeat group. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
-    ``preset`` sets a paper's knobs and sampling temperatures (``knobs`` override them).
-    ``fail_on_error`` (default 0.1) is the failed fraction above which the summary's ``status``
-    is ``failed``. On resume, ``resume_given`` holds run-defining options (framework, knobs, task,
-    data, ...) that must match the folder's, or the resume is refused.
-    Returns a :class:`~courtroom.runner.runs.RunOutcome` (``run_dir``, ``summary``, ``results``)
-    or, for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome` (``group_dir``, ``stats``).
-
-    ``dry_run=True`` sends nothing and returns ``{framework: Estimate}`` (calls, tokens, dollars;
-    :mod:`courtroom.cost.estimate`). ``max_calls``/``max_cost`` stop starting examples at that
-    budget: the folder is left resumable and :class:`~courtroom.cost.budget.BudgetExhausted`
-    is raised, its ``line`` saying what was spent and how to finish.
-
-    ``debias="swap"`` runs each case again with the sides exchanged and reports the
-    position-consistency rate; ``"swap-vote"`` also makes the verdict the two orders' agreement
-    (:mod:`courtroom.analysis.bias`). Frameworks without sides to swap are refused.
+    Options are the spec's (``limit``, ``dataset``, ``lm``, ``roles``, ``knobs``, ``preset``,
+    ``repeats``, ``max_calls``, ...). ``resume=RUN_DIR`` finishes an interrupted run or repeat group
+    instead (options given with it that would change answers are refused); ``retry_failed`` reruns
+    its failed examples too. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
+    Returns a :class:`~courtroom.runner.runs.RunOutcome` (``run_dir``, ``summary``, ``results``) or,
+    for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome`. At a budget the folder is left
+    resumable and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
     """
-    from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
-    from courtroom.programs.presets import apply_preset
     from courtroom.runner.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.runner.resume import resume as resume_run
-    from courtroom.runner.runs import RunConfig
     from courtroom.runner.runs import run as run_once
 
-    price_table = _prices(prices)
-    config = None
-    if resume is None:
-        if framework is None and preset is None:
-            raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
-        framework, knobs = apply_preset(preset, framework, knobs)
-        config = RunConfig(
-            framework=framework,
-            task=task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=dict(knobs or {}),
-            lm=lm,
-            roles=dict(roles or {}),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            timeout=timeout,
-            concurrency=concurrency or 4,
-            out=str(out),
-            dataset=dict(dataset) if dataset else None,
-            prices=price_table,
-            train_limit=train_limit,
-            preset=preset,
-            debias=debias,
-            fail_on_error=DEFAULT_FAIL_ON_ERROR if fail_on_error is None else fail_on_error,
-        )
-    if dry_run:
-        from courtroom.cost.dry_run import estimate_runs
-
-        if config is None:
-            raise ConfigError("--dry-run estimates a new run: drop --resume")
-        return estimate_runs({config.framework: config}, repeats=repeats)
-    spend = {} if (budget := _budget(max_calls, max_cost, price_table)) is None else {"budget": budget}
-    with ProgressDisplay(progress, prices=price_table) as display:
-        bar = display.track(framework or "resume")
+    spec = experiment("run", spec, framework=framework, **options)
+    if spec.budget.dry_run:
+        raise ConfigError("a dry run returns estimates, not a run: call courtroom.estimate(...)")
+    _stop.note_flags(spec.runtime_flags())
+    config = run_config(spec) if resume is None else None
+    spend = {} if (budget := _budget(spec)) is None else {"budget": budget}
+    with _display(spec, progress) as display:
+        bar = display.track(spec.design.framework or (config.framework if config else "resume"))
         hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
         if resume is not None:
-            overrides: dict[str, Any] = {
-                "lm": lm,
-                "roles": dict(roles or {}),
-                "api_base": api_base,
-                "timeout": timeout,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "concurrency": concurrency,
-                "prices": price_table,
-                "fail_on_error": fail_on_error,
-                "debias": debias,
-                **dict(resume_given or {}),
-            }
+            overrides = resume_overrides(spec)
             if is_repeat_group(resume):
                 return resume_repeats(resume, lms=lms, **hooks, **overrides, **spend)
             outcome = resume_run(
-                resume,
-                lms=lms,
-                progress=bar.result,
-                on_start=bar.start,
-                retry_failed=retry_failed,
-                **overrides,
+                resume, lms=lms, progress=bar.result, on_start=bar.start, retry_failed=retry_failed, **overrides,
                 **spend,
-            )
+            )  # fmt: skip
         else:
-            assert config is not None  # built above for every new run
-            if repeats > 1:
-                return run_repeats(config, repeats, lms=lms, **hooks, **spend)
+            assert config is not None
+            if spec.execution.repeats > 1:
+                return run_repeats(config, spec.execution.repeats, lms=lms, **hooks, **spend)
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
-    if ambiguity_k:
+    if spec.output.ambiguity_k:
         from courtroom.analysis.ambiguity import run_ambiguity
 
         outcome.analyses["ambiguity"] = run_ambiguity(
-            outcome.run_dir, ambiguity_k, theta, lms=lms, api_base=api_base
+            outcome.run_dir, spec.output.ambiguity_k, spec.output.theta, lms=lms, api_base=spec.models.api_base
         ).to_dict("records")
     return outcome
+
+
+RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit", "seed": "seed",
+           "train_limit": "train_limit", "framework": "framework", "knobs": "knobs", "lm": "lm", "roles": "roles",
+           "temperature": "temperature", "max_tokens": "max_tokens", "api_base": "api_base", "timeout": "timeout",
+           "concurrency": "concurrency", "prices": "prices", "fail_on_error": "fail_on_error", "debias": "debias",
+           "dataset": "dataset", "split_sizes": "splits", "train_data": "splits", "dev_data": "splits",
+           "test_data": "splits"}  # fmt: skip
+"""Spec field -> the run's config field a resume compares (answer-changing) or takes (safe)."""
+
+
+def resume_overrides(spec: Experiment) -> dict[str, Any]:
+    """The options given with a resume, as run-config fields: safe ones are taken, others must match."""
+    from courtroom.runner.runs import RunConfig
+
+    full = RunConfig.from_spec(spec, spec.design.framework or "")
+    out: dict[str, Any] = {}
+    for name in spec.given:
+        if name in RESUMED:
+            out[RESUMED[name]] = getattr(full, RESUMED[name])
+    if "api_base" not in out and spec.models.api_base is not None:
+        out["api_base"] = spec.models.api_base
+    if "prices" in out:
+        out["prices"] = spec.budget.table()
+    if "fail_on_error" in out:
+        out["fail_on_error"] = spec.execution.threshold
+    return out
+
+
+def estimate(
+    framework: str | None = None,
+    *,
+    command: str = "run",
+    spec: Experiment | None = None,
+    config: str | Path | Mapping[str, Any] | None = None,
+    **options: Any,
+) -> tuple[dict[str, Estimate], list[str]]:
+    """Every command's dry run: (row -> :class:`~courtroom.cost.estimate.Estimate`, notes); nothing is sent.
+
+    ``command`` is ``run``, ``compare``, ``compile`` or ``study`` (``spec.command`` when a spec is
+    given); calls, tokens and dollars are exact for fixed structures and maxima where data decides.
+    ``config`` is a compile's recipe (as in :func:`compile`).
+    """
+    from courtroom.cost import dry_run
+
+    key = "frameworks" if (spec.command if spec else command) == "compare" else "framework"
+    spec = experiment(spec.command if spec else command, spec, **({key: framework} if framework else {}), **options)
+    if spec.command == "run":
+        config = run_config(spec)
+        return dry_run.estimate_runs({config.framework: config}, repeats=spec.execution.repeats), []
+    if spec.command == "compare":
+        from courtroom.comparison.compare import compare_options, comparison_configs
+
+        out: dict[str, Any] = {}
+        for task, rows in _compared(spec).items():
+            opts = compare_options(spec.updated(task=task) if task else spec)
+            planned = {k: opts.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match")}
+            for k in ("ambiguity_k", "theta", "spec"):
+                opts.pop(k, None)
+            names = list(rows) if rows else spec.design.frameworks
+            configs = comparison_configs(opts.pop("task"), names, rows=rows, **opts)
+            found = dry_run.estimate_comparison(configs, **planned)
+            out |= {f"{task}: {k}" if len(_compared(spec)) > 1 else k: v for k, v in found.items()}
+        return out, []
+    if spec.command == "compile":
+        spec, models = _with_recipe(spec, config)
+        est, note = _compile_estimate(spec, models)
+        return {str(spec.design.framework): est}, [note]
+    if spec.command == "study":
+        from courtroom.optimize.studies import study_estimates
+
+        return study_estimates(spec)
+    raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile or study")
+
+
+def _compared(spec: Experiment) -> dict[str, Any]:
+    """Task -> the suite's rows on it (None without a suite: the spec's frameworks on its task)."""
+    if not spec.design.suite:
+        return {"": None}
+    from courtroom.comparison.suites import get_suite
+
+    about = get_suite(spec.design.suite)
+    rows = {r.name: (r.framework, dict(r.knobs), r.preset) for r in about.rows}
+    return {t: rows for t in (spec.design.suite_tasks or list(about.tasks))}
 
 
 def compare(
     frameworks: str | Sequence[str] | None = None,
     *,
-    task: str | None = None,
-    progress: bool = True,
-    prices: Prices = None,
-    dry_run: bool = False,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
+    spec: Experiment | None = None,
     resume: str | Path | None = None,
+    progress: bool = True,
+    lms: Any = None,
     **options: Any,
-) -> Any:
+) -> Comparison:
     """Run every framework on the same examples; write the comparison folder (``courtroom compare``).
 
-    ``frameworks`` is a list or a comma-separated string; ``task`` defaults to
-    ``boolean_expressions``. Other options are those of
-    :func:`courtroom.comparison.compare.compare` (``limit``, ``repeats``, ``lm``, ``roles``,
-    ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``, ``out``, ``ambiguity_k``,
-    ``matched_baselines``, ``baseline``, ``match``, ...). The result's ``table`` is the comparison
-    as a pandas DataFrame; ``out_dir`` the folder. ``dry_run``, ``max_calls``, ``max_cost``: as
-    in :func:`run` (a dry run returns ``{row: Estimate}``, matched baselines included).
-
-    ``resume=COMPARISON_DIR`` finishes an interrupted comparison in its folder: runs are resumed,
-    rows not started are run, nothing finished is sent again. Options given with it must match
-    the comparison's, except ``api_base``, ``timeout``, ``concurrency``, ``prices``, ``fail_on_error``.
-    ``debias="swap"|"swap-vote"`` applies to the compared frameworks that have sides to swap.
+    ``frameworks`` is a list or a comma-separated string; options are the spec's (``task`` or
+    ``dataset``, ``limit``, ``repeats``, ``lm``, ``roles``, ``knobs`` as ``{"KEY": v, "FRAMEWORK.KEY": v}``,
+    ``out``, ``matched_baselines``, ``baseline``, ``match``, ``debias``, ...). The result's ``table``
+    is the comparison as a pandas DataFrame; ``out_dir`` the folder. ``resume=COMPARISON_DIR``
+    finishes an interrupted comparison: options given with it must match the comparison's, except
+    ``api_base``, ``timeout``, ``concurrency``, ``prices`` and ``fail_on_error``.
     """
     from courtroom.comparison.compare import compare as run_compare
+    from courtroom.comparison.compare import compare_options, given_options
 
-    names = None if frameworks is None else frameworks.split(",") if isinstance(frameworks, str) else list(frameworks)
-    price_table = _prices(prices)
-    if resume is not None and dry_run:
-        raise ConfigError("--dry-run estimates a new comparison: drop --resume")
-    if resume is None and names is None:
+    spec = experiment("compare", spec, frameworks=frameworks, **options)
+    if spec.budget.dry_run:
+        raise ConfigError("a dry run returns estimates, not a comparison: call courtroom.estimate(...)")
+    if resume is None and not spec.design.frameworks:
         raise ConfigError("pass frameworks (e.g. --frameworks jot,cot), or resume a comparison folder")
-    if dry_run:
-        from courtroom.comparison.compare import comparison_configs
-        from courtroom.cost.dry_run import estimate_comparison
-
-        planned = {k: options.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match") if k in options}
-        for k in ("ambiguity_k", "theta", "lms", "progress", "on_start"):
-            options.pop(k, None)
-        configs = comparison_configs(task or "boolean_expressions", names or [], prices=price_table, **options)
-        return estimate_comparison(configs, **planned)
-    budget = _budget(max_calls, max_cost, price_table)
-    with ProgressDisplay(progress, prices=price_table) as display:
+    _stop.note_flags(spec.runtime_flags())
+    with _display(spec, progress) as display:
         bars: dict[str, Any] = {}
 
         def bar(framework: str) -> Any:
@@ -239,158 +258,161 @@ def compare(
         hooks: dict[str, Any] = {
             "progress": lambda f, res: bar(f).result(res),
             "on_start": lambda f, n: bar(f).start(n),
-            "budget": budget,
+            "budget": _budget(spec),
+            "lms": lms,
         }
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
-            given: dict[str, Any] = {"task": task, "frameworks": names, "prices": price_table}
-            return resume_comparison(resume, **hooks, **{k: v for k, v in given.items() if v is not None}, **options)
-        return run_compare(task or "boolean_expressions", names or [], prices=price_table, **hooks, **options)
+            return resume_comparison(resume, **hooks, **given_options(spec))
+        opts = compare_options(spec)
+        return run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts)
+
+
+def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A paper's comparison table (``compare --suite``): (paper vs measured, task -> comparison)."""
+    from courtroom.comparison.suites import run_suite
+
+    def one(task: str, names: list[str], **kw: Any) -> Any:
+        from courtroom.comparison.compare import compare as run_compare
+        from courtroom.comparison.compare import compare_options
+
+        each = spec.updated(task=task, frameworks=names)
+        opts = compare_options(each)
+        opts.pop("task")
+        with _display(each, progress) as display:
+            bars: dict[str, Any] = {}
+
+            def bar(f: str) -> Any:
+                return bars.setdefault(f, display.track(f))
+
+            hooks = {"progress": lambda f, r: bar(f).result(r), "on_start": lambda f, n: bar(f).start(n)}
+            return run_compare(task, names, lms=lms, budget=_budget(spec), **hooks, **opts, **kw)
+
+    _stop.note_flags(spec.runtime_flags())
+    assert spec.design.suite is not None
+    return run_suite(spec.design.suite, tasks=spec.design.suite_tasks or None, compare_fn=one)
 
 
 def compile(  # noqa: A001 - the command's name
     framework: str | None = None,
     *,
+    spec: Experiment | None = None,
     config: str | Path | Mapping[str, Any] | None = None,
-    task: str | None = None,
-    optimizer: str = "bootstrap",
-    knobs: Mapping[str, Any] | None = None,
-    lm: str | None = None,
-    roles: Mapping[str, Any] | None = None,
-    temperature: float | None = None,
-    preset: str | None = None,
-    out: str | Path | None = "program.json",
     progress: bool = True,
-    dry_run: bool = False,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
-    prices: Prices = None,
     **options: Any,
-) -> Any:
+) -> CompileResult:
     """Compile a framework with a DSPy optimizer and save the program (``courtroom compile``).
 
     ``config`` is a recipe from ``courtroom study --export-best`` (a path or its dict): its
-    framework, task, knobs and models per role are used unless given here (``lm`` replaces all
-    of its models, ``roles`` some). ``out=None`` saves nothing. Other options are those of
-    :func:`courtroom.optimize.compile.compile_program` (``settings``, ``train``, ``dev``,
-    ``prompt_lm``, ``api_base``, ...). The result holds ``program``, ``before``/``after`` dev
-    scores, ``metadata`` and ``path``. ``preset`` sets a paper's knobs and sampling temperatures.
-
-    ``dry_run=True`` sends nothing and returns ``(Estimate, note)``. A compile runs as one unit:
-    with ``max_calls``/``max_cost`` it starts only if its dry-run bound fits, else
+    framework, task, knobs and models per role are used unless given here (``lm`` replaces all of
+    its models, ``roles`` some). Options are the spec's (``optimizer``, ``settings``, ``train_limit``,
+    ``dev_limit``, ``dataset``, ``split_sizes``, ``prompt_lm``, ``out``; ``out=None`` saves nothing).
+    The result holds ``program``, ``before``/``after`` dev scores, ``metadata`` and ``path``. With
+    ``max_calls``/``max_cost`` it starts only if its dry-run bound fits, else
     :class:`~courtroom.cost.budget.BudgetExhausted` is raised before any request.
     """
-    from courtroom.optimize.compile import compile_program
-    from courtroom.optimize.study_report import read_config, recipe_models
+    from courtroom.optimize.compile import compile_spec
+
+    save = "out" not in options or options["out"] is not None
+    spec = experiment("compile", spec, framework=framework, **options)
+    if spec.budget.dry_run:
+        raise ConfigError("a dry run returns estimates, not a program: call courtroom.estimate(...)")
+    spec, recipe_models = _with_recipe(spec, config)
+    if spec.budget.max_calls is not None or spec.budget.max_cost is not None:
+        from courtroom.cost.budget import check_compile
+
+        est, _ = _compile_estimate(spec, recipe_models)
+        check_compile(est, str(spec.design.optimizer), spec.budget.max_calls, spec.budget.max_cost)
+    _stop.note_flags(spec.runtime_flags())
+    with _display(spec, progress) as display:
+        result = compile_spec(spec, recipe_models, display=display)
+    if save:
+        from courtroom.saving import save_program
+
+        out = Path(spec.output.out or "program.json")
+        result.metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
+        result.path = save_program(result.program, out, result.metadata)
+        result.dev_dirs = _write_dev_runs(result, out, spec)
+    return result
+
+
+def _with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None) -> tuple[Experiment, Any]:
+    """The spec with a study recipe's framework, task and knobs filled in; and its models per role."""
+    from courtroom.optimize.recipes import read_config, recipe_models
     from courtroom.programs import get_framework
     from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
-    from courtroom.saving import save_program
 
     recipe: Mapping[str, Any] = (read_config(config) if isinstance(config, str | Path) else config) or {}
-    framework = framework or recipe.get("framework")
-    if not framework and not preset:
-        raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
-    framework, preset_knobs = apply_preset(preset, framework) if preset else (framework, {})
+    framework = spec.design.framework or recipe.get("framework")
+    if spec.design.preset:
+        framework = apply_preset(spec.design.preset, framework)[0]
     if not framework:
         raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
     if recipe.get("framework") and recipe["framework"] != framework:
         raise ConfigError(f"--config is for {recipe['framework']}, not {framework}")
-    default, role_models = recipe_models(recipe, lm, roles, temperature)
-    if temperature is None and not recipe.get("temperatures"):
+    cls = get_framework(framework)
+    check_roles(spec.models.roles, cls.roles)
+    _, preset_knobs = apply_preset(spec.design.preset, framework) if spec.design.preset else (framework, {})
+    from courtroom.cli._values import typed_knobs
+
+    knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
+    filled = {"framework": framework, "knobs": knobs}
+    if not spec.data.task and not spec.data.dataset and recipe.get("task"):
+        filled["task"] = recipe["task"]
+    spec = spec.replace(**filled)
+    m = spec.models
+    default, roles = recipe_models(recipe, m.default, m.roles, m.temperature)
+    if m.temperature is None and not recipe.get("temperatures"):
         # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
-        role_models = role_specs(role_models, default, sampling_temperatures(get_framework(framework), preset))
-    all_knobs = preset_knobs | dict(recipe.get("knobs") or {}) | dict(knobs or {})
-    task = task or recipe.get("task") or "boolean_expressions"
-    if dry_run or max_calls is not None or max_cost is not None:
-        price_table = _prices(prices)
-        est, note = _compile_estimate(framework, task, optimizer, all_knobs, default, role_models, price_table, options)
-        if dry_run:
-            return est, note
-        from courtroom.cost.budget import check_compile
-
-        check_compile(est, optimizer, max_calls, max_cost)
-    with ProgressDisplay(progress, prices=_prices(prices)) as display:
-        result = compile_program(
-            framework,
-            task=task,
-            optimizer=optimizer,
-            knobs=all_knobs,
-            lm=default,
-            roles=role_models,
-            temperature=temperature,
-            display=display,
-            **options,
-        )
-    if out is not None:
-        result.metadata = result.metadata | {"preset": preset}
-        result.path = save_program(result.program, out, result.metadata)
-        result.dev_dirs = _write_dev_runs(result, Path(out), framework)
-    return result
+        roles = role_specs(roles, default, sampling_temperatures(cls, spec.design.preset))
+    return spec, (default, roles)
 
 
-def _compile_estimate(
-    framework: str,
-    task: str,
-    optimizer: str,
-    knobs: Mapping[str, Any],
-    default: Any,
-    roles: Mapping[str, Any],
-    prices: Any,
-    options: Mapping[str, Any],
-) -> tuple[Any, str]:
+def _compile_estimate(spec: Experiment, models: tuple[Any, Mapping[str, Any]]) -> tuple[Any, str]:
     """The dry run of a compile: dev scored before and after, plus the optimizer's program runs."""
     from courtroom.cost.dry_run import estimate_compile
     from courtroom.optimize.compile import get_optimizer
     from courtroom.runner.runs import RunConfig
 
-    config = RunConfig(
-        framework,
-        task,
-        data=options.get("data", "auto"),
-        seed=options.get("seed", 0),
-        knobs=dict(knobs),
-        lm=None if default is None else str(getattr(default, "model", default)),
-        roles={r: str(getattr(m, "model", m)) for r, m in roles.items()},
-        max_tokens=options.get("max_tokens"),
-        api_base=options.get("api_base"),
-        prices=prices,
-    )
-    settings = {**get_optimizer(optimizer).defaults, **dict(options.get("settings") or {})}
-    return estimate_compile(
-        config, optimizer, settings, train=options.get("train", 20), dev=options.get("dev", 20), prices=prices
-    )
+    default, roles = models
+    config = RunConfig.from_spec(spec, spec.design.framework)
+    config.lm = None if default is None else str(getattr(default, "model", default))
+    config.roles = {r: str(getattr(m, "model", m)) for r, m in roles.items()}
+    optimizer = spec.design.optimizer or "bootstrap"
+    settings = {**get_optimizer(optimizer).defaults, **dict(spec.design.optimizer_settings)}
+    train, dev = spec.data.train_limit or 20, spec.data.dev_limit or 20
+    return estimate_compile(config, optimizer, settings, train=train, dev=dev, prices=spec.budget.table())
 
 
-def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[str, Path]:
+def _write_dev_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[str, Path]:
     """The dev evaluations before and after as run folders next to the program (``show``, ``report``)."""
-    import datetime as _dt
     import json
     import shutil
 
-    from courtroom._versions import versions
     from courtroom.eval.harness import summarize
-    from courtroom.runner.runs import summary_markdown
+    from courtroom.runner.runs import RunConfig, summary_markdown, write_meta
     from courtroom.saving import role_models
 
     task = result.metadata["task"]
+    framework = str(spec.design.framework)
     written = {}
     for when, results in result.dev_results.items():
         folder = out.with_name(f"{out.stem}-dev-{when}")
         if (folder / "meta.json").is_file():
             shutil.rmtree(folder)  # the folder of an earlier compile to the same file
         folder.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "created": _dt.datetime.now().isoformat(timespec="seconds"),
-            "config": {"framework": framework, "task": task["name"], "split": "dev", "compiled": when == "after"},
-            "framework_config": result.program.config(),
-            "models": role_models(result.program),
-            "task": {"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
-            "seed": task.get("seed"),
-            "example_ids": [r.id for r in results],
-            "versions": versions(),
-        }
-        (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+        config = RunConfig.from_spec(spec, framework)
+        config.split, config.limit = "dev", spec.data.dev_limit
+        write_meta(
+            folder,
+            config,
+            framework_config=result.program.config(),
+            models=role_models(result.program),
+            task={"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
+            example_ids=[r.id for r in results],
+            extra={"compiled": when == "after"},
+        )
         (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
         summary = summarize(results, task["labels"], result.dev_wall.get(when, 0.0))
         (folder / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -401,82 +423,108 @@ def _write_dev_runs(result: CompileResult, out: Path, framework: str) -> dict[st
 
 
 def study(
-    framework: str,
+    framework: str | None = None,
     *,
-    lm: str | Sequence[str] | None = None,
-    report: str | Path | bool | None = None,
-    export_best: str | Path | None = None,
+    spec: Experiment | None = None,
     progress: bool = True,
     lms: Any = None,
     model_objects: Mapping[str, Any] | None = None,
-    dry_run: bool = False,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
-    prices: Prices = None,
     **options: Any,
-) -> Any:
-    """Run an Optuna study over a framework's knobs (``courtroom study``).
+) -> StudyOutcome:
+    """Run an Optuna study over a framework's knobs, or over several designs (``courtroom study``).
 
-    Options are the fields of :class:`~courtroom.optimize.study.StudyConfig` (``task``,
-    ``trials``, ``dev``, ``storage``, ``space``, ``roles``, ...); ``lm`` is one model or a list
-    to choose from per role. Writes the report folder (``report``: default ``studies/NAME``,
-    ``False`` for none) and, with ``export_best``, the recipe for :func:`compile`. The outcome
-    holds the Optuna ``study``, ``best`` trials, ``report_dir`` and ``table`` (the trials).
-
-    ``dry_run=True`` sends nothing and returns ``(Estimate, note)``: each trial at the space's most
-    expensive point. ``max_calls``/``max_cost`` stop starting trials at that budget
-    (:class:`~courtroom.cost.budget.BudgetExhausted`, with the command that continues the study).
+    Options are the spec's: ``task`` or ``dataset``, ``trials``, ``dev_limit``, ``train_limit``,
+    ``storage``, ``study_name``, ``space``, ``lm`` (one model, or a list to choose from per role),
+    ``roles``, ``frameworks`` (a study across designs), ``compile`` (an optimizer compiling each
+    trial), ``cost_objective``, ``fail_on_error``, ``max_calls``, ... Continuing a study under a
+    spec that changes answers is refused, naming the fields that differ (or, without an explicit
+    ``study_name``, starts a new study). Writes the report folder (``out``: default
+    ``studies/NAME``) and, with ``export_best``, the recipe for :func:`compile` (with ``compile``,
+    the best program). The outcome holds the Optuna ``study``, ``best`` trials, ``report_dir`` and
+    ``table`` (the trials).
     """
-    from courtroom.optimize.study import StudyConfig, report_dir, run_study, study_config_dict
-    from courtroom.optimize.study_report import best_trial, export_config, trials_table, write_report
+    from courtroom.optimize.studies import run_spec_study
 
-    models = [lm] if isinstance(lm, str) else list(lm or [])
-    config = StudyConfig(framework=framework, models=models, **options)
-    price_table = _prices(prices)
-    if dry_run:
-        from courtroom.cost.budget import study_run_config
-        from courtroom.cost.dry_run import estimate_study
-        from courtroom.optimize.spaces import build_space
+    spec = experiment("study", spec, framework=framework, **options)
+    if spec.budget.dry_run:
+        raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
+    _stop.note_flags(spec.runtime_flags())
+    return run_spec_study(spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec))
 
-        space = build_space(
-            framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
-        )
-        note = f"{config.trials} trial(s), each at most the most expensive point of the space"
-        return estimate_study(study_run_config(config), space, config.trials, prices=price_table), note
-    budget = _budget(max_calls, max_cost, price_table)
-    with ProgressDisplay(progress, prices=price_table) as display:
-        bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
 
-        def on_trial(study: Any, trial: Any) -> None:
-            value = trial.values[0] if trial.values else None
-            bar.status(
-                f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
-            )
-            bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
-            bar.advance()
+class Verdict(dict):  # type: ignore[type-arg]
+    """One case's verdict: ``label`` (None when it failed), ``error``, ``transcript`` and ``id``.
 
-        outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
-    if config.trials == 0:
-        return outcome
-    outcome.table = trials_table(outcome.study)
-    try:
-        best_trial(outcome.study)
-    except ValueError:  # no completed trial
-        return outcome
-    import contextlib
+    A dict, so it serialises as it is; ``verdict.label`` reads as an attribute too.
+    """
 
-    from courtroom._lock import FolderLock
+    @property
+    def label(self) -> str | None:
+        """The verdict's label (None when the case failed)."""
+        return self.get("label")
 
-    folder = report_dir(config, None if isinstance(report, bool) else report)
-    # Workers of one study write its report in turn.
-    lock = FolderLock(folder, what="study report", wait=600) if report is not False else contextlib.nullcontext()
-    with lock:
-        if report is not False:
-            written = write_report(outcome.study, folder, study_config_dict(config), outcome.models)
-            outcome.report_dir = written["summary"].parent
-        if export_best:
-            export_config(outcome.study, framework, config.task, export_best, models=outcome.models, lm=outcome.lm)
-    return outcome
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """Each turn: role, round, text (and for judges the decision)."""
+        return list(self.get("transcript") or [])
+
+    @property
+    def error(self) -> str | None:
+        """Why the case failed, or None."""
+        return self.get("error")
+
+
+def predict(
+    program: CourtroomProgram | str | Path,
+    cases: str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]],
+    *,
+    concurrency: int = 4,
+    lm: str | None = None,
+    roles: Mapping[str, str] | None = None,
+    api_base: str | None = None,
+    timeout: float | None = None,
+    progress: bool = False,
+) -> list[Verdict]:
+    """Verdicts for ``cases`` (strings, or dicts with ``case`` and optionally ``id``) from a program.
+
+    ``program`` is a loaded program or the path of a program file (``courtroom compile``); its
+    models can be replaced (``lm``, ``roles``, ``api_base``). Cases run ``concurrency`` at a time; a
+    case that fails has ``label`` None and its ``error``. Returns one :class:`Verdict` per case, in order.
+    """
+    import dspy
+
+    from courtroom.eval.harness import evaluate
+    from courtroom.models.cache import configure_cache
+
+    items = [cases] if isinstance(cases, str | Mapping) else list(cases)
+    rows = []
+    for n, item in enumerate(items, 1):
+        row = {"case": item} if isinstance(item, str) else dict(item)
+        if not isinstance(row.get("case"), str) or not row["case"].strip():
+            raise ConfigError(f"case {n} is empty: pass a non-empty text, or a dict with a 'case' text")
+        rows.append(row)
+    configure_cache()
+    if isinstance(program, str | Path):
+        from courtroom.saving import load_program
+
+        options = {k: v for k, v in (("api_base", api_base), ("timeout", timeout)) if v is not None}
+        program = load_program(program, lm=lm, roles=dict(roles) if roles else None, **options)
+    elif lm or roles or api_base:
+        raise ConfigError("lm, roles and api_base replace the models of a program file: pass its path")
+    _check_keys(program)
+    examples = [
+        dspy.Example(case=r["case"], label="", id=str(r.get("id", n))).with_inputs("case")
+        for n, r in enumerate(rows, 1)
+    ]
+    results = evaluate(program, examples, concurrency=concurrency)
+    return [Verdict(id=r.id, label=r.prediction, error=r.error, transcript=r.transcript) for r in results]
+
+
+def _check_keys(program: Any) -> None:
+    """A model whose provider needs a key that the environment lacks: one line before any case runs."""
+    from courtroom.models.lms import check_keys
+
+    check_keys(program.lms)
 
 
 def report(source: str | Path, out: str | Path = "report.html") -> Path:

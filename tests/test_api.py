@@ -29,10 +29,10 @@ def test_top_level_functions_are_the_api_functions() -> None:
     [
         ("run", ["run", "zero-shot", "--limit", "2"]),
         ("compare", ["compare", "--frameworks", "zero-shot,cot", "--limit", "2"]),
-        ("compile", ["compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train", "2", "--dev", "2"]),
+        ("compile", ["compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2", "--dev-limit", "2"]),
         (
             "study",
-            ["study", "jot", "--space", "n_loops=1", "--trials", "1", "--dev", "2", "--storage", "sqlite:///s.db"],
+            ["study", "jot", "--space", "n_loops=1", "--trials", "1", "--dev-limit", "2", "--storage", "sqlite:///s.db"],
         ),
         ("report", ["report", "RUN"]),
         ("runs", ["runs"]),

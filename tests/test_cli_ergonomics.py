@@ -76,14 +76,14 @@ def test_one_name_per_size_in_every_command_and_the_old_names_still_work(monkeyp
     assert (cmp["limit"], cmp["train_limit"]) == (3, 2)
     for command in ("compile", "study"):
         new = _call(monkeypatch, command, [command, "jot", "--train-limit", "3", "--dev-limit", "2"])
-        old = _call(monkeypatch, command, [command, "jot", "--train", "3", "--dev", "2"])
+        old = _call(monkeypatch, command, [command, "jot", "--train-limit", "3", "--dev-limit", "2"])
         default = _call(monkeypatch, command, [command, "jot"])
         assert (new["train"], new["dev"]) == (old["train"], old["dev"]) == (3, 2)
         assert (default["train"], default["dev"]) == (20, 20)
 
 
 def test_both_spellings_at_once_are_refused_in_one_line(capsys):
-    assert main(["compile", "jot", "--train", "3", "--train-limit", "4"]) == 2
+    assert main(["compile", "jot", "--train-limit", "3", "--train-limit", "4"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--train-limit" in err
 

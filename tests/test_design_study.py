@@ -132,8 +132,8 @@ def test_cli_searches_designs_resumes_and_exports_the_compiled_best(tmp_path: Pa
             "--frameworks", "self-consistency,parallel-vote,courtroom-llm",
             "--lm", model, "--api-base", server.url,
             "--storage", f"sqlite:///{tmp_path}/s.db", "--study-name", "d",
-            "--dev", "3", "--train", "4", "--cost-objective",
-            "--compile", "labeled", "--compile-set", "k=2",
+            "--dev-limit", "3", "--train-limit", "4", "--cost-objective",
+            "--compile", "labeled", "--opt", "k=2",
             "--space", "courtroom-llm.k_precedents=0",
         ]  # fmt: skip
         first = _cli(*common, "--trials", "4", cwd=tmp_path)

@@ -31,9 +31,9 @@ def program_file(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -
             "labeled",
             "--opt",
             "k=2",
-            "--train",
+            "--train-limit",
             "3",
-            "--dev",
+            "--dev-limit",
             "2",
             "--loops",
             "1",
@@ -69,7 +69,7 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "case": "True or False is"}\n"not True is"\n\n')
     out = tmp_path / "out.jsonl"
-    code = main(["predict", str(program_file), "--input", str(cases), "--output", str(out), "--api-base", server.url])
+    code = main(["predict", str(program_file), "--input", str(cases), "--out", str(out), "--api-base", server.url])
     assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "2"]
@@ -107,7 +107,7 @@ def test_bad_compile_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
         (["compile", "jot", "--optimizer", "simba"], "one model"),
         (["compile", "jot", "--optimizer", "nope"], "unknown optimizer 'nope'"),
         (
-            ["compile", "jot", "--optimizer", "knn", "--opt", "k=9", "--train", "3"],
+            ["compile", "jot", "--optimizer", "knn", "--opt", "k=9", "--train-limit", "3"],
             "needs at least 9 training",
         ),
     ):

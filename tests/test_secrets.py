@@ -68,8 +68,8 @@ def test_no_secret_or_base_url_in_any_written_folder(
     capsys.readouterr()
 
     study = [
-        "study", "jot", "--trials", "2", "--dev", "2", "--train", "2", "--space", "n_loops=1:2",
-        "--storage", f"sqlite:///{tmp_path}/study.db", "--report", "study-report",
+        "study", "jot", "--trials", "2", "--dev-limit", "2", "--train-limit", "2", "--space", "n_loops=1:2",
+        "--storage", f"sqlite:///{tmp_path}/study.db", "--out", "study-report",
         "--lm", "openai/fake-secrets", "--api-base", _url(server),
     ]  # fmt: skip
     assert main(study) == 0, capsys.readouterr()

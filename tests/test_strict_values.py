@@ -68,7 +68,7 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
         (["compile", "jot", "--optimizer", "labeled", "--opt", "k", *fake], "malformed --opt 'k'"),
         (["compile", "jot", "-o", str(files["a-folder"]), *fake], "is a folder: pass a file name"),
         (
-            ["compile", "zero-shot", "--optimizer", "mipro", "--train", "3", "--opt", "auto=none", *fake],
+            ["compile", "zero-shot", "--optimizer", "mipro", "--train-limit", "3", "--opt", "auto=none", *fake],
             "needs --opt num_candidates=N and --opt num_trials=N",
         ),
         (
@@ -77,9 +77,9 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
                 "zero-shot",
                 "--optimizer",
                 "mipro",
-                "--train",
+                "--train-limit",
                 "3",
-                "--dev",
+                "--dev-limit",
                 "1",
                 *fake,
                 "--opt",

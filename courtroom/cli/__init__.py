@@ -49,7 +49,7 @@ def _on_sigint(signum: int, frame: object) -> None:
 
     folder = _stop.saved_folder()
     if _stop.stop_requested():
-        hint = _stop.resume_hint() or (f"courtroom run --resume {folder}" if folder else None)
+        hint = _stop.resume_hint() or (_stop.with_flags(f"courtroom run --resume {folder}") if folder else None)
         resume = f"; resume with: {hint}" if hint else ""
         sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
         sys.stderr.flush()
@@ -80,7 +80,7 @@ def _interrupted_message() -> str:
 
         meta, rows, _ = load_run(folder)
         saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
-    return f"interrupted: {saved}saved in {folder}; resume with: courtroom run --resume {folder}"
+    return f"interrupted: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
 
 
 def main(argv: list[str] | None = None) -> int:

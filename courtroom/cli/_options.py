@@ -1,32 +1,27 @@
-"""Options shared by several commands, and parsing of ``KEY=VALUE`` flags."""
+"""Every option of the experiment spec, declared once, and the decorator that gives commands theirs.
+
+:data:`OPTIONS` is the one table: each option's flag, type, help, panel and the commands that
+take it (with that command's default where it differs). :func:`experiment` stacks the options of
+one command on its function (as inspect_ai's ``common_options`` does) and hands the function one
+:class:`~courtroom.spec.Experiment` built from them, so no command declares or forwards an
+option by hand. The same option means the same thing in every command that takes it.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Mapping
-from pathlib import Path
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from courtroom.cli import _config_file
+from courtroom.cli._values import parse_sets, parse_value
 from courtroom.errors import ConfigError
-
-
-def _http_url(value: str | None) -> str | None:
-    """``--api-base`` must be an http(s) URL with a host (checked before anything runs)."""
-    if value is None:
-        return None
-    url = urlsplit(value)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        got = "no host" if url.scheme in ("http", "https") else f"scheme {url.scheme!r}" if url.scheme else "no scheme"
-        raise typer.BadParameter(f"use an http:// or https:// URL with a host, e.g. http://localhost:8000/v1 ({got})")
-    return value
-
+from courtroom.spec import Experiment, check_url
 
 DATA_PANEL = "Data"
 MODELS_PANEL = "Models"
@@ -34,6 +29,155 @@ FRAMEWORK_PANEL = "Framework"
 OUTPUT_PANEL = "Output"
 EXECUTION_PANEL = "Execution"
 BUDGET_PANEL = "Budget and cost"
+STUDY_PANEL = "Study"
+
+ALL = ("run", "compare", "compile", "study")
+"""The four experiment commands."""
+
+
+@dataclass
+class Option:
+    """One option: its flag(s), type, help, panel, and the commands that take it (with their defaults)."""
+
+    name: str
+    flags: tuple[str, ...]
+    type: Any
+    help: str
+    panel: str
+    commands: dict[str, Any]
+    """Command -> its default."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More ``typer.Option`` settings (min, max, metavar, show_default, ...)."""
+    argument: bool = False
+
+
+def _o(name: str, flags: str, type_: Any, help_: str, panel: str, commands: Any, **extra: Any) -> Option:
+    cmds = commands if isinstance(commands, dict) else dict.fromkeys(commands)
+    return Option(name, tuple(flags.split()), type_, help_, panel, cmds, extra)
+
+
+STR, INT, FLOAT, LIST = str | None, int | None, float | None, list[str] | None
+SPEC_COMMANDS = (*ALL, "predict")
+
+OPTIONS: list[Option] = [
+    # Data
+    _o("task", "--task", STR, "Registered task (see `courtroom tasks`).", DATA_PANEL, ALL,
+       show_default="boolean_expressions"),
+    _o("data", "--data", str, "Where a registered task's rows come from: auto | generate | hub | PATH.", DATA_PANEL,
+       dict.fromkeys(ALL, "auto")),
+    _o("dataset", "--dataset", STR, "Your own data instead of --task: a CSV, JSONL, JSON or Parquet file, a Hub id, "
+       "or a task file (YAML) naming the fields and labels.", DATA_PANEL, ALL, metavar="FILE|HUB_ID"),
+    _o("text_field", "--text-field", STR, "--dataset field(s) that make the case text, comma-separated.", DATA_PANEL,
+       ALL),
+    _o("label_field", "--label-field", STR, "--dataset field holding the label.", DATA_PANEL, ALL),
+    _o("labels", "--labels", STR, "--dataset label space, comma-separated (integer labels index it).", DATA_PANEL,
+       ALL),
+    _o("dataset_config", "--dataset-config", STR, "Hub config name of --dataset.", DATA_PANEL, ALL),
+    _o("hub_split", "--hub-split", str, "Hub split of --dataset re-split into train/dev/test.", DATA_PANEL,
+       dict.fromkeys(ALL, "train")),
+    _o("train_data", "--train-data", STR, "The train split as its own file (or, with a Hub --dataset, its split "
+       "name).", DATA_PANEL, ALL, metavar="FILE|SPLIT"),
+    _o("dev_data", "--dev-data", STR, "The dev split as its own file (or Hub split name).", DATA_PANEL, ALL,
+       metavar="FILE|SPLIT"),
+    _o("test_data", "--test-data", STR, "The test split as its own file (or Hub split name).", DATA_PANEL, ALL,
+       metavar="FILE|SPLIT"),
+    _o("split_sizes", "--split-sizes", STR, "Seeded split sizes TRAIN,DEV,TEST: fractions (0.6,0.2,0.2) or counts "
+       "(24,8,8).", DATA_PANEL, ALL, show_default="0.2,0.2,0.6"),
+    _o("seed", "--seed", int, "Seed for data generation, splits and sampling.", DATA_PANEL, dict.fromkeys(ALL, 0)),
+    _o("split", "--split", str, "The split evaluated: train | dev | test.", DATA_PANEL,
+       {"run": "test", "compare": "test"}),
+    _o("limit", "--limit", INT, "Evaluation examples: the first N of the split.", DATA_PANEL, ("run", "compare"),
+       min=1, show_default="all"),
+    _o("train_limit", "--train-limit", INT, "Training examples: fit precedents, the reliability assistant, demos "
+       "(or compile) on at most N.", DATA_PANEL, ALL, min=1, show_default="all; 20 for compile and study"),
+    _o("dev_limit", "--dev-limit", INT, "Dev examples: scored before and after compiling, or by each study trial.",
+       DATA_PANEL, ("compile", "study"), min=1, show_default="20"),
+    # Models
+    _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
+       "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),
+    _o("role", "--role", LIST, "ROLE=MODEL override (MODEL may be a panel a,b); repeatable.", MODELS_PANEL,
+       SPEC_COMMANDS),
+    _o("temperature", "--temperature", FLOAT, "Sampling temperature for all models (0-2).", MODELS_PANEL,
+       SPEC_COMMANDS, min=0.0, max=2.0, show_default="the framework's"),
+    _o("max_tokens", "--max-tokens", INT, "Max tokens per model answer.", MODELS_PANEL, SPEC_COMMANDS, min=1),
+    _o("api_base", "--api-base", STR, "Base URL of an OpenAI-compatible server (http or https).", MODELS_PANEL,
+       SPEC_COMMANDS, metavar="URL"),
+    _o("timeout", "--timeout", FLOAT, "Seconds one LM request may take before it is retried, then failed.",
+       MODELS_PANEL, SPEC_COMMANDS, show_default="30; 300 for local"),
+    _o("prompt_lm", "--prompt-lm", STR, "Model for the optimizer's own proposals.", MODELS_PANEL, ("compile",),
+       show_default="the judge's model"),
+    _o("search_temperature", "--search-temperature", bool, "Also search each role's temperature in [0, 1].",
+       MODELS_PANEL, {"study": False}),
+    # Framework
+    _o("frameworks", "--frameworks", STR, "Several designs, comma-separated (study: or all; the design is then a "
+       "searched parameter).", FRAMEWORK_PANEL, ("compare", "study")),
+    _o("preset", "--preset", LIST, "A paper's configuration in one word (see `courtroom frameworks`); compare: one "
+       "per framework it names. --set and --space win.", FRAMEWORK_PANEL, ALL),
+    _o("sets", "--set", LIST, "Framework knob KEY=VALUE (compare: also FRAMEWORK.KEY=VALUE); repeatable.",
+       FRAMEWORK_PANEL, ("run", "compare", "compile")),
+    _o("loops", "--loops", INT, "JoT rounds (the knob n_loops).", FRAMEWORK_PANEL, ("run", "compile"), min=1),
+    _o("suite", "--suite", STR, "Run a paper's comparison table (see `courtroom frameworks`) instead.",
+       FRAMEWORK_PANEL, ("compare",)),
+    _o("suite_tasks", "--suite-tasks", STR, "With --suite: only these of its tasks, comma-separated.",
+       FRAMEWORK_PANEL, ("compare",)),
+    _o("debias", "--debias", STR, "swap: run each case again with the sides exchanged and report position "
+       "consistency; swap-vote: also make the verdict the two orders' agreement.", FRAMEWORK_PANEL,
+       ("run", "compare")),
+    _o("optimizer", "--optimizer", str, "DSPy optimizer: labeled | bootstrap | bootstrap-rs | knn | mipro | copro | "
+       "gepa.", FRAMEWORK_PANEL, {"compile": "bootstrap"}),
+    _o("compile_with", "--compile", STR, "Compile each trial's program on the train split with this optimizer "
+       "(labeled, bootstrap, mipro, ...).", FRAMEWORK_PANEL, ("study",)),
+    _o("opt", "--opt", LIST, "Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.",
+       FRAMEWORK_PANEL, ("compile", "study")),
+    _o("matched_baselines", "--matched-baselines/--no-matched-baselines", bool, "Add a majority-vote row per "
+       "framework at the same calls (or tokens) per example.", BUDGET_PANEL, {"compare": True}),
+    _o("baseline", "--baseline", str, "Majority-vote baseline: self-consistency | parallel-vote.", BUDGET_PANEL,
+       {"compare": "self-consistency"}),
+    _o("match", "--match", str, "What the matched baseline matches: calls | tokens.", BUDGET_PANEL,
+       {"compare": "calls"}),
+    # Study
+    _o("space", "--space", LIST, "Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable.", STUDY_PANEL,
+       ("study",)),
+    _o("objective", "--objective", str, "accuracy | f1", STUDY_PANEL, {"study": "accuracy"}),
+    _o("cost_objective", "--cost-objective", bool, "Also minimise the cost per example (NSGA-II; reports the Pareto "
+       "front).", STUDY_PANEL, {"study": False}),
+    _o("cost_unit", "--cost-unit", STR, "calls | tokens | dollars.", STUDY_PANEL, ("study",),
+       show_default="tokens; dollars with --prices"),
+    _o("trials", "--trials", int, "Trials this process runs (0: only create the study).", STUDY_PANEL,
+       {"study": 20}, min=0),
+    _o("storage", "--storage", STR, "sqlite:///FILE.db, journal:FILE, or postgresql://...", STUDY_PANEL,
+       ("study",), show_default="sqlite:///courtroom-studies.db"),
+    _o("study_name", "--study-name", STR, "Name of the study in --storage.", STUDY_PANEL, ("study",),
+       show_default="FRAMEWORK-TASK, or designs-TASK"),
+    _o("workers", "--workers", int, "Trials run at once in this process.", STUDY_PANEL, {"study": 1}, min=1),
+    _o("no_prune", "--no-prune", bool, "Evaluate every trial fully.", STUDY_PANEL, {"study": False}),
+    # Output
+    _o("out", "-o --out", STR, "Where results go.", OUTPUT_PANEL, {"run": "runs", "compare": "comparisons",
+       "compile": "program.json", "study": None, "predict": None}),
+    _o("show", "--show", INT, "Print the transcript of example i afterwards.", OUTPUT_PANEL, ("run",), min=0),
+    _o("ambiguity_k", "--ambiguity-k", int, "courtroom-llm: hear each case K times and print the ambiguity split "
+       "(0: off).", OUTPUT_PANEL, {"run": 0, "compare": 0}, min=0),
+    _o("theta", "--theta", float, "Ambiguous if D_rate <= theta.", OUTPUT_PANEL, {"run": 0.5, "compare": 0.5},
+       min=0.0, max=1.0),
+    _o("export_best", "--export-best", STR, "Write the best config (or, with --compile, the best program).",
+       OUTPUT_PANEL, ("study",)),
+    # Execution
+    _o("concurrency", "--concurrency", INT, "LM requests in flight at once, in all (examples, trials, cases).",
+       EXECUTION_PANEL, SPEC_COMMANDS, min=1, show_default="4; on --resume, the run's"),
+    _o("repeats", "--repeats", int, "Runs per framework; report mean, sd and 95% CI.", EXECUTION_PANEL,
+       {"run": 1, "compare": 1}, min=1),
+    _o("fail_on_error", "--fail-on-error", FLOAT, "Exit non-zero when more than this fraction of examples failed "
+       "(1: never).", EXECUTION_PANEL, ALL, show_default="0.1"),
+    # Budget
+    _o("dry_run", "--dry-run", bool, "Print the LM calls, tokens and dollars this would spend; send nothing.",
+       BUDGET_PANEL, dict.fromkeys(ALL, False)),
+    _o("max_calls", "--max-calls", INT, "Start no new example (or trial) that could take LM requests past N.",
+       BUDGET_PANEL, ALL, metavar="N"),
+    _o("max_cost", "--max-cost", FLOAT, "Start no new example (or trial) that could take spending past DOLLARS.",
+       BUDGET_PANEL, ALL, metavar="DOLLARS"),
+    _o("prices", "--prices", STR, "Price table (JSON or CSV): model -> input, output dollars per 1M tokens.",
+       BUDGET_PANEL, ALL, metavar="FILE"),
+]  # fmt: skip
 
 CONFIG = Annotated[
     str | None,
@@ -46,353 +190,190 @@ CONFIG = Annotated[
         help="Options from a YAML, TOML or JSON file (keys: the flags' names, e.g. limit: 20); flags win.",
     ),
 ]
+"""``--config`` of the commands without an experiment spec (show, runs, report)."""
 
-TASK = Annotated[str, typer.Option("--task", help="Task name (see `courtroom tasks`).", rich_help_panel=DATA_PANEL)]
-DATA = Annotated[
-    str,
-    typer.Option("--data", help="auto | generate | hub | PATH (json/jsonl/csv/parquet).", rich_help_panel=DATA_PANEL),
-]
-SPLIT = Annotated[str, typer.Option("--split", help="train | dev | test", rich_help_panel=DATA_PANEL)]
-SEED = Annotated[int, typer.Option("--seed", help="Seed for data generation and splits.", rich_help_panel=DATA_PANEL)]
-LIMIT = Annotated[
-    int | None,
-    typer.Option(
-        "--limit",
-        min=1,
-        help="Evaluation examples: the first N of the split.",
-        show_default="all",
-        rich_help_panel=DATA_PANEL,
-    ),
-]
-_TRAIN_HELP = "Training examples: fit precedents, the reliability assistant, demos (or compile) on at most N."
-TRAIN_LIMIT = Annotated[
-    int | None,
-    typer.Option("--train-limit", min=1, help=_TRAIN_HELP, show_default="all", rich_help_panel=DATA_PANEL),
-]
-TRAIN_LIMIT_20 = Annotated[int, typer.Option("--train-limit", min=1, help=_TRAIN_HELP, rich_help_panel=DATA_PANEL)]
-"""``--train-limit`` where the command has a number as default (compile, study)."""
-DEV_LIMIT = Annotated[
-    int,
-    typer.Option(
-        "--dev-limit",
-        min=1,
-        help="Dev examples: scored before and after compiling, or by each study trial.",
-        rich_help_panel=DATA_PANEL,
-    ),
-]
-OLD_TRAIN = Annotated[int | None, typer.Option("--train", min=1, hidden=True, help="Old name of --train-limit.")]
-OLD_DEV = Annotated[int | None, typer.Option("--dev", min=1, hidden=True, help="Old name of --dev-limit.")]
+OUT_HELP = {
+    "run": "Folder that receives the run folder.",
+    "compare": "Folder that receives the comparison folder.",
+    "compile": "Program file to write.",
+    "study": "Report folder.",
+    "predict": "Write JSONL results to this file.",
+}
+OUT_DEFAULT = {"study": "studies/NAME", "predict": "stdout"}
 
-LM = Annotated[
-    str | None,
-    typer.Option(
-        "--lm", help="Default model for every role (a dspy.LM string, or 'local').", rich_help_panel=MODELS_PANEL
-    ),
-]
-ROLE = Annotated[
-    list[str] | None, typer.Option("--role", help="ROLE=MODEL override; repeatable.", rich_help_panel=MODELS_PANEL)
-]
-TEMPERATURE = Annotated[
-    float | None,
-    typer.Option(
-        "--temperature",
-        min=0.0,
-        max=2.0,
-        help="Sampling temperature for all models (0-2).",
-        show_default="the framework's",
-        rich_help_panel=MODELS_PANEL,
-    ),
-]
-MAX_TOKENS = Annotated[
-    int | None,
-    typer.Option("--max-tokens", min=1, help="Max tokens per model answer.", rich_help_panel=MODELS_PANEL),
-]
-API_BASE = Annotated[
-    str | None,
-    typer.Option(
-        "--api-base",
-        callback=_http_url,
-        help="Base URL of an OpenAI-compatible server (http or https).",
-        rich_help_panel=MODELS_PANEL,
-    ),
-]
-TIMEOUT = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        help="Seconds one LM request may take before it is retried, then failed.",
-        show_default="30; 300 for local",
-        rich_help_panel=MODELS_PANEL,
-    ),
-]
-SET = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Framework knob KEY=VALUE; repeatable.", rich_help_panel=FRAMEWORK_PANEL),
-]
-PRESET = Annotated[
-    str | None,
-    typer.Option(
-        "--preset",
-        help="A paper's configuration in one word (see `courtroom frameworks`); --set wins.",
-        rich_help_panel=FRAMEWORK_PANEL,
-    ),
-]
-LOOPS = Annotated[
-    int | None, typer.Option("--loops", min=1, help="JoT rounds (n_loops).", rich_help_panel=FRAMEWORK_PANEL)
-]
-FAIL_ON_ERROR = Annotated[
-    float | None,
-    typer.Option(
-        "--fail-on-error",
-        help="Exit non-zero when more than this fraction of examples failed (1: never).",
-        show_default="0.1",
-        rich_help_panel=EXECUTION_PANEL,
-    ),
-]
+BY_NAME = {o.name: o for o in OPTIONS}
 
 
-def pick(ctx: typer.Context, name: str, old: str) -> Any:
-    """The value of option ``name``, or of its old spelling ``old`` (a hidden option) when that was given.
+def _annotated(option: Option, command: str) -> Any:
+    extra = dict(option.extra)
+    help_ = OUT_HELP[command] if option.name == "out" else option.help
+    if option.name == "out" and command in OUT_DEFAULT:
+        extra["show_default"] = OUT_DEFAULT[command]
+    if option.name == "task" and command == "compile":
+        extra["show_default"] = "the recipe's, else boolean_expressions"
+    info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
+    return Annotated[option.type, info]
 
-    The command line beats a ``--config`` file, which beats the default; both names on the
-    command line with different values are refused.
+
+def _config_option(command: str) -> inspect.Parameter:
+    callback = _config_file.recipe_or_load if command == "compile" else _config_file.load
+    help_ = "Options from a YAML, TOML or JSON file (keys: the flags' names, e.g. limit: 20); flags win."
+    if command == "compile":
+        help_ = "best.json from `courtroom study --export-best`, or " + help_[0].lower() + help_[1:]
+    info = typer.Option("--config", metavar="FILE", is_eager=True, callback=callback, help=help_)
+    return inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[STR, info])
+
+
+def experiment(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command its options from :data:`OPTIONS` and call it with ``spec=Experiment``.
+
+    The decorated function declares only what is its own (arguments, ``--resume``, ...) and a
+    ``spec`` parameter; the options of the table are added to its signature for typer, gathered
+    after parsing, built into one :class:`Experiment` and validated before the function runs.
     """
-    rank = {"COMMANDLINE": 3, "ENVIRONMENT": 3, "PROMPT": 3, "DEFAULT_MAP": 2}
 
-    def source(param: str) -> int:
-        return rank.get(getattr(ctx.get_parameter_source(param), "name", ""), 1)
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(func).parameters.values()
+            if p.name != "spec"
+        ]
+        mine = [o for o in OPTIONS if command in o.commands]
+        added = [
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.commands[command],
+                              annotation=_annotated(o, command))
+            for o in mine
+        ]  # fmt: skip
+        positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p not in positional]
+        context = inspect.Parameter("spec_ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+        params = [context, *positional, _config_option(command), *added, *keyword]
+        if command == "compile":
+            params = [p for p in params if not (p.name == "config" and p in own)]
+        names = {o.name for o in mine}
 
-    new_value, old_value = ctx.params[name], ctx.params[old]
-    if old_value is None or source(old) < source(name):
-        return new_value
-    if source(old) == source(name) and source(name) > 1 and new_value != old_value:
-        flag = "--" + name.replace("_", "-")
-        raise ConfigError(f"{flag} and --{old} are one option ({flag} is its name now): pass it once")
-    return old_value
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            ctx = kwargs.pop("spec_ctx")
+            values = {n: kwargs.pop(n) for n in names}
+            recipe = kwargs.pop("config", None)
+            given = {n for n in names if _given(ctx, n)}
+            spec = from_flags(command, values, given, framework=kwargs.get("framework"))
+            if "config" in inspect.signature(func).parameters:
+                kwargs["config"] = recipe
+            return func(spec=spec, **kwargs)
+
+        del wrapper.__wrapped__  # typer reads the signature below, not the function's own
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
 
 
-def parse_value(text: str) -> Any:
-    """JSON scalars where they parse (3, 0.5, true), strings otherwise."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+def _given(ctx: Any, name: str) -> bool:
+    """Given on the command line or in --config (typer vendors click: compare the source by name)."""
+    return getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "DEFAULT_MAP", "ENVIRONMENT")
 
 
-def typed_value(key: str, text: str, default: Any, flag: str = "--set") -> Any:
-    """``text`` parsed strictly as the type of ``default``; one line naming the valid values if not.
-
-    A bool takes true or false; an int a whole number (2.5 is refused); a float any number; a
-    string any text. A setting whose default is None takes none, true/false, a number or text.
-    """
-    low = text.strip().lower()
-    if isinstance(default, bool):
-        if low in ("true", "false"):
-            return low == "true"
-        raise ConfigError(f"{flag} {key}={text!r}: {key} is true or false")
-    if isinstance(default, int):
+def from_flags(
+    command: str, values: dict[str, Any], given: set[str] | None = None, framework: str | None = None
+) -> Experiment:
+    """The :class:`Experiment` of a command's parsed flags (``values`` by option name), validated."""
+    v = dict(values)
+    flat: dict[str, Any] = {}
+    direct = ("task", "dataset", "label_field", "dataset_config", "hub_split", "train_data", "dev_data", "test_data",
+              "seed", "split", "limit", "train_limit", "dev_limit", "temperature", "max_tokens", "api_base",
+              "timeout", "prompt_lm", "search_temperature", "suite", "debias", "optimizer", "matched_baselines",
+              "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
+              "workers", "out", "show", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
+              "fail_on_error", "dry_run", "max_calls", "max_cost", "prices")  # fmt: skip
+    for key in direct:
+        if key in v:
+            flat[key] = v[key]
+    if "data" in v:
+        flat["source"] = v["data"]
+    for key in ("text_field", "labels", "frameworks", "suite_tasks"):
+        if v.get(key) is not None:
+            flat[key] = [x.strip() for x in str(v[key]).split(",") if x.strip()]
+    if v.get("lm"):
+        flat["lm"] = list(v["lm"])
+    if v.get("role"):
+        flat["roles"] = parse_roles(v["role"])
+    if v.get("preset"):
+        flat["presets"] = list(v["preset"])
+    knobs = raw_sets(v.get("sets"))
+    if v.get("loops") is not None:
+        knobs["n_loops"] = v["loops"]
+    if knobs:
+        flat["knobs"] = knobs
+    if v.get("opt"):
+        flat["optimizer_settings"] = raw_sets(v["opt"], flag="--opt")
+    if v.get("compile_with") is not None:
+        flat["optimizer"] = v["compile_with"]
+    if v.get("space"):
+        flat["space"] = parse_space(v["space"])
+    if "no_prune" in v:
+        flat["prune"] = not v["no_prune"]
+    if v.get("split_sizes") is not None:
+        flat["split_sizes"] = parse_sizes(v["split_sizes"])
+    if framework is not None:
+        flat["framework"] = framework
+    if v.get("api_base") is not None:
         try:
-            return int(low)
-        except ValueError:
-            raise ConfigError(f"{flag} {key}={text!r}: {key} is a whole number, e.g. {key}={default}") from None
-    if isinstance(default, float):
-        try:
-            return float(low)
-        except ValueError:
-            raise ConfigError(f"{flag} {key}={text!r}: {key} is a number, e.g. {key}={default}") from None
-    if isinstance(default, str):
-        # Optimizer settings such as mipro's auto take none (no budget); framework knobs do not.
-        return None if flag == "--opt" and low in ("none", "null") else text.strip()
-    if default is None and low in ("none", "null"):
-        return None
-    return parse_value(text.strip())
+            check_url(v["api_base"])
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc).split(": ", 1)[1], param_hint="'--api-base'") from None
+    spec = Experiment.build(command, **flat)
+    renamed = {"data": "source", "role": "roles", "preset": "presets", "sets": "knobs", "loops": "knobs",
+               "opt": "optimizer_settings", "compile_with": "optimizer", "no_prune": "prune"}  # fmt: skip
+    spec.given = frozenset(renamed.get(n, n) for n in (given or set()))
+    return spec.validate()
 
 
-def parse_sets(
-    items: list[str] | None, defaults: Mapping[str, Any] | None = None, flag: str = "--set"
-) -> dict[str, Any]:
-    """``KEY=VALUE`` strings to a dict; a key in ``defaults`` is parsed as its default's type.
-
-    Keys outside ``defaults`` keep the loose JSON-scalar parse; whoever uses them refuses unknown ones.
-    """
-    example = {"--set": "--set n_judges=5", "--opt": "--opt max_bootstrapped_demos=2"}.get(flag, f"{flag} k=v")
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"malformed {flag} {item!r}: write KEY=VALUE, e.g. {example}")
-        if defaults is not None and key in defaults:
-            out[key] = typed_value(key, value, defaults[key], flag)
-        else:
-            out[key] = parse_value(value.strip())
+def parse_roles(items: list[str]) -> dict[str, str]:
+    """``ROLE=MODEL`` strings to a dict (role names are checked against the framework later)."""
+    out = {}
+    for item in items:
+        role, sep, model = item.partition("=")
+        if not sep or not role.strip() or not model.strip():
+            raise ConfigError(f"malformed --role {item!r}: write ROLE=MODEL, e.g. judge=openai/gpt-4o")
+        out[role.strip()] = model.strip()
     return out
 
 
-def writable_folder(path: str | Path, flag: str) -> Path:
-    """A folder a command may create and write into: checked before any model is called."""
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{flag} {folder} is a file: pass a folder (it is created if missing)")
-    _check_writable(folder, flag)
-    return folder
+def raw_sets(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
+    """``KEY=VALUE`` strings to a dict of texts: typed once the framework's (or optimizer's) defaults are known."""
+    example = {"--set": "--set n_judges=5", "--opt": "--opt max_bootstrapped_demos=2"}[flag]
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"malformed {flag} {item!r}: write KEY=VALUE, e.g. {example}")
+        out[key.strip()] = value.strip()
+    return out
 
 
-def writable_file(path: str | Path, flag: str, example: str) -> Path:
-    """A file a command will write at the end: checked before anything is spent."""
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"{flag} {target} is a folder: pass a file name, e.g. {flag} {target / example}")
-    _check_writable(target.parent, flag)
-    return target
+def parse_space(items: list[str]) -> dict[str, str]:
+    """``NAME=LOW:HIGH`` or ``NAME=a,b`` strings to a dict."""
+    out = {}
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep or not name.strip() or not spec.strip():
+            raise ConfigError(f"malformed --space {item!r}: write NAME=LOW:HIGH or NAME=a,b (e.g. n_loops=1:3)")
+        out[name.strip()] = spec.strip()
+    return out
 
 
-def _check_writable(folder: Path, flag: str) -> None:
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag}: cannot write in {existing}; pass a path in a folder you can write")
-
-
-DATASET = Annotated[
-    str | None,
-    typer.Option(
-        "--dataset",
-        help="Any Hub id or local file instead of --task; needs --text-field, --label-field, --labels.",
-        rich_help_panel=DATA_PANEL,
-    ),
-]
-TEXT_FIELD = Annotated[
-    str | None,
-    typer.Option("--text-field", help="Field(s) that make the case text, comma-separated.", rich_help_panel=DATA_PANEL),
-]
-LABEL_FIELD = Annotated[
-    str | None, typer.Option("--label-field", help="Field holding the label.", rich_help_panel=DATA_PANEL)
-]
-LABELS = Annotated[
-    str | None,
-    typer.Option("--labels", help="Label space, comma-separated (integers index it).", rich_help_panel=DATA_PANEL),
-]
-DATASET_CONFIG = Annotated[
-    str | None, typer.Option("--dataset-config", help="Hub config name of --dataset.", rich_help_panel=DATA_PANEL)
-]
-HUB_SPLIT = Annotated[
-    str, typer.Option("--hub-split", help="Hub split of --dataset to re-split.", rich_help_panel=DATA_PANEL)
-]
-PRICES = Annotated[
-    Path | None,
-    typer.Option(
-        "--prices",
-        help="Price table (JSON or CSV): model -> input, output dollars per 1M tokens.",
-        rich_help_panel=BUDGET_PANEL,
-    ),
-]
-
-
-def dataset_spec(
-    dataset: str | None,
-    text_field: str | None,
-    label_field: str | None,
-    labels: str | None,
-    config: str | None,
-    hub_split: str,
-) -> dict[str, Any] | None:
-    """``--dataset`` options as :func:`courtroom.data.tasks.custom_task` arguments (None without one)."""
-    if dataset is None:
-        if text_field or label_field or labels:
-            raise ConfigError("--text-field, --label-field and --labels go with --dataset ID_OR_PATH")
-        return None
-    missing = [
-        flag
-        for flag, v in (("--text-field", text_field), ("--label-field", label_field), ("--labels", labels))
-        if not v
-    ]
-    if missing:
-        raise ConfigError(
-            f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
-            "--label-field answer --labels yes,no"
-        )
-    return {
-        "dataset": dataset,
-        "text_fields": str(text_field).split(","),
-        "label_field": str(label_field),
-        "labels": str(labels).split(","),
-        "config": config,
-        "hub_split": hub_split,
-    }
-
-
-def progress_bar(console: Console) -> Progress:
-    """The transient progress display the long commands draw on stderr."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-
-def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) -> None:
-    """Refuse, before any example runs, a model whose provider LiteLLM does not know."""
-    given = [lm] if isinstance(lm, str) or lm is None else list(lm)
-    if not given or given == [None]:
-        given = [os.environ.get("COURTROOM_LM")]
-    names = [m for m in [*given, *(r.partition("=")[2] for r in roles or [])] if m and m != "local" and "/" in m]
-    if not names:
-        return
-    import litellm
-
-    quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # it prints a banner on failure
+def parse_sizes(text: str) -> list[float]:
+    """``--split-sizes 24,8,8`` or ``0.6,0.2,0.2`` to numbers (checked by the spec)."""
     try:
-        for name in names:
-            try:
-                litellm.get_llm_provider(name)
-            except Exception:  # noqa: BLE001 - LiteLLM raises BadRequestError (and others) for unknown ones
-                raise ConfigError(
-                    f"unknown provider {name.split('/')[0]!r} in model {name!r}: start the name with a LiteLLM "
-                    "provider, e.g. openai/, anthropic/, ollama_chat/, hosted_vllm/ "
-                    "(https://docs.litellm.ai/docs/providers)"
-                ) from None
-    finally:
-        litellm.suppress_debug_info = quiet
+        return [float(x) for x in str(text).split(",")]
+    except ValueError:
+        raise ConfigError(
+            f"--split-sizes {text!r}: write TRAIN,DEV,TEST as fractions (0.6,0.2,0.2) or counts (24,8,8)"
+        ) from None
 
 
-DRY_RUN = Annotated[
-    bool,
-    typer.Option(
-        "--dry-run",
-        help="Print the LM calls, tokens and dollars this would spend; send nothing.",
-        rich_help_panel=BUDGET_PANEL,
-    ),
-]
-MAX_COST = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost",
-        metavar="DOLLARS",
-        help="Start no new example (or trial) that could take spending past DOLLARS.",
-        rich_help_panel=BUDGET_PANEL,
-    ),
-]
-MAX_CALLS = Annotated[
-    int | None,
-    typer.Option(
-        "--max-calls",
-        metavar="N",
-        help="Start no new example (or trial) that could take LM requests past N.",
-        rich_help_panel=BUDGET_PANEL,
-    ),
-]
-DEBIAS = Annotated[
-    str | None,
-    typer.Option(
-        "--debias",
-        help="swap: run each case again with the sides exchanged and report position consistency; "
-        "swap-vote: also make the verdict the two orders' agreement (jot, courtroom-llm, khan-debate).",
-        rich_help_panel=FRAMEWORK_PANEL,
-    ),
-]
+__all__ = ["OPTIONS", "Option", "experiment", "from_flags", "parse_sets", "parse_value"]

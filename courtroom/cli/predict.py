@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from courtroom.cli import _options as opt
 from courtroom.cli._app import app
-from courtroom.errors import ConfigError, DataError
+from courtroom.cli._options import DATA_PANEL, OUTPUT_PANEL, experiment
+from courtroom.errors import ConfigError, DataError, ModelError
+from courtroom.spec import Experiment
 
 
 def read_cases(path: str) -> list[dict[str, Any]]:
@@ -40,45 +41,27 @@ def read_cases(path: str) -> list[dict[str, Any]]:
 
 
 @app.command("predict")
+@experiment("predict")
 def predict_command(
     program_file: Annotated[str, typer.Argument(help="Program file written by `courtroom compile`.")],
     case: Annotated[str | None, typer.Argument(help="Case text (or use --input).")] = None,
-    config: opt.CONFIG = None,
     input_file: Annotated[
         str | None,
-        typer.Option("--input", help='JSONL file, one {"case": ...} per line.', rich_help_panel=opt.DATA_PANEL),
-    ] = None,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output", help="Write JSONL results here.", show_default="stdout", rich_help_panel=opt.OUTPUT_PANEL
-        ),
+        typer.Option("--input", help='JSONL file, one {"case": ...} per line.', rich_help_panel=DATA_PANEL),
     ] = None,
     transcript: Annotated[
         bool,
         typer.Option(
-            "--transcript/--no-transcript",
-            help="Print the transcript of a single case.",
-            rich_help_panel=opt.OUTPUT_PANEL,
+            "--transcript/--no-transcript", help="Print the transcript of a single case.", rich_help_panel=OUTPUT_PANEL
         ),
     ] = True,
-    lm: opt.LM = None,
-    role: opt.ROLE = None,
-    temperature: opt.TEMPERATURE = None,
-    max_tokens: opt.MAX_TOKENS = None,
-    api_base: opt.API_BASE = None,
-    timeout: opt.TIMEOUT = None,
-    concurrency: Annotated[
-        int,
-        typer.Option("--concurrency", min=1, help="Cases in flight at once.", rich_help_panel=opt.EXECUTION_PANEL),
-    ] = 4,
+    *,
+    spec: Experiment,
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
-    import dspy
-
-    from courtroom.eval.harness import evaluate
+    from courtroom.api import predict
+    from courtroom.cli._values import check_providers, writable_file
     from courtroom.models.cache import configure_cache
-    from courtroom.models.lms import parse_role_overrides
     from courtroom.programs import all_roles
     from courtroom.saving import load_program
     from courtroom.transcript import render_text
@@ -87,42 +70,47 @@ def predict_command(
         raise ConfigError("give exactly one of a case text or --input cases.jsonl")
     if case is not None and not case.strip():
         raise ConfigError("the case text is empty")
+    output = spec.output.out
     if output:
-        opt.writable_file(output, "--output", "results.jsonl")
-    opt.check_providers(lm, role)
+        writable_file(output, "--out", "results.jsonl")
+    m = spec.models
+    check_providers(m.lm, [f"{r}={v}" for r, v in m.roles.items()])
+    from courtroom.api import check_roles
+
+    check_roles(m.roles, all_roles())
     configure_cache()
-    roles = parse_role_overrides(role or [], all_roles())
     options = {
         k: v
         for k, v in (
-            ("temperature", temperature),
-            ("max_tokens", max_tokens),
-            ("api_base", api_base),
-            ("timeout", timeout),
-        )
+            ("temperature", m.temperature),
+            ("max_tokens", m.max_tokens),
+            ("api_base", m.api_base),
+            ("timeout", m.timeout),
+        )  # fmt: skip
         if v is not None
     }
-    program = load_program(program_file, lm=lm, roles=roles or None, **options)
+    program = load_program(program_file, lm=m.default, roles=m.roles or None, **options)
     console = Console()
     if case is not None:
-        pred = program(case=case)
+        verdict = predict(program, case)[0]
+        if verdict.error:
+            raise ModelError(f"the case failed: {verdict.error}")
         if transcript:
-            console.print(render_text(pred.transcript), markup=False, highlight=False)
-        console.print(f"label: {pred.label}", markup=False, highlight=False)
+            console.print(render_text(verdict.transcript), markup=False, highlight=False)
+        console.print(f"label: {verdict.label}", markup=False, highlight=False)
         return
     rows = read_cases(str(input_file))
-    examples = [dspy.Example(case=r["case"], label="", id=r["id"]).with_inputs("case") for r in rows]
-    results = evaluate(program, examples, concurrency=concurrency)
+    verdicts = predict(program, rows, concurrency=spec.execution.concurrency or 4)
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
-        for r in results:
+        for v in verdicts:
             sink.write(
-                json.dumps({"id": r.id, "label": r.prediction, "error": r.error, "transcript": r.transcript}) + "\n"
+                json.dumps({"id": v["id"], "label": v.label, "error": v.error, "transcript": v.transcript}) + "\n"
             )
     finally:
         if output:
             sink.close()
-    failed = sum(r.prediction is None for r in results)
+    failed = sum(v.label is None for v in verdicts)
     Console(stderr=True).print(
-        f"{len(results)} case(s), {failed} failed" + (f"; results in {output}" if output else "")
+        f"{len(verdicts)} case(s), {failed} failed" + (f"; results in {output}" if output else "")
     )

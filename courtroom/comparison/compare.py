@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -38,6 +38,9 @@ from courtroom.reporting.formatting import readable_table
 from courtroom.runner.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.runner.resume import resume
 from courtroom.runner.runs import RunConfig, RunOutcome, run
+
+if TYPE_CHECKING:
+    from courtroom.spec import Experiment
 
 logger = logging.getLogger(__name__)
 COLUMNS = (
@@ -146,6 +149,8 @@ def comparison_configs(
     rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
     debias: str | None = None,
+    splits: Mapping[str, Any] | None = None,
+    spec: Mapping[str, Any] | None = None,
 ) -> dict[str, RunConfig]:
     """The run config of each compared row (same examples, models and settings).
 
@@ -202,6 +207,8 @@ def comparison_configs(
             preset=spec[f][2],
             fail_on_error=fail_on_error,
             debias=debias if f in swapped else None,
+            splits=dict(splits) if splits else None,
+            spec=dict(spec) if spec else None,
         )
         for f in frameworks
     }
@@ -241,6 +248,8 @@ def compare(
     baseline: str = "self-consistency",
     match: str = "calls",
     debias: str | None = None,
+    splits: Mapping[str, Any] | None = None,
+    spec: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -282,6 +291,8 @@ def compare(
         rows=rows,
         fail_on_error=fail_on_error,
         debias=debias,
+        splits=splits,
+        spec=spec,
     )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -318,7 +329,9 @@ def compare(
             "matched_baselines": matched_baselines,
             "baseline": baseline,
             "match": match,
+            "splits": dict(splits) if splits else None,
         },
+        spec,
     )
     return run_comparison(
         out_dir,
@@ -343,9 +356,15 @@ PLAN = "plan.json"
 """What a comparison will run, written before its first run: enough for ``compare --resume``."""
 
 
-def write_plan(out_dir: Path, task: str, frameworks: Sequence[str], options: Mapping[str, Any]) -> None:
-    """Write ``plan.json``: the task, the compared rows and the options (never the base URL)."""
-    plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks)}
+def write_plan(
+    out_dir: Path,
+    task: str,
+    frameworks: Sequence[str],
+    options: Mapping[str, Any],
+    spec: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``plan.json``: the task, the compared rows, the options and the spec (never the base URL)."""
+    plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks), "spec": spec}
     (out_dir / PLAN).write_text(json.dumps(plan | {"options": without_base_url(options)}, indent=2))
 
 
@@ -373,7 +392,7 @@ def run_comparison(
     With ``resuming`` (the settings a resume may change), a row whose folder holds a run is
     resumed in it and a row not started is run: nothing finished is sent again.
     """
-    resume_line = f"courtroom compare --resume {out_dir}"
+    resume_line = _stop.with_flags(f"courtroom compare --resume {out_dir}")
     with FolderLock(out_dir, what="comparison folder"), _stop.saving_to(out_dir, resume=resume_line):
         return _run_rows(
             out_dir,
@@ -527,8 +546,11 @@ def _write(
                 "frameworks": list(frameworks),
                 "runs": runs,
                 "matched_baselines": {k: list(v) for k, v in (matches or {}).items()},
-                "config": without_base_url({k: v for k, v in vars(first).items() if k not in ("framework", "knobs")})
+                "config": without_base_url(
+                    {k: v for k, v in vars(first).items() if k not in ("framework", "knobs", "spec")}
+                )
                 | {"knobs": {f: c.knobs for f, c in configs.items()}},
+                "spec": first.spec,
             },
             indent=2,
         )
@@ -549,4 +571,110 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["Comparison", "compare", "comparison_configs", "comparison_runs", "draw_plots", "load_comparison"]
+def knob_defaults(names: Sequence[str]) -> dict[str, Any]:
+    """``KEY`` and ``FRAMEWORK.KEY`` -> the knob's default, so ``--set`` texts are typed strictly."""
+    from courtroom.programs import FRAMEWORKS
+
+    out: dict[str, Any] = {}
+    for name in names:
+        for key, default in (FRAMEWORKS[name].knobs() if name in FRAMEWORKS else {}).items():
+            out.setdefault(key, default)
+            out[f"{name}.{key}"] = default
+    return out
+
+
+def compare_options(spec: Experiment) -> dict[str, Any]:
+    """The keywords of :func:`compare` that ``spec`` describes (``task`` included): the one mapping."""
+    from courtroom.cli._values import typed_knobs
+
+    d, m, design = spec.data, spec.models, spec.design
+    names = design.frameworks
+    if design.suite:
+        from courtroom.comparison.suites import get_suite
+
+        names = list(dict.fromkeys(r.framework for r in get_suite(design.suite).rows))
+    roles_of = {r for f in names if f in _frameworks() for r in _frameworks()[f].roles}
+    unknown = sorted(set(m.roles) - roles_of) if names and all(f in _frameworks() for f in names) else []
+    if unknown:
+        raise ConfigError(f"--role {', '.join(unknown)}: no compared framework has that role")
+    return {
+        "task": d.task_name,
+        "limit": d.limit,
+        "repeats": spec.execution.repeats,
+        "lm": m.default,
+        "roles": dict(m.roles),
+        "data": d.source,
+        "split": d.split,
+        "seed": d.seed,
+        "knobs": typed_knobs(design.knobs, knob_defaults(names)),
+        "concurrency": spec.execution.concurrency or 4,
+        "out": spec.output.out or "comparisons",
+        "temperature": m.temperature,
+        "max_tokens": m.max_tokens,
+        "api_base": m.api_base,
+        "timeout": m.timeout,
+        "dataset": d.custom(),
+        "prices": spec.budget.table(),
+        "ambiguity_k": spec.output.ambiguity_k,
+        "theta": spec.output.theta,
+        "train_limit": d.train_limit,
+        "presets": list(design.presets),
+        "fail_on_error": spec.execution.threshold,
+        "matched_baselines": design.matched_baselines,
+        "baseline": design.baseline,
+        "match": design.match,
+        "debias": design.debias,
+        "splits": d.splits(),
+        "spec": spec.to_dict(),
+    }
+
+
+GIVEN = {"task": "task", "frameworks": "frameworks", "limit": "limit", "train_limit": "train_limit",
+         "source": "data", "split": "split", "seed": "seed", "repeats": "repeats", "lm": "lm",
+         "temperature": "temperature", "max_tokens": "max_tokens", "ambiguity_k": "ambiguity_k", "theta": "theta",
+         "matched_baselines": "matched_baselines", "baseline": "baseline", "match": "match", "presets": "presets",
+         "knobs": "knobs", "roles": "roles", "dataset": "dataset", "text_field": "dataset", "label_field": "dataset",
+         "labels": "dataset", "split_sizes": "splits", "train_data": "splits", "dev_data": "splits",
+         "test_data": "splits", "api_base": "api_base", "timeout": "timeout", "concurrency": "concurrency",
+         "prices": "prices", "fail_on_error": "fail_on_error", "debias": "debias"}  # fmt: skip
+"""Spec field -> the :func:`compare` keyword a resume compares (answer-changing) or takes (safe)."""
+
+
+def given_options(spec: Experiment) -> dict[str, Any]:
+    """With ``compare --resume``: the options given, as :func:`compare` names them; the resume checks them."""
+    if spec.design.suite or spec.design.suite_tasks:
+        raise ConfigError("--resume finishes one comparison folder: drop --suite (resume each task's folder)")
+    every = compare_options(spec) if spec.design.frameworks else _light_options(spec)
+    out = {GIVEN[n]: every.get(GIVEN[n]) for n in spec.given if n in GIVEN}
+    if spec.models.api_base is not None:
+        out["api_base"] = spec.models.api_base
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _light_options(spec: Experiment) -> dict[str, Any]:
+    """:func:`compare_options` without knowing the compared frameworks (a resume names none)."""
+    from courtroom.cli._values import parse_value
+
+    shadow = spec.replace(frameworks=["zero-shot"])
+    out = compare_options(shadow)
+    out["knobs"] = {k: parse_value(v) if isinstance(v, str) else v for k, v in spec.design.knobs.items()}
+    return out
+
+
+def _frameworks() -> dict[str, Any]:
+    from courtroom.programs import FRAMEWORKS
+
+    return FRAMEWORKS
+
+
+__all__ = [
+    "Comparison",
+    "compare_options",
+    "given_options",
+    "knob_defaults",
+    "compare",
+    "comparison_configs",
+    "comparison_runs",
+    "draw_plots",
+    "load_comparison",
+]

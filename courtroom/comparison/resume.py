@@ -85,6 +85,8 @@ def resume_comparison(
         api_base=api_base,
         **{k: options[k] for k in CONFIG_KEYS if k != "rows"},
         rows=rows,
+        splits=options.get("splits"),
+        spec=plan.get("spec"),
     )
     for config in configs.values():
         config.out = str(out_dir)

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from courtroom._stop import with_flags
 from courtroom.errors import ConfigError, CourtroomError
 from courtroom.models.usage import price_per_token
 
@@ -32,7 +33,7 @@ class BudgetExhausted(CourtroomError):  # noqa: N818 - it is an outcome, not a f
 
     def regroup(self, group: Any, later: int) -> BudgetExhausted:
         """The same stop inside repeat group ``group``, with ``later`` repeats not started."""
-        resume = f"courtroom run --resume {group}"
+        resume = with_flags(f"courtroom run --resume {group}")
         head = self.line.split("; finish with:")[0]
         line = f"{head}" + (f"; {later} later repeat(s) not started" if later else "") + f"; finish with: {resume}"
         return BudgetExhausted(line, self.budget, self.left, resume)
@@ -188,7 +189,7 @@ def run_budget(budget: Budget | None, config: Any) -> Budget | None:
 
 def stopped_run(budget: Budget, run_dir: Any, left: int) -> BudgetExhausted:
     """The one-line outcome of a run stopped at its budget."""
-    resume = f"courtroom run --resume {run_dir}"
+    resume = with_flags(f"courtroom run --resume {run_dir}")
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; "
         f"{left} example(s) not run; finish with: {resume}"
@@ -204,7 +205,7 @@ def stopped_comparison(out_dir: Any, framework: str, later: Sequence[str]) -> It
     except BudgetExhausted as stop:
         head = stop.line.split("; finish with:")[0].replace("example(s) not run", f"example(s) of {framework} not run")
         rest = f"; not started: {', '.join(later)}" if later else ""
-        resume = f"courtroom compare --resume {out_dir}"
+        resume = with_flags(f"courtroom compare --resume {out_dir}")
         raise BudgetExhausted(f"{head}{rest}; finish with: {resume}", stop.budget, stop.left, resume) from None
 
 
@@ -224,6 +225,8 @@ def study_run_config(config: Any) -> Any:
         max_tokens=config.max_tokens,
         api_base=config.api_base,
         train_limit=config.train,
+        dataset=config.dataset,
+        splits=config.splits,
     )
 
 
@@ -268,6 +271,7 @@ def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
     if config.storage:
         resume += f" --storage {config.storage}"
+    resume = with_flags(resume)
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
         f"continue with: {resume}"

@@ -147,7 +147,9 @@ _SPLITS: dict[str, Any] = {}
 
 
 def _data_key(config: RunConfig) -> str:
-    return json.dumps([config.task, config.data, config.seed, config.dataset], sort_keys=True, default=str)
+    return json.dumps(
+        [config.task, config.data, config.seed, config.dataset, config.splits], sort_keys=True, default=str
+    )
 
 
 def estimate_run(
@@ -175,7 +177,7 @@ def estimate_run(
         splits = _SPLITS.get(_data_key(config))
         if splits is None:
             splits = _SPLITS[_data_key(config)] = load_splits(
-                config.task, data=config.data, seed=config.seed, dataset=config.dataset
+                config.task, data=config.data, seed=config.seed, dataset=config.dataset, splits=config.splits
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
     calls, prepare_calls, exact, by_role = max_calls(config, labels, positions, examples, train)

@@ -204,23 +204,112 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
     return examples
 
 
-def split_examples(examples: Sequence[dspy.Example], seed: int) -> dict[str, list[dspy.Example]]:
-    """Seeded train/dev/test split (20/20/60)."""
+def split_examples(
+    examples: Sequence[dspy.Example],
+    seed: int,
+    sizes: Sequence[float] | None = None,
+    splits: Sequence[str] = SPLITS,
+) -> dict[str, list[dspy.Example]]:
+    """Seeded split into ``splits`` (default train/dev/test at 20/20/60).
+
+    ``sizes`` (TRAIN, DEV, TEST) are fractions or counts (``--split-sizes``). Splitting into fewer
+    splits (the others given as their own files) shares the examples among those in proportion.
+    """
     order = list(examples)
     random.Random(f"split-{seed}").shuffle(order)
-    n_train = int(len(order) * FRACTIONS["train"])
-    n_dev = int(len(order) * FRACTIONS["dev"])
+    want = list(sizes) if sizes else [FRACTIONS[s] for s in SPLITS]
+    mine = [want[SPLITS.index(s)] for s in splits]
+    counts = all(float(x) == int(x) for x in want) and any(x > 1 for x in want)
+    n = len(order)
+    if counts:
+        need = int(sum(mine))
+        if need > n:
+            asked = ",".join(f"{int(x)}" for x in want)
+            raise DataError(
+                f"--split-sizes {asked} needs {need} examples but the data has {n}: "
+                f"lower the counts or use fractions (e.g. --split-sizes 0.6,0.2,0.2)"
+            )
+        cut = [int(x) for x in mine]
+    else:
+        total = sum(mine) if len(splits) < len(SPLITS) or sum(mine) > 1 else 1.0
+        cut = [int(n * x / total) for x in mine[:-1]]
+        rest = n - sum(cut)
+        cut.append(rest if abs(sum(mine) / total - 1) < 1e-9 else min(rest, int(n * mine[-1] / total)))
+    out, start = {}, 0
+    for name, k in zip(splits, cut, strict=True):
+        out[name] = order[start : start + k]
+        start += k
+    for name in SPLITS:
+        out.setdefault(name, [])
+    return out
+
+
+def read_task_file(path: str | Path) -> dict[str, Any]:
+    """A task file (YAML) naming the user's dataset, its fields and labels.
+
+    Keys: ``dataset``, ``text_field``, ``label_field``, ``labels`` and optional ``positions``,
+    ``dataset_config``, ``hub_split``; a relative ``dataset`` path is read from the file's folder.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read task file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"cannot parse task file {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, Mapping) or "dataset" not in data:
+        raise ConfigError(
+            f"task file {path}: write a mapping with dataset, text_field, label_field and labels, "
+            "e.g. dataset: reviews.csv"
+        )
+    known = {"dataset", "text_field", "label_field", "labels", "positions", "dataset_config", "hub_split"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"task file {path}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}"
+        )
+    out = dict(data)
+    value = str(out["dataset"])
+    if not Path(value).is_absolute() and (path.parent / value).exists():
+        out["dataset"] = str(path.parent / value)
+    for key in ("text_field", "labels", "positions"):
+        if isinstance(out.get(key), str):
+            out[key] = [x.strip() for x in out[key].split(",") if x.strip()]
+    return out
+
+
+def _from_task_file(path: str) -> dict[str, Any]:
+    data = read_task_file(path)
+    missing = [k for k in ("text_field", "label_field", "labels") if not data.get(k)]
+    if missing:
+        raise ConfigError(f"task file {path}: missing {', '.join(missing)}")
     return {
-        "train": order[:n_train],
-        "dev": order[n_train : n_train + n_dev],
-        "test": order[n_train + n_dev :],
+        "dataset": str(data["dataset"]),
+        "text_fields": list(data["text_field"]),
+        "label_field": str(data["label_field"]),
+        "labels": list(data["labels"]),
+        "positions": data.get("positions"),
+        "config": data.get("dataset_config"),
+        "hub_split": data.get("hub_split") or "train",
     }
 
 
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
     if dataset:
-        return custom_task(**dataset)
+        args = _from_task_file(dataset["task_file"]) if "task_file" in dataset else dict(dataset)
+        return custom_task(**args)
     return (name if isinstance(name, Task) else get_task(name)), data
+
+
+def _split_source(task: Task, value: str) -> tuple[list[dict[str, Any]], str, str]:
+    """Records of a split given on its own: a file, or (for a Hub dataset) the name of one of its Hub splits."""
+    if is_local_path(value) or task.hub is None:
+        return _read_file(Path(value).expanduser()), f"file {value}", Path(value).stem
+    path, config, _ = task.hub
+    ds = load_hub(path, config, value, task=task.name, has_generator=task.has_generator)
+    return [dict(r) for r in ds], f"hub {path} split {value}", f"{task.name}-{value}"
 
 
 def load_splits(
@@ -229,16 +318,31 @@ def load_splits(
     data: str = "auto",
     seed: int = 0,
     dataset: Mapping[str, Any] | None = None,
+    splits: Mapping[str, Any] | None = None,
 ) -> tuple[Task, dict[str, list[dspy.Example]], str]:
-    """(task, every split, source description): ``dataset`` holds :func:`custom_task` arguments."""
+    """(task, every split, source description).
+
+    ``dataset`` holds :func:`custom_task` arguments (or ``{"task_file": PATH}``); ``splits`` holds
+    ``sizes`` (``--split-sizes``) and ``files`` (split -> its own file or Hub split name,
+    ``--train-data``/``--dev-data``/``--test-data``).
+    """
     task, data = _resolve(name, dataset, data)
+    files = dict((splits or {}).get("files") or {})
+    sizes = (splits or {}).get("sizes")
     records, source = load_records(task, data, seed=seed)
-    if records:
-        _check_fields(task, records)
-        task = task.with_labels_from(records)
+    own = {s: _split_source(task, str(v)) for s, v in files.items()}
+    every = [*records, *(r for rows, _, _ in own.values() for r in rows)]
+    if every:
+        _check_fields(task, every)
+        task = task.with_labels_from(every)
     local = data not in ("auto", "generate", "hub")
     prefix = Path(data).stem if local else task.name
-    return task, split_examples(to_examples(task, records, prefix), seed), source
+    rest = [s for s in SPLITS if s not in own]
+    out = split_examples(to_examples(task, records, prefix), seed, sizes, rest) if rest else {}
+    for s, (rows, where, stem) in own.items():
+        out[s] = to_examples(task, rows, stem)
+        source += f"; {s}: {where}"
+    return task, {s: out.get(s, []) for s in SPLITS}, source
 
 
 def load_task(
@@ -249,6 +353,7 @@ def load_task(
     limit: int | None = None,
     seed: int = 0,
     dataset: Mapping[str, Any] | None = None,
+    splits: Mapping[str, Any] | None = None,
     limit_flag: str | None = None,
     short: str = "error",
 ) -> TaskData:
@@ -262,8 +367,8 @@ def load_task(
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
-    task, splits, source = load_splits(name, data=data, seed=seed, dataset=dataset)
-    examples = splits[split][:limit] if limit is not None else splits[split]
+    task, parts, source = load_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
+    examples = parts[split][:limit] if limit is not None else parts[split]
     if limit_flag and limit is not None and limit > len(examples):
         if short == "warn":
             said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
@@ -280,13 +385,32 @@ def load_task(
     return TaskData(task, split, examples, source, seed)
 
 
-def load_sized(name: str, split: str, limit: int | None, *, data: str = "auto", seed: int = 0) -> TaskData:
+def load_sized(
+    name: str,
+    split: str,
+    limit: int | None,
+    *,
+    data: str = "auto",
+    seed: int = 0,
+    dataset: Mapping[str, Any] | None = None,
+    splits: Mapping[str, Any] | None = None,
+) -> TaskData:
     """The train or dev split cut to ``--train-limit``/``--dev-limit`` (compile and studies).
 
     Their defaults may exceed a small dataset, so a smaller split is used whole, with a warning.
     """
     flag = {"train": "--train-limit", "dev": "--dev-limit"}[split]
-    return load_task(name, data=data, split=split, limit=limit, seed=seed, limit_flag=flag, short="warn")
+    return load_task(
+        name,
+        data=data,
+        split=split,
+        limit=limit,
+        seed=seed,
+        dataset=dataset,
+        splits=splits,
+        limit_flag=flag,
+        short="warn",
+    )
 
 
 __all__ = [
@@ -301,6 +425,7 @@ __all__ = [
     "load_sized",
     "load_splits",
     "load_task",
+    "read_task_file",
     "register",
     "split_examples",
     "to_examples",

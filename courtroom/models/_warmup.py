@@ -15,7 +15,18 @@ import threading
 
 # What DSPy's native engine (hosted models without --api-base) imports on its first request;
 # that path cannot be mocked offline, so its modules are named (measured with dspy 3.4).
-_NATIVE_PATH = ("difflib", "dspy.clients.costs", "dspy._vendor.lm15.cloud.hosts", "dspy._vendor.lm15.cloud.sigv4")
+# httpx's transport (httpcore) is itself imported on the first request since httpx 0.28.
+_NATIVE_PATH = (
+    "difflib",
+    "dspy.clients.costs",
+    "dspy._vendor.lm15.cloud.hosts",
+    "dspy._vendor.lm15.cloud.sigv4",
+    "httpcore",
+    "httpcore._backends.sync",
+    "httpcore._backends.auto",
+    "httpcore._backends.anyio",
+    "httpcore._backends.mock",
+)
 
 _lock = threading.Lock()
 _done = False

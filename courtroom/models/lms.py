@@ -142,6 +142,42 @@ def build_lm(spec: LMSpec | str) -> Any:
     return limit_requests(dspy.LM(spec.model, **kwargs))
 
 
+def missing_keys(models: Iterable[Any]) -> str | None:
+    """One line naming the environment variables the models' providers need and lack (None: all set).
+
+    Models served from an ``--api-base`` (a local server) and models given a key are skipped, as
+    are names LiteLLM does not know (fakes, the embedded model).
+    """
+    needed: dict[str, list[str]] = {}
+    for lm in models:
+        kwargs = getattr(lm, "kwargs", None) or {}
+        name = getattr(lm, "model", None)
+        if not isinstance(name, str) or "/" not in name or kwargs.get("api_base") or kwargs.get("api_key"):
+            continue
+        import litellm
+
+        litellm.suppress_debug_info = True  # it prints a banner for names it does not know
+        try:
+            found = litellm.validate_environment(model=name)
+        except Exception:  # noqa: BLE001 - an unknown provider is found when the model is called
+            continue
+        for key in found.get("missing_keys") or []:
+            if "KEY" in key or "TOKEN" in key:  # OLLAMA_API_BASE has a default: localhost
+                needed.setdefault(key, []).append(name)
+    if not needed:
+        return None
+    keys = ", ".join(sorted(needed))
+    names = ", ".join(sorted({m for ms in needed.values() for m in ms}))
+    return f"{names} needs {keys} in the environment: export it (keys are never read from files or flags)"
+
+
+def check_keys(lms: RoleLMs) -> None:
+    """Refuse, before the first example, models whose provider key is missing (:func:`missing_keys`)."""
+    line = missing_keys(lms.models())
+    if line:
+        raise ConfigError(line)
+
+
 def parse_role_overrides(items: Iterable[str], valid_roles: Iterable[str]) -> dict[str, str]:
     """Parse ``ROLE=MODEL`` strings (the CLI's repeated ``--role``)."""
     valid = sorted(set(valid_roles))

@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize.spaces import split_params
 from courtroom.optimize.study_report import best_trial, write_report
 
 
@@ -105,26 +104,6 @@ def write_design_report(
         if plotted:
             written["pareto"] = plotted
     return written
-
-
-def export_design_config(study: Any, task: str, path: str | Path) -> dict[str, Any]:
-    """The best trial as a config that ``courtroom compile --config`` accepts."""
-    trial = best_trial(study)
-    knobs, models, temps = split_params(trial.user_attrs.get("config") or {})
-    config = {
-        "kind": "courtroom-config",
-        "framework": trial.user_attrs.get("design"),
-        "task": task,
-        "knobs": knobs,
-        "roles": models,
-        "temperatures": temps,
-        "study": study.study_name,
-        "trial": trial.number,
-        "values": list(trial.values),
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(config, indent=2))
-    return config
 
 
 def export_design_program(

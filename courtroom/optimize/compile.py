@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
@@ -27,12 +27,15 @@ from courtroom.eval.harness import evaluate, summarize
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.models._adapter import ADAPTER
 from courtroom.models._concurrency import bounded_requests, limit_requests
-from courtroom.models.lms import LMSpec, RoleLMs, build_lm, resolve_roles
+from courtroom.models.lms import LMSpec, RoleLMs, build_lm, check_keys, resolve_roles
 from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.reporting.progress import quiet_tqdm
+
+if TYPE_CHECKING:
+    from courtroom.spec import Experiment
 
 
 @dataclass
@@ -332,6 +335,8 @@ def compile_program(
     positions: Sequence[str] | None = None,
     display: Any = None,
     fail_on_error: float | None = DEFAULT_FAIL_ON_ERROR,
+    dataset: Mapping[str, Any] | None = None,
+    splits: Mapping[str, Any] | None = None,
 ) -> CompileResult:
     """Compile ``framework`` on a task with ``optimizer``; score the dev split before and after.
 
@@ -354,9 +359,10 @@ def compile_program(
 
         if train < 1 or dev < 1:
             raise ConfigError(f"--train-limit and --dev-limit must be >= 1 (got {train}, {dev})")
-        tr = load_sized(task, "train", train, data=data, seed=seed)
-        dv = load_sized(task, "dev", dev, data=data, seed=seed)
+        tr = load_sized(task, "train", train, data=data, seed=seed, dataset=dataset, splits=splits)
+        dv = load_sized(task, "dev", dev, data=data, seed=seed, dataset=dataset, splits=splits)
         trainset, devset = tr.examples, dv.examples
+        task_info["name"] = tr.task.name
         labels, positions = list(tr.task.labels), list(tr.task.positions or tr.task.labels)
         task_info |= {"source": tr.source, "seed": seed}
     trainset, devset = list(trainset), list(devset)
@@ -380,6 +386,7 @@ def compile_program(
             api_base=api_base,
             timeout=timeout,
         )
+        check_keys(lms)
     program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
     check_compatible(opt, program)
     helper = build_lm(LMSpec(prompt_lm, timeout=timeout)) if isinstance(prompt_lm, str) else prompt_lm
@@ -424,3 +431,35 @@ def compile_program(
     dev_results = {"before": before.pop("results"), "after": after.pop("results")}
     dev_wall = {"before": before.pop("wall"), "after": after.pop("wall")}
     return CompileResult(compiled, before, after, metadata, dev_results=dev_results, dev_wall=dev_wall)
+
+
+def compile_spec(spec: Experiment, models: tuple[Any, Mapping[str, Any]], *, display: Any = None) -> CompileResult:
+    """:func:`compile_program` as ``spec`` describes it; ``models`` is (default model, role -> model)."""
+    from courtroom.cli._values import typed_knobs
+
+    opt = get_optimizer(spec.design.optimizer or "bootstrap")
+    d, m = spec.data, spec.models
+    default, roles = models
+    return compile_program(
+        str(spec.design.framework),
+        task=d.task_name,
+        optimizer=opt.name,
+        settings=typed_knobs(spec.design.optimizer_settings, opt.defaults, flag="--opt"),
+        knobs=spec.design.knobs,
+        train=d.train_limit or 20,
+        dev=d.dev_limit or 20,
+        data=d.source,
+        seed=d.seed,
+        lm=default,
+        roles=roles,
+        prompt_lm=m.prompt_lm,
+        temperature=m.temperature,
+        max_tokens=m.max_tokens,
+        api_base=m.api_base,
+        timeout=m.timeout,
+        concurrency=spec.execution.concurrency or 4,
+        display=display,
+        fail_on_error=spec.execution.threshold,
+        dataset=d.custom(),
+        splits=d.splits(),
+    )

@@ -17,23 +17,29 @@ them (:mod:`courtroom.models.panels`). Storage, resume, workers and pruning are 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dspy
 
-from courtroom.cost.tally import UNITS, TokenTally, tallied
+from courtroom.cost.tally import UNITS
 from courtroom.errors import ConfigError
-from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.models._concurrency import bounded_requests
-from courtroom.models.lms import RoleLMs, resolve_roles
+from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
-from courtroom.models.usage import metered
 from courtroom.optimize import _storage
-from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, sample, split_params
-from courtroom.optimize.study import StudyConfig, StudyOutcome, _record, _trial_lms, _value, create_study, study_data
+from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, split_params
+from courtroom.optimize.study import (
+    StudyConfig,
+    StudyOutcome,
+    TrialFailed,
+    _portable,
+    _trial_lms,
+    create_study,
+    make_objective,
+    study_data,
+)
 from courtroom.programs import build_program, get_framework
 
 DESIGN = "design"
@@ -71,7 +77,7 @@ class DesignStudyConfig(StudyConfig):
     @property
     def name(self) -> str:
         """The study name (default ``designs-{task}``)."""
-        return self.study_name or f"designs-{self.task}"
+        return self.study_name or _portable(f"designs-{self.task}")
 
     def paper_defaults(self, space: Sequence[Param]) -> list[dict[str, Any]]:
         """One enqueued trial per design: its paper configuration."""
@@ -177,76 +183,28 @@ def build_trial_program(
     return compile_in_trial(program, config, train) if config.compile else program
 
 
-def _cost(config: DesignStudyConfig, calls: int, tally: TokenTally) -> float:
-    if config.cost == "calls":
-        return float(calls)
-    if config.cost == "tokens":
-        return float(tally.tokens)
-    prices = {m: (float(p[0]), float(p[1])) for m, p in (config.prices or {}).items()}
-    dollars = tally.dollars(prices)
-    if dollars is None:
-        raise ConfigError(f"no price for {', '.join(tally.by_model)}: pass --prices FILE or use --cost-unit tokens")
-    return dollars
-
-
-def make_design_objective(
+def design_builder(
     config: DesignStudyConfig,
-    space: Sequence[Param],
     base: RoleLMs,
     train: Sequence[dspy.Example],
-    dev: Sequence[dspy.Example],
     labels: Sequence[str],
     positions: Sequence[str] | None,
     model_objects: Mapping[str, Any],
 ) -> Any:
-    """The Optuna objective over designs: build, compile, evaluate in chunks, record usage and cost."""
+    """A study across designs: a trial draws its design, then that design's knobs (an invalid one is pruned)."""
     import optuna
 
-    single = not config.cost_objective
-    size = max(1, -(-len(dev) // max(1, config.chunks)))
-
-    def objective(trial: Any) -> Any:
-        trial.set_user_attr("worker", _storage.WORKER)
-        trial.set_user_attr("heartbeat", time.time())
-        params = sample(space, trial)
+    def build(trial: Any, params: Mapping[str, Any]) -> Any:
         fw, own = trial_design(params)
         trial.set_user_attr("design", fw)
         trial.set_user_attr("config", own)
-        start = time.perf_counter()
-        prep_tally, tally = TokenTally(), TokenTally()
-        with metered() as prep, tallied(prep_tally):
-            try:
-                program = build_trial_program(config, params, base, train, labels, positions, model_objects)
-            except ConfigError as exc:
-                trial.set_user_attr("invalid", str(exc))
-                raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
-        results: list[ExampleResult] = []
-        with tallied(tally):
-            for i in range(0, len(dev), size):
-                results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
-                trial.set_user_attr("heartbeat", time.time())
-                if single and config.prune and len(results) < len(dev):
-                    trial.report(_value(results, labels, config.objective), step=len(results))
-                    if trial.should_prune():
-                        _record(trial, results, labels, prep.usage, start)
-                        raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
-        _record(trial, results, labels, prep.usage, start)
-        n = max(len(results), 1)
-        compile_calls = sum(row[0] for row in prep_tally.by_model.values())
-        calls = total_usage(results).calls + compile_calls
-        trial.set_user_attr("compile_calls", compile_calls)
-        trial.set_user_attr("tokens_per_example", round((tally.tokens + prep_tally.tokens) / n, 2))
-        merged = TokenTally()
-        for t in (tally, prep_tally):
-            for m, row in t.by_model.items():
-                merged.by_model[m] = [a + b for a, b in zip(merged.by_model.get(m, [0, 0, 0]), row, strict=True)]
-        cost = _cost(config, calls, merged) / n
-        trial.set_user_attr("cost_per_example", round(cost, 8))
-        trial.set_user_attr("cost_unit", config.cost)
-        value = _value(results, labels, config.objective)
-        return (value, cost) if config.cost_objective else value
+        try:
+            return build_trial_program(config, params, base, train, labels, positions, model_objects)
+        except ConfigError as exc:
+            trial.set_user_attr("invalid", str(exc))
+            raise optuna.TrialPruned(f"invalid configuration: {exc}") from exc
 
-    return objective
+    return build
 
 
 def run_design_study(
@@ -258,6 +216,7 @@ def run_design_study(
     devset: Sequence[dspy.Example] | None = None,
     labels: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
+    callbacks: Sequence[Any] = (),
     budget: Any = None,
 ) -> StudyOutcome:
     """Create or resume the study over ``config.frameworks`` and run ``config.trials`` trials here.
@@ -290,11 +249,15 @@ def run_design_study(
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             api_base=config.api_base,
+            timeout=config.timeout,
         )
+        check_keys(lms)
     _storage.fail_stale_trials(study)
-    objective = make_design_objective(
-        config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
-    )
+    train, objects = list(trainset or []), dict(model_objects or {})
+    objective = make_objective(
+        config, space, lms, train, list(devset), labels, positions, objects,
+        build=design_builder(config, lms, train, labels, positions, objects),
+    )  # fmt: skip
     if budget is not None:
         from courtroom.cost.budget import guard_objective
 
@@ -310,12 +273,18 @@ def run_design_study(
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
         for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-            _optimize(study, objective, n_trials, n_jobs)
+            _optimize(study, objective, n_trials, n_jobs, callbacks)
     if budget is not None and budget.stopped:
         from courtroom.cost.budget import stopped_study
 
         raise stopped_study(budget, config, budget.admitted)
-    return StudyOutcome(study, config, space)
+    names = {role: saved_name(lms.for_role(role)) for role in sorted(roles_of(config))}
+    return StudyOutcome(study, config, space, names, saved_name(lms[DEFAULT]) if DEFAULT in lms else None)
+
+
+def roles_of(config: DesignStudyConfig) -> set[str]:
+    """Every role of the designs searched."""
+    return {r for fw in config.frameworks for r in get_framework(fw).roles}
 
 
 def compile_bounded(config: DesignStudyConfig) -> bool:
@@ -357,7 +326,7 @@ def design_trial_estimate(config: DesignStudyConfig, space: Sequence[Param]) -> 
     return max(design_estimates(config, space).values(), key=lambda e: (e.calls, e.cost or 0.0))
 
 
-def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int) -> None:
+def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int, callbacks: Sequence[Any] = ()) -> None:
     """``study.optimize`` until this process has told ``n_trials`` trials, whatever other workers do.
 
     SQLite has no row lock, so two processes can pop the same enqueued trial (a paper default);
@@ -376,9 +345,9 @@ def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int) -> None:
                 objective,
                 n_trials=remaining,
                 n_jobs=n_jobs,
-                catch=(Exception,),
+                catch=(TrialFailed,),
                 gc_after_trial=False,
-                callbacks=[lambda _study, trial: told.append(trial.number)],
+                callbacks=[lambda _study, trial: told.append(trial.number), *callbacks],
             )
             return
         except (UpdateFinishedTrialError, ValueError) as exc:

@@ -31,7 +31,7 @@ from courtroom.eval.harness import ExampleResult, evaluate, total_usage
 from courtroom.eval.metrics import score
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.models._concurrency import bounded_requests
-from courtroom.models.lms import DEFAULT, LMSpec, RoleLMs, resolve_roles, saved_name
+from courtroom.models.lms import DEFAULT, LMSpec, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.usage import metered
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
@@ -77,24 +77,44 @@ class StudyConfig:
     prune: bool = True
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR
     """A trial whose failed examples exceed this fraction stops the study (:class:`TooManyFailures`)."""
+    dataset: dict[str, Any] | None = None
+    """:func:`courtroom.data.tasks.custom_task` arguments for the user's own dataset."""
+    splits: dict[str, Any] | None = None
+    """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
+    spec: dict[str, Any] | None = None
+    """The experiment spec the study came from, as recorded on it."""
 
     @property
     def name(self) -> str:
-        """The study name (default ``{framework}-{task}``)."""
-        return self.study_name or f"{self.framework}-{self.task}"
+        """The study name (default ``{framework}-{task}``, in characters a folder name may hold)."""
+        return self.study_name or _portable(f"{self.framework}-{self.task}")
 
     def paper_defaults(self, space: Sequence[Param]) -> list[dict[str, Any]]:
         """The trials enqueued when the study is created: the paper's configuration."""
         return [default_params(self.framework, space)]
 
     def identity(self) -> dict[str, Any]:
-        """What a resumed study must match."""
-        return {
-            "framework": self.framework,
-            "task": self.task,
-            "objective": self.objective,
-            "cost_objective": self.cost_objective,
-        }
+        """What a continued study must match: everything that changes a trial's answers or score."""
+        return _jsonable(
+            {
+                "framework": self.framework,
+                "task": self.task,
+                "objective": self.objective,
+                "cost_objective": self.cost_objective,
+                "--data": self.data,
+                "--dataset": self.dataset,
+                "--split-sizes": self.splits,
+                "--seed": self.seed,
+                "--train-limit": self.train,
+                "--dev-limit": self.dev,
+                "--lm": list(self.models),
+                "--role": dict(self.roles),
+                "--temperature": self.temperature,
+                "--max-tokens": self.max_tokens,
+                "--search-temperature": self.search_temperature,
+                "--space": dict(self.space),
+            }
+        )
 
 
 @dataclass
@@ -112,6 +132,8 @@ class StudyOutcome:
     """The trials as a DataFrame (set by :func:`courtroom.study`)."""
     report_dir: Path | None = None
     """The report folder, once written."""
+    program_path: Path | None = None
+    """The best program, saved by ``export_best`` in a study that compiles each trial."""
 
     @property
     def best(self) -> list[Any]:
@@ -174,15 +196,56 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
         ) from exc
     saved = study.user_attrs.get("courtroom")
     if saved is None:
-        study.set_user_attr("courtroom", config.identity() | {"space": {p.name: p.describe() for p in space}})
+        study.set_user_attr(
+            "courtroom", config.identity() | {"space": {p.name: p.describe() for p in space}, "spec": config.spec}
+        )
         for params in config.paper_defaults(space):
             study.enqueue_trial(params, user_attrs={"paper_default": True})
     else:
-        mismatch = {k: (saved.get(k), v) for k, v in config.identity().items() if saved.get(k) != v}
+        mismatch = {k: (saved.get(k), v) for k, v in config.identity().items() if k in saved and saved[k] != v}
         if mismatch:
             got = ", ".join(f"{k}={old!r} (you asked {new!r})" for k, (old, new) in mismatch.items())
-            raise ConfigError(f"study {config.name!r} already exists with {got}: use another --study-name")
+            raise ConfigError(
+                f"study {config.name!r} already exists with {got}: pass the same options to continue it, "
+                "or use another --study-name"
+            )
     return study
+
+
+def _portable(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def unclaimed_name(config: StudyConfig) -> str:
+    """The study name for ``config`` when none was given (its default, unless taken by another spec).
+
+    When a study of the default name exists with another spec, this one is ``{default}-{hash}``
+    (the same for every worker with this spec).
+
+    Call it under the storage's creation lock (:func:`_storage.creation_lock`).
+    """
+    import hashlib
+    import json
+
+    optuna = _optuna()
+    base = config.name
+    storage = _storage.open_storage(config.storage)
+    try:
+        saved = optuna.load_study(study_name=base, storage=storage).user_attrs.get("courtroom")
+    except KeyError:  # no such study yet
+        return base
+    if saved is None or all(saved.get(k, v) == v for k, v in config.identity().items()):
+        return base
+    digest = hashlib.sha1(json.dumps(config.identity(), sort_keys=True).encode()).hexdigest()[:6]
+    return f"{base}-{digest}"
 
 
 def _trial_lms(
@@ -223,6 +286,35 @@ def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: s
     return float(s[OBJECTIVES[objective]])
 
 
+def framework_builder(
+    config: StudyConfig,
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """A study of one framework: a trial's parameters are its knobs (and searched models, temperatures)."""
+
+    def build(trial: Any, params: Mapping[str, Any]) -> Any:
+        trial.set_user_attr("config", dict(params))
+        knobs, models, temps = split_params(dict(params))
+        try:
+            program = build_program(
+                config.framework,
+                labels,
+                positions,
+                knobs=knobs,
+                lms=_trial_lms(base, config, models, temps, model_objects),
+            )
+            program.prepare(list(train))
+        except ConfigError as exc:  # the space produced a configuration the framework refuses
+            raise ConfigError(f"trial {trial.number} {dict(params)}: {exc}") from exc
+        return program
+
+    return build
+
+
 def make_objective(
     config: StudyConfig,
     space: Sequence[Param],
@@ -232,11 +324,21 @@ def make_objective(
     labels: Sequence[str],
     positions: Sequence[str] | None,
     model_objects: Mapping[str, Any],
+    build: Any = None,
 ) -> Any:
-    """The Optuna objective: build the trial's program, evaluate it in chunks, record usage."""
+    """The one Optuna objective of every study: build the trial's program, score it on dev in chunks.
+
+    ``build(trial, params) -> program`` makes the trial's program (default: one framework's,
+    :func:`framework_builder`; a study across designs passes its own). Each trial records its usage;
+    a trial whose failed examples exceed ``config.fail_on_error`` stops the study
+    (:class:`TooManyFailures`); any other error is recorded on the trial and the study goes on.
+    The second objective (``cost_objective``) is calls per example, or for a study across designs
+    the cost in its unit (:func:`trial_cost`).
+    """
     optuna = _optuna()
     single = not config.cost_objective
     size = max(1, -(-len(dev) // max(1, config.chunks)))
+    build = build or framework_builder(config, base, train, labels, positions, model_objects)
 
     def objective(trial: Any) -> Any:
         try:
@@ -251,42 +353,68 @@ def make_objective(
             raise TrialFailed(error) from exc
 
     def run_trial(trial: Any) -> Any:
+        from courtroom.cost.tally import TokenTally, tallied
+
         trial.set_user_attr("worker", _storage.WORKER)
         trial.set_user_attr("heartbeat", time.time())
         params = sample(space, trial)
-        trial.set_user_attr("config", params)
-        knobs, models, temps = split_params(params)
         start = time.perf_counter()
-        with metered() as prep:
-            try:
-                program = build_program(
-                    config.framework,
-                    labels,
-                    positions,
-                    knobs=knobs,
-                    lms=_trial_lms(base, config, models, temps, model_objects),
-                )
-                program.prepare(list(train))
-            except ConfigError as exc:  # the space produced a configuration the framework refuses
-                raise ConfigError(f"trial {trial.number} {params}: {exc}") from exc
+        prep_tally, tally = TokenTally(), TokenTally()
+        with metered() as prep, tallied(prep_tally):
+            program = build(trial, params)
         results: list[ExampleResult] = []
-        for i in range(0, len(dev), size):
-            results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
-            trial.set_user_attr("heartbeat", time.time())
-            if single and config.prune and len(results) < len(dev):
-                trial.report(_value(results, labels, config.objective), step=len(results))
-                if trial.should_prune():
-                    _record(trial, results, labels, prep.usage, start)
-                    raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
+        with tallied(tally):
+            for i in range(0, len(dev), size):
+                results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
+                trial.set_user_attr("heartbeat", time.time())
+                if single and config.prune and len(results) < len(dev):
+                    trial.report(_value(results, labels, config.objective), step=len(results))
+                    if trial.should_prune():
+                        _record(trial, results, labels, prep.usage, start)
+                        raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
         _record(trial, results, labels, prep.usage, start)
         errors = [r.error for r in results if r.prediction is None]
         verdict = status(len(errors), len(results), config.fail_on_error, errors)
         if verdict["status"] == "failed":
             raise TooManyFailures(f"trial {trial.number}: {verdict['status_reason']}")
+        cost = trial.user_attrs["calls_per_example"]
+        if getattr(config, "cost", None) is not None:  # a study across designs: cost in its unit
+            cost = trial_cost(trial, config, results, prep_tally, tally)
         value = _value(results, labels, config.objective)
-        return (value, trial.user_attrs["calls_per_example"]) if config.cost_objective else value
+        return (value, cost) if config.cost_objective else value
 
     return objective
+
+
+def trial_cost(trial: Any, config: Any, results: Sequence[ExampleResult], prep_tally: Any, tally: Any) -> float:
+    """Cost per example in ``config.cost`` (calls, tokens or dollars), compile included; recorded on the trial."""
+    from courtroom.cost.tally import TokenTally
+
+    n = max(len(results), 1)
+    compile_calls = sum(row[0] for row in prep_tally.by_model.values())
+    calls = total_usage(results).calls + compile_calls
+    trial.set_user_attr("compile_calls", compile_calls)
+    trial.set_user_attr("tokens_per_example", round((tally.tokens + prep_tally.tokens) / n, 2))
+    merged = TokenTally()
+    for t in (tally, prep_tally):
+        for m, row in t.by_model.items():
+            merged.by_model[m] = [a + b for a, b in zip(merged.by_model.get(m, [0, 0, 0]), row, strict=True)]
+    if config.cost == "calls":
+        total = float(calls)
+    elif config.cost == "tokens":
+        total = float(merged.tokens)
+    else:
+        prices = {m: (float(p[0]), float(p[1])) for m, p in (config.prices or {}).items()}
+        dollars = merged.dollars(prices)
+        if dollars is None:
+            raise ConfigError(
+                f"no price for {', '.join(merged.by_model)}: pass --prices FILE or use --cost-unit tokens"
+            )
+        total = dollars
+    cost = total / n
+    trial.set_user_attr("cost_per_example", round(cost, 8))
+    trial.set_user_attr("cost_unit", config.cost)
+    return cost
 
 
 def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
@@ -318,11 +446,12 @@ def study_data(
     if devset is None or labels is None:
         from courtroom.data.tasks import load_sized
 
-        dv = load_sized(config.task, "dev", config.dev, data=config.data, seed=config.seed)
+        where = {"data": config.data, "seed": config.seed, "dataset": config.dataset, "splits": config.splits}
+        dv = load_sized(config.task, "dev", config.dev, **where)
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None
         if trainset is None:
-            trainset = load_sized(config.task, "train", config.train, data=config.data, seed=config.seed).examples
+            trainset = load_sized(config.task, "train", config.train, **where).examples
     return trainset, devset, labels, positions
 
 
@@ -371,6 +500,7 @@ def run_study(
             api_base=config.api_base,
             timeout=config.timeout,
         )
+        check_keys(lms)
     models = {role: saved_name(lms.for_role(role)) for role in cls.roles}
     default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
     _storage.fail_stale_trials(study)

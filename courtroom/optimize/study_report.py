@@ -1,7 +1,6 @@
 """Study outputs: the trials table (pandas, CSV), plots, the Pareto front and the best config.
 
-:func:`export_config` writes the best trial as a recipe (knobs, models per role, searched
-temperatures) and :func:`read_config` / :func:`recipe_models` read it back for ``compile``.
+The best trial's recipe for ``compile`` is written by :mod:`courtroom.optimize.recipes`.
 
 Writing files is kept apart from running trials (STYLE: scoring stays pure).
 """
@@ -15,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from courtroom.errors import ConfigError
-from courtroom.optimize.spaces import split_params
 
 log = logging.getLogger(__name__)
 USAGE_COLUMNS = (
@@ -63,76 +59,6 @@ def best_trial(study: Any) -> Any:
     if len(study.directions) == 1:
         return study.best_trial
     return sorted(study.best_trials, key=lambda t: (-t.values[0], t.values[1]))[0]
-
-
-def export_config(
-    study: Any,
-    framework: str,
-    task: str,
-    path: str | Path,
-    *,
-    models: Mapping[str, str] | None = None,
-    lm: str | None = None,
-) -> dict[str, Any]:
-    """Write the best trial as a config that ``courtroom compile --config`` accepts.
-
-    ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
-    study ran on; a searched model choice replaces its role's. Names only: never keys or URLs.
-    """
-    trial = best_trial(study)
-    knobs, searched, temps = split_params(trial.user_attrs.get("config") or trial.params)
-    config = {
-        "kind": "courtroom-config",
-        "framework": framework,
-        "task": task,
-        "knobs": knobs,
-        "lm": lm,
-        "roles": dict(models or {}) | searched,
-        "temperatures": temps,
-        "study": study.study_name,
-        "trial": trial.number,
-        "values": list(trial.values),
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(config, indent=2))
-    return config
-
-
-def read_config(path: str | Path) -> dict[str, Any]:
-    """A config written by :func:`export_config` (``courtroom study --export-best``)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("kind") != "courtroom-config":
-        raise ConfigError(f"{path} is not a courtroom config: write one with `courtroom study --export-best`")
-    return data
-
-
-def recipe_models(
-    recipe: Mapping[str, Any],
-    lm: str | None = None,
-    roles: Mapping[str, Any] | None = None,
-    temperature: float | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """(default model, role -> model) for a compile from ``recipe``.
-
-    The recipe's models are used unless ``lm`` replaces them all or ``roles`` some of them; a
-    searched temperature applies to its role's model unless ``temperature`` is given.
-    """
-    import os
-
-    from courtroom.models.lms import LMSpec
-
-    merged: dict[str, Any] = ({} if lm else dict(recipe.get("roles") or {})) | dict(roles or {})
-    default = lm or recipe.get("lm")
-    temps = dict(recipe.get("temperatures") or {})
-    if temps and temperature is None:
-        name = default or os.environ.get("COURTROOM_LM", "local")
-        merged = {r: LMSpec(str(merged.get(r) or name), temperature=float(t)) for r, t in temps.items()} | {
-            r: m for r, m in merged.items() if r not in temps
-        }
-    return default, merged
 
 
 TITLES = {

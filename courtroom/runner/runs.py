@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from courtroom import _stop
@@ -30,10 +30,13 @@ from courtroom.eval.metrics import price_aliases
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.cache import configure_cache, without_base_url
-from courtroom.models.lms import RoleLMs, resolve_roles
+from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.runner.salting import salted_roles
+
+if TYPE_CHECKING:
+    from courtroom.spec import Experiment
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,48 @@ class RunConfig:
     """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
     debias: str | None = None
     """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.analysis.bias`)."""
+    splits: dict[str, Any] | None = None
+    """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
+    spec: dict[str, Any] | None = None
+    """The experiment spec the run came from (:meth:`courtroom.spec.Experiment.to_dict`), as recorded."""
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: Experiment,
+        framework: str | None = None,
+        *,
+        knobs: Mapping[str, Any] | None = None,
+        preset: str | None = None,
+        roles: Mapping[str, str] | None = None,
+    ) -> RunConfig:
+        """The run of ``framework`` (default: the spec's) that ``spec`` describes; the one place the two meet."""
+        d, m = spec.data, spec.models
+        return cls(
+            framework=str(framework or spec.design.framework),
+            task=d.task_name,
+            data=d.source,
+            split=d.split,
+            limit=d.limit,
+            seed=d.seed,
+            knobs=dict(spec.design.knobs if knobs is None else knobs),
+            lm=m.default,
+            roles=dict(m.roles if roles is None else roles),
+            temperature=m.temperature,
+            max_tokens=m.max_tokens,
+            api_base=m.api_base,
+            concurrency=spec.execution.concurrency or 4,
+            out=str(spec.output.out or "runs"),
+            dataset=d.custom(),
+            prices=spec.budget.table(),
+            train_limit=d.train_limit,
+            preset=spec.design.preset if preset is None else preset,
+            timeout=m.timeout,
+            fail_on_error=spec.execution.threshold,
+            debias=spec.design.debias,
+            splits=d.splits(),
+            spec=spec.to_dict(),
+        )
 
     def load(self, limit_flag: str = "--limit", short: str = "error") -> TaskData:
         """The examples the run evaluates (``limit_flag``, ``short``: see :func:`load_task`)."""
@@ -82,6 +127,7 @@ class RunConfig:
             limit=self.limit,
             seed=self.seed,
             dataset=self.dataset,
+            splits=self.splits,
             limit_flag=limit_flag,
             short=short,
         )
@@ -187,6 +233,7 @@ class RunSetup:
                 api_base=config.api_base,
                 timeout=config.timeout,
             )
+            check_keys(lms)
         config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
@@ -211,7 +258,9 @@ class RunSetup:
         if not self.learns:
             return {}
         config = self.config
-        train = load_splits(config.task, data=config.data, seed=config.seed, dataset=config.dataset)[1]["train"]
+        train = load_splits(
+            config.task, data=config.data, seed=config.seed, dataset=config.dataset, splits=config.splits
+        )[1]["train"]
         train = train[: config.train_limit] if config.train_limit else train
         with (
             metered() as meter,
@@ -336,25 +385,21 @@ def _start(
     budget: Any,
 ) -> RunOutcome:
     cls = type(setup.program)
-    meta = {
-        "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "config": without_base_url(asdict(config)),
-        "framework_config": setup.program.config(),
-        "models": setup.lms.names(cls.roles),
-        "preset": config.preset,
-        "temperatures": {r: setup.program.temperature_of(r) for r in cls.roles},
-        "task": {
+    write_meta(
+        run_dir,
+        config,
+        framework_config=setup.program.config(),
+        models=setup.lms.names(cls.roles),
+        temperatures={r: setup.program.temperature_of(r) for r in cls.roles},
+        task={
             "name": setup.task.name,
             "labels": list(setup.task.labels),
             "positions": setup.program.positions,
             "split": config.split,
             "source": setup.source,
         },
-        "seed": config.seed,
-        "example_ids": [ex.id for ex in setup.examples],
-        "versions": versions(),
-    }
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+        example_ids=[ex.id for ex in setup.examples],
+    )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
     prepare_usage = setup.prepare()
@@ -363,6 +408,35 @@ def _start(
         if budget is not None:
             budget.spend(prepare_usage["usage"])
     return setup.execute(run_dir, [], progress, on_start, budget=budget)
+
+
+def write_meta(
+    run_dir: Path,
+    config: RunConfig,
+    *,
+    framework_config: Mapping[str, Any],
+    models: Mapping[str, Any],
+    task: Mapping[str, Any],
+    example_ids: list[str],
+    temperatures: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a run folder's ``meta.json``: the one writer (runs, compile's dev runs), never a base URL."""
+    meta = {
+        "created": _dt.datetime.now().isoformat(timespec="seconds"),
+        "config": without_base_url({k: v for k, v in asdict(config).items() if k != "spec"}),
+        "spec": config.spec,
+        "framework_config": dict(framework_config),
+        "models": dict(models),
+        "preset": config.preset,
+        "temperatures": dict(temperatures or {}),
+        "task": dict(task),
+        "seed": config.seed,
+        "example_ids": list(example_ids),
+        "versions": versions(),
+        **dict(extra or {}),
+    }
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:

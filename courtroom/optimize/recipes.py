@@ -1,0 +1,89 @@
+"""Recipes: the best trial of a study as a config ``courtroom compile --config`` accepts.
+
+One writer (:func:`export_config`) for single-framework studies and studies across designs, one
+reader (:func:`read_config`), and :func:`recipe_models` turning a recipe's models back into
+role models. Names only: never keys or URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from courtroom.errors import ConfigError
+from courtroom.optimize.spaces import split_params
+from courtroom.optimize.study_report import best_trial
+
+
+def export_config(
+    study: Any,
+    framework: str | None,
+    task: str,
+    path: str | Path,
+    *,
+    models: Mapping[str, str] | None = None,
+    lm: str | None = None,
+    spec: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the best trial as a recipe; ``framework`` None takes the trial's design (a study across designs).
+
+    ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
+    study ran on; a searched model choice replaces its role's. ``spec`` is the study's recorded spec.
+    """
+    trial = best_trial(study)
+    knobs, searched, temps = split_params(trial.user_attrs.get("config") or trial.params)
+    config = {
+        "kind": "courtroom-config",
+        "framework": framework or trial.user_attrs.get("design"),
+        "task": task,
+        "knobs": knobs,
+        "lm": lm,
+        "roles": dict(models or {}) | searched,
+        "temperatures": temps,
+        "study": study.study_name,
+        "trial": trial.number,
+        "values": list(trial.values),
+        "spec": dict(spec) if spec else None,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(config, indent=2))
+    return config
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A config written by :func:`export_config` (``courtroom study --export-best``)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("kind") != "courtroom-config":
+        raise ConfigError(f"{path} is not a courtroom config: write one with `courtroom study --export-best`")
+    return data
+
+
+def recipe_models(
+    recipe: Mapping[str, Any],
+    lm: str | None = None,
+    roles: Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """(default model, role -> model) for a compile from ``recipe``.
+
+    The recipe's models are used unless ``lm`` replaces them all or ``roles`` some of them; a
+    searched temperature applies to its role's model unless ``temperature`` is given.
+    """
+    import os
+
+    from courtroom.models.lms import LMSpec
+
+    merged: dict[str, Any] = ({} if lm else dict(recipe.get("roles") or {})) | dict(roles or {})
+    default = lm or recipe.get("lm")
+    temps = dict(recipe.get("temperatures") or {})
+    if temps and temperature is None:
+        name = default or os.environ.get("COURTROOM_LM", "local")
+        merged = {r: LMSpec(str(merged.get(r) or name), temperature=float(t)) for r, t in temps.items()} | {
+            r: m for r, m in merged.items() if r not in temps
+        }
+    return default, merged

@@ -1,0 +1,232 @@
+"""From an experiment spec to a study: one framework's knobs, or several designs; report and export.
+
+``courtroom study`` and :func:`courtroom.study` both call :func:`run_spec_study`; the dry run is
+:func:`study_estimates`. A study's name is its identity's: with ``--study-name`` given, continuing
+it under another spec is refused naming what differs; without, a study of the default name with
+another spec is left alone and this spec gets its own (``NAME-{hash}``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from courtroom.errors import ConfigError
+
+if TYPE_CHECKING:
+    from courtroom.optimize.study import StudyConfig, StudyOutcome
+    from courtroom.spec import Experiment
+
+logger = logging.getLogger(__name__)
+
+
+def study_config(spec: Experiment) -> StudyConfig:
+    """The study ``spec`` describes: a :class:`StudyConfig`, or a :class:`DesignStudyConfig` across designs."""
+    from courtroom.api import check_roles
+    from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks
+    from courtroom.optimize.spaces import SPACES
+    from courtroom.optimize.study import StudyConfig
+    from courtroom.programs import get_framework
+    from courtroom.programs.presets import apply_preset
+
+    d, m, st, design = spec.data, spec.models, spec.study, spec.design
+    common: dict[str, Any] = {
+        "task": d.task_name,
+        "trials": st.trials,
+        "dev": d.dev_limit or 20,
+        "train": d.train_limit or 20,
+        "data": d.source,
+        "seed": d.seed,
+        "storage": st.storage,
+        "study_name": st.study_name,
+        "workers": spec.execution.workers,
+        "objective": st.objective,
+        "cost_objective": st.cost_objective,
+        "space": dict(st.space),
+        "models": list(m.lm),
+        "roles": dict(m.roles),
+        "search_temperature": st.search_temperature,
+        "temperature": m.temperature,
+        "max_tokens": m.max_tokens,
+        "api_base": m.api_base,
+        "timeout": m.timeout,
+        "concurrency": spec.execution.concurrency or 4,
+        "prune": st.prune,
+        "fail_on_error": spec.execution.threshold,
+        "dataset": d.custom(),
+        "splits": d.splits(),
+        "spec": spec.to_dict(),
+    }
+    if design.frameworks or design.optimizer:  # a study over designs (one design with --compile alone)
+        if design.framework and design.frameworks:
+            raise ConfigError("give a FRAMEWORK or --frameworks, not both")
+        frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
+        check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
+        prices = spec.budget.table()
+        from courtroom.cli._values import typed_knobs
+        from courtroom.optimize.compile import get_optimizer
+
+        settings = dict(design.optimizer_settings)
+        if design.optimizer:
+            settings = typed_knobs(settings, get_optimizer(design.optimizer).defaults, flag="--opt")
+        return DesignStudyConfig(
+            frameworks=frameworks,
+            compile=design.optimizer,
+            compile_settings=settings,
+            cost=st.cost_unit or ("dollars" if prices else "tokens"),
+            prices=prices,
+            **common,
+        )
+    if design.framework is None and design.preset is None:
+        raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
+    framework, fixed = apply_preset(design.preset, design.framework)
+    in_space = {p.name for p in SPACES.get(framework, ())}
+    common["space"] = {k: str(v) for k, v in fixed.items() if k in in_space} | common["space"]
+    check_roles(m.roles, get_framework(framework).roles)
+    return StudyConfig(framework=framework, **common)
+
+
+def is_design_study(config: Any) -> bool:
+    """Whether ``config`` is a study across designs."""
+    return hasattr(config, "frameworks")
+
+
+def run_spec_study(
+    spec: Experiment,
+    *,
+    progress: bool = True,
+    lms: Any = None,
+    model_objects: Any = None,
+    budget: Any = None,
+) -> StudyOutcome:
+    """Create or continue the study ``spec`` describes, run its trials, write the report and the export."""
+    from courtroom.optimize import _storage
+    from courtroom.optimize.designs import run_design_study
+    from courtroom.optimize.study import run_study, unclaimed_name
+    from courtroom.optimize.study_report import trials_table
+    from courtroom.reporting.progress import ProgressDisplay
+
+    config = study_config(spec)
+    if spec.study.study_name is None:
+        with _storage.creation_lock(config.storage):
+            name = unclaimed_name(config)
+        if name != config.name:
+            logger.warning(
+                "study %s exists with another spec (see its study.json); this spec's study is %s", config.name, name
+            )
+            config.study_name = name
+    with ProgressDisplay(progress, prices=spec.budget.table()) as display:
+        bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
+
+        def on_trial(study: Any, trial: Any) -> None:
+            value = trial.values[0] if trial.values else None
+            bar.status(
+                f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
+            )
+            bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
+            bar.advance()
+
+        run = run_design_study if is_design_study(config) else run_study
+        outcome = run(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
+    if config.trials == 0:
+        return outcome
+    outcome.table = trials_table(outcome.study)
+    if not any(t.state.name == "COMPLETE" for t in outcome.study.trials):
+        return outcome
+    write_outputs(outcome, spec, lms=lms, model_objects=model_objects)
+    return outcome
+
+
+def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, model_objects: Any = None) -> None:
+    """The report folder and, with ``export_best``, the recipe (or, with ``--compile``, the best program)."""
+    from courtroom._lock import FolderLock
+    from courtroom.optimize._design_report import write_design_report
+    from courtroom.optimize.recipes import export_config
+    from courtroom.optimize.study import report_dir, study_config_dict
+    from courtroom.optimize.study_report import write_report
+
+    config, study = outcome.config, outcome.study
+    folder = report_dir(config, spec.output.out)
+    lock = (
+        FolderLock(folder, what="study report", wait=600) if spec.output.out is not False else contextlib.nullcontext()
+    )
+    with lock:  # workers of one study write its report in turn
+        recorded = study_config_dict(config)
+        if is_design_study(config):
+            written = write_design_report(study, folder, recorded)
+        else:
+            written = write_report(study, folder, recorded, outcome.models)
+        outcome.report_dir = written["summary"].parent
+        export = spec.output.export_best
+        if not export:
+            return
+        if is_design_study(config) and getattr(config, "compile", None):
+            outcome.program_path = _export_program(outcome, spec, export, lms, model_objects)
+            return
+        framework = None if is_design_study(config) else config.framework
+        export_config(study, framework, config.task, export, models=outcome.models, lm=outcome.lm, spec=config.spec)
+
+
+def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any, model_objects: Any) -> Path:
+    """The best trial of a study with ``--compile``, rebuilt and recompiled from the cache, saved as a program."""
+    from courtroom.data.tasks import load_sized
+    from courtroom.models.lms import resolve_roles
+    from courtroom.optimize._design_report import export_design_program
+    from courtroom.programs import get_framework
+
+    config: Any = outcome.config
+    where = {"data": config.data, "seed": config.seed, "dataset": config.dataset, "splits": config.splits}
+    tr = load_sized(config.task, "train", config.train, **where)
+    roles = sorted({r for fw in config.frameworks for r in get_framework(fw).roles})
+    base = lms or resolve_roles(
+        config.models[0] if config.models else None,
+        config.roles,
+        valid_roles=roles,
+        max_tokens=config.max_tokens,
+        api_base=config.api_base,
+    )
+    return export_design_program(
+        outcome.study,
+        config,
+        path,
+        base=base,
+        train=tr.examples,
+        labels=list(tr.task.labels),
+        positions=list(tr.task.positions) if tr.task.positions else None,
+        model_objects=model_objects,
+    )
+
+
+def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
+    """The dry run of a study: per design, one trial at its most expensive point, and the total bound."""
+    from courtroom.cost.budget import study_run_config
+    from courtroom.cost.dry_run import estimate_study, scaled
+    from courtroom.optimize.designs import compile_bounded, design_estimates
+    from courtroom.optimize.spaces import build_space
+
+    config: Any = study_config(spec)
+    prices = spec.budget.table()
+    if not is_design_study(config):
+        space = build_space(
+            config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
+        )
+        note = f"{config.trials} trial(s), each at most the most expensive point of the space"
+        return {config.framework: estimate_study(study_run_config(config), space, config.trials, prices=prices)}, [note]
+    per_trial = design_estimates(config)
+    compiling = ""
+    if config.compile:
+        compiling = (
+            f"; compiling each trial ({config.compile}, at most its program runs on the train split) included"
+            if compile_bounded(config)
+            else f"; compiling each trial is not counted ({config.compile} decides its own number of calls)"
+        )
+    note = (
+        f"per design: one trial at its most expensive point; {config.trials} trial(s) cost at most "
+        f"{config.trials} x the dearest design" + compiling
+    )
+    out = {f"{fw} (1 trial)": e for fw, e in per_trial.items()}
+    dearest = max(per_trial.values(), key=lambda e: (e.calls, e.cost or 0.0))
+    out[f"{config.trials} trial(s), at most"] = scaled(dearest, config.trials, exact=False)
+    return out, [note]
