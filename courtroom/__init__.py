@@ -1,14 +1,40 @@
 """courtroom: courtroom-style multi-LLM reasoning as declarative, optimizable DSPy programs.
 
-The public names are imported on first use, so ``courtroom --help`` does not pay for DSPy.
+The public names are imported on first use, so ``courtroom --help`` does not pay for DSPy. Type
+checkers see the real functions and classes through the ``TYPE_CHECKING`` imports below (the
+package ships ``py.typed``); at run time the module ``__getattr__`` resolves the same names from
+``_LAZY``, which must name the same module and attribute for each.
 """
 
 import os
+from typing import TYPE_CHECKING
 
 # Before anything imports LiteLLM: otherwise it fetches its price map from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError  # noqa: E402
+
+if TYPE_CHECKING:
+    from courtroom.api import (
+        Verdict,
+        compare,
+        compile,
+        estimate,
+        experiment,
+        predict,
+        report,
+        run,
+        runs,
+        study,
+    )
+    from courtroom.models._adapter import INJECTION_GUARD
+    from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
+    from courtroom.optimize.compile import compile_program
+    from courtroom.optimize.study import run_study
+    from courtroom.programs import FRAMEWORKS, CourtroomProgram
+    from courtroom.saving import load_program as load
+    from courtroom.spec import Experiment
+    from courtroom.transcript import Turn, render_html, render_text
 
 __version__ = "0.1.0"
 
@@ -25,6 +51,7 @@ _LAZY = {
     "render_text": ("courtroom.transcript", "render_text"),
     "compile_program": ("courtroom.optimize.compile", "compile_program"),
     "run_study": ("courtroom.optimize.study", "run_study"),
+    "Experiment": ("courtroom.spec", "Experiment"),
     # One function per command (courtroom.api): `courtroom run` calls courtroom.run, ...
     "run": ("courtroom.api", "run"),
     "compare": ("courtroom.api", "compare"),
@@ -32,18 +59,25 @@ _LAZY = {
     "study": ("courtroom.api", "study"),
     "report": ("courtroom.api", "report"),
     "runs": ("courtroom.api", "runs"),
+    # Every command's dry run, and verdicts from a saved program.
+    "estimate": ("courtroom.api", "estimate"),
+    "predict": ("courtroom.api", "predict"),
+    "Verdict": ("courtroom.api", "Verdict"),
+    "experiment": ("courtroom.api", "experiment"),
 }
 
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which would otherwise accept any attribute (typos included).
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+    def __getattr__(name: str) -> object:
+        if name in _LAZY:
+            import importlib
 
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'courtroom' has no attribute {name!r}")
+            module, attr = _LAZY[name]
+            value = getattr(importlib.import_module(module), attr)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'courtroom' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
@@ -57,15 +91,20 @@ __all__ = [
     "CourtroomError",
     "CourtroomProgram",
     "DataError",
+    "Experiment",
     "LMSpec",
     "ModelError",
     "RoleLMs",
     "Turn",
+    "Verdict",
     "__version__",
     "compare",
     "compile",
     "compile_program",
+    "estimate",
+    "experiment",
     "load",
+    "predict",
     "render_html",
     "render_text",
     "report",

@@ -59,10 +59,10 @@ def _display(spec: Experiment, progress: bool) -> Any:
 
 def run_config(spec: Experiment) -> RunConfig:
     """The run ``spec`` describes: preset applied, knobs typed by the framework, role names checked."""
-    from courtroom.cli._values import typed_knobs
-    from courtroom.programs import get_framework
+    from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset
     from courtroom.runner.runs import RunConfig
+    from courtroom.spec import typed_knobs
 
     if spec.design.framework is None and spec.design.preset is None:
         raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
@@ -72,13 +72,6 @@ def run_config(spec: Experiment) -> RunConfig:
     )
     check_roles(spec.models.roles, cls.roles)
     return RunConfig.from_spec(spec, framework, knobs=knobs)
-
-
-def check_roles(roles: Mapping[str, Any], valid: Sequence[str]) -> None:
-    """One line for a ``--role`` naming a role the framework does not have."""
-    unknown = sorted(set(roles) - set(valid))
-    if unknown:
-        raise ConfigError(f"unknown role {unknown[0]!r} in --role: valid roles are {', '.join(sorted(valid))}")
 
 
 def run(
@@ -182,20 +175,20 @@ def estimate(
     key = "frameworks" if (spec.command if spec else command) == "compare" else "framework"
     spec = experiment(spec.command if spec else command, spec, **({key: framework} if framework else {}), **options)
     if spec.command == "run":
-        config = run_config(spec)
-        return dry_run.estimate_runs({config.framework: config}, repeats=spec.execution.repeats), []
+        planned = run_config(spec)
+        return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
     if spec.command == "compare":
         from courtroom.comparison.compare import compare_options, comparison_configs
 
         out: dict[str, Any] = {}
         for task, rows in _compared(spec).items():
             opts = compare_options(spec.updated(task=task) if task else spec)
-            planned = {k: opts.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match")}
+            row_plan = {k: opts.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match")}
             for k in ("ambiguity_k", "theta", "spec"):
                 opts.pop(k, None)
             names = list(rows) if rows else spec.design.frameworks
             configs = comparison_configs(opts.pop("task"), names, rows=rows, **opts)
-            found = dry_run.estimate_comparison(configs, **planned)
+            found = dry_run.estimate_comparison(configs, **row_plan)
             out |= {f"{task}: {k}" if len(_compared(spec)) > 1 else k: v for k, v in found.items()}
         return out, []
     if spec.command == "compile":
@@ -260,7 +253,7 @@ def compare(
             "on_start": lambda f, n: bar(f).start(n),
             "budget": _budget(spec),
             "lms": lms,
-        }
+        }  # typed as Any: compare's own keywords follow
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
@@ -284,9 +277,14 @@ def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -
             bars: dict[str, Any] = {}
 
             def bar(f: str) -> Any:
-                return bars.setdefault(f, display.track(f))
+                if f not in bars:
+                    bars[f] = display.track(f)
+                return bars[f]
 
-            hooks = {"progress": lambda f, r: bar(f).result(r), "on_start": lambda f, n: bar(f).start(n)}
+            hooks: dict[str, Any] = {
+                "progress": lambda f, r: bar(f).result(r),
+                "on_start": lambda f, n: bar(f).start(n),
+            }
             return run_compare(task, names, lms=lms, budget=_budget(spec), **hooks, **opts, **kw)
 
     _stop.note_flags(spec.runtime_flags())
@@ -340,7 +338,7 @@ def compile(  # noqa: A001 - the command's name
 def _with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None) -> tuple[Experiment, Any]:
     """The spec with a study recipe's framework, task and knobs filled in; and its models per role."""
     from courtroom.optimize.recipes import read_config, recipe_models
-    from courtroom.programs import get_framework
+    from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
 
     recipe: Mapping[str, Any] = (read_config(config) if isinstance(config, str | Path) else config) or {}
@@ -354,7 +352,7 @@ def _with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None
     cls = get_framework(framework)
     check_roles(spec.models.roles, cls.roles)
     _, preset_knobs = apply_preset(spec.design.preset, framework) if spec.design.preset else (framework, {})
-    from courtroom.cli._values import typed_knobs
+    from courtroom.spec import typed_knobs
 
     knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
     filled = {"framework": framework, "knobs": knobs}

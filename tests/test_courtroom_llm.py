@@ -193,3 +193,24 @@ def test_sentence_limit_does_not_cut_at_abbreviations_or_numbers() -> None:
     assert limit_sentences("One. Two! Three?", 2) == ("One. Two!", True)
     assert limit_sentences("Only one sentence.", 1) == ("Only one sentence.", False)
     assert limit_sentences("No limit. At all.", 0) == ("No limit. At all.", False)
+
+
+def test_sentence_limit_is_thread_safe() -> None:
+    # The prosecutor and the attorney cut their arguments in parallel threads. pysbd's Segmenter keeps
+    # per-call state on the instance (the text being split), so one segmenter shared by threads could
+    # match one text's sentences against another's text and leave an argument uncut.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from courtroom.programs._common import limit_sentences
+
+    texts = [
+        " ".join(f"Witness {i} saw event {j} on day {i + j}, e.g. at 5 p.m." for j in range(3 + i % 6))
+        for i in range(48)
+    ]
+    calls = [(texts[k % len(texts)], 1 + k % 3) for k in range(400)]
+    expected = [limit_sentences(text, n) for text, n in calls]  # single-threaded
+    assert expected[0] == ("Witness 0 saw event 0 on day 0, e.g. at 5 p.m.", True)
+    assert all(cut for _, cut in expected)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        got = list(pool.map(lambda call: limit_sentences(*call), calls))
+    assert got == expected

@@ -73,7 +73,17 @@ def test_dry_run_sends_no_request(command, tmp_path):
         args = {
             "run": ["run", "jot", "--limit", "4", *common],
             "compare": ["compare", "--frameworks", "jot,zero-shot", "--limit", "4", *common],
-            "compile": ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "4", *common],
+            "compile": [
+                "compile",
+                "zero-shot",
+                "--optimizer",
+                "bootstrap",
+                "--train-limit",
+                "4",
+                "--dev-limit",
+                "4",
+                *common,
+            ],
             "study": ["study", "jot", "--trials", "3", "--dev-limit", "4", "--train-limit", "4", *common],
         }[command]
         proc = subprocess.run(

@@ -66,7 +66,8 @@ def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path) -> 
 def test_predict_bounds_requests_in_flight(tmp_path: Path) -> None:
     with FakeServer(latency=0.15) as server:
         common = ["--lm", "openai/fake", "--api-base", server.url]
-        _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2", "--dev-limit", "1",
+        _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
+             "--dev-limit", "1",
              *FIVE_JUDGES, "-o", "p.json", *common, cwd=tmp_path)  # fmt: skip
         (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"case": f"True or {i}"}) + "\n" for i in range(6)))
         server.max_in_flight = 0

@@ -14,6 +14,7 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -89,9 +90,10 @@ OPTIONS: list[Option] = [
     _o("limit", "--limit", INT, "Evaluation examples: the first N of the split.", DATA_PANEL, ("run", "compare"),
        min=1, show_default="all"),
     _o("train_limit", "--train-limit", INT, "Training examples: fit precedents, the reliability assistant, demos "
-       "(or compile) on at most N.", DATA_PANEL, ALL, min=1, show_default="all; 20 for compile and study"),
+       "(or compile) on at most N.", DATA_PANEL, {"run": None, "compare": None, "compile": 20, "study": 20}, min=1,
+       show_default="all"),
     _o("dev_limit", "--dev-limit", INT, "Dev examples: scored before and after compiling, or by each study trial.",
-       DATA_PANEL, ("compile", "study"), min=1, show_default="20"),
+       DATA_PANEL, {"compile": 20, "study": 20}, min=1),
     # Models
     _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
        "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),
@@ -192,6 +194,9 @@ CONFIG = Annotated[
 ]
 """``--config`` of the commands without an experiment spec (show, runs, report)."""
 
+REPORT_OUT = Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")]
+"""``--out`` of ``courtroom report`` (a file, as for compile and predict): the same flag, the same meaning."""
+
 OUT_HELP = {
     "run": "Folder that receives the run folder.",
     "compare": "Folder that receives the comparison folder.",
@@ -206,6 +211,8 @@ BY_NAME = {o.name: o for o in OPTIONS}
 
 def _annotated(option: Option, command: str) -> Any:
     extra = dict(option.extra)
+    if option.commands[command] is not None:
+        extra.pop("show_default", None)  # the real default is shown
     help_ = OUT_HELP[command] if option.name == "out" else option.help
     if option.name == "out" and command in OUT_DEFAULT:
         extra["show_default"] = OUT_DEFAULT[command]

@@ -75,7 +75,7 @@ def predict_command(
         writable_file(output, "--out", "results.jsonl")
     m = spec.models
     check_providers(m.lm, [f"{r}={v}" for r, v in m.roles.items()])
-    from courtroom.api import check_roles
+    from courtroom.programs import check_roles
 
     check_roles(m.roles, all_roles())
     configure_cache()

@@ -9,18 +9,18 @@ import typer
 from rich.console import Console
 
 from courtroom.cli._app import app
-from courtroom.cli._options import CONFIG
+from courtroom.cli._options import CONFIG, REPORT_OUT
 
 
 @app.command("report")
 def report_command(
     source: Annotated[Path, typer.Argument(help="A run folder, repeat group or comparison folder.")],
     config: CONFIG = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")] = Path("report.html"),
+    out: REPORT_OUT = Path("report.html"),
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
     from courtroom.api import report
-    from courtroom.cli._options import writable_file
+    from courtroom.cli._values import writable_file
 
     writable_file(out, "-o", "report.html")
     path = report(source, out)

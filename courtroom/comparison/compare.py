@@ -164,14 +164,14 @@ def comparison_configs(
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if not frameworks:
         raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    spec = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
+    planned = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
     for name in presets:
-        matched = [f for f in frameworks if spec[f][0] == get_preset(name).framework]
+        matched = [f for f in frameworks if planned[f][0] == get_preset(name).framework]
         if not matched:
             raise ConfigError(f"--preset {name} is for {get_preset(name).framework}, which is not compared")
         for f in matched:
-            spec[f] = (spec[f][0], spec[f][1], name)
-    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in spec.items()}
+            planned[f] = (planned[f][0], planned[f][1], name)
+    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in planned.items()}
     classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
     per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
     check_debias(debias)
@@ -204,7 +204,7 @@ def comparison_configs(
             dataset=dict(dataset) if dataset else None,
             prices={k: list(v) for k, v in prices.items()} if prices else None,
             train_limit=train_limit,
-            preset=spec[f][2],
+            preset=planned[f][2],
             fail_on_error=fail_on_error,
             debias=debias if f in swapped else None,
             splits=dict(splits) if splits else None,
@@ -585,7 +585,7 @@ def knob_defaults(names: Sequence[str]) -> dict[str, Any]:
 
 def compare_options(spec: Experiment) -> dict[str, Any]:
     """The keywords of :func:`compare` that ``spec`` describes (``task`` included): the one mapping."""
-    from courtroom.cli._values import typed_knobs
+    from courtroom.spec import typed_knobs
 
     d, m, design = spec.data, spec.models, spec.design
     names = design.frameworks
@@ -653,7 +653,7 @@ def given_options(spec: Experiment) -> dict[str, Any]:
 
 def _light_options(spec: Experiment) -> dict[str, Any]:
     """:func:`compare_options` without knowing the compared frameworks (a resume names none)."""
-    from courtroom.cli._values import parse_value
+    from courtroom.spec import parse_value
 
     shadow = spec.replace(frameworks=["zero-shot"])
     out = compare_options(shadow)

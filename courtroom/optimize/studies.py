@@ -24,11 +24,10 @@ logger = logging.getLogger(__name__)
 
 def study_config(spec: Experiment) -> StudyConfig:
     """The study ``spec`` describes: a :class:`StudyConfig`, or a :class:`DesignStudyConfig` across designs."""
-    from courtroom.api import check_roles
     from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks
     from courtroom.optimize.spaces import SPACES
     from courtroom.optimize.study import StudyConfig
-    from courtroom.programs import get_framework
+    from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset
 
     d, m, st, design = spec.data, spec.models, spec.study, spec.design
@@ -65,8 +64,8 @@ def study_config(spec: Experiment) -> StudyConfig:
         frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
-        from courtroom.cli._values import typed_knobs
         from courtroom.optimize.compile import get_optimizer
+        from courtroom.spec import typed_knobs
 
         settings = dict(design.optimizer_settings)
         if design.optimizer:
@@ -103,7 +102,7 @@ def run_spec_study(
 ) -> StudyOutcome:
     """Create or continue the study ``spec`` describes, run its trials, write the report and the export."""
     from courtroom.optimize import _storage
-    from courtroom.optimize.designs import run_design_study
+    from courtroom.optimize.designs import DesignStudyConfig, run_design_study
     from courtroom.optimize.study import run_study, unclaimed_name
     from courtroom.optimize.study_report import trials_table
     from courtroom.reporting.progress import ProgressDisplay
@@ -128,8 +127,12 @@ def run_spec_study(
             bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
             bar.advance()
 
-        run = run_design_study if is_design_study(config) else run_study
-        outcome = run(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
+        if isinstance(config, DesignStudyConfig):
+            outcome = run_design_study(
+                config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget
+            )
+        else:
+            outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
     if config.trials == 0:
         return outcome
     outcome.table = trials_table(outcome.study)

@@ -446,7 +446,8 @@ def study_data(
     if devset is None or labels is None:
         from courtroom.data.tasks import load_sized
 
-        where = {"data": config.data, "seed": config.seed, "dataset": config.dataset, "splits": config.splits}
+        where: dict[str, Any] = {"data": config.data, "seed": config.seed, "dataset": config.dataset,
+                                 "splits": config.splits}  # fmt: skip
         dv = load_sized(config.task, "dev", config.dev, **where)
         devset, labels = dv.examples, list(dv.task.labels)
         positions = list(dv.task.positions) if dv.task.positions else None

@@ -6,7 +6,7 @@ optimizers, studies and the CLI all call it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from courtroom.errors import ConfigError
@@ -97,3 +97,10 @@ __all__ = [
     "get_framework",
     "register",
 ]
+
+
+def check_roles(roles: Mapping[str, object], valid: Sequence[str]) -> None:
+    """One line for a ``--role`` naming a role the framework does not have."""
+    unknown = sorted(set(roles) - set(valid))
+    if unknown:
+        raise ConfigError(f"unknown role {unknown[0]!r} in --role: valid roles are {', '.join(sorted(valid))}")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -15,16 +15,25 @@ def labels_text(labels: Sequence[str]) -> str:
     return ", ".join(f'"{label}"' for label in labels)
 
 
-@functools.cache
+_per_thread = threading.local()
+
+
 def sentence_splitter() -> Any:
-    """Pysbd's English segmenter, imported and built once (programs that cut sentences build it up front).
+    """This thread's pysbd English segmenter, built on its first use in the thread.
+
+    Per thread, not shared: ``Segmenter.segment`` keeps the text being split on the instance
+    (``original_text``), so threads sharing one could match one text's sentences against another's.
+    Programs that cut sentences call this up front, so pysbd is imported before any worker thread.
 
     pysbd: rule-based sentence boundaries (abbreviations such as "e.g." and "U.S.", numbers, list
     items), pure Python, no data to download.
     """
-    import pysbd
+    splitter = getattr(_per_thread, "sentence_splitter", None)
+    if splitter is None:
+        import pysbd
 
-    return pysbd.Segmenter(language="en", clean=False)
+        splitter = _per_thread.sentence_splitter = pysbd.Segmenter(language="en", clean=False)
+    return splitter
 
 
 def sentences(text: str) -> list[str]:

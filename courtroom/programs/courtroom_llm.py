@@ -123,7 +123,7 @@ class CourtroomLLM(CourtroomProgram):
         self.assignment, self.seed = assignment, int(seed)
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
         if self.max_argument_sentences:
-            sentence_splitter()  # built here, not by the first concurrent hearing in a worker thread
+            sentence_splitter()  # pysbd imported here, not by the first concurrent hearing in a worker thread
         self.precedent_index: PrecedentIndex | None = None
         self.clerk = dspy.Predict(self._typed_hearing(sig.PreliminaryHearing))
         self.prosecutor = dspy.Predict(sig.Prosecutor)
