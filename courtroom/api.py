@@ -182,7 +182,8 @@ def estimate(
 
         out: dict[str, Any] = {}
         for task, rows in _compared(spec).items():
-            opts = compare_options(spec.updated(task=task) if task else spec)
+            fws = list(dict.fromkeys(fw for fw, _, _ in rows.values())) if rows else None
+            opts = compare_options(spec.updated(task=task) if task else spec, fws)
             row_plan = {k: opts.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match")}
             for k in ("ambiguity_k", "theta", "spec"):
                 opts.pop(k, None)
@@ -271,7 +272,8 @@ def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -
         from courtroom.comparison.compare import compare_options
 
         each = spec.updated(task=task, frameworks=names)
-        opts = compare_options(each)
+        rows = kw.get("rows") or {}
+        opts = compare_options(each, list(dict.fromkeys(fw for fw, _, _ in rows.values())) or None)
         opts.pop("task")
         with _display(each, progress) as display:
             bars: dict[str, Any] = {}

@@ -4,6 +4,8 @@ Every fenced ``python`` block runs in order in one temporary folder (a block may
 earlier one wrote), each in a fresh namespace. ``openai/...`` models are served by a loopback
 :class:`FakeServer` (LiteLLM and the OpenAI client read ``OPENAI_BASE_URL``), so the blocks run
 unchanged. A block that cannot run offline is preceded by ``<!-- not-tested: REASON -->``.
+A ``bash`` block preceded by ``<!-- tested: cli -->`` runs too, in the same order and folder: each
+``courtroom ...`` line is one command, called in this process, that must exit 0.
 """
 
 from __future__ import annotations
@@ -18,6 +20,24 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SKIP = re.compile(r"<!--\s*not-tested:\s*(.*?)\s*-->")
+CLI = re.compile(r"<!--\s*tested:\s*cli\s*-->")
+
+
+def cli_blocks(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, commands) of every bash block marked ``<!-- tested: cli -->``."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip() == "```bash" and i and CLI.search(lines[i - 1]):
+            body = []
+            j = i + 1
+            while lines[j].strip() != "```":
+                command = lines[j].split(" #")[0].strip()
+                if command.startswith("courtroom "):
+                    body.append(command)
+                j += 1
+            out.append((i + 2, body))
+    return out
 
 
 def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
@@ -66,12 +86,31 @@ def test_every_untested_block_says_why() -> None:
 
 
 def test_readme_python_blocks_run(fake_openai) -> None:
-    ran = 0
-    for line, code, reason in python_blocks(README.read_text()):
-        if reason is None:
-            run_block(code, line)
+    import shlex
+
+    from courtroom.cli import main
+
+    text = README.read_text()
+    steps = [(line, "python", code) for line, code, reason in python_blocks(text) if reason is None]
+    steps += [(line, "cli", commands) for line, commands in cli_blocks(text)]
+    ran = commands_run = 0
+    for line, kind, body in sorted(steps, key=lambda s: s[0]):
+        if kind == "python":
+            run_block(body, line)
             ran += 1
+            continue
+        for command in body:
+            assert main(shlex.split(command)[1:]) == 0, f"README.md:{line}: {command}"
+            commands_run += 1
     assert ran and fake_openai.counts["requests"] > 0
+    assert commands_run >= 5  # the walk-through from a CSV to a compiled program runs as written
+
+
+def test_the_walk_through_covers_every_experiment_command() -> None:
+    (_, commands), *_ = cli_blocks(README.read_text())
+    verbs = {c.split()[1] for c in commands}
+    assert {"run", "study", "compile", "predict"} <= verbs
+    assert any("--frameworks" in c for c in commands) and all("--dataset" in c for c in commands[:4])
 
 
 def test_readme_fakes_snippet_records_roles_in_order() -> None:

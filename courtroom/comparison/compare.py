@@ -583,16 +583,15 @@ def knob_defaults(names: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def compare_options(spec: Experiment) -> dict[str, Any]:
-    """The keywords of :func:`compare` that ``spec`` describes (``task`` included): the one mapping."""
+def compare_options(spec: Experiment, frameworks: Sequence[str] | None = None) -> dict[str, Any]:
+    """The keywords of :func:`compare` that ``spec`` describes (``task`` included): the one mapping.
+
+    ``frameworks`` are the frameworks compared when the rows have other names (a suite's rows).
+    """
     from courtroom.spec import typed_knobs
 
     d, m, design = spec.data, spec.models, spec.design
-    names = design.frameworks
-    if design.suite:
-        from courtroom.comparison.suites import get_suite
-
-        names = list(dict.fromkeys(r.framework for r in get_suite(design.suite).rows))
+    names = list(frameworks or design.frameworks)
     roles_of = {r for f in names if f in _frameworks() for r in _frameworks()[f].roles}
     unknown = sorted(set(m.roles) - roles_of) if names and all(f in _frameworks() for f in names) else []
     if unknown:
