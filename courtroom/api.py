@@ -141,6 +141,7 @@ RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit",
 def resume_overrides(spec: Experiment) -> dict[str, Any]:
     """The options given with a resume, as run-config fields: safe ones are taken, others must match."""
     from courtroom.runner.runs import RunConfig
+    from courtroom.spec import parse_value
 
     full = RunConfig.from_spec(spec, spec.design.framework or "")
     out: dict[str, Any] = {}
@@ -151,6 +152,8 @@ def resume_overrides(spec: Experiment) -> dict[str, Any]:
         out["api_base"] = spec.models.api_base
     if "prices" in out:
         out["prices"] = spec.budget.table()
+    if "knobs" in out:  # texts from --set, typed as the run's own knobs are (the framework is the folder's)
+        out["knobs"] = {k: parse_value(v) if isinstance(v, str) else v for k, v in out["knobs"].items()}
     if "fail_on_error" in out:
         out["fail_on_error"] = spec.execution.threshold
     return out

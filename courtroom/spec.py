@@ -229,7 +229,7 @@ class Design:
         if command in ("run", "compile", "study") and len(self.presets) > 1:
             raise ConfigError(f"`courtroom {command}` takes one --preset (compare takes one per framework)")
         if self.debias not in (None, "swap", "swap-vote"):
-            raise ConfigError(f"--debias {self.debias!r}: use swap or swap-vote")
+            raise ConfigError(f"--debias {self.debias!r}: use one of swap, swap-vote")
 
 
 @dataclass
@@ -445,7 +445,7 @@ class Experiment:
         out: dict[str, Any] = {"command": self.command}
         for name in SECTIONS:
             out[name] = dataclasses.asdict(getattr(self, name))
-        out["models"]["api_base"] = None
+        out["models"].pop("api_base")  # a server URL may carry credentials; never on disk
         if isinstance(out["budget"]["prices"], Path):
             out["budget"]["prices"] = str(out["budget"]["prices"])
         return json.loads(json.dumps(out, default=str))
@@ -477,7 +477,7 @@ class Experiment:
                             ("concurrency", self.execution.concurrency),
                             ("prices", b.prices if isinstance(b.prices, str | Path) else None)):  # fmt: skip
             if value is not None and (name == "api_base" or name in self.given):
-                out += [flag_of(name), _shown(value)]
+                out += [flag_of(name), _without_password(_shown(value))]
         return out
 
     def command_line(self, *args: str) -> str:
@@ -544,6 +544,14 @@ def _coerce(current: Any, value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, sort_keys=True))
+
+
+def _without_password(text: str) -> str:
+    """A URL's password as the placeholder PASSWORD: a hint is printed, and never shows a secret."""
+    url = urlsplit(text)
+    if not url.password:
+        return text
+    return text.replace(f":{url.password}@", ":PASSWORD@", 1)
 
 
 def _shown(value: Any) -> str:

@@ -1,6 +1,7 @@
 """Budgets (SPEC §10): no new example or trial starts past --max-calls / --max-cost; the folder resumes."""
 
 import json
+import shlex
 import os
 import subprocess
 import sys
@@ -64,9 +65,11 @@ def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
         assert server.counts["requests"] <= 40
         lines = [x for x in first.stderr.splitlines() if "budget reached" in x]
         assert len(lines) == 1 and "not run" in lines[0] and "--resume" in lines[0]
-        run_dir = lines[0].rsplit("--resume", 1)[1].strip()
+        hint = shlex.split(lines[0].split("finish with: ")[1])
+        run_dir = hint[hint.index("--resume") + 1]
+        assert hint[hint.index("--api-base") + 1] == server.url  # the hint is complete: it runs as printed
         second = subprocess.run(
-            [*base, "--resume", run_dir, *common], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
+            [*base[:3], *hint[1:]], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
         )
         assert second.returncode == 0, second.stderr
         assert server.counts["requests"] == 10 * 9  # every example once, nothing sent twice

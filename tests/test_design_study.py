@@ -17,6 +17,8 @@ import optuna
 import pandas as pd
 import pytest
 
+from courtroom.errors import ConfigError
+
 import courtroom
 from courtroom.data.tasks import load_task
 from courtroom.models.lms import RoleLMs
@@ -218,8 +220,9 @@ def test_dollar_cost_uses_the_price_table(data: Any, tmp_path: Path) -> None:
     assert t.user_attrs["cost_unit"] == "dollars"
     assert tokens < t.values[1] < 3 * tokens, "input tokens at $1, output tokens at $3 each"
     unpriced = DesignStudyConfig(**base, storage=f"sqlite:///{tmp_path}/u.db", cost="dollars")
-    t = run_design_study(unpriced, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS).study.trials[0]
-    assert t.state.name == "FAIL", "no price for fake/oracle: the trial fails rather than costing nothing"
+    # No price: the study stops at its first trial, in one line, rather than costing nothing.
+    with pytest.raises(ConfigError, match="no price for fake/oracle: pass --prices FILE"):
+        run_design_study(unpriced, lms=_oracle(gold), trainset=train, devset=dev, labels=LABELS)
 
 
 def test_single_framework_studies_offer_the_panel_to_repeated_roles_only() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -55,7 +56,9 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         # No wait for the rest of the run (12 examples x 9 calls x 0.5 s / 4 at once = 13.5 s); the
         # count above shows no in-flight example went on. A generous bound: CI machines are noisy.
         assert exit_seconds < 10, exit_seconds
-        run_dir = Path(line[0].rsplit("--resume", 1)[1].strip())
+        hint = shlex.split(line[0].split("resume with: ")[1])
+        run_dir = Path(hint[hint.index("--resume") + 1])
+        assert hint[hint.index("--api-base") + 1] == server.url  # what no folder records, repeated
         assert not (run_dir / "summary.json").exists()
 
         resumed = subprocess.run(

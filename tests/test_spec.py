@@ -331,3 +331,10 @@ def test_predict_takes_strings_and_dicts(tmp_path: Path) -> None:
     assert all(v.label in ("True", "False") and v.transcript for v in verdicts)
     with pytest.raises(ConfigError, match="case 1 is empty"):
         courtroom.predict(tmp_path / "p.json", [" "])
+
+
+def test_a_hint_never_prints_a_password() -> None:
+    spec = Experiment.build("run", framework="cot", api_base="http://user:s3cret@host:8000/v1", timeout=5.0)
+    flags = spec.runtime_flags()
+    assert flags == ["--api-base", "http://user:PASSWORD@host:8000/v1", "--timeout", "5"]
+    assert "s3cret" not in spec.command_line("--resume", "runs/x")

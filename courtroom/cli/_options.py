@@ -335,7 +335,7 @@ def from_flags(
     spec = Experiment.build(command, **flat)
     renamed = {"data": "source", "role": "roles", "preset": "presets", "sets": "knobs", "loops": "knobs",
                "opt": "optimizer_settings", "compile_with": "optimizer", "no_prune": "prune"}  # fmt: skip
-    spec.given = frozenset(renamed.get(n, n) for n in (given or set()))
+    spec.given = frozenset(renamed.get(n, n) for n in (given or set())) | ({"framework"} if framework else set())
     return spec.validate()
 
 

@@ -405,7 +405,7 @@ def compile_program(
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
         with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
             assert opt.run is not None
-            compiled = opt.run(ctx, program, trainset)
+            compiled = keep_prepared_demos(program, opt.run(ctx, program, trainset))
         if bar is not None:
             bar.status("done")
         seconds = time.perf_counter() - start
@@ -431,6 +431,19 @@ def compile_program(
     dev_results = {"before": before.pop("results"), "after": after.pop("results")}
     dev_wall = {"before": before.pop("wall"), "after": after.pop("wall")}
     return CompileResult(compiled, before, after, metadata, dev_results=dev_results, dev_wall=dev_wall)
+
+
+def keep_prepared_demos(prepared: CourtroomProgram, compiled: CourtroomProgram) -> CourtroomProgram:
+    """A role the optimizer left without demos keeps the ones ``prepare`` gave it (few-shot's, CoT's).
+
+    Bootstrapping resets every predictor and adds only the traces its metric passed: with none, a
+    few-shot baseline would lose the demos it cannot answer without.
+    """
+    before = dict(prepared.named_predictors())
+    for name, predictor in compiled.named_predictors():
+        if not predictor.demos and name in before and before[name].demos:
+            predictor.demos = list(before[name].demos)
+    return compiled
 
 
 def compile_spec(spec: Experiment, models: tuple[Any, Mapping[str, Any]], *, display: Any = None) -> CompileResult:

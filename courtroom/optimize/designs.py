@@ -145,7 +145,13 @@ def _with_panels(model_objects: Mapping[str, Any], models: Sequence[str]) -> dic
 def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[dspy.Example]) -> Any:
     """``program`` compiled with ``config.compile`` on ``train`` (no dev scoring: the trial scores)."""
     from courtroom.models._adapter import ADAPTER
-    from courtroom.optimize.compile import Context, check_compatible, get_optimizer, optimizer_settings
+    from courtroom.optimize.compile import (
+        Context,
+        check_compatible,
+        get_optimizer,
+        keep_prepared_demos,
+        optimizer_settings,
+    )
 
     opt = get_optimizer(str(config.compile))
     chosen = optimizer_settings(opt, config.compile_settings)
@@ -159,7 +165,7 @@ def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[ds
     ctx = Context(chosen, program, helper, config.concurrency, config.seed)
     with dspy.context(lm=helper, adapter=ADAPTER):
         assert opt.run is not None
-        return opt.run(ctx, program, list(train))
+        return keep_prepared_demos(program, opt.run(ctx, program, list(train)))
 
 
 def build_trial_program(

@@ -163,9 +163,23 @@ def provenance(folder: str | Path) -> Provenance:
 def study_provenance(
     study: Any, config: Mapping[str, Any] | None = None, models: Mapping[str, Any] | None = None
 ) -> Provenance:
-    """The provenance of an Optuna study: its config (or the attributes stored on it) and its trials."""
+    """The provenance of an Optuna study: the spec recorded when it was created, else its config, and its trials.
+
+    The recorded spec wins over the invocation's ``config``: a plot subtitle says what every trial
+    ran under, not what the latest worker was given.
+    """
     config = dict(config or {})
     stored = dict(study.user_attrs.get("courtroom") or {})
+    recorded = stored.get("spec") or {}
+    if recorded:
+        data, chosen = recorded.get("data") or {}, recorded.get("models") or {}
+        config |= {
+            "task": stored.get("task") or config.get("task"),
+            "seed": data.get("seed", config.get("seed")),
+            "dev": data.get("dev_limit") or config.get("dev"),
+            "models": list(chosen.get("lm") or []),
+            "roles": dict(chosen.get("roles") or {}),
+        }
     names = {r: _name(m) for r, m in (models or {}).items()}
     if not names:
         listed = list(config.get("models") or [])
@@ -193,7 +207,9 @@ def study_provenance(
         seed=config.get("seed"),
         created=min(starts).isoformat(timespec="seconds") if starts else None,
         source=f"{task} ({data or 'auto'} data), dev split" if task else None,
-        n=max(sizes) if sizes else config.get("dev"),
+        n=min(max(sizes), config["dev"])
+        if sizes and config.get("dev")
+        else (max(sizes) if sizes else config.get("dev")),
         versions=versions(),
         extra=extra,
     )

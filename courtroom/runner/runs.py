@@ -233,7 +233,6 @@ class RunSetup:
                 api_base=config.api_base,
                 timeout=config.timeout,
             )
-            check_keys(lms)
         config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
@@ -245,6 +244,7 @@ class RunSetup:
         warning = program.sampling_warning()
         if warning:
             logger.warning(warning)
+        check_keys(lms)
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source)
 
