@@ -1,8 +1,8 @@
 """Budgets (SPEC §10): no new example or trial starts past --max-calls / --max-cost; the folder resumes."""
 
 import json
-import shlex
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import replace

@@ -17,10 +17,9 @@ import optuna
 import pandas as pd
 import pytest
 
-from courtroom.errors import ConfigError
-
 import courtroom
 from courtroom.data.tasks import load_task
+from courtroom.errors import ConfigError
 from courtroom.models.lms import RoleLMs
 from courtroom.optimize.designs import DESIGN, DesignStudyConfig, design_space, run_design_study
 from courtroom.programs import FRAMEWORKS
