@@ -181,7 +181,8 @@ def estimate(
         planned = run_config(spec)
         return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
     if spec.command == "compare":
-        from courtroom.comparison.compare import compare_options, comparison_configs
+        from courtroom.comparison.compare import comparison_configs
+        from courtroom.comparison.options import compare_options
 
         out: dict[str, Any] = {}
         for task, rows in _compared(spec).items():
@@ -236,7 +237,7 @@ def compare(
     ``api_base``, ``timeout``, ``concurrency``, ``prices`` and ``fail_on_error``.
     """
     from courtroom.comparison.compare import compare as run_compare
-    from courtroom.comparison.compare import compare_options, given_options
+    from courtroom.comparison.options import compare_options, given_options
 
     spec = experiment("compare", spec, frameworks=frameworks, **options)
     if spec.budget.dry_run:
@@ -272,7 +273,7 @@ def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -
 
     def one(task: str, names: list[str], **kw: Any) -> Any:
         from courtroom.comparison.compare import compare as run_compare
-        from courtroom.comparison.compare import compare_options
+        from courtroom.comparison.options import compare_options
 
         each = spec.updated(task=task, frameworks=names)
         rows = kw.get("rows") or {}
