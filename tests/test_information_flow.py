@@ -127,6 +127,33 @@ def test_courtroom_llm_sequential_judges_see_earlier_judges_only() -> None:
     assert "<JUDGE-0>" in judges[2] and "<JUDGE-1>" in judges[2]
 
 
+def test_courtroom_llm_sequential_judge_can_see_the_previous_judge_only() -> None:
+    """The final paper (§3.3): "Each Judge-LLM considers the conclusions of the previous Judge-LLM"."""
+    lm = scripted_lm({"judge": lambda r, t, p: {"decision": "True", "reason": f"<JUDGE-{t}>"}})
+    program = CourtroomLLM(BINARY, lm=lm, n_judges=4, k_precedents=0, judge_mode="sequential", previous_judges="last")
+    program(case="c")
+    judges = _prompts(lm, "judge")
+    assert "<JUDGE-" not in judges[0]
+    for i in range(1, 4):
+        assert re.findall(r"<JUDGE-\d>", _field(judges[i], "previous_judges")) == [f"<JUDGE-{i - 1}>"]
+
+
+def test_courtroom_llm_judge_context_lists_every_label_but_chooses_a1_or_a2() -> None:
+    labels = ["entailment", "neutral", "contradiction"]
+    lm = scripted_lm(
+        {
+            "clerk": {"most_likely": "neutral", "ranking": ["neutral", "contradiction", "entailment"]},
+            "judge": {"decision": "neutral", "reason": "r"},
+        }
+    )
+    CourtroomLLM(labels, lm=lm, n_judges=1, k_precedents=0)(case="CASE")
+    (judge,) = _prompts(lm, "judge")
+    assert set(re.findall(r'"(\w+)"', _field(judge, "labels"))) == set(labels)  # as the papers' "Label: ..."
+    assert set(re.findall(r'"(\w+)"', _field(judge, "candidates"))) == {"neutral", "contradiction"}
+    (schema,) = _schemas(lm, "prosecutor_argument")
+    assert sorted(schema["properties"]["decision"]["enum"]) == ["contradiction", "neutral"]
+
+
 # -- Debate-Feedback -------------------------------------------------------------------------------
 
 

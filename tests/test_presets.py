@@ -105,6 +105,19 @@ def test_frameworks_lists_presets_and_suites(capsys) -> None:
     out = capsys.readouterr().out
     for name in [*PRESETS, *SUITES]:
         assert name in out
+    # Each preset knob on its own line with where it comes from, or that the value is ours.
+    for preset in PRESETS.values():
+        for knob, value in preset.knobs.items():
+            assert f"      {knob}={value}  [{preset.sources[knob]}]" in out, (preset.name, knob)
+    assert "threshold=0.5  [ours:" in out and "gate=any  [ours:" in out
+    for knob in ("gate=any", "sides=split", "memory=False", "assistant_input=summary", "previous_judges=all"):
+        assert knob in out  # the new options, with their defaults
+
+
+def test_every_preset_knob_names_its_source() -> None:
+    for preset in PRESETS.values():
+        assert set(preset.sources) == set(preset.knobs), preset.name
+        assert all(text.strip() for text in preset.sources.values()), preset.name
 
 
 def test_suites_cite_their_table_and_cover_every_row() -> None:

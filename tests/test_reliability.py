@@ -50,7 +50,7 @@ def fact_cases(n: int, start: int = 0, *, seed: int = 0, majority: float = 0.5, 
 
 
 def _field(prompt: str, name: str) -> str:
-    m = re.search(rf"\[\[ ## {name} ## \]\]\n(.*?)(?=\n\n\[\[|\Z)", prompt, re.S)
+    m = re.search(rf"\[\[ ## {name} ## \]\]\n(.*?)(?=\n\n|\Z)", prompt, re.S)
     assert m, f"no field {name} in prompt"
     return m.group(1).strip()
 
