@@ -8,8 +8,10 @@ single TF-IDF + logistic regression over case + reply) ranks right and wrong sta
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -191,3 +193,65 @@ def test_with_a_majority_class_the_round_gate_lets_both_stances_reach_the_judge(
     assert passed == 1.0 and both == 1.0
     one_sided, _ = _both_sides_rate("comment")  # the per-comment filter: the minority side is dropped
     assert one_sided <= 0.1
+
+
+def _legal_server_responder() -> Any:
+    """Debaters state random stances (a counter tells identical prompts apart); summaries echo; the judge: Plaintiff."""
+    from courtroom.testing import answer_for_schema
+
+    counter = itertools.count()
+
+    def respond(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        props = schema.get("properties") or {}
+        if "opinion" in props:
+            n = next(counter)
+            stance = random.Random(hashlib.sha256(f"{n}|{prompt}".encode()).digest()).choice(LEGAL)
+            return {"opinion": f"Point {n}: I hold that {stance}.", "stance": stance}
+        if "summary" in props:
+            return {"summary": "Summary: " + " ".join(_field(prompt, "debate").split())}
+        return answer_for_schema(schema, {"label": LEGAL[0]}, "fake")
+
+    return respond
+
+
+def test_from_the_cli_on_a_csv_the_paper_preset_records_rounds_and_separates_stances(capsys, tmp_path) -> None:
+    """`courtroom run debate-feedback --preset debate-feedback-paper --dataset FILE --train-limit N`."""
+    import csv
+    import json
+
+    from courtroom.cli import main
+    from courtroom.testing import FakeServer
+
+    rows = fact_cases(45, seed=8) + fact_cases(30, start=3000, seed=9)
+    path = tmp_path / "cases.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "verdict"])
+        writer.writerows([ex.case, ex.label] for ex in rows)
+    with FakeServer(_legal_server_responder()) as server:
+        code = main(
+            ["run", "debate-feedback", "--preset", "debate-feedback-paper", "--dataset", str(path),
+             "--text-field", "text", "--label-field", "verdict", "--labels", ",".join(LEGAL),
+             "--split-sizes", "40,5,30", "--train-limit", "40", "--lm", "openai/legal", "--api-base", server.url,
+             "--out", str(tmp_path / "runs")]
+        )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "assistant right-vs-wrong separation (held out)" in out and "assistant held-out accuracy" in out
+    run_dir = Path([x for x in out.splitlines() if x.startswith("run folder:")][-1].split(":", 1)[1].strip())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["learned"]["assistant held-out statements"] > 0
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 30
+    wins = pairs = 0
+    for r in results:
+        fields = r["fields"]
+        assert len(fields["stances"]) == len(fields["reliabilities"]) == len(fields["gates"]) == 2  # per round
+        assert all(len(s) == 3 for s in fields["stances"]) and fields["sides"] == [None] * 3
+        for stances, rel in zip(fields["stances"], fields["reliabilities"], strict=True):
+            right = [v for s, v in zip(stances, rel, strict=True) if s == r["gold"]]
+            wrong = [v for s, v in zip(stances, rel, strict=True) if s != r["gold"]]
+            if right and wrong:
+                pairs += 1
+                wins += min(right) > max(wrong)
+    assert pairs >= 20 and wins / pairs >= 0.9, f"{wins} of {pairs}"
