@@ -31,10 +31,10 @@ class Preset:
 
 
 _COURTROOM_COMMON = {
-    "n_judges": "5 decision makers in the accuracy tables (early Tables 3-4; final Tables 3-5)",
-    "judge_mode": "sequential judges do best (early §4; final §4.2.2)",
-    "k_precedents": "precedent (few-shot) size 1 in the papers' main tables",
-    "max_argument_sentences": "'The result should be one sentence' (early Figure 3 prompt)",
+    "n_judges": "5 decision makers (early §4.1 and Table 4 caption; the final paper's tables)",
+    "judge_mode": "sequential judges do best (early §4.1; final §4.2.2)",
+    "k_precedents": "few-shot (precedent) size 1 (early Table 4 caption; final Figure 3)",
+    "max_argument_sentences": "'The result should be one sentence' (early Figure 4 prompt)",
 }
 
 PRESETS: dict[str, Preset] = {
@@ -69,7 +69,7 @@ PRESETS: dict[str, Preset] = {
             "1 precedent (Table 4); sequential judges best; temperature fixed at 0.5",
             _COURTROOM_COMMON
             | {
-                "assignment": "§3.2: 'A_1 is allocated to the prosecution, and A_2 to the defense'",
+                "assignment": "§3.1: 'A_1 is allocated to the prosecution, and A_2 to the defense'",
                 "previous_judges": "§3.3.2: each judge considers 'the evaluations of their predecessors'",
             },
         ),
