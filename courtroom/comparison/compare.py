@@ -519,7 +519,10 @@ def _write(
     table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
     table = cost_columns(table)
     if matches:
+        from courtroom.comparison.significance import add_mcnemar
+
         table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
+        table = add_mcnemar(table, {f: _results(outcomes[f])[1] for f in frameworks}, matches)
     table.to_csv(out_dir / "table.csv")
     (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
     runs, analyses = {}, {}

@@ -106,6 +106,10 @@ class CourtroomProgram(dspy.Module):
         ``case``, ``label`` and ``id``. Programs that learn nothing ignore it.
         """
 
+    def prepare_report(self) -> dict[str, float]:
+        """What :meth:`prepare` learned, measured (metric name -> value) for the run summary; empty if nothing."""
+        return {}
+
     def sampled_roles(self) -> dict[str, int]:
         """Roles asked the same prompt several times per case, and how many times (this config).
 

@@ -192,8 +192,16 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     ]
     if summary.get("brier") is not None:
         rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
-    rows += bias_rows(summary)
+    rows += bias_rows(summary) + learned_rows(summary)
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
+
+
+def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the program learned on the train split, measured (``summary["learned"]``), as table rows."""
+    return [
+        (name, str(value) if isinstance(value, int) else f"{value:.3f}")
+        for name, value in (summary.get("learned") or {}).items()
+    ]
 
 
 @dataclass
@@ -320,6 +328,9 @@ class RunSetup:
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
+        learned = self.program.prepare_report()
+        if learned:
+            summary["learned"] = learned
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
