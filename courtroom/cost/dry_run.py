@@ -120,15 +120,46 @@ def compile_runs(
     return scaled(per, runs(dict(settings), train) / max(per.examples, 1), exact=False)
 
 
+def max_points(space: Sequence[Any]) -> list[dict[str, Any]]:
+    """The knobs of a study space at their highest integer values (the most calls a trial makes).
+
+    A space that chooses a design to convene (settle's ``trial``) gives one point per choice, each
+    with that design's integers at their highest too (packed as the design takes them).
+    """
+    from courtroom.optimize.spaces import CONVENES, pack_convened
+
+    top = {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name and "." not in p.name}
+    choosers = {c for c, _ in CONVENES.values()}
+    chooser = next((p for p in space if p.kind == "cat" and p.name in choosers), None)
+    if chooser is None:
+        return [top]
+    return [
+        pack_convened(
+            top
+            | {chooser.name: choice}
+            | {p.name: int(p.high) for p in space if p.kind == "int" and p.name.startswith(f"{choice}.")}
+        )
+        for choice in chooser.choices
+    ]
+
+
 def max_point(space: Sequence[Any]) -> dict[str, Any]:
-    """The knobs of a study space at their highest integer values (the most calls a trial makes)."""
-    return {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name}
+    """:func:`max_points` of a space that chooses no design (the first point otherwise)."""
+    return max_points(space)[0]
+
+
+def dearest_point(config: RunConfig, space: Sequence[Any], *, prices: Any = None) -> tuple[dict[str, Any], Estimate]:
+    """The most expensive of :func:`max_points` (by calls, then dollars) and its one-trial estimate."""
+    found = []
+    for point in max_points(space):
+        worst = dataclasses.replace(config, knobs={**config.knobs, **point})
+        found.append((point, estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn")))
+    return max(found, key=lambda pe: (pe[1].calls, pe[1].cost or 0.0))
 
 
 def estimate_study(config: RunConfig, space: Sequence[Any], trials: int, *, prices: Any = None) -> Estimate:
     """At most what ``trials`` trials spend: each scored at the space's most expensive point."""
-    worst = dataclasses.replace(config, knobs={**config.knobs, **max_point(space)})
-    return scaled(estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn"), trials, exact=False)
+    return scaled(dearest_point(config, space, prices=prices)[1], trials, exact=False)
 
 
 def estimate_lines(

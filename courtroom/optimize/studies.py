@@ -81,6 +81,11 @@ def study_config(spec: Experiment) -> StudyConfig:
     if design.framework is None and design.preset is None:
         raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
     framework, fixed = apply_preset(design.preset, design.framework)
+    if framework in SPACES and not SPACES[framework]:
+        raise ConfigError(
+            f"{framework} has no knobs to search: run it (`courtroom run {framework}`), or put it in a study "
+            f"across designs as one point (--frameworks {framework},jot)"
+        )
     in_space = {p.name for p in SPACES.get(framework, ())}
     common["space"] = {k: str(v) for k, v in fixed.items() if k in in_space} | common["space"]
     check_roles(m.roles, get_framework(framework).roles)
