@@ -284,3 +284,49 @@ def test_prepare_trains_the_trial_even_when_every_case_settles() -> None:
     )
     program.prepare(train)
     assert program.trial.precedent_index is not None
+
+
+def test_the_oracle_models_case_difficulty() -> None:
+    gold = {"easy case": "True", "hard case": "False"}
+    lm = oracle_lm(gold, LABELS, accuracy=1.0, case_accuracy={"easy case": 1.0, "hard case": {"panel": 0.0}})
+    program = build_program("settle", LABELS, lm=lm, knobs={"trial": "jot", "trial_knobs": "n_loops=1"})
+    easy = program(case="easy case")
+    assert easy.panel_votes == ["True"] * 3 and easy.decided_by == "panel"
+    hard = program(case="hard case")
+    assert hard.panel_votes == ["True"] * 3, "the panel is always wrong on the hard case"
+    assert hard.label == "True" and hard.decided_by == "panel", "a unanimous wrong panel settles wrongly"
+    tried = build_program(
+        "settle", LABELS, lm=lm, knobs={"trial": "jot", "trial_knobs": "n_loops=1", "always_try": True}
+    )
+    assert tried(case="hard case").label == "False", (
+        "roles the case leaves out use the global accuracy (the judge: 1.0)"
+    )
+
+
+def test_bench_runs_at_its_smallest_size() -> None:
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[1] / "bench" / "settle.py"
+    out = subprocess.run(
+        [sys.executable, str(bench), "--cases", "20", "--seeds", "2"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    for needle in (
+        "full trial: jot (jot-paper)",
+        "settle vs full trial",
+        "matched majority vote",
+        "curve",
+        "seeds 0..1",
+    ):
+        assert needle in out.stdout, needle
+    sys.path.insert(0, str(bench.parent))
+    try:
+        from settle import expected_settle, expected_vote  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(bench.parent))
+    q, r = 0.55, 0.8
+    acc, calls = expected_settle(2, 1.0, q, r)
+    assert acc == pytest.approx(q**2 + 2 * q * (1 - q) * r) and calls == pytest.approx(2 + 2 * q * (1 - q) * 9)
+    assert expected_vote(2, q) == pytest.approx(q), "a tie goes to the first answer"
+    assert expected_vote(3, q) == pytest.approx(q**3 + 3 * q**2 * (1 - q))
