@@ -126,3 +126,26 @@ def test_the_dry_run_of_a_settle_study_bounds_its_dearest_trial() -> None:
     # khan-debate, 4 rounds: 8 debater calls and a judge, after 5 panel calls; jot, 2 rounds: 6 after 5.
     assert point["trial"] == "khan-debate" and point["trial_knobs"] == "n_rounds=4"
     assert est.calls == 3 * (5 + 9) and est.min_calls == 3 * 5
+
+
+def test_a_knobless_best_trial_exports_a_recipe_without_stray_knobs(data: Any, tmp_path: Path) -> None:
+    import json
+
+    import courtroom
+
+    train, dev, gold = data
+    courtroom.study(
+        task="boolean_expressions",
+        frameworks=["zero-shot", "jot"],
+        space={"design": "zero-shot"},
+        trials=2,
+        train_limit=4,
+        dev_limit=4,
+        storage=f"sqlite:///{tmp_path}/z.db",
+        out=str(tmp_path / "rep"),
+        export_best=str(tmp_path / "best.json"),
+        lms=RoleLMs({"default": oracle_lm(gold, LABELS, 0.7, cache=True)}),
+        progress=False,
+    )
+    recipe = json.loads((tmp_path / "best.json").read_text())
+    assert recipe["framework"] == "zero-shot" and recipe["knobs"] == {}
