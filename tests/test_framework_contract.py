@@ -135,6 +135,7 @@ SMALLEST = {
     "khan-debate": {"n_rounds": 1},
     "parallel-vote": {"n_models": 1},
     "reflexion": {"max_retries": 0},
+    "settle": {"panel_size": 2, "trial_knobs": "n_judges=1,k_precedents=0"},
 }
 
 

@@ -330,3 +330,42 @@ def test_bench_runs_at_its_smallest_size() -> None:
     assert acc == pytest.approx(q**2 + 2 * q * (1 - q) * r) and calls == pytest.approx(2 + 2 * q * (1 - q) * 9)
     assert expected_vote(2, q) == pytest.approx(q), "a tie goes to the first answer"
     assert expected_vote(3, q) == pytest.approx(q**3 + 3 * q**2 * (1 - q))
+
+
+def test_a_budget_bounds_each_case_by_its_dearest_end(cold_cache: Any) -> None:
+    from courtroom.cost.budget import Budget, BudgetExhausted
+    from courtroom.runner.runs import RunConfig, run
+
+    knobs = {"trial": "jot", "trial_knobs": "n_loops=1", "panel_size": 2}
+    with FakeServer() as server:  # the fake answers alike: every case settles, 2 calls each
+        config = RunConfig(
+            "settle", "boolean_expressions", data="generate", lm="openai/fake", api_base=server.url, limit=10,
+            concurrency=1, knobs=knobs,
+        )  # fmt: skip
+        with pytest.raises(BudgetExhausted) as stop:
+            run(config, budget=Budget(max_calls=12))
+        sent = server.counts["requests"]
+    assert stop.value.budget.unit_calls == 2 + 3, "a case may go to trial: the panel and a 1-round JoT"
+    assert sent <= 12 and stop.value.left > 0
+
+
+def test_compile_and_predict_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from courtroom.cli import main
+
+    with FakeServer() as server:
+        common = ["--lm", "openai/fake-model", "--api-base", server.url]
+        code = main(
+            [
+                "compile", "settle", "--task", "boolean_expressions", "--optimizer", "labeled", "--opt", "k=1",
+                "--train-limit", "3", "--dev-limit", "2", "--set", "trial=jot", "--set", "trial_knobs=n_loops=1",
+                "--set", "always_try=true", "-o", str(tmp_path / "settle.json"), *common,
+            ]
+        )  # fmt: skip
+        assert code == 0, capsys.readouterr()
+        meta = json.loads((tmp_path / "settle.json").read_text())["metadata"]["courtroom"]
+        assert meta["framework"] == "settle" and meta["config"]["trial_knobs"] == "n_loops=1"
+        capsys.readouterr()
+        code = main(["predict", str(tmp_path / "settle.json"), "True and False is", *common])
+        out = capsys.readouterr().out
+    assert code == 0
+    assert "PANEL" in out and "LAWYER" in out and "JUDGE" in out and "decided_by" in out
