@@ -27,6 +27,7 @@ from courtroom.analysis import papers as analysis
 from courtroom.analysis.ambiguity import split_comparison
 from courtroom.analysis.bias import check_debias, swappable_frameworks
 from courtroom.analysis.calibration import scores
+from courtroom.analysis.flips import flip_matrix
 from courtroom.comparison.plots import comparison_runs, draw_plots, load_comparison
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -532,6 +533,9 @@ def _write(
         run_dir, results = _results(o)
         meta = json.loads((run_dir / "meta.json").read_text())
         analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
+        flipped = flip_matrix(results, configs[f].framework, meta["task"]["labels"], meta["task"].get("positions"))
+        if flipped is not None:
+            analyses[f]["flips"] = flipped
         calibration = scores([r.to_dict() for r in results])
         if calibration:
             analyses[f]["calibration"] = calibration

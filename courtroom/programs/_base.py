@@ -99,6 +99,20 @@ class CourtroomProgram(dspy.Module):
         """
         return any(getattr(self, k) != off for k, off in self.early_stop_knobs.items())
 
+    def most_calls_knobs(self) -> dict[str, Any]:
+        """This configuration's knobs at its most calls per case: every early-stopping knob off.
+
+        The dry run prices an :attr:`adaptive` program by these.
+        """
+        return self.config() | self.early_stop_knobs
+
+    def fewest_calls_knobs(self) -> dict[str, Any] | None:
+        """Its knobs at its fewest calls per case, for a design the dry run prices as a range.
+
+        None (the default): the dry run gives the most it can spend only.
+        """
+        return None
+
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Fit whatever the program learns from training examples (precedent index, reliability model).
 
