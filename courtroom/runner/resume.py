@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from courtroom import _stop
+from courtroom._files import read_jsonl
 from courtroom._lock import FolderLock
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -141,8 +142,8 @@ def _retry_program(
     """
     if not failed:
         return None
-    lines = (run_dir / "results.jsonl").read_text().splitlines()
-    attempts = max(sum(f'"id": "{i}"' in line for line in lines) for i in failed)
+    rows = read_jsonl(run_dir / "results.jsonl")[0]
+    attempts = max(sum(isinstance(r, dict) and r.get("id") == i for r in rows) for i in failed)
     lms = salted_roles(setup.lms, RETRY_SALT * attempts + config.repeat)
     program = setup.program.deepcopy()  # keeps what prepare() fitted (precedents, reliability model, demos)
     program.lms = lms

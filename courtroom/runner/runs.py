@@ -7,7 +7,6 @@ write the folder as results arrive (one JSONL line per example, flushed).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import re
 import socket
@@ -20,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from courtroom import _stop
+from courtroom._files import JsonLines, append_line, read_json, read_jsonl, skipped_text, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.analysis.bias import bias_rows, check_debias, debiased
 from courtroom.data.tasks import TaskData, load_splits, load_task
-from courtroom.errors import ConfigError, ModelError
+from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
@@ -295,23 +295,24 @@ class RunSetup:
             if progress:
                 progress(r)
         earlier = _earlier_wall(run_dir)
-        _session(run_dir, "start")
         start = time.perf_counter()
-        with (run_dir / "results.jsonl").open("a") as sink, _stop.saving_to(run_dir):
+        with JsonLines(run_dir / "results.jsonl") as sink, _stop.saving_to(run_dir):
+            _session(run_dir, "start")
 
             def record(res: ExampleResult) -> None:
-                sink.write(json.dumps(res.to_dict()) + "\n")
-                sink.flush()
+                sink.append(res.to_dict())
                 if progress:
                     progress(res)
 
-            # A swapped twin is made here, after prepare(), so it keeps what was fitted.
-            program = debiased(self.program, config.debias)
-            new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
-            if again:
-                retried = debiased(retry_program, config.debias)
-                new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
-        _session(run_dir, "end")
+            try:
+                # A swapped twin is made here, after prepare(), so it keeps what was fitted.
+                program = debiased(self.program, config.debias)
+                new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
+                if again:
+                    retried = debiased(retry_program, config.debias)
+                    new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
+            finally:
+                _end_session(run_dir)
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
@@ -320,14 +321,21 @@ class RunSetup:
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
+        write_json(run_dir / "summary.json", summary)
+        write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
 
 
 def _session(run_dir: Path, event: str) -> None:
-    with (run_dir / "sessions.jsonl").open("a") as f:
-        f.write(json.dumps({event: time.time()}) + "\n")
+    append_line(run_dir / "sessions.jsonl", {event: time.time()})
+
+
+def _end_session(run_dir: Path) -> None:
+    """The session's end, written on every stop; a full disk here must not hide the error that stopped it."""
+    try:
+        _session(run_dir, "end")
+    except OSError as exc:
+        logger.warning("could not record the end of the session in %s: %s", run_dir / "sessions.jsonl", exc)
 
 
 def _earlier_wall(run_dir: Path) -> float:
@@ -337,8 +345,9 @@ def _earlier_wall(run_dir: Path) -> float:
         return 0.0
     last_write = results.stat().st_mtime if results.is_file() else 0.0
     total, start = 0.0, None
-    for line in path.read_text().splitlines():
-        event = json.loads(line)
+    for event in read_jsonl(path)[0]:
+        if not isinstance(event, dict):
+            continue
         if "start" in event:
             if start is not None:
                 total += max(0.0, min(last_write, event["start"]) - start)
@@ -404,7 +413,7 @@ def _start(
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
     prepare_usage = setup.prepare()
     if prepare_usage:
-        (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
+        write_json(run_dir / "prepare.json", prepare_usage)
         if budget is not None:
             budget.spend(prepare_usage["usage"])
     return setup.execute(run_dir, [], progress, on_start, budget=budget)
@@ -436,32 +445,46 @@ def write_meta(
         "versions": versions(),
         **dict(extra or {}),
     }
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    write_json(run_dir / "meta.json", meta)
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(meta, results in example order, summary or None) of a run folder.
 
-    A line cut off by a kill is skipped; when an example appears twice (a resumed run that
-    retried it), the last line wins.
+    A line that is not UTF-8 JSON (cut off by a kill or a full disk, or damaged) is skipped and
+    counted in one warning; when an example appears twice (a resumed run that retried it), the
+    last line wins. A damaged ``meta.json`` or ``summary.json`` raises a :class:`DataError` naming it.
     """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
         raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
-    meta = json.loads((path / "meta.json").read_text())
+    meta = read_json(path / "meta.json", "the run's settings are lost: start a new run")
+    if not isinstance(meta, dict):
+        raise DataError(f"{path / 'meta.json'} is damaged (not a JSON object): start a new run")
     by_id: dict[str, dict[str, Any]] = {}
-    results_path = path / "results.jsonl"
-    if results_path.is_file():
-        for line in results_path.read_text().splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+    rows, bad = read_jsonl(path / "results.jsonl")
+    for n, row in enumerate(rows):
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
             by_id[row["id"]] = row
+        else:
+            bad.append(-(n + 1))  # valid JSON, but not a result: counted, not located
+    if bad:
+        _warn_once(skipped_text(path / "results.jsonl", [b for b in bad if b > 0] or bad))
     order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
     results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
     summary_path = path / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+    summary = (
+        read_json(summary_path, f"delete it and finish the run with: courtroom run --resume {path}")
+        if summary_path.is_file()
+        else None
+    )
     return meta, results, summary
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(line: str) -> None:
+    if line not in _warned:
+        _warned.add(line)
+        logger.warning(line)
