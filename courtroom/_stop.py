@@ -45,6 +45,11 @@ def stop_requested() -> bool:
     return _stop.is_set()
 
 
+def wait(seconds: float) -> bool:
+    """Sleep ``seconds`` or until a stop is requested; True when it was."""
+    return _stop.wait(seconds)
+
+
 def reset() -> None:
     """Allow LM calls again (the CLI resets when a command starts)."""
     _stop.clear()

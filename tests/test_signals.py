@@ -67,7 +67,7 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
     assert not [p for p, c in Counter(server.served).items() if c > 1], "an answered call was sent twice"
     assert answered_before < len(server.served) == N * 3  # jot, one loop: three calls per example
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["n"] == N
+    assert summary["n"] == N and summary["sent"] == server.counts["requests"]  # both sessions' requests
 
 
 def test_a_grace_period_bounds_the_wait_for_answers_in_flight(tmp_path: Path) -> None:

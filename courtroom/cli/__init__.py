@@ -133,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
 
     _stop.reset()
     if threading.current_thread() is not threading.main_thread():
-        return _main(argv)
+        try:
+            return _main(argv)
+        finally:
+            _stop.reset()  # the command's flags and folders are its own: a later call starts clean
     signals = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
     previous = {s: signal.signal(s, _on_stop_signal) for s in signals}
     try:
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        _stop.reset()
     if code in (130, 129, 143) and argv is None:
         # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
         # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.

@@ -19,6 +19,7 @@ from courtroom.analysis.bias import bias_summary
 from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.models._concurrency import bounded_requests
+from courtroom.models._requests import OverBudget
 from courtroom.models.usage import Usage, metered
 from courtroom.transcript import Turn
 
@@ -171,7 +172,14 @@ def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> Examp
         return run_example(program, example)
     if not budget.admit():
         return None
-    res = run_example(program, example)
+    try:
+        res = run_example(program, example)
+    except OverBudget:
+        budget.settle(None)  # a request was refused: no result; a resume runs the example
+        return None
+    except BaseException:
+        budget.settle(None)
+        raise
     budget.settle(res.usage)
     return res
 

@@ -6,6 +6,7 @@ write the folder as results arrive (one JSONL line per example, flushed).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import re
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from courtroom import _stop
-from courtroom._files import JsonLines, append_line, read_json, read_jsonl, skipped_text, write_atomic, write_json
+from courtroom._files import JsonLines, read_json, read_jsonl, skipped_text, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.analysis.bias import bias_rows, check_debias, debiased
@@ -29,11 +30,13 @@ from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.models._concurrency import bounded_requests
+from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.runner.salting import salted_roles
+from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
 
 if TYPE_CHECKING:
     from courtroom.spec import Experiment
@@ -210,6 +213,8 @@ class RunSetup:
     task: Any
     examples: list[Any]
     source: str
+    wire: dict[str, Any] = field(default_factory=WIRE.snapshot)
+    """The process's request tally when the setup was built: this session's spend is counted from it."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
@@ -253,7 +258,7 @@ class RunSetup:
         """Whether the program fits anything on the train split (``prepare``)."""
         return type(self.program).prepare is not CourtroomProgram.prepare
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self, budget: Any = None) -> dict[str, Any]:
         """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
         if not self.learns:
             return {}
@@ -265,6 +270,7 @@ class RunSetup:
         with (
             metered() as meter,
             bounded_requests(config.concurrency),
+            budget.counting() if budget is not None else contextlib.nullcontext(),
         ):
             self.program.prepare(train)
         return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
@@ -294,10 +300,14 @@ class RunSetup:
         for r in done:
             if progress:
                 progress(r)
-        earlier = _earlier_wall(run_dir)
+        earlier = earlier_wall(run_dir)
         start = time.perf_counter()
-        with JsonLines(run_dir / "results.jsonl") as sink, _stop.saving_to(run_dir):
-            _session(run_dir, "start")
+        with (
+            JsonLines(run_dir / "results.jsonl") as sink,
+            _stop.saving_to(run_dir),
+            budget.counting() if budget is not None else contextlib.nullcontext(),
+        ):
+            session(run_dir, "start", line=line_count(sink.path))
 
             def record(res: ExampleResult) -> None:
                 sink.append(res.to_dict())
@@ -312,52 +322,19 @@ class RunSetup:
                     retried = debiased(retry_program, config.debias)
                     new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
             finally:
-                _end_session(run_dir)
+                end_session(run_dir, since(self.wire))
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        summary.update(spend_summary(run_dir, since(self.wire), config.prices))
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
         write_json(run_dir / "summary.json", summary)
         write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
-
-
-def _session(run_dir: Path, event: str) -> None:
-    append_line(run_dir / "sessions.jsonl", {event: time.time()})
-
-
-def _end_session(run_dir: Path) -> None:
-    """The session's end, written on every stop; a full disk here must not hide the error that stopped it."""
-    try:
-        _session(run_dir, "end")
-    except OSError as exc:
-        logger.warning("could not record the end of the session in %s: %s", run_dir / "sessions.jsonl", exc)
-
-
-def _earlier_wall(run_dir: Path) -> float:
-    """Seconds the earlier sessions of a run took; an interrupted one ends at its last result."""
-    path, results = run_dir / "sessions.jsonl", run_dir / "results.jsonl"
-    if not path.is_file():
-        return 0.0
-    last_write = results.stat().st_mtime if results.is_file() else 0.0
-    total, start = 0.0, None
-    for event in read_jsonl(path)[0]:
-        if not isinstance(event, dict):
-            continue
-        if "start" in event:
-            if start is not None:
-                total += max(0.0, min(last_write, event["start"]) - start)
-            start = event["start"]
-        elif "end" in event and start is not None:
-            total += event["end"] - start
-            start = None
-    if start is not None:
-        total += max(0.0, last_write - start)
-    return total
 
 
 def run(
@@ -411,11 +388,9 @@ def _start(
     )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
-    prepare_usage = setup.prepare()
+    prepare_usage = setup.prepare(budget)
     if prepare_usage:
-        write_json(run_dir / "prepare.json", prepare_usage)
-        if budget is not None:
-            budget.spend(prepare_usage["usage"])
+        write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out
     return setup.execute(run_dir, [], progress, on_start, budget=budget)
 
 
