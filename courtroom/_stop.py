@@ -17,15 +17,27 @@ import dspy
 from dspy.utils.callback import BaseCallback
 
 _stop = threading.Event()
+_code: list[int] = []
 
 
 class Stopped(KeyboardInterrupt):
     """Raised instead of starting an LM call after a stop was requested."""
 
 
-def request_stop() -> None:
-    """From now on, no LM call starts in this process."""
+def request_stop(code: int = 130) -> None:
+    """From now on, no LM call starts in this process; ``code`` is the exit status (128 + signal)."""
+    _code[:] = [code]
     _stop.set()
+
+
+def stop_code() -> int:
+    """The exit status of the stop: 130 (Ctrl-C), 143 (SIGTERM), 129 (SIGHUP)."""
+    return _code[0] if _code else 130
+
+
+def stop_text() -> str:
+    """How the stop is named in messages."""
+    return {143: "terminated (SIGTERM)", 129: "hung up (SIGHUP)"}.get(stop_code(), "interrupted")
 
 
 def stop_requested() -> bool:
@@ -33,9 +45,15 @@ def stop_requested() -> bool:
     return _stop.is_set()
 
 
+def wait(seconds: float) -> bool:
+    """Sleep ``seconds`` or until a stop is requested; True when it was."""
+    return _stop.wait(seconds)
+
+
 def reset() -> None:
     """Allow LM calls again (the CLI resets when a command starts)."""
     _stop.clear()
+    _code.clear()
     _saving.clear()
     _flags.clear()
 
@@ -52,7 +70,7 @@ class StopCalls(BaseCallback):
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
         if not _stop.is_set():
             return
-        exc = Stopped("stopped: no new model calls after Ctrl-C")
+        exc = Stopped(f"stopped: no new model calls ({stop_text()})")
         active = [*dspy.settings.get("callbacks", []), *(getattr(instance, "callbacks", None) or [])]
         for callback in active[: active.index(self)] if self in active else []:
             try:

@@ -43,21 +43,61 @@ def _redact_debug_output() -> None:
         sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
 
 
-def _on_sigint(signum: int, frame: object) -> None:
-    """First Ctrl-C: no new LM call starts, the requests already sent finish; the second stops at once."""
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+"""Signals that stop a command gracefully: Ctrl-C, and what schedulers (Slurm, Kubernetes, systemd) send first."""
+
+GRACE = 10.0
+"""Seconds a SIGTERM or SIGHUP waits for the requests already sent (``COURTROOM_STOP_GRACE``); schedulers
+kill about 30 s later. Ctrl-C waits for them until a second Ctrl-C."""
+
+
+def _on_stop_signal(signum: int, frame: object) -> None:
+    """First signal: no new LM call starts, the requests already sent finish; a second one stops at once.
+
+    After SIGTERM or SIGHUP the wait is bounded by :data:`GRACE`: then the process exits with the
+    resume line, keeping every result already written.
+    """
+    import signal
+
+    from courtroom import _stop
+
+    code = 128 + signum
+    if _stop.stop_requested():
+        _exit_now(code, "interrupted again: stopped at once" if signum == signal.SIGINT else "stopped at once")
+    _stop.request_stop(code)
+    if signum == signal.SIGINT:
+        sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+    else:
+        import threading
+
+        grace = _grace()
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"{name}: stopping; saving the answers that arrive within {grace:g} s\n")
+        timer = threading.Timer(grace, _exit_now, (code, f"{name}: stopped after the {grace:g} s grace period"))
+        timer.daemon = True
+        timer.start()
+    sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
+def _grace() -> float:
+    try:
+        return max(0.0, float(os.environ.get("COURTROOM_STOP_GRACE", GRACE)))
+    except ValueError:
+        return GRACE
+
+
+def _exit_now(code: int, what: str) -> None:
+    """Exit at once (requests in flight are dropped), with the line that resumes the saved work."""
     from courtroom import _stop
 
     folder = _stop.saved_folder()
-    if _stop.stop_requested():
-        hint = _stop.resume_hint() or (_stop.with_flags(f"courtroom run --resume {folder}") if folder else None)
-        resume = f"; resume with: {hint}" if hint else ""
-        sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
-        sys.stderr.flush()
-        os._exit(130)
-    _stop.request_stop()
-    sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+    hint = _stop.resume_hint() or (_stop.with_flags(f"courtroom run --resume {folder}") if folder else None)
+    resume = f"; resume with: {hint}" if hint else ""
+    sys.stderr.write(f"{what}{resume}\n")
     sys.stderr.flush()
-    raise KeyboardInterrupt
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def _interrupted_message() -> str:
@@ -67,20 +107,21 @@ def _interrupted_message() -> str:
     from courtroom import _stop
 
     folder = _stop.saved_folder()
+    what = _stop.stop_text()
     if folder is None:
         return (
-            "interrupted: no run folder was written; the answers already received are in the cache, "
+            f"{what}: no run folder was written; the answers already received are in the cache, "
             "so the same command sends only what is missing"
         )
     if _stop.resume_hint():
-        return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
+        return f"{what}: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
     if (Path(folder) / "meta.json").is_file():
         from courtroom.runner.runs import load_run
 
         meta, rows, _ = load_run(folder)
         saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
-    return f"interrupted: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
+    return f"{what}: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,13 +133,19 @@ def main(argv: list[str] | None = None) -> int:
 
     _stop.reset()
     if threading.current_thread() is not threading.main_thread():
-        return _main(argv)
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+        try:
+            return _main(argv)
+        finally:
+            _stop.reset()  # the command's flags and folders are its own: a later call starts clean
+    signals = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+    previous = {s: signal.signal(s, _on_stop_signal) for s in signals}
     try:
         code = _main(argv)
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if code == 130 and argv is None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _stop.reset()
+    if code in (130, 129, 143) and argv is None:
         # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
         # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.
         sys.stdout.flush()
@@ -108,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from courtroom import _stop
     from courtroom.errors import CourtroomError
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -145,7 +193,7 @@ def _main(argv: list[str] | None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
         print(_interrupted_message(), file=sys.stderr)
-        return 130
+        return _stop.stop_code()
     except CourtroomError as exc:
         if debug:
             raise
@@ -162,4 +210,5 @@ def _main(argv: list[str] | None) -> int:
         return 1
     if code == 130:  # typer turned a Ctrl-C into Exit(130)
         print(_interrupted_message(), file=sys.stderr)
+        return _stop.stop_code()
     return code if isinstance(code, int) else 0

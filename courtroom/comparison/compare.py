@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from courtroom import _stop
+from courtroom._files import read_json, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom.analysis import papers as analysis
 from courtroom.analysis.ambiguity import split_comparison
@@ -363,7 +364,7 @@ def write_plan(
 ) -> None:
     """Write ``plan.json``: the task, the compared rows, the options and the spec (never the base URL)."""
     plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks), "spec": spec}
-    (out_dir / PLAN).write_text(json.dumps(plan | {"options": without_base_url(options)}, indent=2))
+    write_json(out_dir / PLAN, plan | {"options": without_base_url(options)})
 
 
 def run_comparison(
@@ -525,13 +526,13 @@ def _write(
         table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
         table = add_mcnemar(table, {f: _results(outcomes[f])[1] for f in frameworks}, matches)
     table.to_csv(out_dir / "table.csv")
-    (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
+    write_atomic(out_dir / "table.md", f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
     runs, analyses = {}, {}
     for f in frameworks:
         o = outcomes[f]
         runs[f] = str((o.run_dir if isinstance(o, RunOutcome) else o.group_dir).relative_to(out_dir))
         run_dir, results = _results(o)
-        meta = json.loads((run_dir / "meta.json").read_text())
+        meta = read_json(run_dir / "meta.json", "start a new comparison")
         analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
         flipped = flip_matrix(results, configs[f].framework, meta["task"]["labels"], meta["task"].get("positions"))
         if flipped is not None:
@@ -541,7 +542,7 @@ def _write(
             analyses[f]["calibration"] = calibration
         if isinstance(o, RepeatOutcome):
             analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
-    (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
+    write_json(out_dir / "analyses.json", analyses)
     first = configs[frameworks[0]]
     (out_dir / "comparison.json").write_text(
         json.dumps(
