@@ -78,10 +78,15 @@ def _answered_once(
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_request_the_server_gets_is_counted_once(framework: str, tmp_path: Path) -> None:
+    from courtroom.reporting.progress import ProgressDisplay
+
     with FakeServer(responder, faults=FAULTS, hang=1.0, retry_after=0.01, seed=11) as server:
-        outcome = run(_config(framework, server, tmp_path))
+        with ProgressDisplay(enabled=False) as display:
+            bar = display.track(framework)
+            outcome = run(_config(framework, server, tmp_path), progress=bar.result, on_start=bar.start)
         received = server.counts["requests"]
     s = outcome.summary
+    assert bar.sent == received  # the progress display counts every request too
     faults = {k: server.counts[k] for k in FAULTS}
     print(f"{framework}: server received {received}, summary sent {s['sent']}; faults {faults}")
     assert s["n"] == 8
