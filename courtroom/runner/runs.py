@@ -189,6 +189,11 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
+        *(
+            [("sent this session", summary["session"]["sent"])]
+            if (summary.get("session") or {}).get("sent", summary["sent"]) != summary["sent"]
+            else []
+        ),
         ("tokens (sent calls)", tokens_text(summary)),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
