@@ -106,12 +106,12 @@ class JsonLines:
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
-        except OSError:
+        except OSError as exc:
             try:
                 os.ftruncate(self._fd, before)
             except OSError:  # the tail stays torn: the next writer repairs it
                 pass
-            raise
+            raise _named(exc, self.path) from exc
 
     def close(self) -> None:
         """Close the file (every line is already written: appends are unbuffered)."""
@@ -158,16 +158,29 @@ def skipped_text(path: Path, bad: list[int]) -> str:
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename (never half a file)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _named(exc, path) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _named(exc, path) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with the file it is about (``os.write`` errors name none)."""
+    if exc.filename:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def write_json(path: str | Path, value: Any, **dumps: Any) -> None:

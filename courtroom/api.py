@@ -442,7 +442,14 @@ def study(
     if spec.budget.dry_run:
         raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
     _stop.note_flags(spec.runtime_flags())
-    return run_spec_study(spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec))
+    try:
+        return run_spec_study(spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec))
+    except Exception as exc:
+        if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
+            raise
+        from courtroom.optimize._storage import storage_failure
+
+        raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
 
 
 class Verdict(dict):  # type: ignore[type-arg]
@@ -509,6 +516,9 @@ def predict(
         dspy.Example(case=r["case"], label="", id=str(r.get("id", n))).with_inputs("case")
         for n, r in enumerate(rows, 1)
     ]
+    from courtroom.models.context import check_context
+
+    check_context(program.lms.models(), ((ex.id, ex.case) for ex in examples))
     results = evaluate(program, examples, concurrency=concurrency)
     return [Verdict(id=r.id, label=r.prediction, error=r.error, transcript=r.transcript) for r in results]
 

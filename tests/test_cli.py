@@ -138,11 +138,10 @@ def test_bbh_json_file_loads_through_datasets(tmp_path, server, capsys):
     assert meta["task"]["source"] == f"file {path}" and len(meta["example_ids"]) == 6  # the 60% test split
 
 
-def test_debug_shows_the_traceback():
-    from courtroom.errors import ConfigError
-
-    with pytest.raises(ConfigError):
-        main(["--debug", "run", "nope"])
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(capsys):
+    assert main(["--debug", "run", "nope"]) == 2  # the code of the same bad input without --debug
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ConfigError" in err and err.strip().splitlines()[-1].startswith("error: ")
 
 
 def test_missing_weights_from_the_command_line(tmp_path):

@@ -108,3 +108,12 @@ def test_state_files_are_replaced_whole(tmp_path: Path) -> None:
         write_json(path, {"n": "\ud800"}, ensure_ascii=False)  # fails while writing
     assert json.loads(path.read_text()) == {"n": 1}  # the old file, not half of the new one
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary file left
+
+
+def test_a_damaged_sessions_line_does_not_stop_a_resume(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with FakeServer() as server:
+        run_dir, lms = _interrupted(server, tmp_path / "runs", after=3)
+        sessions = run_dir / "sessions.jsonl"
+        sessions.write_bytes(sessions.read_bytes() + b'{"start": \xff\xfe}\n')
+        outcome = resume(run_dir, lms=lms)  # before: UnicodeDecodeError reading the sessions
+    assert outcome.summary["n"] == N

@@ -39,6 +39,7 @@ def _quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _config(framework: str, server: FakeServer, out: Path, limit: int = 8, **kw: Any) -> RunConfig:
     kw.setdefault("concurrency", 4)
+    kw.setdefault("timeout", 10.0)  # only the hang fault should time out, not a loaded machine
     return RunConfig(
         framework,
         "boolean_expressions",
@@ -48,7 +49,6 @@ def _config(framework: str, server: FakeServer, out: Path, limit: int = 8, **kw:
         knobs=FRAMEWORKS[framework],
         lm="openai/fake",
         api_base=server.url,
-        timeout=0.5,
         out=str(out),
         **kw,
     )
@@ -78,10 +78,16 @@ def _answered_once(
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_request_the_server_gets_is_counted_once(framework: str, tmp_path: Path) -> None:
+    from courtroom.reporting.progress import ProgressDisplay
+
     with FakeServer(responder, faults=FAULTS, hang=1.0, retry_after=0.01, seed=11) as server:
-        outcome = run(_config(framework, server, tmp_path))
+        with ProgressDisplay(enabled=False) as display:
+            bar = display.track(framework)
+            config = _config(framework, server, tmp_path, timeout=0.5)  # the hang (1 s) times out
+            outcome = run(config, progress=bar.result, on_start=bar.start)
         received = server.counts["requests"]
     s = outcome.summary
+    assert bar.sent == received  # the progress display counts every request too
     faults = {k: server.counts[k] for k in FAULTS}
     print(f"{framework}: server received {received}, summary sent {s['sent']}; faults {faults}")
     assert s["n"] == 8

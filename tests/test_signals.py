@@ -67,6 +67,11 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
     assert not [p for p, c in Counter(server.served).items() if c > 1], "an answered call was sent twice"
     assert answered_before < len(server.served) == N * 3  # jot, one loop: three calls per example
     summary = json.loads((run_dir / "summary.json").read_text())
+    print(
+        f"{name}: {line[0].split(' saved in')[0]}; {answered_before} answered before the stop, "
+        f"{len(server.served)} in all (= {N} x 3, none twice); summary sent {summary['sent']} of "
+        f"{server.counts['requests']} received"
+    )
     assert summary["n"] == N and summary["sent"] == server.counts["requests"]  # both sessions' requests
 
 

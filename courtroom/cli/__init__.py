@@ -117,10 +117,14 @@ def _interrupted_message() -> str:
         return f"{what}: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
     if (Path(folder) / "meta.json").is_file():
+        from courtroom.errors import DataError
         from courtroom.runner.runs import load_run
 
-        meta, rows, _ = load_run(folder)
-        saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
+        try:
+            meta, rows, _ = load_run(folder)
+            saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
+        except DataError:
+            saved = ""
     return f"{what}: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
 
 
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     from courtroom import _stop
-    from courtroom.errors import CourtroomError
+    from courtroom.cli import _failures
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["--version"], ["-V"]):
@@ -183,7 +187,7 @@ def _main(argv: list[str] | None) -> int:
         return exc.exit_code
     except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
         if debug:
-            raise
+            _failures.print_traceback(exc)
         command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
         hint = f" (see courtroom {command_name} --help)" if command_name else ""
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
@@ -194,20 +198,14 @@ def _main(argv: list[str] | None) -> int:
     except (KeyboardInterrupt, click.exceptions.Abort):
         print(_interrupted_message(), file=sys.stderr)
         return _stop.stop_code()
-    except CourtroomError as exc:
-        if debug:
-            raise
-        # A stop at a budget (exit 3) is an outcome, not an error: its line says what to do next.
-        print(f"error: {exc}" if exc.exit_code == 2 else str(exc), file=sys.stderr)
-        return exc.exit_code
     except Exception as exc:
+        # One map from failures to codes (courtroom.cli._failures); --debug adds the traceback only.
         if debug:
-            raise
-        print(
-            f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (rerun with --debug)",
-            file=sys.stderr,
-        )
-        return 1
+            _failures.print_traceback(exc)
+        known = _failures.describe(exc)
+        code, line = known if known is not None else _failures.unexpected(exc)
+        print(line, file=sys.stderr)
+        return code
     if code == 130:  # typer turned a Ctrl-C into Exit(130)
         print(_interrupted_message(), file=sys.stderr)
         return _stop.stop_code()

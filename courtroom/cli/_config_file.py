@@ -24,9 +24,11 @@ def read_file(path: str | Path) -> dict[str, Any]:
     if path.suffix.lower() not in SUFFIXES:
         raise typer.BadParameter(f"{path}: use a .yaml, .yml, .toml or .json file")
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise typer.BadParameter(f"cannot read {path}: not a text file (UTF-8 YAML, TOML or JSON)") from None
     try:
         if path.suffix.lower() == ".toml":
             import tomllib

@@ -170,8 +170,8 @@ OPTIONS: list[Option] = [
        EXECUTION_PANEL, SPEC_COMMANDS, min=1, show_default="4; on --resume, the run's"),
     _o("repeats", "--repeats", int, "Runs per framework; report mean, sd and 95% CI.", EXECUTION_PANEL,
        {"run": 1, "compare": 1}, min=1),
-    _o("fail_on_error", "--fail-on-error", FLOAT, "Exit non-zero when more than this fraction of examples failed "
-       "(1: never).", EXECUTION_PANEL, ALL, show_default="0.1"),
+    _o("fail_on_error", "--fail-on-error", FLOAT, "Exit non-zero when more than this fraction of examples "
+       "(predict: cases) failed (1: never).", EXECUTION_PANEL, SPEC_COMMANDS, show_default="0.1"),
     # Budget
     _o("dry_run", "--dry-run", bool, "Print the LM calls, tokens and dollars this would spend; send nothing.",
        BUDGET_PANEL, dict.fromkeys(ALL, False)),

@@ -114,3 +114,8 @@ def predict_command(
     Console(stderr=True).print(
         f"{len(verdicts)} case(s), {failed} failed" + (f"; results in {output}" if output else "")
     )
+    from courtroom.eval.status import TooManyFailures, status
+
+    outcome = status(failed, len(verdicts), spec.execution.threshold, [v.error for v in verdicts])
+    if outcome["status"] == "failed":
+        raise TooManyFailures(str(outcome["status_reason"]).replace("examples", "cases"))

@@ -22,7 +22,13 @@ def runs_command(
 ) -> None:
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
     from courtroom.api import runs
+    from courtroom.errors import ConfigError
 
+    missing = [str(f) for f in folders or () if not f.is_dir()]
+    if missing:
+        raise ConfigError(
+            f"no such folder: {', '.join(missing)}: pass a folder that holds runs (e.g. runs, or the --out of a run)"
+        )
     table = runs(folders or ("runs", "comparisons"))
     console = Console()
     if not console.is_terminal:  # a pipe or a log: one line per run, not a table folded to 80 columns

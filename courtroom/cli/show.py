@@ -26,6 +26,9 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("examples", str(summary["n"]))
     table.add_row("failures", str(summary["failures"]))
     table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
+    session = summary.get("session") or {}
+    if session and session.get("sent") != summary["sent"]:  # a resumed folder: sent counts every session
+        table.add_row("sent this session", str(session["sent"]))
     table.add_row("tokens (sent calls)", tokens_text(summary))
     table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
     table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")

@@ -40,6 +40,7 @@ from courtroom.reporting.formatting import readable_table
 from courtroom.runner.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.runner.resume import resume
 from courtroom.runner.runs import RunConfig, RunOutcome, run
+from courtroom.runner.sessions import evaluation_spend
 
 logger = logging.getLogger(__name__)
 COLUMNS = (
@@ -99,11 +100,17 @@ def split_knobs(
 
 
 def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
+    # The evaluation's spend: a run's one-off training calls (prepare) stay out of per-example figures.
     if isinstance(outcome, RunOutcome):
-        return {c: outcome.summary.get(c) for c in COLUMNS}
+        return {c: outcome.summary.get(c) for c in COLUMNS} | evaluation_spend(outcome.summary)
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
     for c in ("cached", "cached_tokens"):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
+    spends = [evaluation_spend(o.summary) for o in outcome.outcomes]
+    for c in ("sent", "tokens"):
+        row[c] = sum(s[c] for s in spends) / len(spends)
+    costs = [s["cost"] for s in spends]
+    row["cost"] = None if any(c is None for c in costs) else sum(costs) / len(costs)
     row["n"] = outcome.outcomes[0].summary.get("n")
     for c in ("brier", "ece"):
         values = [o.summary[c] for o in outcome.outcomes if o.summary.get(c) is not None]

@@ -8,7 +8,6 @@ a stable id, recorded by each run.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 import dspy
 
 from courtroom.data._hub import load_hub
+from courtroom.data._validate import check_file, quiet_datasets
 from courtroom.data.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
 from courtroom.data.generators import GENERATORS
 from courtroom.errors import ConfigError, DataError
@@ -112,21 +112,16 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
         if not raw.strip():
             raise DataError(f"cannot read {path}: the file is empty; put at least one row in it")
         try:
-            raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DataError(
                 f"cannot read {path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
                 "save it as UTF-8"
             ) from None
-    if path.suffix.lower() == ".json":
-        try:
-            top = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read {path}: not valid JSON ({exc})") from exc
-        if isinstance(top, dict) and "examples" in top:
-            kwargs["field"] = "examples"  # the BBH file shape {"examples": [{"input", "target"}]}
+        kwargs = check_file(path, fmt, text)  # names the line or row that breaks, before datasets does
     try:
-        ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
+        with quiet_datasets():
+            ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable files
         if "corresponds to no data" in str(exc):
             raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc

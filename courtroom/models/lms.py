@@ -124,6 +124,11 @@ def build_lm(spec: LMSpec | str) -> Any:
         from courtroom.models.local import local_lm
 
         return limit_requests(local_lm(temperature=spec.temperature, max_tokens=spec.max_tokens, timeout=spec.timeout))
+    provider, _, name = spec.model.partition("/")
+    if "/" in spec.model and not (provider.strip() and name.strip()):
+        raise ConfigError(
+            f"cannot resolve model {spec.model!r}: give the provider and the model, e.g. 'openai/gpt-4o-mini'"
+        )
     if "/" not in spec.model:
         raise ConfigError(
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "

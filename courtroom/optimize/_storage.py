@@ -68,10 +68,35 @@ def open_storage(url: str | None) -> Any:
             url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS, **kwargs
         )
     except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
-        raise ConfigError(
-            f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs"
-        ) from exc
+        raise ConfigError(storage_failure(url, exc)) from exc
+
+
+def reason_of(exc: BaseException) -> str:
+    """The innermost message of an exception chain (Optuna wraps SQLAlchemy, which wraps the driver)."""
+    seen = exc
+    while True:
+        inner = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
+        if inner is None or inner is seen:
+            break
+        seen = inner
+    text = str(seen).strip().splitlines()
+    return text[0][:200] if text else type(seen).__name__
+
+
+def storage_failure(url: str | None, exc: BaseException) -> str:
+    """One line for a storage that failed: what it is (damaged, read-only, unreachable) and the fix."""
+    url = url or DEFAULT_STORAGE
+    reason = reason_of(exc)
+    low = reason.lower()
+    where = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact(url)
+    if "malformed" in low or "not a database" in low:
+        return (
+            f"the study storage {where} is damaged ({reason}): move it aside and start the study again, "
+            "or pass --storage NEW.db"
+        )
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low:
+        return f"cannot write the study storage {where} ({reason}): make it writable, or pass --storage NEW.db"
+    return f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs"
 
 
 def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:

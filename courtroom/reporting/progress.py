@@ -34,19 +34,30 @@ __all__ = ["CallCounter", "ProgressDisplay", "Tracker", "quiet_tqdm"]
 
 
 class CallCounter(BaseCallback):
-    """Counts finished LM calls (a cached answer counts too: it is a call the program made)."""
+    """Counts finished LM calls and the requests they sent.
+
+    A cached answer is a call (the program made it) that sent nothing; a retried one sent several
+    requests (:data:`courtroom.models._requests.WIRE` counts them).
+    """
 
     def __init__(self) -> None:  # noqa: D107
+        from courtroom.models._requests import WIRE
+
         self.calls = 0
         self.active: Tracker | None = None
         """The task whose examples are running (tasks run one after another: a comparison's rows)."""
         self._lock = threading.Lock()
+        self._wire = WIRE
+        self._seen = WIRE.sent
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
         with self._lock:
             self.calls += 1
+            now = self._wire.sent
             if self.active is not None:
                 self.active.own_calls += 1
+                self.active.sent += now - self._seen
+            self._seen = now
 
 
 @dataclass
@@ -61,6 +72,8 @@ class Tracker:
     correct: int = 0
     own_calls: int = 0
     """LM calls made while this task was the active one (see :meth:`start`)."""
+    sent: int = 0
+    """Requests those calls sent: fewer with cache hits, more with retries."""
     tokens: int = 0
     """Tokens of the calls its finished examples sent (cache hits spend none)."""
     cost: float | None = None
@@ -126,7 +139,7 @@ class Tracker:
         parts = [self.note] if self.note else []
         if self.unit:
             parts.append(f"{self.done}/{self.total if self.total is not None else '?'} {self.unit}")
-        parts.append(f"{self.calls} LM calls")
+        parts.append(f"{self.calls} LM calls" + (f" ({self.sent} sent)" if self.sent != self.calls else ""))
         parts += self.spending()
         if self.done and self.unit == "examples":
             parts.append(f"acc {self.correct / self.done:.2f}")
@@ -218,7 +231,7 @@ class ProgressDisplay:
         if self._bar is None or t.handle is None:
             return
         bits = [t.note] if t.note else []
-        bits.append(f"calls {t.calls}")
+        bits.append(f"calls {t.calls}" + (f" ({t.sent} sent)" if t.sent != t.calls else ""))
         bits += t.spending()
         if t.done and t.unit == "examples":
             bits.append(f"acc {t.correct / t.done:.2f}")

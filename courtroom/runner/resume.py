@@ -145,7 +145,8 @@ def _retry_program(
         return None
     rows = read_jsonl(run_dir / "results.jsonl")[0]
     attempts = max(sum(isinstance(r, dict) and r.get("id") == i for r in rows) for i in failed)
-    program = setup.program.deepcopy()  # keeps what prepare() fitted (precedents, reliability model, demos)
-    program.lms = setup.lms
+    # The copy keeps what prepare() fitted and the program's own role map (a role routed to another
+    # role's model, e.g. Debate-Feedback's summarizer, keeps its model and so its cache keys).
+    program = setup.program.deepcopy()
     program.refresh = RETRY_SALT * attempts
     return program, failed

@@ -32,6 +32,7 @@ from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
+from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered
 from courtroom.programs import CourtroomProgram, build_program, get_framework
@@ -188,6 +189,11 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
         ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
+        *(
+            [("sent this session", summary["session"]["sent"])]
+            if (summary.get("session") or {}).get("sent", summary["sent"]) != summary["sent"]
+            else []
+        ),
         ("tokens (sent calls)", tokens_text(summary)),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
@@ -258,6 +264,7 @@ class RunSetup:
         if warning:
             logger.warning(warning)
         check_keys(lms)
+        check_context(lms.models(), ((str(ex.id), ex.case) for ex in data.examples))
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source)
 

@@ -89,14 +89,22 @@ def _add(total: Usage, *rows: Any) -> None:
 
 
 def spend_summary(run_dir: Path, session: Mapping[str, Any], prices: Any = None) -> dict[str, Any]:
-    """The summary's spend: the whole folder's requests, tokens and dollars, and this session's."""
+    """The summary's spend: the whole folder's requests, tokens and dollars, and this session's.
+
+    ``training_*`` are the part spent fitting the program on the train split (``prepare.json``),
+    left out of per-example figures (:func:`evaluation_spend`).
+    """
     folder = folder_spend(run_dir)
-    table = user_prices(folder.get("by_model") or {}, prices)
+    training = _read_usage(run_dir / "prepare.json")
+    table = user_prices({**(folder.get("by_model") or {}), **(training.get("by_model") or {})}, prices)
 
     def dollars(usage: Mapping[str, Any]) -> float | None:
         return Usage(by_model={k: dict(v) for k, v in (usage.get("by_model") or {}).items()}).cost(table)
 
     return {
+        "training_sent": int(training.get("sent", 0)),
+        "training_tokens": int(training.get("prompt_tokens", 0)) + int(training.get("completion_tokens", 0)),
+        "training_cost": dollars(training) if training else None,
         "sent": folder["sent"],
         "prompt_tokens": folder["prompt_tokens"],
         "completion_tokens": folder["completion_tokens"],
@@ -107,6 +115,24 @@ def spend_summary(run_dir: Path, session: Mapping[str, Any], prices: Any = None)
             "tokens": int(session.get("prompt_tokens", 0)) + int(session.get("completion_tokens", 0)),
             "cost": dollars(session),
         },
+    }
+
+
+def _read_usage(path: Path) -> dict[str, Any]:
+    try:
+        usage = json.loads(path.read_bytes().decode("utf-8")).get("usage")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return usage if isinstance(usage, dict) else {}
+
+
+def evaluation_spend(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``sent``, ``tokens`` and ``cost`` of a summary without the training calls (per-example figures)."""
+    cost, training_cost = summary.get("cost"), summary.get("training_cost")
+    return {
+        "sent": (summary.get("sent") or 0) - (summary.get("training_sent") or 0),
+        "tokens": (summary.get("tokens") or 0) - (summary.get("training_tokens") or 0),
+        "cost": cost - training_cost if cost is not None and training_cost is not None else cost,
     }
 
 

@@ -1,0 +1,163 @@
+"""Bad input and a bad environment: exit 2, one line naming the path (or line, row, example) and the fix;
+``--debug`` adds the traceback and keeps the code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from courtroom.cli import main
+from courtroom.testing import FakeServer
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("COLUMNS", "300")
+
+    def call(*args: str) -> SimpleNamespace:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        errors = [x for x in err.splitlines() if x.startswith("error:")]
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err, errors=errors)
+
+    return call
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with FakeServer() as s:
+        yield s
+
+
+def test_a_model_with_a_provider_and_no_name_is_bad_input(cli: Any) -> None:
+    got = cli("run", "jot", "--lm", "openai/", "--limit", "2")
+    assert got.returncode == 2 and len(got.errors) == 1 and "'openai/'" in got.errors[0]  # before: exit 1
+
+
+def test_debug_adds_the_traceback_and_keeps_the_code(cli: Any) -> None:
+    got = cli("--debug", "run", "jot", "--lm", "openai/", "--limit", "2")
+    assert got.returncode == 2 and "Traceback" in got.stderr and got.errors  # before: raised, exit 1
+
+
+def test_a_binary_config_file_is_bad_input(cli: Any, tmp_path: Path) -> None:
+    config = tmp_path / "options.yaml"
+    config.write_bytes(b"\x00\x01\xff\xfe binary")
+    got = cli("run", "jot", "--config", str(config))
+    assert got.returncode == 2 and "not a text file" in got.stderr and str(config) in got.stderr  # before: exit 1
+
+
+def test_runs_on_a_missing_folder_is_bad_input(cli: Any, tmp_path: Path) -> None:
+    got = cli("runs", str(tmp_path / "nowhere"))
+    assert got.returncode == 2 and "no such folder" in got.errors[0]  # before: "no runs in ...", exit 0
+
+
+def test_a_damaged_run_file_is_named_with_its_fix(cli: Any, server: FakeServer, tmp_path: Path) -> None:
+    got = cli(
+        "run", "zero-shot", "--limit", "3", "--lm", "openai/fake", "--api-base", server.url, "--out", str(tmp_path)
+    )
+    assert got.returncode == 0, got.stderr
+    (run_dir,) = tmp_path.iterdir()
+    (run_dir / "summary.json").write_bytes(b'{"n": 3, \xff')
+    got = cli("show", str(run_dir))
+    assert got.returncode == 2 and str(run_dir / "summary.json") in got.errors[0]  # before: exit 1, JSONDecodeError
+    assert f"courtroom run --resume {run_dir}" in got.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("bad.csv", 'text,label\n"a, b",yes\nc,no,extra\n', "line 3 has 3 field(s), the header has 2"),
+        ("bad.jsonl", '{"text": "a", "label": "yes"}\n{"text": "b", "label\n', "line 2 is not JSON"),
+        ("object.json", '{"text": "a", "label": "yes"}', "it holds an object, not a list of rows"),
+        ("mixed.json", '[{"text": "a", "label": "yes"}, "b"]', "row 1 is a string, not an object"),
+    ],
+)
+def test_a_malformed_data_file_is_named_by_line_or_row(
+    cli: Any, server: FakeServer, tmp_path: Path, name: str, content: str, said: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    got = cli(
+        *("run", "zero-shot", "--dataset", str(path), "--text-field", "text", "--label-field", "label"),
+        *("--labels", "yes,no", "--lm", "openai/fake", "--api-base", server.url),
+    )
+    assert got.returncode == 2 and len(got.errors) == 1, got.stderr
+    assert said in got.errors[0] and str(path) in got.errors[0]  # before: DatasetGenerationError
+    assert "datasets" not in got.stderr.lower().replace(str(path).lower(), "")  # no library log lines
+
+
+def test_a_case_longer_than_the_models_context_is_refused_before_any_request(
+    cli: Any, server: FakeServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "cases.jsonl"
+    rows = [{"text": "short case", "label": "yes"}, {"text": "word " * 200_000, "label": "no"}]  # 1 MB
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = server.counts["requests"]
+    got = cli(
+        *("run", "zero-shot", "--dataset", str(path), "--text-field", "text", "--label-field", "label"),
+        *("--labels", "yes,no", "--split-sizes", "0,0,2", "--lm", "openai/gpt-4o-mini", "--api-base", server.url),
+    )
+    assert got.returncode == 2, got.stderr
+    assert "-1 is" in got.errors[0] and "gpt-4o-mini takes (128,000" in got.errors[0]  # names the example
+    assert server.counts["requests"] == before  # before: sent as it is
+
+
+def test_a_damaged_or_read_only_study_storage_is_named_with_its_fix(
+    cli: Any, server: FakeServer, tmp_path: Path
+) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    db = tmp_path / "ro.db"
+    optuna.create_study(storage=f"sqlite:///{db}", study_name="x")
+    args = ("study", "jot", "--trials", "1", "--dev-limit", "2", "--lm", "openai/fake", "--api-base", server.url)
+    got = cli(*args, "--storage", f"sqlite:///file:{db}?mode=ro&uri=true", "--study-name", "y")
+    assert got.returncode == 2 and "cannot write the study storage" in got.errors[0]  # before: exit 1
+    assert "make it writable" in got.errors[0]
+    size = db.stat().st_size
+    with db.open("r+b") as f:  # pages after the schema overwritten
+        f.seek(4096)
+        f.write(b"\xde\xad" * ((size - 4096) // 2))
+    got = cli(*args, "--storage", f"sqlite:///{db}", "--study-name", "x")
+    assert got.returncode == 2 and f"{db} is damaged" in got.errors[0] and "move it aside" in got.errors[0]
+
+
+@pytest.fixture(scope="module")
+def program_file(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("predict") / "program.json"
+    code = main(
+        [
+            *("compile", "zero-shot", "--task", "boolean_expressions", "--optimizer", "labeled"),
+            *(
+                "--train-limit",
+                "3",
+                "--dev-limit",
+                "2",
+                "--lm",
+                "openai/fake",
+                "--api-base",
+                server.url,
+                "-o",
+                str(out),
+            ),
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def test_batch_predict_fails_when_the_cases_fail(cli: Any, program_file: Path, tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"case": f"True and {i % 2 == 0} is"}) + "\n" for i in range(4)))
+    with FakeServer(faults={"garbage": 1.0}) as broken:
+        common = ("predict", str(program_file), "--input", str(cases), "--api-base", broken.url)
+        failed = cli(*common, "--out", str(tmp_path / "out.jsonl"))
+        tolerated = cli(*common, "--fail-on-error", "1")
+    assert failed.returncode == 2 and "4 of 4 cases failed" in failed.errors[0]  # before: exit 0
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 4  # the verdicts are written first
+    assert tolerated.returncode == 0, tolerated.stderr  # before: no --fail-on-error for predict
