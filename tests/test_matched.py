@@ -95,11 +95,6 @@ def test_match_tokens_on_the_fake_server(cold_cache, tmp_path):
     assert abs(ratio - 1) <= 0.5 / k + 0.15, ratio  # equal up to rounding k to a whole sample
 
 
-@pytest.mark.skip(
-    reason="regression since the issue 24 merge: a first run now counts a learning row's prepare requests in "
-    "'sent' (15 for 12 calls), so its tokens per example is scaled by calls/sent (1419.6) while the cached "
-    "re-run gives 1515; see the session note"
-)
 def test_a_cached_rerun_reports_the_same_tokens_and_matches(cold_cache, tmp_path, caplog):
     # A re-run answered wholly from the cache once had no tokens: tokens per example n/a, an empty
     # frontier, and --match tokens falling back to calls. The cache keeps what each answer cost.
