@@ -183,10 +183,6 @@ def test_a_damaged_cache_is_named_moved_aside_and_the_run_completes(
     assert list(cold_cache.parent.glob(f"{cold_cache.name}.damaged-*"))
 
 
-@pytest.mark.skip(
-    reason="races in about half the runs since Debate-Feedback's per-debater summaries (issue 21): the resume "
-    "re-sends one call whose answer had parsed; see the session note (issue 24 left open for it)"
-)
 def test_retry_failed_reuses_every_answer_that_parsed_and_counts_what_it_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
