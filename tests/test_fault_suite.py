@@ -21,7 +21,7 @@ import pytest
 from courtroom.cost.budget import Budget, BudgetExhausted
 from courtroom.runner.resume import resume
 from courtroom.runner.runs import RunConfig, load_run, run
-from courtroom.testing import FakeServer, answer_for_schema
+from courtroom.testing import FakeServer, answer_for_schema, fault_prompts
 
 FRAMEWORKS = {
     "jot": {"n_loops": 1},
@@ -190,9 +190,18 @@ def test_retry_failed_reuses_every_answer_that_parsed_and_counts_what_it_replace
         env.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "reference-cache"))
         run(_config("debate-feedback", clean, tmp_path / "reference", limit=12))
         due = Counter(clean.served)  # each request, as often as an uninterrupted run without faults sends it
-    with FakeServer(responder, faults={"garbage": 0.12, "truncated": 0.05}, seed=5) as server:
+    # The same prompts fault on every attempt of the first run (chosen by prompt, not by arrival
+    # order, so some example fails in every run), and answer on the retry.
+    garbage, truncated = fault_prompts(0.12, "garbage", seed=5), fault_prompts(0.05, "truncated", seed=6)
+    faulting = [True]
+
+    def fault_for(prompt: str, schema: dict[str, Any]) -> str | None:
+        return (garbage(prompt, schema) or truncated(prompt, schema)) if faulting[0] else None
+
+    with FakeServer(responder, fault_for=fault_for) as server:
         first = run(_config("debate-feedback", server, tmp_path, limit=12))
         assert first.summary["failures"] > 0
+        faulting[0] = False
         answered = len(server.served)  # requests answered with JSON that parsed
         outcome = resume(first.run_dir, api_base=server.url, retry_failed=True)
         received = server.counts["requests"]
