@@ -31,8 +31,9 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# Every benchmark at a small size, every figure printed (each script's defaults are the full size).
 bench: setup
-	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/run_all.py
 
 lint: setup
 	$(BIN)/ruff check courtroom tests bench
