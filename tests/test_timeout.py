@@ -64,7 +64,8 @@ def test_hung_requests_fail_after_the_timeout(command: list[str], tmp_path: Path
 def test_models_get_a_timeout_by_default() -> None:
     assert build_lm(LMSpec("openai/gpt-4o-mini")).kwargs["timeout"] == DEFAULT_TIMEOUT < 60
     lm = build_lm(LMSpec("openai/x", api_base="http://127.0.0.1:1/v1", timeout=7))
-    assert lm.kwargs["timeout"] == 7
+    assert lm.engine.timeout == 7  # the server engine owns the connection and its timeout
+    assert build_lm(LMSpec("openai/x", api_base="http://127.0.0.1:1/v1")).engine.timeout == DEFAULT_TIMEOUT
 
 
 def test_timeout_does_not_change_the_cache_key(tmp_path: Path) -> None:

@@ -1,165 +1,47 @@
-"""The ``courtroom`` command: one module per command, each calling one library function."""
+"""The ``courtroom`` command: one module per command, each calling one library function.
+
+This module stays light on purpose: :func:`main` installs the Ctrl-C handler before it imports the
+command line (typer, rich) and, through the commands, DSPy and the rest, so a Ctrl-C at any moment
+of start-up exits 130 with one line instead of a traceback.
+"""
 
 from __future__ import annotations
 
-import logging
 import os
+import signal
 import sys
-from typing import Any
-
-import click
-import typer
-from typer.exceptions import TyperException
-
-from courtroom.cli._app import app
-
-
-def _register() -> None:
-    # Importing the command modules registers them on `app`.
-    from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, show, study, tasks  # noqa: F401
-
-
-class _RedactingStream:
-    """A text stream that drops ``user:password@`` from URLs before writing (``--debug`` output)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        from courtroom.models.cache import redact_text
-
-        return self._stream.write(redact_text(text))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def _redact_debug_output() -> None:
-    """Debug logs (HTTP clients log request URLs) and the final traceback go out without credentials."""
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and not isinstance(handler.stream, _RedactingStream):
-            handler.setStream(_RedactingStream(handler.stream))  # type: ignore[arg-type]
-    if not isinstance(sys.stderr, _RedactingStream):
-        sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
-
-
-def _on_sigint(signum: int, frame: object) -> None:
-    """First Ctrl-C: no new LM call starts, the requests already sent finish; the second stops at once."""
-    from courtroom import _stop
-
-    folder = _stop.saved_folder()
-    if _stop.stop_requested():
-        hint = _stop.resume_hint() or (_stop.with_flags(f"courtroom run --resume {folder}") if folder else None)
-        resume = f"; resume with: {hint}" if hint else ""
-        sys.stderr.write(f"interrupted again: stopped at once{resume}\n")
-        sys.stderr.flush()
-        os._exit(130)
-    _stop.request_stop()
-    sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
-    sys.stderr.flush()
-    raise KeyboardInterrupt
-
-
-def _interrupted_message() -> str:
-    """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
-    from pathlib import Path
-
-    from courtroom import _stop
-
-    folder = _stop.saved_folder()
-    if folder is None:
-        return (
-            "interrupted: no run folder was written; the answers already received are in the cache, "
-            "so the same command sends only what is missing"
-        )
-    if _stop.resume_hint():
-        return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
-    saved = ""
-    if (Path(folder) / "meta.json").is_file():
-        from courtroom.runner.runs import load_run
-
-        meta, rows, _ = load_run(folder)
-        saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
-    return f"interrupted: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
+import threading
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line (no traceback unless ``--debug``) and exit non-zero."""
-    import signal
-    import threading
-
     from courtroom import _stop
 
     _stop.reset()
     if threading.current_thread() is not threading.main_thread():
-        return _main(argv)
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+        from courtroom.cli._main import run_main
+
+        return run_main(argv)
+    previous = signal.signal(signal.SIGINT, _stop.on_sigint)
     try:
-        code = _main(argv)
+        try:
+            from courtroom.cli._main import run_main
+        except KeyboardInterrupt:
+            # Ctrl-C while the command line itself was loading: nothing ran, nothing was sent.
+            sys.stderr.write(f"{_stop.STARTUP_INTERRUPTED}\n")
+            code = 130
+        else:
+            code = run_main(argv)
     finally:
         signal.signal(signal.SIGINT, previous)
     if code == 130 and argv is None:
         # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
         # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.
+        # os._exit skips atexit: stop the embedded model server here, so its log is removed too.
+        server = sys.modules.get("courtroom.models.local._server")
+        if server is not None:
+            server.stop_all()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-def _main(argv: list[str] | None) -> int:
-    from courtroom.errors import CourtroomError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] in (["--version"], ["-V"]):
-        from courtroom import __version__
-
-        print(f"courtroom {__version__}")
-        return 0
-    debug = "--debug" in args
-    args = [a for a in args if a != "--debug"]
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if debug:
-        _redact_debug_output()
-    # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    if not debug:
-        # DSPy warns per truncated answer; the run already records such failures per example.
-        logging.getLogger("dspy").setLevel(logging.ERROR)
-    _register()
-    command = typer.main.get_command(app)
-    try:
-        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
-        if debug:
-            raise
-        command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
-        hint = f" (see courtroom {command_name} --help)" if command_name else ""
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
-        return int(getattr(exc, "exit_code", 2))
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except (KeyboardInterrupt, click.exceptions.Abort):
-        print(_interrupted_message(), file=sys.stderr)
-        return 130
-    except CourtroomError as exc:
-        if debug:
-            raise
-        # A stop at a budget (exit 3) is an outcome, not an error: its line says what to do next.
-        print(f"error: {exc}" if exc.exit_code == 2 else str(exc), file=sys.stderr)
-        return exc.exit_code
-    except Exception as exc:
-        if debug:
-            raise
-        print(
-            f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (rerun with --debug)",
-            file=sys.stderr,
-        )
-        return 1
-    if code == 130:  # typer turned a Ctrl-C into Exit(130)
-        print(_interrupted_message(), file=sys.stderr)
-    return code if isinstance(code, int) else 0

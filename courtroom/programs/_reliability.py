@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from courtroom.errors import ConfigError
 
 
@@ -39,6 +37,7 @@ class ReliabilityModel:
 
     def fit(self, texts: Sequence[str], agrees: Sequence[bool]) -> ReliabilityModel:
         """Fit on texts and whether each debater's position matched the gold label."""
+        import numpy as np
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
 
@@ -80,6 +79,7 @@ class ReliabilityModel:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReliabilityModel:
         """Inverse of :meth:`to_dict`."""
+        import numpy as np
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
 
