@@ -25,7 +25,6 @@ from courtroom.programs import JudgmentOfThought  # noqa: E402
 from courtroom.signatures.jot import Judge  # noqa: E402
 from courtroom.testing import scripted_lm  # noqa: E402
 
-
 TARGET_MS = 0.3
 """Courtroom's own cost per LM call over bare ``dspy.Predict`` (same adapter, same fake)."""
 
