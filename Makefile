@@ -45,8 +45,10 @@ system:
 demo: setup
 	$(BIN)/courtroom run jot --task boolean_expressions --limit 3 --loops 2 --show 0
 
+# Two workers: most tests wait on a fake server's or the embedded model's latency, not on CPU. The
+# tests of each service share a worker (tests/conftest.py groups them), so each starts once.
 test: setup system
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 # Every benchmark at a small size, every figure printed (each script's defaults are the full size).
 bench: setup

@@ -23,6 +23,20 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the tests of one service run in one worker.
+
+    The embedded model is CPU-bound (two servers on two cores would only slow each other) and
+    PostgreSQL is started once per worker: grouping keeps each to one start.
+    """
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("local_model") or "local_lm" in names:
+            item.add_marker(pytest.mark.xdist_group("embedded-model"))
+        elif "postgres" in names or "storage" in names:
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # One cache per test: a test that kills a process mid-write cannot leave a damaged cache for the next.

@@ -42,11 +42,10 @@ def imported(*args: str, cwd: Path | None = None) -> dict:
 
 
 def test_the_cli_names_agree_with_the_registries() -> None:
+    from courtroom.data.catalog import BUILTIN_TASKS
     from courtroom.data.tasks import TASKS
     from courtroom.programs import FRAMEWORKS
     from courtroom.programs.presets import PRESETS
-
-    from courtroom.data.catalog import BUILTIN_TASKS
 
     # The built-in entries (other tests register their own in this process: those are not the CLI's).
     assert set(_names.FRAMEWORKS) == {n for n, c in FRAMEWORKS.items() if c.__module__.startswith("courtroom.")}
