@@ -181,7 +181,8 @@ def estimate(
         planned = run_config(spec)
         return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
     if spec.command == "compare":
-        from courtroom.comparison.compare import compare_options, comparison_configs
+        from courtroom.comparison.compare import comparison_configs
+        from courtroom.comparison.options import compare_options
 
         out: dict[str, Any] = {}
         for task, rows in _compared(spec).items():
@@ -236,7 +237,7 @@ def compare(
     ``api_base``, ``timeout``, ``concurrency``, ``prices`` and ``fail_on_error``.
     """
     from courtroom.comparison.compare import compare as run_compare
-    from courtroom.comparison.compare import compare_options, given_options
+    from courtroom.comparison.options import compare_options, given_options
 
     spec = experiment("compare", spec, frameworks=frameworks, **options)
     if spec.budget.dry_run:
@@ -245,19 +246,7 @@ def compare(
         raise ConfigError("pass frameworks (e.g. --frameworks jot,cot), or resume a comparison folder")
     _stop.note_flags(spec.runtime_flags())
     with _display(spec, progress) as display:
-        bars: dict[str, Any] = {}
-
-        def bar(framework: str) -> Any:
-            if framework not in bars:
-                bars[framework] = display.track(framework)
-            return bars[framework]
-
-        hooks: dict[str, Any] = {
-            "progress": lambda f, res: bar(f).result(res),
-            "on_start": lambda f, n: bar(f).start(n),
-            "budget": _budget(spec),
-            "lms": lms,
-        }  # typed as Any: compare's own keywords follow
+        hooks = _row_hooks(display) | {"budget": _budget(spec), "lms": lms}
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
@@ -266,31 +255,32 @@ def compare(
         return run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts)
 
 
+def _row_hooks(display: Any) -> dict[str, Any]:
+    """A comparison's progress: one bar per row, made when the row starts."""
+    bars: dict[str, Any] = {}
+
+    def bar(row: str) -> Any:
+        if row not in bars:
+            bars[row] = display.track(row)
+        return bars[row]
+
+    return {"progress": lambda f, res: bar(f).result(res), "on_start": lambda f, n: bar(f).start(n)}
+
+
 def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A paper's comparison table (``compare --suite``): (paper vs measured, task -> comparison)."""
     from courtroom.comparison.suites import run_suite
 
     def one(task: str, names: list[str], **kw: Any) -> Any:
         from courtroom.comparison.compare import compare as run_compare
-        from courtroom.comparison.compare import compare_options
+        from courtroom.comparison.options import compare_options
 
         each = spec.updated(task=task, frameworks=names)
         rows = kw.get("rows") or {}
         opts = compare_options(each, list(dict.fromkeys(fw for fw, _, _ in rows.values())) or None)
         opts.pop("task")
         with _display(each, progress) as display:
-            bars: dict[str, Any] = {}
-
-            def bar(f: str) -> Any:
-                if f not in bars:
-                    bars[f] = display.track(f)
-                return bars[f]
-
-            hooks: dict[str, Any] = {
-                "progress": lambda f, r: bar(f).result(r),
-                "on_start": lambda f, n: bar(f).start(n),
-            }
-            return run_compare(task, names, lms=lms, budget=_budget(spec), **hooks, **opts, **kw)
+            return run_compare(task, names, lms=lms, budget=_budget(spec), **_row_hooks(display), **opts, **kw)
 
     _stop.note_flags(spec.runtime_flags())
     assert spec.design.suite is not None

@@ -74,6 +74,8 @@ class Data:
     """At most this many training examples (None: all for run/compare, 20 for compile/study)."""
     dev_limit: int | None = None
     """Dev examples scored before/after compiling or by each study trial (None: 20)."""
+    test_limit: int | None = None
+    """Study: score the chosen trial(s) on the first N test examples, beside the dev score (None: not)."""
 
     @property
     def task_name(self) -> str:
@@ -113,6 +115,7 @@ class Data:
             ("--limit", self.limit),
             ("--train-limit", self.train_limit),
             ("--dev-limit", self.dev_limit),
+            ("--test-limit", self.test_limit),
         ):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag} must be >= 1, got {value}")

@@ -62,28 +62,77 @@ def _stance_assistant(role: str, turn: int, prompt: str) -> dict:
     return {"reliability": 0.9 if _field(prompt, "stance") == "True" else 0.1}
 
 
-def test_gate_scores_each_comment_and_only_passing_comments_reach_the_judge() -> None:
+def test_round_gate_sends_every_comment_with_its_reliability_to_the_summary_and_the_judge() -> None:
+    """Algorithm 1's Threshold(v) gates the round; Table 4 step 4 gives the judge all reliabilities (0.45 too)."""
     judge = scripted_lm({"judge": [_j(0.2), _j(0.9)], "summarizer": {"summary": "the round summary"}})
     rest = scripted_lm({"debater": _side_debater, "assistant": _stance_assistant})
     program = DebateFeedback(
-        BINARY, lm=rest, roles={"judge": judge}, n_rounds=1, variant="assistant", reliability="llm", threshold=0.5
+        BINARY,
+        lm=rest,
+        roles={"judge": judge},
+        n_rounds=1,
+        variant="assistant",
+        reliability="llm",
+        assistant_input="reply",
+        threshold=0.5,
+    )
+    out = program(case="c")
+    assert out.reliabilities == [[0.9, 0.1]] and out.passed == [[1, 2]] and out.gates == [True]
+    assert _o(out) == pytest.approx([0.2, 0.55])
+    (summary_prompt,) = [p for r, p in judge.engine_impl.prompts if r == "summarizer"]
+    assert "Expert 1 (perspective: True) (reliability 0.90)" in summary_prompt
+    assert "Expert 2 (perspective: False) (reliability 0.10)" in summary_prompt and "I argue False" in summary_prompt
+    estimate = [p for r, p in judge.engine_impl.prompts if r == "judge"][1]
+    seen = _field(estimate, "debate_summary")
+    assert seen.startswith("the round summary") and "Expert 1 (perspective: True): 0.90" in seen
+    assert "Expert 2 (perspective: False): 0.10" in seen
+    assert "initial prediction on the case alone was False" in _field(estimate, "initial_prediction")
+
+
+@pytest.mark.parametrize(("gate", "scores", "passes"), [("any", (0.6, 0.1), True), ("mean", (0.6, 0.1), False)])
+def test_any_and_mean_gates(gate: str, scores: tuple[float, float], passes: bool) -> None:
+    def assistant(role: str, turn: int, prompt: str) -> dict:
+        return {"reliability": scores[0] if _field(prompt, "stance") == "True" else scores[1]}
+
+    lm = scripted_lm({"judge": _j(0.7), "debater": _side_debater, "assistant": assistant})
+    out = DebateFeedback(
+        BINARY, lm=lm, n_rounds=1, variant="assistant", reliability="llm", assistant_input="reply", gate=gate
+    )(case="c")
+    assert out.gates == [passes] and out.passed == ([[1, 2]] if passes else [[]])
+
+
+def test_per_comment_gate_is_an_option_that_forwards_only_the_passing_comments() -> None:
+    judge = scripted_lm({"judge": [_j(0.2), _j(0.9)], "summarizer": {"summary": "the round summary"}})
+    rest = scripted_lm({"debater": _side_debater, "assistant": _stance_assistant})
+    program = DebateFeedback(
+        BINARY,
+        lm=rest,
+        roles={"judge": judge},
+        n_rounds=1,
+        variant="assistant",
+        reliability="llm",
+        assistant_input="reply",
+        gate="comment",
     )
     out = program(case="c")
     assert out.reliabilities == [[0.9, 0.1]] and out.passed == [[1]] and out.gates == [True]
-    assert _o(out) == pytest.approx([0.2, 0.55])
     (summary_prompt,) = [p for r, p in judge.engine_impl.prompts if r == "summarizer"]
     assert "Expert 1" in summary_prompt and "reliability 0.90" in summary_prompt
     assert "Expert 2" not in summary_prompt and "I argue False" not in summary_prompt
-    estimate = [p for r, p in judge.engine_impl.prompts if r == "judge"][1]
-    assert _field(estimate, "debate_summary") == "the round summary"
-    assert "initial prediction on the case alone was False" in _field(estimate, "initial_prediction")
 
 
 def test_no_passing_comment_reuses_o0_without_a_new_call() -> None:
     judge = scripted_lm({"judge": [_j(0.2), _j(0.9)]})
     rest = scripted_lm({"debater": _side_debater, "assistant": {"reliability": 0.3}})
     out = DebateFeedback(
-        BINARY, lm=rest, roles={"judge": judge}, n_rounds=2, variant="assistant", reliability="llm", threshold=0.5
+        BINARY,
+        lm=rest,
+        roles={"judge": judge},
+        n_rounds=2,
+        variant="assistant",
+        reliability="llm",
+        assistant_input="reply",
+        threshold=0.5,
     )(case="c")
     assert out.gates == [False, False] and out.passed == [[], []]
     assert _o(out) == pytest.approx([0.2, 0.2, 0.2])  # O_i = O_0, Algorithm 1's LM(x)
@@ -248,14 +297,16 @@ def _stance_debater(role: str, turn: int, prompt: str) -> dict:
 
 def test_assistant_is_trained_on_stated_stances_and_saved_as_json(tmp_path) -> None:
     lm = scripted_lm({"debater": _stance_debater})
-    program = DebateFeedback(BINARY, lm=lm, n_rounds=1, variant="assistant", reliability="assistant")
+    program = DebateFeedback(
+        BINARY, lm=lm, n_rounds=1, variant="assistant", reliability="assistant", assistant_input="reply"
+    )
     with pytest.raises(ConfigError, match="prepare"):
         program(case="case 99 gold=True")
     program.prepare(_trainset())
     assert lm.engine_impl.counts["debater"] == 12 * 2 * 2  # cases x debaters x (opinion + reply)
     assert "judge" not in lm.engine_impl.turns  # binary training debates need no O_0
     good, bad = program.reliability_model.score(
-        ["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"]
+        ["case 50 gold=True\nconvincing evidence", "case 50 gold=True\nweak hunch"], ["True", "False"]
     )
     assert good > 0.5 > bad
 
@@ -265,14 +316,46 @@ def test_assistant_is_trained_on_stated_stances_and_saved_as_json(tmp_path) -> N
     fresh = DebateFeedback(BINARY, lm=lm, n_rounds=1, variant="assistant", reliability="assistant")
     fresh.load(str(path))
     texts = ["case 7 gold=False\nconvincing evidence", "case 7 gold=False\nweak hunch"]
-    assert fresh.reliability_model.score(texts) == pytest.approx(program.reliability_model.score(texts))
+    stances = ["False", "True"]
+    assert fresh.reliability_model.score(texts, stances) == pytest.approx(
+        program.reliability_model.score(texts, stances)
+    )
 
 
-def test_trained_gate_separates_reliable_from_unreliable_comments() -> None:
-    """Per-comment gating passes exactly the comments whose stance is right; the old mean gate passed
-    whole rounds about half the time, whatever they held."""
+def test_assistant_reads_the_summary_of_each_statement_by_default() -> None:
+    """Table 4 step 3: the summarizer writes one summary per debater; the assistant is trained and run on it."""
+
+    def summarizer(role: str, turn: int, prompt: str) -> dict:
+        return {"summary": "SUMMARY " + ("convincing" if "convincing evidence" in prompt else "weak")}
+
+    lm = scripted_lm({"debater": _stance_debater, "summarizer": summarizer})
+    program = DebateFeedback(BINARY, lm=lm, n_rounds=1, variant="assistant")
+    program.prepare(_trainset())
+    assert lm.engine_impl.counts["summarizer"] == 12 * 2  # one summary per debater per case
+    vocabulary = set(program.reliability_model.to_dict()["vocabulary"])
+    assert "summary" in vocabulary and "hunch" not in vocabulary  # fitted on the summaries, not the replies
+    lm.engine_impl.clear()
+    out = program(case="case 101 gold=False")
+    statements = [t for t in out.transcript if t.role == "summarizer" and t.extra.get("for") == "assistant"]
+    assert [t.extra["of"] for t in statements] == ["debater-1", "debater-2"]
+    per_debater = [p for r, p in lm.engine_impl.prompts if r == "summarizer"][:2]
+    # One debater's statement each (the two run concurrently, in either order).
+    assert sorted(("Expert 1" in p, "Expert 2" in p) for p in per_debater) == [(False, True), (True, False)]
+
+
+def test_trained_per_comment_gate_separates_reliable_from_unreliable_comments() -> None:
+    """With gate="comment", exactly the comments whose stance is right pass."""
     lm = scripted_lm({"debater": _stance_debater})
-    program = DebateFeedback(BINARY, lm=lm, n_rounds=1, n_debaters=2, variant="assistant", reliability="assistant")
+    program = DebateFeedback(
+        BINARY,
+        lm=lm,
+        n_rounds=1,
+        n_debaters=2,
+        variant="assistant",
+        reliability="assistant",
+        assistant_input="reply",
+        gate="comment",
+    )
     program.prepare(_trainset(24))
     passed_right = passed_wrong = held_right = held_wrong = 0
     for ex in _trainset(30, start=100):
@@ -302,6 +385,10 @@ def test_trained_gate_separates_reliable_from_unreliable_comments() -> None:
         {"reliability": "oracle"},
         {"prob_method": "guess"},
         {"k_samples": 0},
+        {"gate": "round"},
+        {"sides": "left"},
+        {"assistant_input": "opinion"},
+        {"memory": "yes"},
     ],
 )
 def test_bad_configuration(kwargs: dict) -> None:

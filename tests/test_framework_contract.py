@@ -11,7 +11,7 @@ import dspy
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.programs import FRAMEWORKS
+from courtroom.programs import FRAMEWORKS, CourtroomProgram
 from courtroom.testing import oracle_lm
 
 BINARY = ["True", "False"]
@@ -68,7 +68,19 @@ def test_contract(name: str, labels: list[str], tmp_path: Any) -> None:
     assert used <= set(cls.roles)
 
     names = [n for n, _ in program.named_predictors()]
-    assert sorted(names) == sorted(cls.roles), "one predictor per role, named after it"
+    subs = {n.split(".")[0] for n in names if "." in n}
+    if not subs:
+        assert sorted(names) == sorted(cls.roles), "one predictor per role, named after it"
+    else:
+        # A design that convenes another program (settle): its own roles' predictors, then the
+        # convened program's under its attribute (trial.judge), each named after its role.
+        for sub in subs:
+            inner = getattr(program, sub)
+            assert isinstance(inner, CourtroomProgram)
+            assert sorted(n.split(".", 1)[1] for n in names if n.startswith(sub + ".")) == sorted(type(inner).roles)
+        own = [n for n in names if "." not in n]
+        assert own and set(own) <= set(cls.roles)
+        assert {r for sub in subs for r in type(getattr(program, sub)).roles} <= set(cls.roles)
 
     path = tmp_path / "program.json"
     program.save(str(path))
@@ -123,6 +135,7 @@ SMALLEST = {
     "khan-debate": {"n_rounds": 1},
     "parallel-vote": {"n_models": 1},
     "reflexion": {"max_retries": 0},
+    "settle": {"panel_size": 2, "trial_knobs": "n_judges=1,k_precedents=0"},
 }
 
 

@@ -127,6 +127,33 @@ def test_courtroom_llm_sequential_judges_see_earlier_judges_only() -> None:
     assert "<JUDGE-0>" in judges[2] and "<JUDGE-1>" in judges[2]
 
 
+def test_courtroom_llm_sequential_judge_can_see_the_previous_judge_only() -> None:
+    """The final paper (§3.3): "Each Judge-LLM considers the conclusions of the previous Judge-LLM"."""
+    lm = scripted_lm({"judge": lambda r, t, p: {"decision": "True", "reason": f"<JUDGE-{t}>"}})
+    program = CourtroomLLM(BINARY, lm=lm, n_judges=4, k_precedents=0, judge_mode="sequential", previous_judges="last")
+    program(case="c")
+    judges = _prompts(lm, "judge")
+    assert "<JUDGE-" not in judges[0]
+    for i in range(1, 4):
+        assert re.findall(r"<JUDGE-\d>", _field(judges[i], "previous_judges")) == [f"<JUDGE-{i - 1}>"]
+
+
+def test_courtroom_llm_judge_context_lists_every_label_but_chooses_a1_or_a2() -> None:
+    labels = ["entailment", "neutral", "contradiction"]
+    lm = scripted_lm(
+        {
+            "clerk": {"most_likely": "neutral", "ranking": ["neutral", "contradiction", "entailment"]},
+            "judge": {"decision": "neutral", "reason": "r"},
+        }
+    )
+    CourtroomLLM(labels, lm=lm, n_judges=1, k_precedents=0)(case="CASE")
+    (judge,) = _prompts(lm, "judge")
+    assert set(re.findall(r'"(\w+)"', _field(judge, "labels"))) == set(labels)  # as the papers' "Label: ..."
+    assert set(re.findall(r'"(\w+)"', _field(judge, "candidates"))) == {"neutral", "contradiction"}
+    (schema,) = _schemas(lm, "prosecutor_argument")
+    assert sorted(schema["properties"]["decision"]["enum"]) == ["contradiction", "neutral"]
+
+
 # -- Debate-Feedback -------------------------------------------------------------------------------
 
 
@@ -139,10 +166,14 @@ def test_debate_feedback_information_flow() -> None:
     def assistant(role: str, turn: int, prompt: str) -> dict:
         return {"reliability": 0.9 if _field(prompt, "stance") == "False" else 0.2}
 
+    def summarizer(role: str, turn: int, prompt: str) -> dict:
+        tags = re.findall(r"<REPLY-\w+-\d+>", _field(prompt, "debate"))
+        return {"summary": f"<SUMMARY-{turn}>{''.join(tags) if len(tags) == 1 else ''}"}
+
     lm = scripted_lm(
         {
             "judge": lambda r, t, p: {"label": "True", "p_1": 0.6, "p_2": 0.4},
-            "summarizer": _tagged("summary", "summary"),
+            "summarizer": summarizer,
             "debater": debater,
             "assistant": assistant,
         }
@@ -152,15 +183,22 @@ def test_debate_feedback_information_flow() -> None:
     debaters, assistants = _prompts(lm, "debater"), _prompts(lm, "assistant")
     # O_0 = LM(x): the case alone.
     assert "CASE-TEXT" in judges[0] and "<" not in judges[0]
-    # The assistant scores each final comment (the reply) with the stance it states.
-    assert len(assistants) == 4 and all("<REPLY-" in p and "<OPINION-" not in p for p in assistants)
-    # Only the comments that passed the gate reach the summary: here the debater for False.
-    assert len(summaries) == 2 and out.passed == [[2], [2]]
-    for p in summaries:
-        assert re.search(r"<REPLY-False-\d+>", p) and not re.search(r"<(REPLY|OPINION)-True-", p)
-    # LM(x, sum): the case, the summary and the initial prediction; not the raw debate.
-    for i, p in enumerate(judges[1:]):
-        assert "CASE-TEXT" in p and f"<SUMMARY-{i}>" in p and "initial prediction" in p
+    # Table 4 step 3: one summary per debater's statement (its opinion and reply), and the assistant
+    # scores that summary with the stance it states, not the raw comment.
+    statements = [p for p in summaries if len(re.findall(r"<REPLY-", p)) == 1]
+    assert len(statements) == 4 and all(len(re.findall(r"<OPINION-", p)) == 1 for p in statements)
+    assert len(assistants) == 4 and all(re.search(r"<SUMMARY-\d+><REPLY-", p) for p in assistants)
+    assert all("<OPINION-" not in _field(p, "comment") for p in assistants)
+    # The round passes the gate (0.9 >= 0.5): every comment, with its reliability, reaches the summary.
+    rounds = [p for p in summaries if len(re.findall(r"<REPLY-", p)) == 2]
+    assert len(rounds) == 2 and out.passed == [[1, 2], [1, 2]] and out.gates == [True, True]
+    for p in rounds:
+        assert re.search(r"\(reliability 0\.20\), stance True", p) and re.search(r"\(reliability 0\.90\)", p)
+    # LM(x, sum): the case, the summary, every reliability and the initial prediction; not the raw debate.
+    for p in judges[1:]:
+        assert "CASE-TEXT" in p and "initial prediction" in p
+        assert re.search(r"<SUMMARY-\d+>", _field(p, "debate_summary"))
+        assert "Expert 1 (perspective: True): 0.20" in p and "Expert 2 (perspective: False): 0.90" in p
         assert "<REPLY-" not in p and "<OPINION-" not in p
     # Debaters: opinions from the case alone; replies see their own opinion and the others'.
     for p in debaters:

@@ -105,6 +105,19 @@ def test_frameworks_lists_presets_and_suites(capsys) -> None:
     out = capsys.readouterr().out
     for name in [*PRESETS, *SUITES]:
         assert name in out
+    # Each preset knob on its own line with where it comes from, or that the value is ours.
+    for preset in PRESETS.values():
+        for knob, value in preset.knobs.items():
+            assert f"      {knob}={value}  [{preset.sources[knob]}]" in out, (preset.name, knob)
+    assert "threshold=0.5  [ours:" in out and "gate=any  [ours:" in out
+    for knob in ("gate=any", "sides=split", "memory=False", "assistant_input=summary", "previous_judges=all"):
+        assert knob in out  # the new options, with their defaults
+
+
+def test_every_preset_knob_names_its_source() -> None:
+    for preset in PRESETS.values():
+        assert set(preset.sources) == set(preset.knobs), preset.name
+        assert all(text.strip() for text in preset.sources.values()), preset.name
 
 
 def test_suites_cite_their_table_and_cover_every_row() -> None:
@@ -119,6 +132,42 @@ def test_suites_cite_their_table_and_cover_every_row() -> None:
     assert get_suite("jot-table1").figures["boolean_expressions"]["jot"] == 0.98
     assert get_suite("courtroom-llm-early-table3").figures["qnli"]["courtroom-sequential"] == 0.8940
     assert get_suite("debate-feedback-table3").figures["caselaw"]["debate-feedback-assistant"] == 0.671
+    for suite in SUITES.values():
+        assert not suite.f1 or set(suite.f1) == set(suite.tasks), suite.name
+        for task, figures in suite.f1.items():
+            assert list(figures) == [r.name for r in suite.rows], (suite.name, task)
+    assert get_suite("debate-feedback-table3").f1["cail2018"]["debate-feedback-assistant"] == 0.163
+    assert get_suite("jot-table4").f1["causal_judgement"]["jot-1-loops"] == 0.60
+    claude = get_suite("jot-table2")
+    assert claude.figures["sports_understanding"]["jot"] == 0.82 and claude.f1["sports_understanding"]["jot"] == 0.79
+    assert claude.figures["boolean_expressions"]["zero-shot"] == 0.62  # the Claude-3-Haiku column
+    assert "--role judge=" in claude.note
+    smoothing = get_suite("debate-feedback-table5")
+    assert [r.knobs["smoothing"] for r in smoothing.rows] == [1.0, 0.5]
+    assert smoothing.figures["caselaw"] == {"without-smoothing": 0.628, "with-smoothing": 0.657}
+    assert smoothing.counts["caselaw"]["with-smoothing"] == {"correction": 93, "degradation": 11}
+
+
+def test_suite_table_adds_f1_and_the_smoothing_counts() -> None:
+    measured = pd.DataFrame(
+        {"accuracy": [0.5, 0.75], "macro_f1": [0.4, 0.7], "n": [20, 20]},
+        index=pd.Index(["without-smoothing", "with-smoothing"], name="framework"),
+    )
+    analyses = {"caselaw": {"with-smoothing": {"corrections": {"correction": 3, "degradation": 1, "n": 20}}}}
+    table = suite_table(get_suite("debate-feedback-table5"), {"caselaw": measured}, analyses).set_index("row")
+    assert (
+        table.loc["with-smoothing", "paper_correction"] == 93
+        and table.loc["with-smoothing", "measured_correction"] == 3
+    )
+    assert table.loc["with-smoothing", "measured_degradation"] == 1
+    assert pd.isna(table.loc["without-smoothing", "measured_correction"])
+    assert "paper_f1" not in table.columns  # Table 5 gives no F1
+    jot = pd.DataFrame(
+        {"accuracy": [0.5, 0.75], "macro_f1": [0.4, 0.7], "n": [20, 20]},
+        index=pd.Index(["jot-without-feedback", "jot"], name="framework"),
+    )
+    table = suite_table(get_suite("jot-table5"), {"causal_judgement": jot}).set_index("row")
+    assert table.loc["jot", "paper_f1"] == 0.72 and table.loc["jot", "measured_f1"] == 0.7
 
 
 def test_suite_table_puts_the_paper_beside_the_measured_accuracy_with_a_ci() -> None:

@@ -34,6 +34,7 @@ def decide(role: str, turn: int, prompt: str) -> dict[str, Any]:
         "analysis": f"weighing {len(prompt)} chars",
         "reason": "because",
         "opinion": "I think so",
+        "summary": f"summary of {len(prompt)} chars",
     }
 
 
@@ -51,6 +52,7 @@ def scripted() -> Any:
                 "reasoner",
                 "debater",
                 "assistant",
+                "summarizer",
             )
         }
     )

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from courtroom.analysis.bias import length_bias, position_consistency
+from courtroom.analysis.flips import flip_lines
 from courtroom.eval.harness import ExampleResult
 from courtroom.models._concurrency import bounded_requests
 
@@ -353,6 +354,8 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
             b = found[key]
             rate = "n/a" if b["rate"] is None else f"{b['rate']:.3f}"
             lines.append(f"{name}: {what} {rate} (n={b['n']})")
+    if "flips" in found:
+        lines += flip_lines(name, found["flips"])
     if found.get("ambiguity"):
         table = pd.DataFrame(found["ambiguity"]).set_index("rule")
         lines.append(f"{name}: ambiguous vs normal\n" + markdown_table(table))

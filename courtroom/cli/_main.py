@@ -1,4 +1,4 @@
-"""What :func:`courtroom.cli.main` runs once its Ctrl-C handler is in place: parse, dispatch, turn errors into lines."""
+"""What :func:`courtroom.cli.main` runs once its signal handlers are in place: parse, dispatch, report errors."""
 
 from __future__ import annotations
 
@@ -50,26 +50,28 @@ def _interrupted_message() -> str:
     from courtroom import _stop
 
     folder = _stop.saved_folder()
+    what = _stop.stop_text()
     if folder is None and not _stop.calls_started():
-        return _stop.STARTUP_INTERRUPTED
+        return _stop.startup_interrupted()
     if folder is None:
         return (
-            "interrupted: no run folder was written; the answers already received are in the cache, "
+            f"{what}: no run folder was written; the answers already received are in the cache, "
             "so the same command sends only what is missing"
         )
     if _stop.resume_hint():
-        return f"interrupted: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
+        return f"{what}: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
     saved = ""
     if (Path(folder) / "meta.json").is_file():
         from courtroom.runner.runs import load_run
 
         meta, rows, _ = load_run(folder)
         saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
-    return f"interrupted: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
+    return f"{what}: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
 
 
 def run_main(argv: list[str] | None) -> int:
     """Parse ``argv`` (default: ``sys.argv``), run the command, and return its exit status."""
+    from courtroom import _stop
     from courtroom.errors import CourtroomError
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -107,7 +109,7 @@ def run_main(argv: list[str] | None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
         print(_interrupted_message(), file=sys.stderr)
-        return 130
+        return _stop.stop_code()
     except CourtroomError as exc:
         if debug:
             raise
@@ -124,4 +126,5 @@ def run_main(argv: list[str] | None) -> int:
         return 1
     if code == 130:  # typer turned a Ctrl-C into Exit(130)
         print(_interrupted_message(), file=sys.stderr)
+        return _stop.stop_code()
     return code if isinstance(code, int) else 0

@@ -23,6 +23,7 @@ FRAMEWORKS = (
     "khan-debate",
     "parallel-vote",
     "reflexion",
+    "settle",
 )
 """The built-in frameworks and baselines, as :data:`courtroom.programs.FRAMEWORKS` names them."""
 

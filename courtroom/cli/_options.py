@@ -95,6 +95,8 @@ OPTIONS: list[Option] = [
        show_default="all"),
     _o("dev_limit", "--dev-limit", INT, "Dev examples: scored before and after compiling, or by each study trial.",
        DATA_PANEL, {"compile": 20, "study": 20}, min=1),
+    _o("test_limit", "--test-limit", INT, "Score the chosen trial (or every Pareto point) on the first N test "
+       "examples, beside the dev score that chose it.", DATA_PANEL, ("study",), min=1),
     # Models
     _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
        "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),
@@ -297,7 +299,7 @@ def from_flags(
               "timeout", "prompt_lm", "search_temperature", "suite", "debias", "optimizer", "matched_baselines",
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
-              "fail_on_error", "dry_run", "max_calls", "max_cost", "prices")  # fmt: skip
+              "fail_on_error", "dry_run", "max_calls", "max_cost", "prices", "test_limit")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

@@ -19,8 +19,9 @@ def suite_lines(table: Any) -> str:
 
     shown = table.assign(
         ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
-    ).set_index("task")[["row", "paper", "measured", "ci95", "n"]]
-    return markdown_table(shown)
+    ).set_index("task")
+    extra = [c for c in shown.columns if c.startswith(("paper_", "measured_"))]  # F1, corrections
+    return markdown_table(shown[["row", "paper", "measured", "ci95", "n", *extra]])
 
 
 @app.command("compare")

@@ -31,12 +31,9 @@ def frameworks_command() -> None:
     lines = ["", "presets (--preset NAME on run, compare, compile, study; --set still wins):"]
     for p in PRESETS.values():
         temps = ", ".join(f"{r}={t}" for r, t in p.temperatures.items()) or "the framework's defaults"
-        lines += [
-            f"  {p.name} -> {p.framework}",
-            "    knobs: " + ", ".join(f"{k}={v}" for k, v in p.knobs.items()),
-            f"    temperatures: {temps}",
-            f"    source: {p.source}",
-        ]
+        lines += [f"  {p.name} -> {p.framework}", f"    source: {p.source}", "    knobs:"]
+        lines += [f"      {k}={v}  [{p.sources.get(k, 'see source')}]" for k, v in p.knobs.items()]
+        lines += [f"    temperatures: {temps}"]
     lines += ["", "suites (courtroom compare --suite NAME [--suite-tasks a,b]):"]
     for s in SUITES.values():
         lines += [

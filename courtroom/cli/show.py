@@ -34,8 +34,9 @@ def summary_table(summary: dict, title: str) -> Table:
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
     from courtroom.analysis.bias import bias_rows
+    from courtroom.runner.runs import learned_rows
 
-    for metric, value in bias_rows(summary):
+    for metric, value in bias_rows(summary) + learned_rows(summary):
         table.add_row(metric, value)
     return table
 

@@ -58,6 +58,11 @@ def study_command(
     what = f"{best.user_attrs.get('design')} " if is_design_study(outcome.config) else ""
     params = best.user_attrs.get("config", best.params)
     console.print(f"best trial {best.number}: {what}values {list(best.values)} params {params}")
+    if outcome.test:
+        from courtroom.optimize.holdout import test_table
+
+        console.print("on the test split, beside the dev score that chose each (95% Wilson interval):")
+        console.print(test_table(outcome.test).to_string(index=False), markup=False)
     console.print(f"report: {outcome.report_dir}")
     export = spec.output.export_best
     if outcome.program_path is not None:

@@ -17,16 +17,18 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from courtroom import _stop
+from courtroom._files import read_json, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom.analysis import papers as analysis
 from courtroom.analysis.ambiguity import split_comparison
 from courtroom.analysis.bias import check_debias, swappable_frameworks
 from courtroom.analysis.calibration import scores
+from courtroom.analysis.flips import flip_matrix
 from courtroom.comparison.plots import comparison_runs, draw_plots, load_comparison
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -38,9 +40,6 @@ from courtroom.reporting.formatting import readable_table
 from courtroom.runner.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.runner.resume import resume
 from courtroom.runner.runs import RunConfig, RunOutcome, run
-
-if TYPE_CHECKING:
-    from courtroom.spec import Experiment
 
 logger = logging.getLogger(__name__)
 COLUMNS = (
@@ -365,7 +364,7 @@ def write_plan(
 ) -> None:
     """Write ``plan.json``: the task, the compared rows, the options and the spec (never the base URL)."""
     plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks), "spec": spec}
-    (out_dir / PLAN).write_text(json.dumps(plan | {"options": without_base_url(options)}, indent=2))
+    write_json(out_dir / PLAN, plan | {"options": without_base_url(options)})
 
 
 def run_comparison(
@@ -522,22 +521,28 @@ def _write(
     table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
     table = cost_columns(table)
     if matches:
+        from courtroom.comparison.significance import add_mcnemar
+
         table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
+        table = add_mcnemar(table, {f: _results(outcomes[f])[1] for f in frameworks}, matches)
     table.to_csv(out_dir / "table.csv")
-    (out_dir / "table.md").write_text(f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
+    write_atomic(out_dir / "table.md", f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
     runs, analyses = {}, {}
     for f in frameworks:
         o = outcomes[f]
         runs[f] = str((o.run_dir if isinstance(o, RunOutcome) else o.group_dir).relative_to(out_dir))
         run_dir, results = _results(o)
-        meta = json.loads((run_dir / "meta.json").read_text())
+        meta = read_json(run_dir / "meta.json", "start a new comparison")
         analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
+        flipped = flip_matrix(results, configs[f].framework, meta["task"]["labels"], meta["task"].get("positions"))
+        if flipped is not None:
+            analyses[f]["flips"] = flipped
         calibration = scores([r.to_dict() for r in results])
         if calibration:
             analyses[f]["calibration"] = calibration
         if isinstance(o, RepeatOutcome):
             analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
-    (out_dir / "analyses.json").write_text(json.dumps(analyses, indent=2))
+    write_json(out_dir / "analyses.json", analyses)
     first = configs[frameworks[0]]
     (out_dir / "comparison.json").write_text(
         json.dumps(
@@ -571,106 +576,8 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def knob_defaults(names: Sequence[str]) -> dict[str, Any]:
-    """``KEY`` and ``FRAMEWORK.KEY`` -> the knob's default, so ``--set`` texts are typed strictly."""
-    from courtroom.programs import FRAMEWORKS
-
-    out: dict[str, Any] = {}
-    for name in names:
-        for key, default in (FRAMEWORKS[name].knobs() if name in FRAMEWORKS else {}).items():
-            out.setdefault(key, default)
-            out[f"{name}.{key}"] = default
-    return out
-
-
-def compare_options(spec: Experiment, frameworks: Sequence[str] | None = None) -> dict[str, Any]:
-    """The keywords of :func:`compare` that ``spec`` describes (``task`` included): the one mapping.
-
-    ``frameworks`` are the frameworks compared when the rows have other names (a suite's rows).
-    """
-    from courtroom.spec import typed_knobs
-
-    d, m, design = spec.data, spec.models, spec.design
-    names = list(frameworks or design.frameworks)
-    roles_of = {r for f in names if f in _frameworks() for r in _frameworks()[f].roles}
-    unknown = sorted(set(m.roles) - roles_of) if names and all(f in _frameworks() for f in names) else []
-    if unknown:
-        raise ConfigError(f"--role {', '.join(unknown)}: no compared framework has that role")
-    return {
-        "task": d.task_name,
-        "limit": d.limit,
-        "repeats": spec.execution.repeats,
-        "lm": m.default,
-        "roles": dict(m.roles),
-        "data": d.source,
-        "split": d.split,
-        "seed": d.seed,
-        "knobs": typed_knobs(design.knobs, knob_defaults(names)),
-        "concurrency": spec.execution.concurrency or 4,
-        "out": spec.output.out or "comparisons",
-        "temperature": m.temperature,
-        "max_tokens": m.max_tokens,
-        "api_base": m.api_base,
-        "timeout": m.timeout,
-        "dataset": d.custom(),
-        "prices": spec.budget.table(),
-        "ambiguity_k": spec.output.ambiguity_k,
-        "theta": spec.output.theta,
-        "train_limit": d.train_limit,
-        "presets": list(design.presets),
-        "fail_on_error": spec.execution.threshold,
-        "matched_baselines": design.matched_baselines,
-        "baseline": design.baseline,
-        "match": design.match,
-        "debias": design.debias,
-        "splits": d.splits(),
-        "spec": spec.to_dict(),
-    }
-
-
-GIVEN = {"task": "task", "frameworks": "frameworks", "limit": "limit", "train_limit": "train_limit",
-         "source": "data", "split": "split", "seed": "seed", "repeats": "repeats", "lm": "lm",
-         "temperature": "temperature", "max_tokens": "max_tokens", "ambiguity_k": "ambiguity_k", "theta": "theta",
-         "matched_baselines": "matched_baselines", "baseline": "baseline", "match": "match", "presets": "presets",
-         "knobs": "knobs", "roles": "roles", "dataset": "dataset", "text_field": "dataset", "label_field": "dataset",
-         "labels": "dataset", "split_sizes": "splits", "train_data": "splits", "dev_data": "splits",
-         "test_data": "splits", "api_base": "api_base", "timeout": "timeout", "concurrency": "concurrency",
-         "prices": "prices", "fail_on_error": "fail_on_error", "debias": "debias"}  # fmt: skip
-"""Spec field -> the :func:`compare` keyword a resume compares (answer-changing) or takes (safe)."""
-
-
-def given_options(spec: Experiment) -> dict[str, Any]:
-    """With ``compare --resume``: the options given, as :func:`compare` names them; the resume checks them."""
-    if spec.design.suite or spec.design.suite_tasks:
-        raise ConfigError("--resume finishes one comparison folder: drop --suite (resume each task's folder)")
-    every = compare_options(spec) if spec.design.frameworks else _light_options(spec)
-    out = {GIVEN[n]: every.get(GIVEN[n]) for n in spec.given if n in GIVEN}
-    if spec.models.api_base is not None:
-        out["api_base"] = spec.models.api_base
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def _light_options(spec: Experiment) -> dict[str, Any]:
-    """:func:`compare_options` without knowing the compared frameworks (a resume names none)."""
-    from courtroom.spec import parse_value
-
-    shadow = spec.replace(frameworks=["zero-shot"])
-    out = compare_options(shadow)
-    out["knobs"] = {k: parse_value(v) if isinstance(v, str) else v for k, v in spec.design.knobs.items()}
-    return out
-
-
-def _frameworks() -> dict[str, Any]:
-    from courtroom.programs import FRAMEWORKS
-
-    return FRAMEWORKS
-
-
 __all__ = [
     "Comparison",
-    "compare_options",
-    "given_options",
-    "knob_defaults",
     "compare",
     "comparison_configs",
     "comparison_runs",

@@ -30,8 +30,8 @@ def read_plan(path: str | Path) -> dict[str, Any]:
     """The ``plan.json`` of a comparison folder (one line if ``path`` is not one)."""
     path = Path(path)
     try:
-        plan = json.loads((path / PLAN).read_text())
-    except (OSError, json.JSONDecodeError):
+        plan = json.loads((path / PLAN).read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
         plan = None
     if not isinstance(plan, dict) or plan.get("kind") != "courtroom-comparison":
         old = " (written before comparisons could be resumed)" if (path / "comparison.json").is_file() else ""

@@ -72,11 +72,26 @@ class CallCounter:
                     )
             return dspy.Prediction(**values)
 
-        program.ask = ask  # type: ignore[method-assign]
+        for each in convened(program):  # a settle design's trial asks through its own `ask`
+            each.ask = ask  # type: ignore[method-assign]
         return program
+
+    @staticmethod
+    def detach(program: CourtroomProgram) -> None:
+        """Back to the classes' real role calls."""
+        for each in convened(program):
+            each.__dict__.pop("ask", None)
 
     def total(self) -> int:
         return sum(self.by_role.values())
+
+
+def convened(program: CourtroomProgram) -> list[CourtroomProgram]:
+    """``program`` and every program it convenes (its sub-modules that are programs)."""
+    return [
+        program,
+        *(m for _, m in program.named_sub_modules() if isinstance(m, CourtroomProgram) and m is not program),
+    ]
 
 
 def _forward_counts(program: dspy.Module, counter: CallCounter, examples: Sequence[dspy.Example]) -> list[int]:
@@ -268,7 +283,7 @@ def max_calls(
     """
     program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
     if program.adaptive:
-        full = dataclasses.replace(config, knobs={**config.knobs, **type(program).early_stop_knobs})
+        full = dataclasses.replace(config, knobs=program.most_calls_knobs())
         calls, prepared, _, by_role = max_calls(full, labels, positions, examples, train)
         return calls, prepared, False, by_role
     picked = [examples[i] for i in sample_indices(len(examples), 30)]

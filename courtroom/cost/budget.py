@@ -12,13 +12,16 @@ dollars.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from courtroom import _stop
 from courtroom._stop import with_flags
 from courtroom.errors import ConfigError, CourtroomError
+from courtroom.models._requests import OverBudget
 from courtroom.models.usage import price_per_token
 
 
@@ -39,9 +42,37 @@ class BudgetExhausted(CourtroomError):  # noqa: N818 - it is an outcome, not a f
         return BudgetExhausted(line, self.budget, self.left, resume)
 
 
+@dataclass(eq=False)  # each unit is itself: two with the same counts are not the same unit
+class _Unit:
+    """What one admitted unit (an example) has sent so far: requests, and dollars (in flight at their estimate)."""
+
+    calls: int = 0
+    cost: float = 0.0
+
+
+_unit: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar("courtroom_budget_unit", default=None)
+
+
+@dataclass
+class _Ticket:
+    unit: _Unit | None
+    model: str
+    estimate: float
+
+
 @dataclass
 class Budget:
-    """Limits on requests sent and dollars, shared by every unit of work of one command."""
+    """Limits on requests sent and dollars, shared by every unit of work of one command.
+
+    Two levels. A unit of work (an example, a trial) starts only if the most it can spend fits
+    beside what is spent and reserved (:meth:`admit`). While :meth:`counting`, every request is
+    also reserved before it goes out (:meth:`reserve`, called by courtroom's request loop): a
+    request that would pass ``--max-calls``, or whose estimated dollars would pass
+    ``--max-cost`` beside the requests in flight, is refused, so a limit holds whatever the
+    estimates said (retries included). A request's dollars are its prompt tokens plus
+    ``max_tokens`` (or, when no completion length is known, the longest completion seen so far:
+    the first such request goes alone and its answer sets the estimate).
+    """
 
     max_calls: int | None = None
     max_cost: float | None = None
@@ -51,7 +82,9 @@ class Budget:
     unit_cost: float | None = None
     """The most dollars one unit can cost (None: use the dearest unit seen so far)."""
     spent_calls: int = 0
+    """Requests sent (while counting: reserved as they go out, failed ones and retries included)."""
     spent_cost: float = 0.0
+    """Dollars of the requests answered."""
     in_flight: int = 0
     admitted: int = 0
     """Units started so far."""
@@ -60,7 +93,14 @@ class Budget:
     """The most requests the current run's training (``prepare``) can send, from its dry run."""
     prepare_cost: float | None = None
     _seen_cost: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _counting: int = 0
+    _units: list[_Unit] = field(default_factory=list, repr=False)
+    _requests: int = 0
+    """Requests in flight."""
+    _in_flight_cost: float = 0.0
+    _completion: dict[str, int] = field(default_factory=dict, repr=False)
+    """Model -> the longest completion (tokens) seen: the estimate when no max_tokens is known."""
+    _lock: threading.Condition = field(default_factory=threading.Condition, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_calls is not None and self.max_calls < 0:
@@ -90,20 +130,51 @@ class Budget:
         table = {k: (float(v[0]), float(v[1])) for k, v in (self.prices or {}).items()}
         return price_per_token(model, table)
 
-    def admit(self) -> bool:
-        """Start one more unit if it cannot take spending past a limit; once refused, always refused."""
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[Budget]:
+        """Count and bound every request sent while inside, as it goes out (see the class docstring)."""
+        from courtroom.models._requests import gated
+
         with self._lock:
+            self._counting += 1
+        try:
+            with gated(self):
+                yield self
+        finally:
+            with self._lock:
+                self._counting -= 1
+
+    def admit(self) -> bool:
+        """Start one more unit if it cannot take spending past a limit; once refused, always refused.
+
+        When a unit's dollars are unknown, the first unit goes alone: the next waits for its cost.
+        """
+        with self._lock:
+            while self.max_cost is not None and self.unit_cost is None and not self._seen_cost and self.in_flight:
+                self._lock.wait(0.1)
+                if _stop.stop_requested():
+                    return False
             if self.stopped:
                 return False
-            n = self.in_flight + 1
-            over_calls = self.max_calls is not None and self.spent_calls + n * self.unit_calls > self.max_calls
             unit_cost = self.unit_cost if self.unit_cost is not None else self._seen_cost
-            over_cost = self.max_cost is not None and self.spent_cost + n * unit_cost > self.max_cost
+            if self._counting:
+                # Requests of units in flight are already spent; reserve only what they may still send.
+                calls = self.spent_calls + sum(max(0, self.unit_calls - u.calls) for u in self._units)
+                cost = self.spent_cost + self._in_flight_cost + sum(max(0.0, unit_cost - u.cost) for u in self._units)
+            else:
+                calls = self.spent_calls + self.in_flight * self.unit_calls
+                cost = self.spent_cost + self.in_flight * unit_cost
+            over_calls = self.max_calls is not None and calls + self.unit_calls > self.max_calls
+            over_cost = self.max_cost is not None and cost + unit_cost > self.max_cost
             if over_calls or over_cost:
                 self.stopped = True
                 return False
             self.in_flight += 1
             self.admitted += 1
+            if self._counting:
+                unit = _Unit()
+                self._units.append(unit)
+                _unit.set(unit)
             return True
 
     def admit_training(self) -> bool:
@@ -123,21 +194,74 @@ class Budget:
             return True
 
     def settle(self, usage: Mapping[str, Any] | None) -> None:
-        """A unit finished: add what it sent (``Usage.to_dict()`` form) and release its slot."""
+        """A unit finished: release its slot; add what it sent (``Usage.to_dict()`` form) unless counted live."""
         usage = usage or {}
-        cost = self.cost_of(usage)
+        unit = _unit.get()
+        cost = unit.cost if unit is not None and unit in self._units else self.cost_of(usage)
         with self._lock:
             self.in_flight = max(0, self.in_flight - 1)
-            self.spent_calls += int(usage.get("sent", 0)) + int(usage.get("failed", 0))
-            self.spent_cost += cost
+            if unit is not None and unit in self._units:
+                self._units.remove(unit)
+                _unit.set(None)
+            else:
+                self.spent_calls += int(usage.get("sent", 0))
+                self.spent_cost += cost
             self._seen_cost = max(self._seen_cost, cost)
+            self._lock.notify_all()
 
-    def spend(self, usage: Mapping[str, Any] | None) -> None:
-        """Add spending outside any unit (training calls of ``prepare``)."""
-        usage = usage or {}
+    def reserve(self, lm: Any, call: Any) -> _Ticket:
+        """Reserve one request before it is sent, or refuse it (:class:`OverBudget`)."""
+        model = str(getattr(lm, "model", ""))
+        prompt = _prompt_tokens(model, call) if self.max_cost is not None else 0
+        max_tokens = (getattr(call, "kwargs", None) or {}).get("max_tokens") or (lm.kwargs or {}).get("max_tokens")
+        unit = _unit.get()
         with self._lock:
-            self.spent_calls += int(usage.get("sent", 0)) + int(usage.get("failed", 0))
-            self.spent_cost += self.cost_of(usage)
+            while True:
+                if self.max_calls is not None and self.spent_calls + 1 > self.max_calls:
+                    self.stopped = True
+                    raise OverBudget(f"--max-calls {self.max_calls} reached")
+                estimate = 0.0
+                if self.max_cost is not None:
+                    price = self._price(model) or (0.0, 0.0)
+                    completion = max_tokens or self._completion.get(model)
+                    if completion is None and price != (0.0, 0.0) and self._requests:
+                        # Nothing says how long an answer is: this request waits for the one in flight.
+                        self._lock.wait(0.1)
+                        if _stop.stop_requested():
+                            raise _stop.Stopped("stopped while waiting for the budget")
+                        continue
+                    estimate = prompt * price[0] + (completion or 0) * price[1]
+                    if self.spent_cost + self._in_flight_cost + estimate > self.max_cost:
+                        self.stopped = True
+                        raise OverBudget(f"--max-cost {self.max_cost:g} reached")
+                break
+            self.spent_calls += 1
+            self._requests += 1
+            self._in_flight_cost += estimate
+            if unit is not None:
+                unit.calls += 1
+                unit.cost += estimate
+            return _Ticket(unit, model, estimate)
+
+    def release(self, ticket: _Ticket | None, usage: Mapping[str, Any] | None, *, hit: bool = False) -> None:
+        """A reserved request ended: its real dollars replace its estimate (a cache hit gives its call back)."""
+        if ticket is None:
+            return
+        usage = usage or {}
+        cost = self.cost_of({"by_model": {ticket.model: usage}}) if usage else 0.0
+        with self._lock:
+            self._requests -= 1
+            self._in_flight_cost -= ticket.estimate
+            self.spent_cost += cost
+            if hit:
+                self.spent_calls -= 1
+            if ticket.unit is not None:
+                ticket.unit.cost += cost - ticket.estimate
+                ticket.unit.calls -= int(hit)
+            completion = int(usage.get("completion_tokens") or 0)
+            if completion:
+                self._completion[ticket.model] = max(self._completion.get(ticket.model, 0), completion)
+            self._lock.notify_all()
 
     def cost_of(self, usage: Mapping[str, Any]) -> float:
         """Dollars of one usage record (models without a price count 0; :meth:`bound` refuses those)."""
@@ -171,6 +295,17 @@ class Budget:
         if self.max_cost is not None:
             parts.append(f"--max-cost {self.max_cost:g}")
         return " and ".join(parts)
+
+
+def _prompt_tokens(model: str, call: Any) -> int:
+    """Prompt tokens of a request about to be sent (LiteLLM's counter; 4 characters a token if it fails)."""
+    messages = getattr(call, "messages", None) or [{"role": "user", "content": str(getattr(call, "prompt", ""))}]
+    try:
+        import litellm
+
+        return int(litellm.token_counter(model=model, messages=messages))
+    except Exception:  # noqa: BLE001 - an estimate: never a reason to fail a request
+        return sum(len(str(m.get("content", ""))) for m in messages if isinstance(m, dict)) // 4 + 8
 
 
 def run_budget(budget: Budget | None, config: Any) -> Budget | None:

@@ -39,6 +39,8 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         completion_tokens=mul(est.completion_tokens),
         cost=mul(est.cost),
         calls_exact=est.calls_exact if exact is None else exact,
+        min_calls=mul(est.min_calls),
+        min_cost=mul(est.min_cost),
     )
 
 
@@ -57,7 +59,18 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         completion_tokens=plus(a.completion_tokens, b.completion_tokens),
         cost=plus(a.cost, b.cost),
         calls_exact=a.calls_exact and b.calls_exact,
+        min_calls=None if a.min_calls is None and b.min_calls is None else _low(a) + _low(b),
+        min_cost=None if a.min_calls is None and b.min_calls is None else plus(_low_cost(a), _low_cost(b)),
     )
+
+
+def _low(e: Estimate) -> int:
+    """Calls at the cheapest end of ``e`` (its calls, when it has no range)."""
+    return e.calls if e.min_calls is None else e.min_calls
+
+
+def _low_cost(e: Estimate) -> float | None:
+    return e.cost if e.min_calls is None else e.min_cost
 
 
 def estimate_runs(
@@ -107,15 +120,46 @@ def compile_runs(
     return scaled(per, runs(dict(settings), train) / max(per.examples, 1), exact=False)
 
 
+def max_points(space: Sequence[Any]) -> list[dict[str, Any]]:
+    """The knobs of a study space at their highest integer values (the most calls a trial makes).
+
+    A space that chooses a design to convene (settle's ``trial``) gives one point per choice, each
+    with that design's integers at their highest too (packed as the design takes them).
+    """
+    from courtroom.optimize.spaces import CONVENES, pack_convened
+
+    top = {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name and "." not in p.name}
+    choosers = {c for c, _ in CONVENES.values()}
+    chooser = next((p for p in space if p.kind == "cat" and p.name in choosers), None)
+    if chooser is None:
+        return [top]
+    return [
+        pack_convened(
+            top
+            | {chooser.name: choice}
+            | {p.name: int(p.high) for p in space if p.kind == "int" and p.name.startswith(f"{choice}.")}
+        )
+        for choice in chooser.choices
+    ]
+
+
 def max_point(space: Sequence[Any]) -> dict[str, Any]:
-    """The knobs of a study space at their highest integer values (the most calls a trial makes)."""
-    return {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name}
+    """:func:`max_points` of a space that chooses no design (the first point otherwise)."""
+    return max_points(space)[0]
+
+
+def dearest_point(config: RunConfig, space: Sequence[Any], *, prices: Any = None) -> tuple[dict[str, Any], Estimate]:
+    """The most expensive of :func:`max_points` (by calls, then dollars) and its one-trial estimate."""
+    found = []
+    for point in max_points(space):
+        worst = dataclasses.replace(config, knobs={**config.knobs, **point})
+        found.append((point, estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn")))
+    return max(found, key=lambda pe: (pe[1].calls, pe[1].cost or 0.0))
 
 
 def estimate_study(config: RunConfig, space: Sequence[Any], trials: int, *, prices: Any = None) -> Estimate:
     """At most what ``trials`` trials spend: each scored at the space's most expensive point."""
-    worst = dataclasses.replace(config, knobs={**config.knobs, **max_point(space)})
-    return scaled(estimate_run(worst, prices=prices, limit_flag="--dev-limit", short="warn"), trials, exact=False)
+    return scaled(dearest_point(config, space, prices=prices)[1], trials, exact=False)
 
 
 def estimate_lines(
@@ -128,14 +172,20 @@ def estimate_lines(
     yield "|---|---|---|---|---|---|---|"
     for name, e in estimates.items():
         calls = count(e.calls) if e.calls_exact else f"<= {count(e.calls)} (max: data decides)"
+        per = f"{e.calls_per_example:.2f}"
+        if e.min_calls is not None:
+            calls = f"{count(e.min_calls)} .. {count(e.calls)} (all settled .. all tried)"
+            per = f"{e.min_calls_per_example:.2f} .. {per}"
         completion = "unknown" if e.completion_tokens is None else count(e.completion_tokens, whole=True)
         if e.completion_tokens is not None and e.completion_basis == "max_tokens bound":
             completion = f"<= {completion} (max_tokens)"
         dollars = "unknown" if e.cost is None else f"${e.cost:.4f}"
+        if e.min_calls is not None and e.cost is not None and e.min_cost is not None:
+            dollars = f"${e.min_cost:.4f} .. ${e.cost:.4f}"
         if e.models and set(e.models.values()) == {"local"}:
             dollars = "$0 (embedded local model)"
         yield (
-            f"| {name} | {count(e.examples)} | {calls} | {e.calls_per_example:.2f} "
+            f"| {name} | {count(e.examples)} | {calls} | {per} "
             f"| {count(e.prompt_tokens, whole=True)} | {completion} | {dollars} |"
         )
     yield ""

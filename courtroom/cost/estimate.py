@@ -80,11 +80,21 @@ class Estimate:
     """Upper bound on one example's dollars (prompt at the sample's largest, completion at the bound)."""
     models: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    min_calls: int | None = None
+    """For a design priced as a range (settle, then trial): the calls at its cheapest (every case
+    settled); ``calls`` is then its dearest (every case tried). None: no range."""
+    min_cost: float | None = None
+    """Dollars at the cheapest end of the range (None: no range, or no price)."""
 
     @property
     def calls_per_example(self) -> float:
         """Mean evaluation calls per example."""
         return (self.calls - self.prepare_calls) / max(self.examples, 1)
+
+    @property
+    def min_calls_per_example(self) -> float | None:
+        """Mean evaluation calls per example at the cheapest end of a range (None: no range)."""
+        return None if self.min_calls is None else (self.min_calls - self.prepare_calls) / max(self.examples, 1)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -171,7 +181,23 @@ def estimate_run(
     check_debias(config.debias, config.framework)
     data = config.load(limit_flag, short)
     labels, positions, examples = data.task.labels, data.task.positions, data.examples
-    learns = type(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)).prepare
+    probe = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
+    fewest = probe.fewest_calls_knobs()
+    if fewest is not None:
+        # A design whose calls the data decides between two fixed structures: price both ends.
+        again: dict[str, Any] = dict(
+            sample=sample, prices=prices, measure_cache=measure_cache, limit_flag=limit_flag, short=short
+        )
+        low = estimate_run(dataclasses.replace(config, knobs=fewest), **again)
+        high = estimate_run(dataclasses.replace(config, knobs=probe.most_calls_knobs()), **again)
+        return dataclasses.replace(
+            high,
+            calls_exact=False,
+            min_calls=low.calls,
+            min_cost=low.cost,
+            seconds=round(time.perf_counter() - start, 3),
+        )
+    learns = type(probe).prepare
     train = None
     if learns is not CourtroomProgram.prepare:
         splits = _SPLITS.get(_data_key(config))
@@ -189,7 +215,7 @@ def estimate_run(
     if train is not None:
         CallCounter(PATTERNS[0]).attach(program)
         program.prepare(train)
-        del program.ask  # back to the class's real role calls
+        CallCounter.detach(program)  # back to the class's real role calls
     evaluated = debiased(program, config.debias)  # a swapped run renders both orders' prompts
     # Render at most about RENDER_CALLS calls (but at least 4 examples): enough for the fit.
     per_example = max(1.0, sum(calls) / max(len(calls), 1))

@@ -19,6 +19,7 @@ from courtroom.analysis.bias import bias_summary
 from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.models._concurrency import bounded_requests
+from courtroom.models._requests import OverBudget
 from courtroom.models.usage import Usage, metered
 from courtroom.transcript import Turn
 
@@ -121,6 +122,8 @@ def evaluate(
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
     results: dict[int, ExampleResult] = {}
+    futures: dict[Any, int] = {}
+    in_callback = False
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval")
     with bounded_requests(max_in_flight or concurrency):
         try:
@@ -134,12 +137,33 @@ def evaluate(
                     continue
                 results[futures[fut]] = res
                 if on_result:
+                    in_callback = True
                     on_result(res)
+                    in_callback = False
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
+            if not in_callback:
+                # A stop (signal) while waiting: examples that finished during the wait are kept too.
+                _drain(futures, results, on_result)
             raise
         pool.shutdown(wait=True)
     return [results[i] for i in range(len(examples)) if i in results]
+
+
+def _drain(futures: dict[Any, int], results: dict[int, ExampleResult], on_result: Any) -> None:
+    """Hand ``on_result`` the examples that finished but were not yet handed over (best effort)."""
+    for fut, i in futures.items():
+        if i in results or not fut.done() or fut.cancelled() or fut.exception() is not None:
+            continue
+        res = fut.result()
+        if res is None:
+            continue
+        results[i] = res
+        if on_result:
+            try:
+                on_result(res)
+            except Exception:  # noqa: BLE001 - the stop that is propagating matters more
+                return
 
 
 def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
@@ -148,7 +172,14 @@ def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> Examp
         return run_example(program, example)
     if not budget.admit():
         return None
-    res = run_example(program, example)
+    try:
+        res = run_example(program, example)
+    except OverBudget:
+        budget.settle(None)  # a request was refused: no result; a resume runs the example
+        return None
+    except BaseException:
+        budget.settle(None)
+        raise
     budget.settle(res.usage)
     return res
 

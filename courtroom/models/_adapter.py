@@ -144,9 +144,17 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
     """
 
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
-        """DSPy's call, watched: see :meth:`_call_postprocess`."""
-        with self._watched():
-            return super().__call__(lm, lm_kwargs, signature, demos, inputs)
+        """DSPy's call, watched: see :meth:`_call_postprocess`.
+
+        A bad answer's :class:`AdapterParseError` carries ``from_cache``: whether it came back
+        from the cache (``--retry-failed`` asks those again, afresh).
+        """
+        with self._watched() as call:
+            try:
+                return super().__call__(lm, lm_kwargs, signature, demos, inputs)
+            except AdapterParseError as exc:
+                exc.from_cache = bool(call.history) and not call.sent  # type: ignore[attr-defined]
+                raise
 
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
         """Async twin of :meth:`__call__`."""

@@ -100,7 +100,10 @@ def bounded_requests(limit: int) -> Iterator[None]:
 
 
 def limit_requests(lm: Any) -> Any:
-    """Put ``lm`` under the process-wide bound (idempotent); returns ``lm``."""
+    """Put ``lm`` under the process-wide bound and courtroom's retries (idempotent); returns ``lm``."""
+    from courtroom.models._requests import own_retries
+
+    own_retries(lm)
     callbacks = getattr(lm, "callbacks", None)
     if isinstance(callbacks, list) and REQUESTS not in callbacks:
         lm.callbacks = [*callbacks, REQUESTS]

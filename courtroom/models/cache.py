@@ -7,8 +7,11 @@ keeps any ``user:password@`` or query token of the URL, so it is redacted before
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
+import sqlite3
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,8 @@ from dspy.clients.cache import Cache
 from platformdirs import user_cache_dir
 
 from courtroom.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 _configured: Path | None = None
 
@@ -87,16 +92,106 @@ CACHED_TOKENS = "courtroom_cached_tokens"
 """Attribute of a response served from the cache: the tokens it cost when it was sent."""
 
 
+def _damaged(exc: BaseException) -> bool:
+    """Whether a SQLite error says the database file itself is damaged (not busy, not full)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+_warned: set[str] = set()
+_repair_lock = threading.Lock()
+
+
+def _warn_once(key: str, line: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(line)
+
+
 class RedactingCache(Cache):
     """DSPy's cache, storing responses with credentials removed from their base URL.
 
     A hit keeps, as :data:`CACHED_TOKENS`, the tokens the answer cost when first sent (DSPy
     clears its usage: nothing is billed), so a fully cached re-run can still say what its calls
     would cost sent again.
+
+    A cache error is never an example's failure. A damaged database (pages overwritten, not a
+    database) is named in one warning, moved aside to ``DIR.damaged-STAMP`` and replaced by a
+    fresh one, and the run goes on (the lost answers are asked again); any other error reading
+    or storing an answer is a miss, or an answer not kept, with one warning.
     """
 
-    def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:  # noqa: D102
-        super().put(request, _scrub(value), *args, **kwargs)
+    disk_cache: Any
+    enable_disk_cache: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: D107
+        try:
+            super().__init__(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            directory = kwargs.get("disk_cache_dir", args[2] if len(args) > 2 else None)
+            if not directory or not _damaged(exc):
+                raise
+            _move_aside(Path(directory), exc)
+            super().__init__(*args, **kwargs)
+        self._generation = 0
+
+    def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
+        """DSPy's lookup; a damaged disk cache is replaced and the lookup is a miss."""
+        try:
+            return super().get(request, ignored_args_for_cache_key)
+        except Exception as exc:  # noqa: BLE001 - a cache error is never an example's failure
+            self._failed(exc, "read")
+            return None
+
+    def put(
+        self,
+        request: dict[str, Any],
+        value: Any,
+        ignored_args_for_cache_key: list[str] | None = None,
+        enable_memory_cache: bool = True,
+    ) -> None:
+        """DSPy's store, credentials scrubbed; a disk error is named once (DSPy logs it at debug level)."""
+        value = _scrub(value)
+        if not (self.enable_memory_cache and enable_memory_cache) and not self.enable_disk_cache:
+            return
+        try:
+            key = self.cache_key(request, ignored_args_for_cache_key)
+        except Exception:  # noqa: BLE001 - DSPy skips such requests too
+            return
+        if self.enable_memory_cache and enable_memory_cache:
+            with self._lock:
+                self.memory_cache[key] = value
+        if not self.enable_disk_cache:
+            return
+        try:
+            self.disk_cache.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - an answer not kept is asked again, never a failure
+            if self._failed(exc, "store"):
+                try:
+                    self.disk_cache.set(key, value)
+                except Exception:  # noqa: BLE001, S110 - the fresh cache failed too: warned already
+                    pass
+
+    def _failed(self, exc: Exception, what: str) -> bool:
+        """Handle a disk cache error; True when a damaged database was replaced by a fresh one."""
+        generation = self._generation
+        if isinstance(exc, sqlite3.DatabaseError) and _damaged(exc) and self.disk_cache_dir:
+            with _repair_lock:
+                if generation == self._generation:  # another thread may have replaced it already
+                    _move_aside(Path(self.disk_cache_dir), exc)
+                    limit = int(getattr(self.disk_cache, "size_limit", None) or DISK_CACHE_LIMIT)
+                    self.disk_cache = Cache(True, False, self.disk_cache_dir, limit).disk_cache
+                    self._generation += 1
+            return True
+        _warn_once(
+            f"{what}:{type(exc).__name__}",
+            f"the LM cache at {self.disk_cache_dir} could not {what} an answer ({type(exc).__name__}: {exc}); "
+            "it is asked again when needed",
+        )
+        return False
 
     def _prepare_cached_response(self, response: Any) -> Any:
         tokens = usage_tokens(getattr(response, "usage", None))
@@ -104,6 +199,26 @@ class RedactingCache(Cache):
         if tokens and out is not response:
             object.__setattr__(out, CACHED_TOKENS, tokens)
         return out
+
+
+def _move_aside(directory: Path, exc: BaseException) -> Path:
+    """Rename a damaged cache folder to ``NAME.damaged-STAMP``, make a fresh one, and say so once."""
+    import datetime as _dt
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    aside = directory.with_name(f"{directory.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = directory.with_name(f"{directory.name}.damaged-{stamp}-{n}")
+    directory.rename(aside)
+    directory.mkdir(parents=True, exist_ok=True)
+    _warn_once(
+        f"damaged:{directory}",
+        f"the LM cache at {directory} is damaged ({exc}): moved it to {aside} and started a fresh one; "
+        f"answers cached before are asked again (delete {aside} when you no longer need it)",
+    )
+    return aside
 
 
 def cache_dir() -> Path:

@@ -22,6 +22,7 @@ from courtroom import _stop  # noqa: E402
 from courtroom.errors import ConfigError  # noqa: E402
 from courtroom.models._adapter import ADAPTER  # noqa: E402
 from courtroom.models._concurrency import limit_requests  # noqa: E402
+from courtroom.models._requests import DEFAULT_RETRIES  # noqa: E402
 from courtroom.models._warmup import warm_up  # noqa: E402
 from courtroom.models.panels import Panel, members, split_models  # noqa: E402
 
@@ -165,7 +166,8 @@ def build_lm(spec: LMSpec | str) -> Any:
             f"cannot resolve model {spec.model!r}: use a LiteLLM name such as 'openai/gpt-4o-mini' "
             "or 'ollama_chat/llama3.1', or 'local' for the embedded model"
         )
-    kwargs: dict[str, Any] = {"num_retries": 3, "timeout": spec.timeout or DEFAULT_TIMEOUT}
+    # Courtroom retries (limit_requests moves num_retries to its own loop), so each attempt is counted.
+    kwargs: dict[str, Any] = {"num_retries": DEFAULT_RETRIES, "timeout": spec.timeout or DEFAULT_TIMEOUT}
     if spec.temperature is not None:
         kwargs["temperature"] = spec.temperature
     if spec.max_tokens is not None:

@@ -1,9 +1,10 @@
 """Per-scope accounting of LM calls, cache hits, tokens and cost.
 
 A :class:`Meter` is installed as DSPy's ``usage_tracker`` for one example (or any scope). DSPy
-reports usage only for calls that reached the provider, so ``sent`` counts real requests; the
-adapter counts cache hits directly (an answer came back and nothing was sent). Tokens are those
-of sent requests only: a cache hit costs nothing and reports no tokens.
+reports usage only for calls that reached the provider, and courtroom's retry loop reports each
+failed attempt, so ``sent`` counts every real request; the adapter counts cache hits directly
+(an answer came back and nothing was sent). Tokens are those of sent requests only: a cache hit
+costs nothing and reports no tokens.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ class Usage:
     calls: int = 0
     """LM calls made by the program (a retry of a bad answer is one more), including cache hits."""
     sent: int = 0
-    """Calls that reached a model server."""
+    """Requests that reached a model server, each retry one more (courtroom owns retries:
+    :mod:`courtroom.models._requests`)."""
     failed: int = 0
-    """Calls that raised: transport errors after the LM's own retries, and bad answers (cut off,
-    not valid JSON, not the schema), whether sent or served from the cache."""
+    """Calls that raised: transport errors after the retries, and bad answers (cut off, not valid
+    JSON, not the schema), whether sent or served from the cache."""
     cached: int = 0
     """Calls answered from the cache (counted as they happen, failed ones included)."""
     prompt_tokens: int = 0
@@ -97,6 +99,13 @@ class Meter(UsageTracker):
             m["sent"] += 1
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
+
+    def count_failed_request(self, lm: str) -> None:
+        """Record one request that reached the server and failed (429, 5xx, time-out): sent, no tokens."""
+        with self._lock:
+            self.usage.sent += 1
+            m = self.usage.by_model.setdefault(lm, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            m["sent"] += 1
 
     def count_cache_hit(self, tokens: int = 0) -> None:
         """Record one call answered from the cache (the adapter sees these; DSPy reports no usage)."""

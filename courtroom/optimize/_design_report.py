@@ -116,6 +116,7 @@ def export_design_program(
     labels: Sequence[str],
     positions: Sequence[str] | None,
     model_objects: Mapping[str, Any] | None = None,
+    test: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Rebuild and recompile the best trial (its calls come from the cache) and save its program file.
 
@@ -131,6 +132,7 @@ def export_design_program(
     meta = {
         "task": {"name": config.task},
         "optimizer": {"name": config.compile, "settings": dict(config.compile_settings)},
-        "study": {"name": study.study_name, "trial": trial.number, "values": list(trial.values)},
+        "study": {"name": study.study_name, "trial": trial.number, "values": list(trial.values)}
+        | ({"test": dict(test[trial.number])} if test and trial.number in test else {}),
     }
     return save_program(program, path, meta)

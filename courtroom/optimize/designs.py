@@ -46,7 +46,10 @@ DESIGN = "design"
 
 
 def parse_frameworks(text: str | Sequence[str]) -> list[str]:
-    """``"a,b"`` or ``"all"`` (every design with a search space) -> checked design names."""
+    """``"a,b"`` or ``"all"`` (every design with a search space) -> checked design names.
+
+    Designs without searched knobs (zero-shot, few-shot, cot) have an empty space: one point each.
+    """
     names = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
     if names == ["all"]:
         return sorted(SPACES)
@@ -83,13 +86,23 @@ class DesignStudyConfig(StudyConfig):
         """One enqueued trial per design: its paper configuration."""
         out = []
         for fw in self.frameworks:
-            sub = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
+            sub = [_unprefixed(p, fw) for p in space if p.name.startswith(fw + ".")]
             out.append({DESIGN: fw} | {f"{fw}.{k}": v for k, v in default_params(fw, sub).items()})
         return out
 
     def identity(self) -> dict[str, Any]:
         """What a resumed study must match."""
         return super().identity() | {"frameworks": list(self.frameworks), "compile": self.compile, "cost": self.cost}
+
+
+def _unprefixed(p: Param, fw: str) -> Param:
+    """Design ``fw``'s parameter ``p`` under its own name, its condition too (``fw.x`` -> ``x``)."""
+    cond = p.only_if
+    if cond and cond[0].startswith(fw + "."):
+        cond = (cond[0][len(fw) + 1 :], cond[1])
+    elif cond and cond[0] == DESIGN:
+        cond = None
+    return replace(p, name=p.name[len(fw) + 1 :], only_if=cond)
 
 
 def design_space(config: DesignStudyConfig) -> list[Param]:
@@ -111,7 +124,7 @@ def design_space(config: DesignStudyConfig) -> list[Param]:
             {MODEL + r for r in get_framework(fw).roles} if len(models) > 1 else set()
         )
         mine = {
-            k.partition(".")[2] if "." in k else k: v
+            k if k in names else k.partition(".")[2]: v
             for k, v in overrides.items()
             if k in names or k.startswith(fw + ".")
         }
@@ -204,6 +217,17 @@ def design_builder(
         fw, own = trial_design(params)
         trial.set_user_attr("design", fw)
         trial.set_user_attr("config", own)
+        if not own:  # a design without searched knobs is one point: score it once
+            from optuna.trial import TrialState
+
+            done = [
+                t.number
+                for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if t.user_attrs.get("design") == fw
+            ]
+            if done:
+                trial.set_user_attr("duplicate_of", done[0])
+                raise optuna.TrialPruned(f"{fw} has no knobs: its one point is trial {done[0]}")
         try:
             return build_trial_program(config, params, base, train, labels, positions, model_objects)
         except ConfigError as exc:
@@ -307,7 +331,7 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     (:func:`compile_bounded`); otherwise the estimate covers the dev scoring only.
     """
     from courtroom.cost.budget import study_run_config
-    from courtroom.cost.dry_run import added, compile_runs, estimate_study, max_point
+    from courtroom.cost.dry_run import added, compile_runs, dearest_point
     from courtroom.optimize.compile import get_optimizer, optimizer_settings
 
     config.frameworks = parse_frameworks(config.frameworks)
@@ -318,9 +342,10 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     for fw in config.frameworks:
         own = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
         run_config = replace(study_run_config(config), framework=fw)
-        est = estimate_study(run_config, own, 1, prices=config.prices)
+        point, est = dearest_point(run_config, own, prices=config.prices)
+        est = replace(est, calls_exact=False)
         if compiles:
-            worst = replace(run_config, knobs={**run_config.knobs, **max_point(own)})
+            worst = replace(run_config, knobs={**run_config.knobs, **point})
             runs = compile_runs(worst, str(config.compile), settings, config.train, prices=config.prices)
             est = added(est, runs) if runs is not None else est
         out[fw] = est

@@ -26,14 +26,18 @@ def export_config(
     models: Mapping[str, str] | None = None,
     lm: str | None = None,
     spec: Mapping[str, Any] | None = None,
+    test: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write the best trial as a recipe; ``framework`` None takes the trial's design (a study across designs).
 
     ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
     study ran on; a searched model choice replaces its role's. ``spec`` is the study's recorded spec.
+    ``test`` (trial number -> scores, ``--test-limit``) adds the trial's test score beside ``values`` (dev).
     """
     trial = best_trial(study)
-    knobs, searched, temps = split_params(trial.user_attrs.get("config") or trial.params)
+    # A design without knobs has an empty config: its params hold only the design's name.
+    params = trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params
+    knobs, searched, temps = split_params(params)
     config = {
         "kind": "courtroom-config",
         "framework": framework or trial.user_attrs.get("design"),
@@ -47,6 +51,8 @@ def export_config(
         "values": list(trial.values),
         "spec": dict(spec) if spec else None,
     }
+    if test and trial.number in test:
+        config["test"] = dict(test[trial.number])
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(config, indent=2))
     return config

@@ -142,7 +142,42 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Int("n_rounds", 1, 4),
         Choice("stop_on_concession", False, True, only_if=("n_rounds", (2, 3, 4)), otherwise=False),
     ),
+    # Designs without searched knobs: a study across designs scores each as a single point (the
+    # cheap end of every cost-accuracy front).
+    "zero-shot": (),
+    "few-shot": (),
+    "cot": (),
+    "reflexion": (Int("max_retries", 0, 3),),
 }
+
+TRIALS = ("courtroom-llm", "jot", "debate-feedback", "khan-debate")
+"""The trials a settle design's space chooses from (:mod:`courtroom.programs.settle`)."""
+CONVENES: dict[str, tuple[str, str]] = {"settle": ("trial", "trial_knobs")}
+"""Design -> (its knob naming the design it convenes, its knob carrying that design's knobs as text).
+
+Its space holds each convened design's space as ``{design}.{knob}``, drawn only when that design is
+chosen; :func:`split_params` packs the chosen one's into the carrier (``n_loops=3,use_feedback=true``).
+"""
+
+
+def _convened(chooser: str, designs: Sequence[str]) -> tuple[Param, ...]:
+    """Each design's space under ``{design}.{knob}``, conditional on ``chooser`` picking it."""
+    out = []
+    for d in designs:
+        for p in SPACES[d]:
+            parent = (f"{d}.{p.only_if[0]}", p.only_if[1]) if p.only_if else (chooser, (d,))
+            out.append(replace(p, name=f"{d}.{p.name}", only_if=parent))
+    return tuple(out)
+
+
+SPACES["settle"] = (
+    Int("panel_size", 1, 5),
+    Float("threshold", 0.5, 1.0),
+    Choice("signal", "votes", "confidence"),
+    Choice("trial", *TRIALS),
+    Choice("show_panel", False, True),
+    *_convened("trial", TRIALS),
+)
 
 
 REPEATED: dict[str, tuple[str, ...]] = {
@@ -151,6 +186,7 @@ REPEATED: dict[str, tuple[str, ...]] = {
     "self-consistency": ("classifier",),
     "parallel-vote": ("classifier",),
     "khan-debate": ("debater",),
+    "settle": ("panel", "judge", "debater"),
 }
 """Roles a framework calls several times in one decision: the roles a mixed panel can serve."""
 
@@ -174,7 +210,7 @@ def build_space(
     if framework not in SPACES:
         raise ConfigError(f"no search space for {framework}: studies cover {', '.join(sorted(SPACES))}")
     knobs = cls.knobs()
-    missing = [p.name for p in SPACES[framework] if p.name not in knobs]
+    missing = [p.name for p in SPACES[framework] if _default(framework, p.name) is _NONE]
     if missing:
         raise ConfigError(
             f"the search space of {framework} names knob(s) {', '.join(missing)} that {cls.__name__} "
@@ -207,23 +243,60 @@ def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
     A conditional parameter that configuration does not draw (its condition unmet) is left out, as
     a trial's own parameters leave it out.
     """
-    from courtroom.programs import get_framework
-
-    knobs = get_framework(framework).knobs()
     out: dict[str, Any] = {}
+    left_out: set[str] = set()
     for p in space:
-        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
+        if p.only_if and (p.only_if[0] in left_out or (p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1])):
+            left_out.add(p.name)
             continue
-        if p.name in knobs and p.contains(knobs[p.name]):
-            out[p.name] = knobs[p.name]
+        default = _default(framework, p.name)
+        if default is not _NONE and p.contains(default):
+            out[p.name] = default
         elif p.name.startswith(MODEL):
             out[p.name] = p.choices[0]
     return out
 
 
+_NONE = object()
+
+
+def _default(framework: str, name: str) -> Any:
+    """The default of knob ``name`` of ``framework`` (``{design}.{knob}``: a convened design's); else _NONE."""
+    from courtroom.programs import get_framework
+
+    knobs = get_framework(framework).knobs()
+    if name in knobs:
+        return knobs[name]
+    design, dot, knob = name.partition(".")
+    if dot and framework in CONVENES:
+        return get_framework(design).knobs().get(knob, _NONE) if design in SPACES else _NONE
+    return _NONE
+
+
+def pack_convened(knobs: Mapping[str, Any]) -> dict[str, Any]:
+    """``knobs`` with a convened design's ``{design}.{knob}`` entries packed into its carrier (:data:`CONVENES`).
+
+    Only the chosen design's knobs are kept (the others were not drawn); knobs without a chooser
+    are returned unchanged.
+    """
+    from courtroom.programs.settle import knobs_text, parse_trial_knobs
+
+    out = dict(knobs)
+    for chooser, carrier in CONVENES.values():
+        if chooser not in out or not any("." in k for k in out):
+            continue
+        chosen = str(out[chooser])
+        own = {k.split(".", 1)[1]: v for k, v in out.items() if k.startswith(chosen + ".")}
+        out = {k: v for k, v in out.items() if "." not in k}
+        if own:
+            given = parse_trial_knobs(out.get(carrier) or "", chosen)
+            out[carrier] = knobs_text(given | own)
+    return out
+
+
 def split_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, float]]:
-    """(knobs, role -> model, role -> temperature) from a trial's parameters."""
-    knobs = {k: v for k, v in params.items() if ":" not in k}
+    """(knobs, role -> model, role -> temperature) from a trial's parameters (:func:`pack_convened` applied)."""
+    knobs = pack_convened({k: v for k, v in params.items() if ":" not in k})
     models = {k[len(MODEL) :]: v for k, v in params.items() if k.startswith(MODEL)}
     temps = {k[len(TEMPERATURE) :]: float(v) for k, v in params.items() if k.startswith(TEMPERATURE)}
     return knobs, models, temps

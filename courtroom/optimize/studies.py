@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,11 @@ def study_config(spec: Experiment) -> StudyConfig:
     if design.framework is None and design.preset is None:
         raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
     framework, fixed = apply_preset(design.preset, design.framework)
+    if framework in SPACES and not SPACES[framework]:
+        raise ConfigError(
+            f"{framework} has no knobs to search: run it (`courtroom run {framework}`), or put it in a study "
+            f"across designs as one point (--frameworks {framework},jot)"
+        )
     in_space = {p.name for p in SPACES.get(framework, ())}
     common["space"] = {k: str(v) for k, v in fixed.items() if k in in_space} | common["space"]
     check_roles(m.roles, get_framework(framework).roles)
@@ -138,6 +144,10 @@ def run_spec_study(
     outcome.table = trials_table(outcome.study)
     if not any(t.state.name == "COMPLETE" for t in outcome.study.trials):
         return outcome
+    if spec.data.test_limit:
+        from courtroom.optimize.holdout import score_chosen
+
+        outcome.test = score_chosen(outcome, spec.data.test_limit, lms=lms, model_objects=model_objects)
     write_outputs(outcome, spec, lms=lms, model_objects=model_objects)
     return outcome
 
@@ -162,6 +172,9 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
         else:
             written = write_report(study, folder, recorded, outcome.models)
         outcome.report_dir = written["summary"].parent
+        from courtroom.optimize.holdout import stored, write_test
+
+        write_test(outcome.report_dir, outcome.test or stored(study))
         export = spec.output.export_best
         if not export:
             return
@@ -169,7 +182,10 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
             outcome.program_path = _export_program(outcome, spec, export, lms, model_objects)
             return
         framework = None if is_design_study(config) else config.framework
-        export_config(study, framework, config.task, export, models=outcome.models, lm=outcome.lm, spec=config.spec)
+        export_config(
+            study, framework, config.task, export, models=outcome.models, lm=outcome.lm, spec=config.spec,
+            test=outcome.test or stored(study),
+        )  # fmt: skip
 
 
 def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any, model_objects: Any) -> Path:
@@ -177,6 +193,7 @@ def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any
     from courtroom.data.tasks import load_sized
     from courtroom.models.lms import resolve_roles
     from courtroom.optimize._design_report import export_design_program
+    from courtroom.optimize.holdout import stored
     from courtroom.programs import get_framework
 
     config: Any = outcome.config
@@ -199,6 +216,7 @@ def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any
         labels=list(tr.task.labels),
         positions=list(tr.task.positions) if tr.task.positions else None,
         model_objects=model_objects,
+        test=outcome.test or stored(outcome.study),
     )
 
 
@@ -216,7 +234,8 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
             config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
         )
         note = f"{config.trials} trial(s), each at most the most expensive point of the space"
-        return {config.framework: estimate_study(study_run_config(config), space, config.trials, prices=prices)}, [note]
+        out = {config.framework: estimate_study(study_run_config(config), space, config.trials, prices=prices)}
+        return out | _test_estimate(spec, config, {config.framework: space}), [note]
     per_trial = design_estimates(config)
     compiling = ""
     if config.compile:
@@ -232,4 +251,32 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     out = {f"{fw} (1 trial)": e for fw, e in per_trial.items()}
     dearest = max(per_trial.values(), key=lambda e: (e.calls, e.cost or 0.0))
     out[f"{config.trials} trial(s), at most"] = scaled(dearest, config.trials, exact=False)
-    return out, [note]
+    from courtroom.optimize.designs import design_space
+
+    space = design_space(config)
+    spaces = {
+        fw: [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
+        for fw in config.frameworks
+    }
+    return out | _test_estimate(spec, config, spaces), [note]
+
+
+def _test_estimate(spec: Experiment, config: Any, spaces: dict[str, Any]) -> dict[str, Any]:
+    """With ``--test-limit``: scoring the chosen trial(s) on the test split, each at its design's dearest point.
+
+    One trial for a single objective; a Pareto front has at most one point per trial.
+    """
+    from courtroom.cost.budget import study_run_config
+    from courtroom.cost.dry_run import dearest_point, scaled
+
+    if not spec.data.test_limit:
+        return {}
+    chosen = config.trials if config.cost_objective else 1
+    worst = None
+    for fw, space in spaces.items():
+        run_config = replace(study_run_config(config), framework=fw, split="test", limit=spec.data.test_limit)
+        est = dearest_point(run_config, space, prices=spec.budget.table())[1]
+        worst = est if worst is None or (est.calls, est.cost or 0.0) > (worst.calls, worst.cost or 0.0) else worst
+    if worst is None or chosen < 1:
+        return {}
+    return {f"test split: {chosen} chosen trial(s), at most": scaled(worst, chosen, exact=False)}

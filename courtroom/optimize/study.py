@@ -134,6 +134,9 @@ class StudyOutcome:
     """The report folder, once written."""
     program_path: Path | None = None
     """The best program, saved by ``export_best`` in a study that compiles each trial."""
+    test: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Trial number -> its test-split scores beside its dev score (``--test-limit``,
+    :mod:`courtroom.optimize.holdout`)."""
 
     @property
     def best(self) -> list[Any]:

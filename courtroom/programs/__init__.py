@@ -17,6 +17,7 @@ from courtroom.programs.baselines import ChainOfThought, FewShot, ParallelVote, 
 from courtroom.programs.courtroom_llm import CourtroomLLM
 from courtroom.programs.debate_feedback import DebateFeedback
 from courtroom.programs.jot import JudgmentOfThought
+from courtroom.programs.settle import SettleThenTrial
 
 FRAMEWORKS: dict[str, type[CourtroomProgram]] = {
     cls.name: cls
@@ -31,6 +32,7 @@ FRAMEWORKS: dict[str, type[CourtroomProgram]] = {
         KhanDebate,
         ParallelVote,
         Reflexion,
+        SettleThenTrial,
     )
 }
 
@@ -91,6 +93,7 @@ __all__ = [
     "ParallelVote",
     "Reflexion",
     "SelfConsistency",
+    "SettleThenTrial",
     "ZeroShot",
     "all_roles",
     "build_program",

@@ -47,6 +47,9 @@ class CourtroomProgram(dspy.Module):
     """Whether the program seats sides in an order :meth:`swapped` can exchange (``--debias swap``)."""
     sides_swapped: bool = False
     """True on the copy :meth:`swapped` makes."""
+    refresh: int = 0
+    """Set by ``--retry-failed``: a bad answer that comes back from the cache is asked again under
+    its rollout id plus this offset (sent afresh); answers that parsed are reused from the cache."""
 
     def __init__(
         self,
@@ -99,12 +102,30 @@ class CourtroomProgram(dspy.Module):
         """
         return any(getattr(self, k) != off for k, off in self.early_stop_knobs.items())
 
+    def most_calls_knobs(self) -> dict[str, Any]:
+        """This configuration's knobs at its most calls per case: every early-stopping knob off.
+
+        The dry run prices an :attr:`adaptive` program by these.
+        """
+        return self.config() | self.early_stop_knobs
+
+    def fewest_calls_knobs(self) -> dict[str, Any] | None:
+        """Its knobs at its fewest calls per case, for a design the dry run prices as a range.
+
+        None (the default): the dry run gives the most it can spend only.
+        """
+        return None
+
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Fit whatever the program learns from training examples (precedent index, reliability model).
 
         The harness calls it with the task's train split before evaluating. Examples carry
         ``case``, ``label`` and ``id``. Programs that learn nothing ignore it.
         """
+
+    def prepare_report(self) -> dict[str, float]:
+        """What :meth:`prepare` learned, measured (metric name -> value) for the run summary; empty if nothing."""
+        return {}
 
     def sampled_roles(self) -> dict[str, int]:
         """Roles asked the same prompt several times per case, and how many times (this config).
@@ -168,13 +189,24 @@ class CourtroomProgram(dspy.Module):
         own runs at that temperature. The rollout also picks the member of a mixed panel
         (:mod:`courtroom.models.panels`). A bad answer (cut off, not valid JSON, not the schema) fails the
         call; it is asked once more, of the same panel member, under a rollout id of its own (the
-        bad answer stays cached under the first), and a second bad answer fails the example.
+        bad answer stays cached under the first), and a second bad answer fails the example. Under
+        :attr:`refresh` (``--retry-failed``), two bad answers from the cache are asked again afresh.
         """
         try:
             return self._ask_once(role, predictor, rollout, rollout, lm_config, inputs, sample)
-        except AdapterParseError:
+        except AdapterParseError as first:
             retry = (rollout or 0) + RETRY_ROLLOUT
-            return self._ask_once(role, predictor, retry, rollout, lm_config, inputs, sample)
+            try:
+                return self._ask_once(role, predictor, retry, rollout, lm_config, inputs, sample)
+            except AdapterParseError as second:
+                cached = getattr(first, "from_cache", False) or getattr(second, "from_cache", False)
+                if not (self.refresh and cached):
+                    raise
+        # --retry-failed: both answers were bad and came back from the cache; ask both afresh.
+        try:
+            return self._ask_once(role, predictor, (rollout or 0) + self.refresh, rollout, lm_config, inputs, sample)
+        except AdapterParseError:
+            return self._ask_once(role, predictor, retry + self.refresh, rollout, lm_config, inputs, sample)
 
     def _ask_once(
         self,

@@ -1,25 +1,38 @@
-"""Debate-Feedback's debate step (paper Algorithm 1): who argues what, opinions, replies.
+"""Debate-Feedback's debate step (paper Algorithm 1, Table 4): who argues what, opinions, replies, memory.
 
 Kept apart from :mod:`courtroom.programs.debate_feedback` (the judge, the gate and the smoothing).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import dspy
+
+from courtroom.models._concurrency import run_parallel
+from courtroom.programs._common import labels_text, limit_words
+from courtroom.transcript import Turn
 
 NONE = "(none)"
 FREE = "(no assigned side: argue for the label you find most likely)"
+SIDES = ("split", "none")
 
 
-def perspectives(labels: Sequence[str], n: int, o0: Mapping[str, float]) -> list[str | None]:
+def perspectives(labels: Sequence[str], n: int, o0: Mapping[str, float], sides: str = "split") -> list[str | None]:
     """The label each of ``n`` debaters argues for (None: no assigned side).
 
-    Binary: the debaters split evenly between the two labels (debater d argues labels[d % 2]); with
-    an odd number, the last one argues without an assigned side and states its own stance.
-    Multi-class: the labels the initial estimate O_0 ranks highest (top-n; ties by label order),
-    debater d arguing the (d+1)-th ranked; with more debaters than labels the ranking repeats.
+    ``sides="none"`` (Table 4, the authors' code): nobody has a side; every debater gets the same
+    prompt. ``"split"`` (Algorithm 1's opposing perspectives), binary: the debaters split evenly
+    between the two labels (debater d argues labels[d % 2]); with an odd number, the last one argues
+    without an assigned side and states its own stance. Multi-class: the labels the initial estimate
+    O_0 ranks highest (top-n; ties by label order), debater d arguing the (d+1)-th ranked; with more
+    debaters than labels the ranking repeats.
     """
+    if sides == "none":
+        return [None] * n
     if len(labels) == 2:
         out: list[str | None] = [labels[d % 2] for d in range(n)]
         if n % 2:
@@ -30,13 +43,13 @@ def perspectives(labels: Sequence[str], n: int, o0: Mapping[str, float]) -> list
 
 
 def perspective_text(side: str | None) -> str:
-    """What the debater is told about its side."""
+    """What a debater with sides is told about its own."""
     return FREE if side is None else side
 
 
 def expert(d: int, side: str | None) -> str:
     """How debater ``d`` (0-based) is named to the others and to the judge."""
-    return f"Expert {d + 1}" + (f" (perspective: {side})" if side else " (no assigned side)")
+    return f"Expert {d + 1}" + (f" (perspective: {side})" if side else "")
 
 
 @dataclass
@@ -58,7 +71,7 @@ def others_text(comments: Sequence[tuple[int, str | None, str]], d: int) -> str:
 
 
 def debate_text(comments: Sequence[Comment], reliabilities: Mapping[int, float] | None) -> str:
-    """The round as the judge's summary step reads it: a, e and v of Algorithm 1."""
+    """The round (or one debater's statement) as the summary reads it: a, e and v of Algorithm 1."""
     lines = []
     for c in comments:
         score = f" (reliability {reliabilities[c.debater]:.2f})" if reliabilities else ""
@@ -66,3 +79,99 @@ def debate_text(comments: Sequence[Comment], reliabilities: Mapping[int, float] 
             f"{expert(c.debater, c.side)}{score}, stance {c.stance}:\n  opinion: {c.opinion}\n  reply: {c.reply}"
         )
     return "\n".join(lines)
+
+
+def reliabilities_text(comments: Sequence[Comment], reliabilities: Mapping[int, float]) -> str:
+    """Table 4 step 4's "{insert the reliability from Step 3}": every comment's score, for the judge."""
+    scores = "; ".join(f"{expert(c.debater, c.side)}: {reliabilities[c.debater]:.2f}" for c in comments)
+    return f"Reliability of each expert's comment (the assistant's score, 0 to 1): {scores}"
+
+
+def debater_memory(rounds: Sequence[Sequence[Comment]], d: int) -> str:
+    """What debater ``d`` said and read in the earlier ``rounds`` (its conversation, Table 4)."""
+    parts = []
+    for k, comments in enumerate(rounds, 1):
+        own = comments[d]
+        others = others_text([(c.debater, c.side, c.opinion) for c in comments], d)
+        parts.append(
+            f"Round {k}: your opinion: {own.opinion}\nThe other experts' opinions:\n{others}\n"
+            f"Your reply: {own.reply} (stance: {own.stance})"
+        )
+    return "\n".join(parts) or NONE
+
+
+def judge_memory(rounds: Sequence[tuple[int, str, str]]) -> str:
+    """The judge's earlier rounds that reached it: (round, the debate summary it read, its answer)."""
+    return "\n".join(f"Round {r}: debate summary: {s}\nYour answer: {a}" for r, s, a in rounds) or NONE
+
+
+class DebateStep:
+    """The debate step of :class:`courtroom.programs.debate_feedback.DebateFeedback`: sides, opinions, replies."""
+
+    # Set by DebateFeedback.__init__.
+    labels: list[str]
+    n_debaters: int
+    word_limit: int
+    sides: str
+    memory: bool
+    debater: dspy.Predict
+    ask: Any
+    _estimate: Any
+
+    def _sides(self, case: str, o0: Mapping[str, float] | None = None) -> list[str | None]:
+        """Who argues what; split multi-class sides follow O_0 (asked here when not given)."""
+        if o0 is None and self.sides == "split" and len(self.labels) > 2:
+            o0 = self._estimate(case, NONE, NONE, NONE, 0)[0]
+        return perspectives(self.labels, self.n_debaters, o0 or {}, self.sides)
+
+    def _speak(
+        self, case: str, r: int, d: int, side: str | None, own: str, others: str, earlier: str
+    ) -> dspy.Prediction:
+        inputs = {
+            "case": case,
+            "labels": labels_text(self.labels),
+            "stage": "reply" if own != NONE else "opinion",
+            "own_opinion": own,
+            "other_opinions": others,
+            "word_limit": f"at most {self.word_limit} words" if self.word_limit else "no limit",
+        }
+        if self.sides == "split":
+            inputs["perspective"] = perspective_text(side)
+        if self.memory:
+            inputs["earlier_rounds"] = earlier
+        return self.ask("debater", self.debater, rollout=(r - 1) * self.n_debaters + d, **inputs)
+
+    def _round(
+        self, case: str, r: int, sides: Sequence[str | None], earlier: Sequence[Sequence[Comment]] = ()
+    ) -> list[Comment]:
+        """Opinions, then replies that see their own opinion and the others' (and, with memory, earlier rounds)."""
+        n = range(len(sides))
+        memory = [debater_memory(earlier, d) if self.memory else NONE for d in n]
+        ops = run_parallel([functools.partial(self._speak, case, r, d, sides[d], NONE, NONE, memory[d]) for d in n])
+        cut_ops = [limit_words(o.opinion, self.word_limit) for o in ops]
+        said = [(d, sides[d], cut_ops[d][0]) for d in n]
+        replies = run_parallel(
+            [
+                functools.partial(self._speak, case, r, d, sides[d], cut_ops[d][0], others_text(said, d), memory[d])
+                for d in n
+            ]
+        )
+        out = []
+        for d, reply in zip(n, replies, strict=True):
+            text, cut = limit_words(reply.opinion, self.word_limit)
+            out.append(Comment(d, sides[d], cut_ops[d][0], text, reply.stance, cut_ops[d][1], cut))
+        return out
+
+    @staticmethod
+    def _debate_turns(r: int, comments: Sequence[Comment]) -> list[Turn]:
+        turns = []
+        for stage in ("opinion", "reply"):
+            for c in comments:
+                cut = c.opinion_cut if stage == "opinion" else c.reply_cut
+                extra: dict[str, Any] = {"side": c.side, "stage": stage} | ({"truncated": True} if cut else {})
+                if stage == "reply":
+                    extra["stance"] = c.stance
+                turns.append(
+                    Turn(f"debater-{c.debater + 1}", r, c.opinion if stage == "opinion" else c.reply, extra=extra)
+                )
+        return turns

@@ -28,6 +28,7 @@ from courtroom.transcript import Turn
 NONE = "(none)"
 JUDGE_MODES = ("parallel", "sequential")
 ASSIGNMENTS = ("fixed", "random")
+PREVIOUS_JUDGES = ("all", "last")
 
 
 class CourtroomLLM(CourtroomProgram):
@@ -49,8 +50,12 @@ class CourtroomLLM(CourtroomProgram):
       decision's schema enum is those two, framed as two opposite arguments of which one is correct.
       ``n_judges`` calls of one ``judge`` predictor (rollout ids make them distinct samples).
       ``judge_mode="parallel"``: independent judges, majority vote; a tie goes to A1.
-      ``"sequential"``: each judge sees the earlier judges' decisions and reasons; the last
-      judge's decision is the verdict.
+      ``"sequential"``: each judge sees earlier judges' decisions and reasons, the last judge's
+      decision being the verdict: every earlier judge (``previous_judges="all"``, the early paper's
+      "evaluations of their predecessors") or only the one before it (``"last"``, the final paper's
+      "the conclusions of the previous Judge-LLM"). The judges' context lists every label of the
+      task, as both papers' judge prompts do ("Label: entailment, neutral, contradiction"), while
+      the choice stays A1 or A2.
     * **Early stop** (``early_stop=True``, parallel judges only; off by default, the papers): the
       judges are called in waves, first as many as could settle the majority (2 of 3, 3 of 5),
       then the smallest wave that could settle it, until the judges not yet called could no longer
@@ -97,6 +102,7 @@ class CourtroomLLM(CourtroomProgram):
         max_argument_sentences: int = 1,
         embedder: str = TFIDF,
         early_stop: bool = False,
+        previous_judges: str = "all",
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_judges) < 1:
@@ -113,13 +119,17 @@ class CourtroomLLM(CourtroomProgram):
             raise ConfigError(
                 f"courtroom-llm: early_stop is a switch, got {early_stop!r}; set early_stop=true or false"
             )
+        if previous_judges not in PREVIOUS_JUDGES:
+            raise ConfigError(
+                f"courtroom-llm: unknown previous_judges {previous_judges!r}; use one of {', '.join(PREVIOUS_JUDGES)}"
+            )
         if early_stop and judge_mode != "parallel":
             raise ConfigError(
                 "courtroom-llm: early_stop needs judge_mode='parallel' (in sequential mode the last judge "
                 "decides); set early_stop=false or judge_mode=parallel"
             )
         self.n_judges, self.judge_mode, self.k_precedents = int(n_judges), judge_mode, int(k_precedents)
-        self.early_stop = early_stop
+        self.early_stop, self.previous_judges = early_stop, previous_judges
         self.assignment, self.seed = assignment, int(seed)
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
         if self.max_argument_sentences:
@@ -253,6 +263,7 @@ class CourtroomLLM(CourtroomProgram):
         inputs: dict[str, Any] = {
             "signature": judge_sig,
             "case": case,
+            "labels": labels_text(self.labels),
             "candidates": labels_text([a1, a2]),
             "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
             "attorney_argument": f"[{assigned['attorney']}] {d_text}",
@@ -264,7 +275,8 @@ class CourtroomLLM(CourtroomProgram):
             outs = self._parallel_judges(inputs, a1, a2)
         else:
             for i in range(self.n_judges):
-                out = self.ask("judge", self.judge, rollout=i, previous_judges="\n".join(previous) or NONE, **inputs)
+                seen = previous[-1:] if self.previous_judges == "last" else previous
+                out = self.ask("judge", self.judge, rollout=i, previous_judges="\n".join(seen) or NONE, **inputs)
                 outs.append(out)
                 previous.append(f"Judge {i + 1} decided {out.decision}: {out.reason}")
         votes = [o.decision for o in outs]

@@ -1,12 +1,13 @@
-"""Debate-Feedback (SPEC §4.3, paper Algorithm 1): debate, verify reliability, smooth the judge.
+"""Debate-Feedback (SPEC §4.3, paper Algorithm 1): debate, verify reliability, gate the round, smooth the judge.
 
-Debaters argue, an assistant scores the reliability of each final comment, and the judge's
-probability is updated with smoothing from the comments that pass the threshold.
+Debaters argue, an assistant scores the reliability of each debater's statement, and when the round
+passes the gate the judge hears every comment with its reliability and its estimate is smoothed in.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -18,14 +19,17 @@ from courtroom.models.lms import RoleLMs
 from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
 from courtroom.programs._base import CourtroomProgram, label_type
-from courtroom.programs._common import labels_text, limit_words
-from courtroom.programs._reliability import ReliabilityModel, reliability_text
+from courtroom.programs._common import labels_text
+from courtroom.programs._debate import DebateStep
+from courtroom.programs._reliability import ReliabilityModel
+from courtroom.programs._verification import ASSISTANT_INPUTS, Verification
 from courtroom.signatures import debate as sig
 from courtroom.transcript import Turn
 
 NONE = deb.NONE
 RELIABILITY = ("none", "assistant", "llm")
 VARIANTS = ("single", "assistant")
+GATES = ("any", "mean", "comment")
 _STATE_KEY = "courtroom_reliability_model"
 
 
@@ -50,31 +54,45 @@ def correction_counts(
     return out
 
 
-class DebateFeedback(CourtroomProgram):
-    """Debate-Feedback: a judge's probability refined by ``n_rounds`` of debate.
+class DebateFeedback(DebateStep, Verification, CourtroomProgram):
+    """Debate-Feedback: a judge's estimate refined by ``n_rounds`` of debate.
 
     * **Initial estimate** O_0 = LM(x): the ``judge`` on the case alone. ``prob_method`` says how the
-      distribution is read: ``"field"`` (default: one probability per label, each field naming its
-      label, normalised and checked against the written label, see
+      distribution is read: ``"field"`` (default: the judge states one probability per label, each
+      field naming its label, normalised and checked against the written label, see
       :func:`courtroom.programs._probability.from_fields`), ``"votes"`` (the vote share of
-      ``k_samples`` judge samples) or ``"logprobs"`` (token log-probabilities of the chosen label).
-    * **Who argues what**: binary tasks split the ``n_debaters`` evenly between the two labels, an
-      odd one out arguing without an assigned side; multi-class tasks give the debaters the labels
-      O_0 ranks highest (:func:`courtroom.programs._debate.perspectives`).
-    * **Debate step**, every round starting from the case (Algorithm 1): each debater gives an
-      opinion (within ``word_limit`` words, cut if longer), then replies seeing its own opinion and
-      the others', and states its final stance (a label).
-    * **Verification and gate**: with ``variant="assistant"`` each final comment (reply) gets a
-      reliability: ``reliability="assistant"`` is a scikit-learn model trained in :meth:`prepare` on
-      single-variant debates over the training cases, on the stated stance against the gold label
-      (Table 1); ``"llm"`` asks the ``assistant`` role. The comments whose reliability reaches
-      ``threshold`` go to the judge with their scores; the single variant passes every comment.
-      If none passes, O_i = O_0, reused with no new call.
+      ``k_samples`` label-only answers; with one sample a one-hot outcome, the paper's judge, which
+      outputs "ONLY ... one of the labels") or ``"logprobs"`` (token log-probabilities of the chosen
+      label). Only ``"field"`` asks the judge for probabilities.
+    * **Who argues what** (``sides``): ``"split"`` (Algorithm 1's opposing perspectives): binary tasks
+      split the ``n_debaters`` evenly between the two labels, an odd one out arguing without an
+      assigned side; multi-class tasks give the debaters the labels O_0 ranks highest. ``"none"``
+      (Table 4, the authors' code): every debater gets the same prompt, with no side
+      (:func:`courtroom.programs._debate.perspectives`).
+    * **Debate step**: each debater gives an opinion (within ``word_limit`` words, cut if longer),
+      then replies seeing its own opinion and the others', and states its final stance (a label).
+      ``memory=False``: every round starts again from the case (Algorithm 1), so more rounds are
+      fresh samples. ``memory=True``: each debater and the judge keep their conversation across
+      rounds (Table 4's "Follow the conversation from Step 1"): a debater reads what it said and read
+      in the earlier rounds, the judge the summaries it read and its answers.
+    * **Verification** (``variant="assistant"``): each debater's statement gets a reliability, how
+      likely its stated stance is right for this case. The assistant reads the per-debater summary of
+      the statement (``assistant_input="summary"``, Table 4 step 3, written by the ``summarizer``)
+      or the debater's reply (``"reply"``). ``reliability="assistant"``: a scikit-learn model trained
+      in :meth:`prepare` on single-variant debates over the training cases, conditioned on the stance
+      (:mod:`courtroom.programs._reliability`); ``"llm"`` asks the ``assistant`` role.
+    * **Gate** (``gate``, Algorithm 1's Threshold(v)): ``"any"`` (default) passes the round when some
+      comment's reliability reaches ``threshold``, ``"mean"`` when their mean does; a passing round
+      sends every comment with its reliability to the summary and to the judge (Table 4 step 4 shows
+      all three, 0.45 included). ``"comment"`` forwards only the comments at or above the threshold
+      (with a majority class it can hand the judge a one-sided debate). The single variant passes
+      every round. A round that does not pass: O_i = O_0, Algorithm 1's LM(x), reused with no new
+      call. The paper gives no threshold value: 0.5 is ours.
     * **Summary, then estimate** (Table 4, step 4): the ``summarizer`` (the judge's model unless
-      routed elsewhere) summarises the passing comments, sum = LM(a, e, v); then the judge, shown
-      its initial prediction, gives LM(x, sum). ``summarize=False`` merges the two for cost: the
-      judge reads the passing comments themselves. O_i = (1 - T) * O_{i-1} + T * LM(x, sum) with
-      T = ``smoothing``.
+      routed elsewhere) summarises the comments, sum = LM(a, e, v); the judge, shown its initial
+      prediction, the summary and every comment's reliability, gives LM(x, sum). ``summarize=False``
+      merges the two for cost: the judge reads the comments themselves.
+      O_i = (1 - T) * O_{i-1} + T * LM(x, sum) with T = ``smoothing``.
     * **Label**: the most probable label of O_n; a tie (exactly 0.5 on a binary task) goes to the
       initial prediction.
     * **Early stop** (``stop_epsilon``; 0: off, the paper): the rounds stop once O moves less than
@@ -86,12 +104,12 @@ class DebateFeedback(CourtroomProgram):
     Output fields: ``label``, ``transcript``, ``probabilities`` (O_0..O_n), ``initial_label``,
     ``sides`` (debater -> assigned label or None), ``stances`` and ``reliabilities`` (per round,
     per debater), ``passed`` (per round, the debaters whose comments reached the judge) and
-    ``gates`` (per round, whether any did).
+    ``gates`` (per round, whether the round passed).
     """
 
     name = "debate-feedback"
     roles = ("judge", "summarizer", "debater", "assistant")
-    summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its probability."
+    summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its estimate."
     # The paper gives no temperature; 1.0 is the default of the OpenAI API its GPT-4o runs used.
     sampling_temperatures: ClassVar[dict[str, float]] = {"judge": 1.0, "debater": 1.0}
     early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_epsilon": 0.0}
@@ -108,8 +126,12 @@ class DebateFeedback(CourtroomProgram):
         word_limit: int = 200,
         smoothing: float = 0.5,
         threshold: float = 0.5,
+        gate: str = "any",
         variant: str = "single",
         reliability: str = "assistant",
+        assistant_input: str = "summary",
+        sides: str = "split",
+        memory: bool = False,
         prob_method: str = "field",
         k_samples: int = 3,
         summarize: bool = True,
@@ -118,12 +140,19 @@ class DebateFeedback(CourtroomProgram):
         super().__init__(labels, positions, lm=lm, roles=roles)
         checks = [
             (int(n_rounds) >= 1, f"n_rounds must be >= 1, got {n_rounds}"),
-            (int(n_debaters) >= 2, f"n_debaters must be >= 2 (opposing perspectives), got {n_debaters}"),
+            (int(n_debaters) >= 2, f"n_debaters must be >= 2 (a debate), got {n_debaters}"),
             (int(word_limit) >= 0, f"word_limit must be >= 0 (0: no limit), got {word_limit}"),
             (0.0 <= float(smoothing) <= 1.0, f"smoothing T must be in [0, 1], got {smoothing}"),
             (0.0 <= float(threshold) <= 1.0, f"threshold must be in [0, 1], got {threshold}"),
+            (gate in GATES, f"unknown gate {gate!r}; use one of {', '.join(GATES)}"),
             (variant in VARIANTS, f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}"),
             (reliability in RELIABILITY, f"unknown reliability {reliability!r}; use one of {', '.join(RELIABILITY)}"),
+            (
+                assistant_input in ASSISTANT_INPUTS,
+                f"unknown assistant_input {assistant_input!r}; use one of {', '.join(ASSISTANT_INPUTS)}",
+            ),
+            (sides in deb.SIDES, f"unknown sides {sides!r}; use one of {', '.join(deb.SIDES)}"),
+            (isinstance(memory, bool), f"memory is a switch, got {memory!r}; set memory=true or false"),
             (
                 prob_method in prob.PROB_METHODS,
                 f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}",
@@ -140,117 +169,90 @@ class DebateFeedback(CourtroomProgram):
             if not ok:
                 raise ConfigError(f"debate-feedback: {message}")
         self.n_rounds, self.n_debaters, self.word_limit = int(n_rounds), int(n_debaters), int(word_limit)
-        self.smoothing, self.threshold = float(smoothing), float(threshold)
-        self.variant, self.reliability, self.prob_method = variant, reliability, prob_method
+        self.smoothing, self.threshold, self.gate = float(smoothing), float(threshold), gate
+        self.variant, self.reliability, self.assistant_input = variant, reliability, assistant_input
+        self.sides, self.memory, self.prob_method = sides, memory, prob_method
         self.k_samples, self.summarize, self.stop_epsilon = int(k_samples), bool(summarize), float(stop_epsilon)
         if "summarizer" not in self.lms and "judge" in self.lms:
             # The paper's judge writes the summary: same model unless the summarizer is routed elsewhere.
             self.lms = RoleLMs({**self.lms, "summarizer": self.lms["judge"]})
         self.reliability_model = ReliabilityModel()
         lt = label_type(self.labels)
-        self.judge = dspy.Predict(
-            prob.add_probability_fields(sig.Judge.with_updated_fields("label", type_=lt), self.labels)
-        )
+        judge: type[dspy.Signature] = sig.Judge
+        if prob_method == "field":
+            judge = prob.add_probability_fields(sig.ProbabilityJudge, self.labels)
+        debater: type[dspy.Signature] = sig.SidedDebater if sides == "split" else sig.Debater
+        if memory:
+            judge = sig.with_memory(judge, "each earlier round's debate summary and your answer")
+            debater = sig.with_memory(debater, "your opinions, the others' opinions and your replies")
+        self.judge = dspy.Predict(judge.with_updated_fields("label", type_=lt))
         self.summarizer = dspy.Predict(sig.Summarize)
-        self.debater = dspy.Predict(sig.Debater.with_updated_fields("stance", type_=lt))
+        self.debater = dspy.Predict(debater.with_updated_fields("stance", type_=lt))
         self.assistant = dspy.Predict(sig.Assistant)
 
-    @property
-    def scorer(self) -> str:
-        """The reliability actually used: ``none`` for the single variant."""
-        return "none" if self.variant == "single" else self.reliability
-
     def sampled_roles(self) -> dict[str, int]:
-        """Debaters' opinion prompts repeat every round; judge votes repeat ``k_samples`` times."""
-        out = {"debater": self.n_rounds}
+        """Debaters reading the same prompt (rounds without memory, debaters of one side); judge votes."""
+        seats = Counter(deb.perspectives(self.labels, self.n_debaters, dict.fromkeys(self.labels, 0.0), self.sides))
+        same = max(n for side, n in seats.items() if side is not None or self.sides == "none") if seats else 1
+        out = {"debater": same * (1 if self.memory else self.n_rounds)}
         if self.prob_method == "votes":
             out["judge"] = self.k_samples
         return {r: n for r, n in out.items() if n > 1}
 
-    # -- the debate step -------------------------------------------------------------------------
+    # -- verification and the gate ---------------------------------------------------------------
 
-    def _speak(self, case: str, r: int, d: int, side: str | None, own: str, others: str) -> dspy.Prediction:
-        return self.ask(
-            "debater",
-            self.debater,
-            rollout=(r - 1) * self.n_debaters + d,
-            case=case,
-            labels=labels_text(self.labels),
-            perspective=deb.perspective_text(side),
-            stage="reply" if own != NONE else "opinion",
-            own_opinion=own,
-            other_opinions=others,
-            word_limit=f"at most {self.word_limit} words" if self.word_limit else "no limit",
-        )
-
-    def _round(self, case: str, r: int, sides: Sequence[str | None]) -> list[deb.Comment]:
-        """Opinions from the case alone, then replies that see their own opinion and the others'."""
-        n = range(len(sides))
-        ops = run_parallel([functools.partial(self._speak, case, r, d, sides[d], NONE, NONE) for d in n])
-        cut_ops = [limit_words(o.opinion, self.word_limit) for o in ops]
-        said = [(d, sides[d], cut_ops[d][0]) for d in n]
-        replies = run_parallel(
-            [functools.partial(self._speak, case, r, d, sides[d], cut_ops[d][0], deb.others_text(said, d)) for d in n]
-        )
-        out = []
-        for d, reply in zip(n, replies, strict=True):
-            text, cut = limit_words(reply.opinion, self.word_limit)
-            out.append(deb.Comment(d, sides[d], cut_ops[d][0], text, reply.stance, cut_ops[d][1], cut))
-        return out
-
-    def _reliabilities(self, case: str, comments: Sequence[deb.Comment]) -> dict[int, float] | None:
-        if self.scorer == "assistant":
-            scores = self.reliability_model.score([reliability_text(case, c.reply) for c in comments])
-            return {c.debater: s for c, s in zip(comments, scores, strict=True)}
-        if self.scorer == "llm":
-            outs = run_parallel(
-                [
-                    functools.partial(
-                        self.ask,
-                        "assistant",
-                        self.assistant,
-                        rollout=c.debater,
-                        case=case,
-                        stance=c.stance,
-                        comment=c.reply,
-                    )
-                    for c in comments
-                ]
+    def _verify(
+        self, case: str, r: int, comments: Sequence[deb.Comment]
+    ) -> tuple[dict[int, float] | None, list[deb.Comment], list[Turn]]:
+        """(reliabilities, the comments that reach the judge, the transcript turns) of round ``r``."""
+        if self.scorer == "none":
+            return None, list(comments), []
+        statements, turns = self._statements(r, comments)
+        scores = self._reliabilities(case, comments, statements)
+        rel = {c.debater: s for c, s in zip(comments, scores, strict=True)}
+        passed = self._gate(comments, rel)
+        heard = [c.debater + 1 for c in passed]
+        turns.append(
+            Turn(
+                "assistant",
+                r,
+                f"reliabilities {[round(v, 3) for v in scores]} (gate {self.gate}, threshold {self.threshold}); "
+                + (f"reaching the judge: {heard}" if heard else "the round did not pass: O_i = O_0"),
+                extra={
+                    "reliabilities": scores,
+                    "method": self.scorer,
+                    "input": self.assistant_input,
+                    "gate": self.gate,
+                    "passed": heard,
+                },
             )
-            return {c.debater: prob.clamp(o.reliability) for c, o in zip(comments, outs, strict=True)}
-        return None
+        )
+        return rel, passed, turns
 
-    # -- training the assistant -----------------------------------------------------------------
+    def _gate(self, comments: Sequence[deb.Comment], rel: Mapping[int, float]) -> list[deb.Comment]:
+        """Threshold(v): the whole round (``any``, ``mean``) or each comment (``comment``)."""
+        if self.gate == "comment":
+            return [c for c in comments if rel[c.debater] >= self.threshold]
+        values = [rel[c.debater] for c in comments]
+        level = max(values) if self.gate == "any" else sum(values) / len(values)
+        return list(comments) if level >= self.threshold else []
 
-    def prepare(self, trainset: Sequence[dspy.Example]) -> None:
-        """Train the assistant (``reliability="assistant"``) on single-variant debates over ``trainset``.
-
-        Each final comment of every round is one sample: (case + comment) -> whether the stance the
-        debater stated equals the gold label (Table 1).
-        """
-        if self.scorer != "assistant":
-            return
-        texts: list[str] = []
-        agrees: list[bool] = []
-        batch = 4  # cases debated at once; each debate runs its debaters concurrently too
-        for start in range(0, len(trainset), batch):
-            chunk = trainset[start : start + batch]
-            debates = run_parallel([functools.partial(self._training_debate, ex.case) for ex in chunk])
-            for ex, rounds in zip(chunk, debates, strict=True):
-                for comment in (c for comments in rounds for c in comments):
-                    texts.append(reliability_text(ex.case, comment.reply))
-                    agrees.append(comment.stance == ex.label)
-        self.reliability_model.fit(texts, agrees)
-
-    def _training_debate(self, case: str) -> list[list[deb.Comment]]:
-        """The debate rounds of a single-variant run (multi-class sides need O_0 first)."""
-        o0 = self._estimate(case, NONE, NONE, 0)[0] if len(self.labels) > 2 else {}
-        sides = deb.perspectives(self.labels, self.n_debaters, o0)
-        return [self._round(case, r, sides) for r in range(1, self.n_rounds + 1)]
+    def _debate_for_judge(
+        self, r: int, heard: Sequence[deb.Comment], rel: Mapping[int, float] | None, transcript: list[Turn]
+    ) -> str:
+        """The summary sum = LM(a, e, v) with the reliabilities beside it (Table 4 step 4), or the comments."""
+        debate = deb.debate_text(heard, rel)
+        if not self.summarize:
+            return debate
+        summary = self.ask("summarizer", self.summarizer, rollout=r, debate=debate).summary
+        transcript.append(Turn("summarizer", r, summary))
+        return summary + ("\n" + deb.reliabilities_text(heard, rel) if rel is not None else "")
 
     # -- the judge -------------------------------------------------------------------------------
 
-    def _estimate(self, case: str, initial: str, summary: str, rollout: int) -> tuple[dict[str, float], str, bool]:
+    def _estimate(
+        self, case: str, initial: str, summary: str, earlier: str, rollout: int
+    ) -> tuple[dict[str, float], str, bool]:
         """(distribution over the labels, the written label, whether they agreed)."""
         inputs: dict[str, Any] = {
             "case": case,
@@ -258,6 +260,8 @@ class DebateFeedback(CourtroomProgram):
             "initial_prediction": initial,
             "debate_summary": summary,
         }
+        if self.memory:
+            inputs["earlier_rounds"] = earlier
         if self.prob_method == "votes":
             outs = run_parallel(
                 [
@@ -275,17 +279,19 @@ class DebateFeedback(CourtroomProgram):
         return dist, out.label, agreed
 
     def _initial_text(self, label: str, dist: Mapping[str, float]) -> str:
+        if self.prob_method != "field":
+            return f"Your initial prediction on the case alone was {label}."
         probs = ", ".join(f"{lab}: {p:.2f}" for lab, p in dist.items())
         return f"Your initial prediction on the case alone was {label} ({probs})."
 
     def forward(self, case: str) -> dspy.Prediction:
-        """Debate ``case``; ``label`` follows the final smoothed probability O_n."""
+        """Debate ``case``; ``label`` follows the final smoothed estimate O_n."""
         if self.scorer == "assistant" and not self.reliability_model.fitted:
             raise ConfigError(
                 "debate-feedback: the assistant is not trained; call program.prepare(trainset) "
                 "first, or use reliability='llm' or variant='single'"
             )
-        o0, written, agreed = self._estimate(case, NONE, NONE, 0)
+        o0, written, agreed = self._estimate(case, NONE, NONE, NONE, 0)
         initial = prob.decide(o0, self.labels, tie=written)
         o, history = o0, [o0]
         transcript = [
@@ -297,64 +303,48 @@ class DebateFeedback(CourtroomProgram):
                 extra={"O": o0, "written_label": written, "agreed": agreed},
             )
         ]
-        sides = deb.perspectives(self.labels, self.n_debaters, o0)
+        sides = self._sides(case, o0)
+        rounds: list[list[deb.Comment]] = []
+        judged: list[tuple[int, str, str]] = []
         stances: list[list[str]] = []
         reliabilities: list[list[float]] = []
         passed_by_round: list[list[int]] = []
         for r in range(1, self.n_rounds + 1):
-            comments = self._round(case, r, sides)
+            comments = self._round(case, r, sides, rounds)
+            rounds.append(comments)
             stances.append([c.stance for c in comments])
             transcript += self._debate_turns(r, comments)
-            rel = self._reliabilities(case, comments)
-            passed = [c for c in comments if rel is None or rel[c.debater] >= self.threshold]
+            rel, heard, turns = self._verify(case, r, comments)
+            transcript += turns
             reliabilities.append([rel[c.debater] for c in comments] if rel else [])
-            passed_by_round.append([c.debater + 1 for c in passed])
-            if rel is not None:
-                transcript.append(
-                    Turn(
-                        "assistant",
-                        r,
-                        f"reliabilities {[round(v, 3) for v in rel.values()]} "
-                        f"(threshold {self.threshold}); passed: {passed_by_round[-1] or 'none'}",
-                        extra={
-                            "reliabilities": list(rel.values()),
-                            "method": self.scorer,
-                            "passed": passed_by_round[-1],
-                        },
-                    )
-                )
-            if not passed:
+            passed_by_round.append([c.debater + 1 for c in heard])
+            if not heard:
                 o = o0  # Algorithm 1's else branch: O_i = LM(x), the initial prediction, reused
                 transcript.append(
                     Turn(
                         "judge",
                         r,
-                        "no comment passed the gate: O_i = O_0 (no new call)",
+                        "the round did not pass the gate: O_i = O_0 (no new call)",
                         decision=prob.decide(o, self.labels, tie=initial),
                         extra={"O": o, "gate": False},
                     )
                 )
-                history.append(o)
-                if self._converged(r, history, transcript[-1]):
-                    break
-                continue
-            debate = deb.debate_text(passed, {c.debater: rel[c.debater] for c in passed} if rel else None)
-            summary = debate
-            if self.summarize:
-                summary = self.ask("summarizer", self.summarizer, rollout=r, debate=debate).summary
-                transcript.append(Turn("summarizer", r, summary))
-            new, written, agreed = self._estimate(case, self._initial_text(initial, o0), summary, r)
-            o = prob.smooth(o, new, self.smoothing)
-            history.append(o)
-            transcript.append(
-                Turn(
-                    "judge",
-                    r,
-                    f"estimate after the debate: {written}",
-                    decision=prob.decide(o, self.labels, tie=initial),
-                    extra={"estimate": new, "O": o, "gate": True, "written_label": written, "agreed": agreed},
+            else:
+                summary = self._debate_for_judge(r, heard, rel, transcript)
+                earlier = deb.judge_memory(judged)
+                new, written, agreed = self._estimate(case, self._initial_text(initial, o0), summary, earlier, r)
+                judged.append((r, summary, written))
+                o = prob.smooth(o, new, self.smoothing)
+                transcript.append(
+                    Turn(
+                        "judge",
+                        r,
+                        f"estimate after the debate: {written}",
+                        decision=prob.decide(o, self.labels, tie=initial),
+                        extra={"estimate": new, "O": o, "gate": True, "written_label": written, "agreed": agreed},
+                    )
                 )
-            )
+            history.append(o)
             if self._converged(r, history, transcript[-1]):
                 break
         stopped = {"stopped_early": len(history) <= self.n_rounds} if self.stop_epsilon else {}
@@ -383,20 +373,6 @@ class DebateFeedback(CourtroomProgram):
             f"O moved {change:.3g} < stop_epsilon {self.stop_epsilon:g}: stopped after round {r} of {self.n_rounds}"
         )
         return True
-
-    @staticmethod
-    def _debate_turns(r: int, comments: Sequence[deb.Comment]) -> list[Turn]:
-        turns = []
-        for stage in ("opinion", "reply"):
-            for c in comments:
-                cut = c.opinion_cut if stage == "opinion" else c.reply_cut
-                extra: dict[str, Any] = {"side": c.side, "stage": stage} | ({"truncated": True} if cut else {})
-                if stage == "reply":
-                    extra["stance"] = c.stance
-                turns.append(
-                    Turn(f"debater-{c.debater + 1}", r, c.opinion if stage == "opinion" else c.reply, extra=extra)
-                )
-        return turns
 
     # -- saving the assistant without pickle -----------------------------------------------------------
 

@@ -26,7 +26,16 @@ class Preset:
     """Role -> temperature, replacing the framework's default for that role."""
     source: str = ""
     """Where in the paper the configuration comes from."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Knob -> where its value comes from (table, section, algorithm line), or ``ours: why``."""
 
+
+_COURTROOM_COMMON = {
+    "n_judges": "5 decision makers (early §4.1 and Table 4 caption; the final paper's tables)",
+    "judge_mode": "sequential judges do best (early §4.1; final §4.2.2)",
+    "k_precedents": "few-shot (precedent) size 1 (early Table 4 caption; final Figure 3)",
+    "max_argument_sentences": "'The result should be one sentence' (early Figure 4 prompt)",
+}
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -37,6 +46,12 @@ PRESETS: dict[str, Preset] = {
             {"n_loops": 3, "use_lawyer": True, "use_prosecutor": True, "use_feedback": True},
             {"lawyer": 1.0, "prosecutor": 1.0, "judge": 1.0},
             "judgment-of-thought §4.1: 3 loops; models at default parameters (temperature=1, top-p=1)",
+            {
+                "n_loops": "§4.1 and Table 1 caption: 3 loops",
+                "use_lawyer": "the full method (Table 3 ablates it)",
+                "use_prosecutor": "the full method (Table 3 ablates it)",
+                "use_feedback": "the full method (Table 5 ablates it)",
+            },
         ),
         Preset(
             "courtroom-llm-early",
@@ -47,10 +62,16 @@ PRESETS: dict[str, Preset] = {
                 "k_precedents": 1,
                 "assignment": "fixed",
                 "max_argument_sentences": 1,
+                "previous_judges": "all",
             },
             {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
             "courtroom-llm-early §3-4: prosecutor argues A1; one-sentence arguments; 5 judges, "
             "1 precedent (Table 4); sequential judges best; temperature fixed at 0.5",
+            _COURTROOM_COMMON
+            | {
+                "assignment": "§3.1: 'A_1 is allocated to the prosecution, and A_2 to the defense'",
+                "previous_judges": "§3.3.2: each judge considers 'the evaluations of their predecessors'",
+            },
         ),
         Preset(
             "courtroom-llm-final",
@@ -61,10 +82,16 @@ PRESETS: dict[str, Preset] = {
                 "k_precedents": 1,
                 "assignment": "random",
                 "max_argument_sentences": 1,
+                "previous_judges": "last",
             },
             {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
             "courtroom-llm §3.2-4.2: random A1/A2 assignment; 1-shot best; judges 0-4 (Tables 8-12); "
             "temperature fixed at 0.5 (§4.1.3)",
+            _COURTROOM_COMMON
+            | {
+                "assignment": "§3.2: A_1 and A_2 'randomly assigned' to prosecutor and attorney",
+                "previous_judges": "§3.3: each judge 'considers the conclusions of the previous Judge-LLM'",
+            },
         ),
         Preset(
             "debate-feedback-paper",
@@ -75,13 +102,38 @@ PRESETS: dict[str, Preset] = {
                 "word_limit": 200,
                 "smoothing": 0.5,
                 "threshold": 0.5,
+                "gate": "any",
                 "variant": "assistant",
                 "reliability": "assistant",
-                "prob_method": "field",
+                "assistant_input": "summary",
+                "sides": "none",
+                "memory": True,
+                "prob_method": "votes",
+                "k_samples": 1,
                 "summarize": True,
             },
             {},
-            "debate-feedback Table 2 (T = 0.5, assistant), Table 4 (3 debaters, 200 words), Appendix 1 (2-3 rounds)",
+            "debate-feedback Algorithm 1, Table 2 (T = 0.5, assistant), Table 4 (prompts, 3 debaters, "
+            "200 words), Appendix A.1 (2-3 rounds); the authors' code (Xi7997/Adversarial-Model-for-Law)",
+            {
+                "n_rounds": "Appendix A.1: 2-3 rounds do well",
+                "n_debaters": "Table 4: three debaters (Appendix A.1: 2-4)",
+                "word_limit": "Table 4: 'Your answer no more than 200 words'",
+                "smoothing": "Table 2 caption: T = 0.5",
+                "threshold": "ours: Algorithm 1 gates on Threshold(v) but the paper gives no value",
+                "gate": "ours: Algorithm 1 gates the round (Threshold(v)) without saying how v is read; "
+                "'any' passes it when some comment reaches the threshold",
+                "variant": "Tables 2-3: Debate-Feedback (assistant)",
+                "reliability": "§3 Reliability Analysis, Table 1: a trained assistant model",
+                "assistant_input": "Table 4 step 3: 'the summary of Debater i's statement to the assistant model'",
+                "sides": "Table 4 and the authors' code: every debater the same prompt, no side "
+                "(Algorithm 1's 'opposing perspectives' is sides=split)",
+                "memory": "Table 4 step 4: 'Follow the conversation from Step 1'; the authors' code keeps "
+                "each debater's and the judge's conversation",
+                "prob_method": "Table 4: 'ONLY output the one of the labels' (a label, smoothed as one-hot)",
+                "k_samples": "Table 4: one answer per step",
+                "summarize": "Algorithm 1: sum = LM(a, e, v); Table 4 step 4: 'here is the debate summary'",
+            },
         ),
     )
 }

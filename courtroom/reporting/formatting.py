@@ -36,6 +36,9 @@ HEADERS = {
     "tokens_per_example": "tokens per example",
     "cost_per_correct": "$ per correct answer",
     "matches": "matches the cost of",
+    "matched_vote": "vote at the same cost",
+    "discordant": "right only here / only in the vote",
+    "mcnemar_p": "McNemar p (exact)",
     "status": "status",
     "status_reason": "why",
     "mean": "mean",
@@ -54,6 +57,10 @@ MAIN_COLUMNS = (
     "tokens_per_example",
     "cost",
     "wall_seconds",
+    "matches",
+    "matched_vote",
+    "discordant",
+    "mcnemar_p",
 )
 """The comparison columns an HTML report shows first (the rest sit in a collapsed block)."""
 
@@ -120,7 +127,7 @@ def accuracy_ci(accuracy: Any, low: Any = None, high: Any = None, n: Any = None)
 def value(column: str, v: Any) -> str:
     """One cell for reading, by what its column holds."""
     if _missing(v):
-        return "n/a"
+        return "" if column in ("matched_vote", "discordant", "mcnemar_p") else "n/a"  # vote rows: no test
     if column in _COUNTS or column == "tokens_per_example":
         return count(v, whole="tokens" in column)
     if column in _MONEY:
@@ -129,6 +136,8 @@ def value(column: str, v: Any) -> str:
         return seconds(v)
     if column.endswith("per_example"):
         return f"{float(v):,.1f}"
+    if column == "mcnemar_p":
+        return f"{float(v):.3g}"
     if isinstance(v, float):
         return f"{v:.3f}" if column in ("brier", "ece") or column.endswith("_sd") else f"{v:.2f}"
     return str(v)

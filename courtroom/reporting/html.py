@@ -22,6 +22,7 @@ import pandas as pd
 
 from courtroom.analysis import papers as analysis
 from courtroom.analysis.calibration import scores
+from courtroom.analysis.flips import flip_matrix, flip_table
 from courtroom.comparison.compare import load_comparison
 from courtroom.errors import ConfigError
 from courtroom.reporting import plots
@@ -212,6 +213,10 @@ def _run_analyses(run_dir: Path, workdir: Path, about: Provenance) -> tuple[str,
     )
     out, figs = [], []
     labels = meta["task"]["labels"]
+    framework = meta["config"]["framework"]
+    flipped = flip_matrix(results, framework, labels, meta["task"].get("positions"))
+    if flipped is not None:
+        out.append("<h3>what the trial changed</h3>" + _table(flip_table({framework: flipped}), "analysis"))
     figs.append(
         plots.confusion(
             [r["gold"] for r in results],
@@ -251,6 +256,16 @@ def _run_analyses(run_dir: Path, workdir: Path, about: Provenance) -> tuple[str,
                 + "</table>"
             )
     return "".join(out), figs
+
+
+def _flips(by_framework: Mapping[str, Any]) -> str:
+    """The flip matrices of a comparison: from each framework's first answers to its verdict."""
+    if not by_framework:
+        return ""
+    return (
+        "<p class=shown>From the answers given before any argument (the first answers) to the verdict: "
+        "count (share of the cases with first answers).</p>" + _table(flip_table(by_framework), "analysis")
+    )
 
 
 def _section(key: str, title: str, body: str) -> str:
@@ -300,17 +315,21 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
             images = sorted((src / "plots").glob("*.png"))
             extra = "".join(
                 f"<h3>{html.escape(f)}</h3><table class='analysis'>"
-                + "".join(f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in a.items())
+                + "".join(
+                    f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in a.items() if k != "flips"
+                )
                 + "</table>"
                 for f, a in analyses.items()
-                if a
+                if any(k != "flips" for k in a)
             )
+            flipped = {f: a["flips"] for f, a in analyses.items() if a.get("flips")}
             title = f"courtroom comparison: {info['task']}"
             frontier = src / "frontier.png"
             sections = [
                 _section("frontier", "Accuracy vs cost", _img(frontier) if frontier.is_file() else ""),
                 f'<section id="summary"><h2>Summary</h2>{_comparison_table(table)}</section>',
                 _section("plots", "Plots", "".join(_img(p) for p in images)),
+                _section("flips", "What the trial changed", _flips(flipped)),
                 _section("analyses", "Analyses", extra),
                 _transcripts({f: _repeat_folders(src / rel) for f, rel in info["runs"].items()}),
             ]

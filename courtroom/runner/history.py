@@ -20,8 +20,8 @@ COLUMNS = ("created", "kind", "framework", "task", "models", "n", "accuracy", "c
 
 def _read(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):  # missing, not UTF-8 or not JSON: the folder is skipped
         return None
 
 

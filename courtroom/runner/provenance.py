@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from courtroom._files import read_jsonl
 from courtroom.errors import ConfigError
 
 SHOWN_VERSIONS = ("courtroom", "dspy", "litellm", "optuna", "python")
@@ -63,8 +64,8 @@ class Provenance:
 
 def _read(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):  # missing, not UTF-8 or not JSON
         return None
 
 
@@ -86,12 +87,11 @@ def _merge_models(per_run: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 def _golds(run_dir: Path) -> Counter[str]:
     """Gold label counts of a run's results (a cut-off line is skipped; a retried example counts once)."""
-    path, by_id = run_dir / "results.jsonl", {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
+    by_id = {}
+    for row in read_jsonl(run_dir / "results.jsonl")[0]:
         try:
-            row = json.loads(line)
             by_id[row["id"]] = str(row["gold"])
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (KeyError, TypeError):
             continue
     return Counter(by_id.values())
 

@@ -13,7 +13,6 @@ A group folder holds ``group.json``, one run folder per repeat (``repeat-0``, ..
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import statistics
 import uuid
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from courtroom import _stop
+from courtroom._files import read_json, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -99,11 +99,9 @@ def is_repeat_group(path: str | Path) -> bool:
 
 def _finish(group: Path, config: RunConfig, outcomes: list[RunOutcome]) -> RepeatOutcome:
     stats = repeat_stats([o.summary for o in outcomes])
-    (group / "repeats.json").write_text(
-        json.dumps({"stats": stats, "runs": [o.run_dir.name for o in outcomes]}, indent=2)
-    )
+    write_json(group / "repeats.json", {"stats": stats, "runs": [o.run_dir.name for o in outcomes]})
     title = f"{config.framework} on {config.task}: {len(outcomes)} repeats"
-    (group / "repeats.md").write_text(stats_markdown(stats, title))
+    write_atomic(group / "repeats.md", stats_markdown(stats, title))
     return RepeatOutcome(group, outcomes, stats)
 
 
@@ -128,12 +126,7 @@ def run_repeats(
     name = config.task.replace("/", "-") if not config.dataset else "custom"
     group = group_dir or Path(config.out) / f"{created}_{config.framework}_{name}_x{repeats}_{uuid.uuid4().hex[:6]}"
     group.mkdir(parents=True)
-    (group / "group.json").write_text(
-        json.dumps(
-            {"repeats": repeats, "config": without_base_url(asdict(config))},
-            indent=2,
-        )
-    )
+    write_json(group / "group.json", {"repeats": repeats, "config": without_base_url(asdict(config))})
     with FolderLock(group, what="repeat group"):
         return _run_group(group, config, repeats, lms, progress, on_start, resuming=False, budget=budget)
 
@@ -185,7 +178,7 @@ def resume_repeats(
     group = Path(group_dir)
     if not is_repeat_group(group):
         raise ConfigError(f"{group} is not a repeat group (no group.json)")
-    info = json.loads((group / "group.json").read_text())
+    info = read_json(group / "group.json", "start a new group (its finished runs stay readable)")
     known = set(RunConfig.__dataclass_fields__)
     config = RunConfig(**{k: v for k, v in info["config"].items() if k in known})
     check_same(info["config"], {k: v for k, v in overrides.items() if k != "knobs"}, group)

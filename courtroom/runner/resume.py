@@ -1,8 +1,8 @@
 """Resume an interrupted run in its own folder (``courtroom run --resume RUN_DIR``).
 
 Only examples without a result run; every LM answer of the earlier session comes back from the
-cache, so no successful call is sent twice. ``--retry-failed`` reruns failed examples too, on
-salted models, because a cut-off or unparseable answer sits in the cache like a good one.
+cache, so no successful call is sent twice. ``--retry-failed`` reruns failed examples too: their
+answers that parsed come back from the cache, and only the calls that failed are sent again.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from courtroom import _stop
+from courtroom._files import read_jsonl
 from courtroom._lock import FolderLock
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
@@ -19,10 +20,10 @@ from courtroom.models.cache import require_base_url
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import CourtroomProgram
 from courtroom.runner.runs import RunConfig, RunOutcome, RunSetup, load_run
-from courtroom.runner.salting import salted_roles
 
 RETRY_SALT = 10_000
-"""Salt offset of ``--retry-failed`` attempts (repeats use salts 1, 2, ...)."""
+"""Rollout offset of ``--retry-failed`` attempt n (n x this), for bad answers asked again; below the
+bad-answer retry's offset (``RETRY_ROLLOUT``) for any attempt under 50."""
 
 SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout"})
 """Settings a resume may change: they change how calls are made, never the answers."""
@@ -124,7 +125,7 @@ def _resume(
     if setup.program.config() != meta.get("framework_config"):
         raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
     if setup.learns and len(done) < len(ids):
-        setup.prepare()  # refits from the cache: the earlier session sent these calls
+        setup.prepare(budget)  # refits from the cache: the earlier session sent these calls
     retry = None
     if retry_failed:
         retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
@@ -134,16 +135,17 @@ def _resume(
 def _retry_program(
     run_dir: Path, config: RunConfig, setup: RunSetup, failed: set[str]
 ) -> tuple[CourtroomProgram, set[str]] | None:
-    """The program that reruns failed examples: its models are salted by the attempt number.
+    """The program that reruns failed examples, reusing every answer that was received and parsed.
 
-    A cut-off or unparseable answer sits in the cache like a good one, so a retry with the same
-    requests would get it back; salted requests are sent afresh (all calls of those examples).
+    Answers that parsed come back from the cache; a request that failed (429, 5xx, time-out) was
+    never cached and is sent again; a cut-off or unparseable answer sits in the cache like a good
+    one, so the program asks it again under a rollout id offset by the attempt number (sent afresh).
     """
     if not failed:
         return None
-    lines = (run_dir / "results.jsonl").read_text().splitlines()
-    attempts = max(sum(f'"id": "{i}"' in line for line in lines) for i in failed)
-    lms = salted_roles(setup.lms, RETRY_SALT * attempts + config.repeat)
+    rows = read_jsonl(run_dir / "results.jsonl")[0]
+    attempts = max(sum(isinstance(r, dict) and r.get("id") == i for r in rows) for i in failed)
     program = setup.program.deepcopy()  # keeps what prepare() fitted (precedents, reliability model, demos)
-    program.lms = lms
+    program.lms = setup.lms
+    program.refresh = RETRY_SALT * attempts
     return program, failed

@@ -6,8 +6,8 @@ write the folder as results arrive (one JSONL line per example, flushed).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-import json
 import logging
 import re
 import socket
@@ -20,20 +20,23 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from courtroom import _stop
+from courtroom._files import JsonLines, read_json, read_jsonl, skipped_text, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.analysis.bias import bias_rows, check_debias, debiased
 from courtroom.data.tasks import TaskData, load_splits, load_task
-from courtroom.errors import ConfigError, ModelError
+from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
 from courtroom.models._concurrency import bounded_requests
+from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.runner.salting import salted_roles
+from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
 
 if TYPE_CHECKING:
     from courtroom.spec import Experiment
@@ -192,8 +195,16 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     ]
     if summary.get("brier") is not None:
         rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
-    rows += bias_rows(summary)
+    rows += bias_rows(summary) + learned_rows(summary)
     return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
+
+
+def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the program learned on the train split, measured (``summary["learned"]``), as table rows."""
+    return [
+        (name, str(value) if isinstance(value, int) else f"{value:.3f}")
+        for name, value in (summary.get("learned") or {}).items()
+    ]
 
 
 @dataclass
@@ -210,6 +221,8 @@ class RunSetup:
     task: Any
     examples: list[Any]
     source: str
+    wire: dict[str, Any] = field(default_factory=WIRE.snapshot)
+    """The process's request tally when the setup was built: this session's spend is counted from it."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
@@ -253,7 +266,7 @@ class RunSetup:
         """Whether the program fits anything on the train split (``prepare``)."""
         return type(self.program).prepare is not CourtroomProgram.prepare
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self, budget: Any = None) -> dict[str, Any]:
         """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""
         if not self.learns:
             return {}
@@ -265,6 +278,7 @@ class RunSetup:
         with (
             metered() as meter,
             bounded_requests(config.concurrency),
+            budget.counting() if budget is not None else contextlib.nullcontext(),
         ):
             self.program.prepare(train)
         return {"train_ids": [ex.id for ex in train], "usage": meter.usage.to_dict()}
@@ -294,61 +308,44 @@ class RunSetup:
         for r in done:
             if progress:
                 progress(r)
-        earlier = _earlier_wall(run_dir)
-        _session(run_dir, "start")
+        earlier = earlier_wall(run_dir)
         start = time.perf_counter()
-        with (run_dir / "results.jsonl").open("a") as sink, _stop.saving_to(run_dir):
+        with (
+            JsonLines(run_dir / "results.jsonl") as sink,
+            _stop.saving_to(run_dir),
+            budget.counting() if budget is not None else contextlib.nullcontext(),
+        ):
+            session(run_dir, "start", line=line_count(sink.path))
 
             def record(res: ExampleResult) -> None:
-                sink.write(json.dumps(res.to_dict()) + "\n")
-                sink.flush()
+                sink.append(res.to_dict())
                 if progress:
                     progress(res)
 
-            # A swapped twin is made here, after prepare(), so it keeps what was fitted.
-            program = debiased(self.program, config.debias)
-            new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
-            if again:
-                retried = debiased(retry_program, config.debias)
-                new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
-        _session(run_dir, "end")
+            try:
+                # A swapped twin is made here, after prepare(), so it keeps what was fitted.
+                program = debiased(self.program, config.debias)
+                new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
+                if again:
+                    retried = debiased(retry_program, config.debias)
+                    new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
+            finally:
+                end_session(run_dir, since(self.wire))
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        summary.update(spend_summary(run_dir, since(self.wire), config.prices))
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        (run_dir / "summary.md").write_text(summary_markdown(summary, f"{config.framework} on {self.task.name}"))
+        learned = self.program.prepare_report()
+        if learned:
+            summary["learned"] = learned
+        write_json(run_dir / "summary.json", summary)
+        write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
-
-
-def _session(run_dir: Path, event: str) -> None:
-    with (run_dir / "sessions.jsonl").open("a") as f:
-        f.write(json.dumps({event: time.time()}) + "\n")
-
-
-def _earlier_wall(run_dir: Path) -> float:
-    """Seconds the earlier sessions of a run took; an interrupted one ends at its last result."""
-    path, results = run_dir / "sessions.jsonl", run_dir / "results.jsonl"
-    if not path.is_file():
-        return 0.0
-    last_write = results.stat().st_mtime if results.is_file() else 0.0
-    total, start = 0.0, None
-    for line in path.read_text().splitlines():
-        event = json.loads(line)
-        if "start" in event:
-            if start is not None:
-                total += max(0.0, min(last_write, event["start"]) - start)
-            start = event["start"]
-        elif "end" in event and start is not None:
-            total += event["end"] - start
-            start = None
-    if start is not None:
-        total += max(0.0, last_write - start)
-    return total
 
 
 def run(
@@ -402,11 +399,9 @@ def _start(
     )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
-    prepare_usage = setup.prepare()
+    prepare_usage = setup.prepare(budget)
     if prepare_usage:
-        (run_dir / "prepare.json").write_text(json.dumps(prepare_usage, indent=2))
-        if budget is not None:
-            budget.spend(prepare_usage["usage"])
+        write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out
     return setup.execute(run_dir, [], progress, on_start, budget=budget)
 
 
@@ -436,32 +431,46 @@ def write_meta(
         "versions": versions(),
         **dict(extra or {}),
     }
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    write_json(run_dir / "meta.json", meta)
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(meta, results in example order, summary or None) of a run folder.
 
-    A line cut off by a kill is skipped; when an example appears twice (a resumed run that
-    retried it), the last line wins.
+    A line that is not UTF-8 JSON (cut off by a kill or a full disk, or damaged) is skipped and
+    counted in one warning; when an example appears twice (a resumed run that retried it), the
+    last line wins. A damaged ``meta.json`` or ``summary.json`` raises a :class:`DataError` naming it.
     """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
         raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
-    meta = json.loads((path / "meta.json").read_text())
+    meta = read_json(path / "meta.json", "the run's settings are lost: start a new run")
+    if not isinstance(meta, dict):
+        raise DataError(f"{path / 'meta.json'} is damaged (not a JSON object): start a new run")
     by_id: dict[str, dict[str, Any]] = {}
-    results_path = path / "results.jsonl"
-    if results_path.is_file():
-        for line in results_path.read_text().splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+    rows, bad = read_jsonl(path / "results.jsonl")
+    for n, row in enumerate(rows):
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
             by_id[row["id"]] = row
+        else:
+            bad.append(-(n + 1))  # valid JSON, but not a result: counted, not located
+    if bad:
+        _warn_once(skipped_text(path / "results.jsonl", [b for b in bad if b > 0] or bad))
     order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
     results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
     summary_path = path / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+    summary = (
+        read_json(summary_path, f"delete it and finish the run with: courtroom run --resume {path}")
+        if summary_path.is_file()
+        else None
+    )
     return meta, results, summary
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(line: str) -> None:
+    if line not in _warned:
+        _warned.add(line)
+        logger.warning(line)

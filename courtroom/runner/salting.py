@@ -1,7 +1,7 @@
 """Salted models: the same model, with every call's ``rollout_id`` offset so answers are fresh samples.
 
-Repeats (salt r for repeat r) and ``--retry-failed`` (a large salt per attempt) use them: a salted
-request has its own cache entry, so it is sent afresh, while re-running the same salt is free.
+Repeats (salt r for repeat r) use them: a salted request has its own cache entry, so it is sent
+afresh, while re-running the same salt is free.
 """
 
 from __future__ import annotations

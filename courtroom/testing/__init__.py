@@ -20,6 +20,14 @@ the output schema the adapter sends (as a constrained-decoding server would) and
   seeded by the prompt and by how often that prompt was seen, so runs are reproducible and
   repeated identical prompts (several judges) are independent draws.
 
+  **Case difficulty**: ``case_accuracy={case text: {role: p}}`` (or ``{case text: p}``) sets the
+  accuracies for the prompts quoting that case, over ``accuracy``; a role it leaves out falls back
+  to ``accuracy``. So "easy" cases can have every role right at 0.95 while "hard" ones have single
+  answers near chance and a judge that is right more often after the trial, e.g.
+  ``{hard_case: {"panel": 0.55, "judge": 0.8}}``. The fake does not reason: a role's accuracy on a
+  case *is* the model of what that role achieves there, so figures measured on it show what a
+  design does with such answers, not that a trial helps.
+
 Which role is calling comes from :func:`courtroom.models.lms.current_role`, set by the programs. Each
 fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
 (calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
@@ -159,27 +167,41 @@ class OracleEngine(_Engine):
         accuracy: Mapping[str, float] | float = 0.7,
         seed: int = 0,
         latency: float = 0.0,
+        case_accuracy: Mapping[str, Mapping[str, float] | float] | None = None,
     ) -> None:
         super().__init__()
         self.gold = gold
         self.labels = list(labels)
         self.accuracy = accuracy
+        self.case_accuracy = dict(case_accuracy or {})
         self.seed = seed
         self.latency = latency
         self._seen: dict[str, int] = defaultdict(int)
+
+    def case_for(self, prompt: str) -> str | None:
+        """The known case text quoted in ``prompt`` (the longest, if several are)."""
+        if callable(self.gold):
+            return None
+        best = None
+        for case in self.gold:
+            if case in prompt and (best is None or len(case) > len(best)):
+                best = case
+        return best
 
     def gold_for(self, prompt: str) -> str | None:
         """The gold label of the case quoted in ``prompt``."""
         if callable(self.gold):
             return self.gold(prompt)
-        best = None
-        for case, label in self.gold.items():
-            if case in prompt and (best is None or len(case) > len(best[0])):
-                best = (case, label)
-        return best[1] if best else None
+        case = self.case_for(prompt)
+        return None if case is None else self.gold[case]
 
-    def p(self, role: str) -> float:
-        """Probability that ``role`` answers correctly."""
+    def p(self, role: str, case: str | None = None) -> float:
+        """Probability that ``role`` answers correctly (on ``case``, if its accuracy is set per case)."""
+        own = self.case_accuracy.get(case) if case is not None else None
+        if isinstance(own, int | float):
+            return float(own)
+        if isinstance(own, Mapping) and role in own:
+            return float(own[role])
         if isinstance(self.accuracy, Mapping):
             return float(self.accuracy.get(role, self.accuracy.get("default", 0.5)))
         return float(self.accuracy)
@@ -190,8 +212,9 @@ class OracleEngine(_Engine):
             self._seen[role + prompt] += 1
         digest = hashlib.sha256(f"{self.seed}|{role}|{k}|{prompt}".encode()).digest()
         rng = random.Random(int.from_bytes(digest[:8], "big"))
-        gold = self.gold_for(prompt)
-        correct = rng.random() < self.p(role)
+        case = self.case_for(prompt)
+        gold = self.gold(prompt) if callable(self.gold) else None if case is None else self.gold[case]
+        correct = rng.random() < self.p(role, case)
         values: dict[str, Any] = {}
         chosen_index = None
         for name, prop in (schema.get("properties") or {}).items():
@@ -241,9 +264,13 @@ def oracle_lm(
     latency: float = 0.0,
     model: str = "fake/oracle",
     cache: bool = False,
+    case_accuracy: Mapping[str, Mapping[str, float] | float] | None = None,
 ) -> FakeLM:
-    """A seeded statistical fake: each role is right with probability ``accuracy[role]``."""
-    engine = OracleEngine(gold, labels, accuracy, seed=seed, latency=latency)
+    """A seeded statistical fake: each role is right with probability ``accuracy[role]``.
+
+    ``case_accuracy`` (case text -> role -> probability) models case difficulty (module docstring).
+    """
+    engine = OracleEngine(gold, labels, accuracy, seed=seed, latency=latency, case_accuracy=case_accuracy)
     lm = FakeLM(model, engine=engine, cache=cache)
     lm.engine_impl = engine
     return lm

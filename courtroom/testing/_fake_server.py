@@ -61,6 +61,7 @@ class FakeServer:
         latency: seconds each request takes.
         faults: rate per fault kind (``429``, ``500``, ``timeout``, ``garbage``, ``truncated``).
         hang: how long a ``timeout`` fault stalls before answering 504.
+        retry_after: seconds the ``Retry-After`` header of a ``429`` asks the client to wait.
         seed: seeds the fault draws.
         fault_for: if given, picks the fault (or None) from the last user message and the schema
             (as ``responder`` gets them) instead of a random draw, to fault one role's call.
@@ -72,6 +73,8 @@ class FakeServer:
     ``max_in_flight`` is the most requests that were open at once. ``models`` counts requests per
     model name as sent (``openai/judge-m`` arrives as ``judge-m``), and ``routed`` lists
     ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
+    ``billed`` lists ``(model, prompt_tokens, completion_tokens)`` for every answer with a body
+    (garbage and cut-off answers included: a provider bills them): what the requests cost.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class FakeServer:
         latency: float = 0.0,
         faults: Mapping[str, float] | None = None,
         hang: float = 3.0,
+        retry_after: float = 0.0,
         seed: int = 0,
         fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
     ) -> None:
@@ -91,6 +95,8 @@ class FakeServer:
         self.latency = latency
         self.faults = dict(faults or {})
         self.hang = hang
+        self.retry_after = retry_after
+        self.billed: list[tuple[str, int, int]] = []
         self.fault_for = fault_for
         self.counts: Counter[str] = Counter()
         self.models: Counter[str] = Counter()
@@ -210,7 +216,7 @@ class FakeServer:
                     return self._send(
                         429,
                         {"error": {"message": "rate limited", "type": "rate_limit"}},
-                        {"retry-after": "0"},
+                        {"retry-after": f"{server.retry_after:g}"},
                     )
                 if fault == "500":
                     return self._send(500, {"error": {"message": "injected server error"}})
@@ -227,6 +233,9 @@ class FakeServer:
                     with server._lock:
                         server.served.append(json.dumps(messages, sort_keys=True))
                         server.routed.append((str(body.get("model")), prompt))
+                usage = _usage(body.get("model", "fake"), messages, text)
+                with server._lock:
+                    server.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
                 self._send(
                     200,
                     {
@@ -241,7 +250,7 @@ class FakeServer:
                                 "finish_reason": "length" if fault == "truncated" else "stop",
                             }
                         ],
-                        "usage": _usage(body.get("model", "fake"), messages, text),
+                        "usage": usage,
                     },
                 )
 

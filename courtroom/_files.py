@@ -1,0 +1,186 @@
+"""Durable files of a folder: whole-line appends, tolerant readers, atomic small files.
+
+* :class:`JsonLines` is the one writer of an append-only JSONL file (a run's ``results.jsonl`` and
+  ``sessions.jsonl``). Before its first append it repairs a torn tail (a last line without its
+  newline, left by a full disk or a killed process): the fragment is moved aside to
+  ``NAME.torn-N`` and reported, so the next record never glues onto it. Each record goes out in
+  one unbuffered write; a write that fails half way (disk full) is cut back, so the file never
+  keeps half a line.
+* :func:`read_jsonl` reads such a file line by line and skips, and counts, any line that is not
+  JSON or not UTF-8: one bad line never hides the others.
+* :func:`write_atomic` writes a small state file (``meta.json``, ``summary.json``) through a
+  temporary file and a rename, so a reader sees the old file or the new one, never half of one.
+* :func:`read_json` reads one, naming the file and the fix when it is damaged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from courtroom.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+
+def repair_tail(path: str | Path) -> Path | None:
+    """Move a torn last line (no trailing newline) of ``path`` aside; return where it went (None: none)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        return None
+    with path.open("rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return None
+        # Find the last newline: everything after it is the fragment.
+        keep, block = 0, 1 << 16
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            f.seek(start)
+            chunk = f.read(end - start)
+            at = chunk.rfind(b"\n")
+            if at >= 0:
+                keep = start + at + 1
+                break
+            end = start
+        f.seek(keep)
+        fragment = f.read()
+        aside = _free_name(path, "torn")
+        aside.write_bytes(fragment)
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+    logger.warning(
+        "%s ended in a cut-off line (%d bytes, e.g. after a full disk or a kill): moved it to %s; "
+        "the example it held runs again",
+        path,
+        len(fragment),
+        aside.name,
+    )
+    return aside
+
+
+def _free_name(path: Path, tag: str) -> Path:
+    n = 1
+    while (candidate := path.with_name(f"{path.name}.{tag}-{n}")).exists():
+        n += 1
+    return candidate
+
+
+class JsonLines:
+    """``with JsonLines(path) as log: log.append(record)``: whole JSON lines, a torn tail repaired first.
+
+    ``torn`` is where a repaired fragment went (None when the tail was whole).
+    """
+
+    def __init__(self, path: str | Path) -> None:  # noqa: D107
+        self.path = Path(path)
+        self.torn: Path | None = None
+        self._fd: int | None = None
+
+    def open(self) -> JsonLines:
+        """Repair the tail, then open for appending."""
+        self.torn = repair_tail(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write ``record`` as one line, in one write; on failure the file is cut back to whole lines."""
+        if self._fd is None:
+            self.open()
+        assert self._fd is not None
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        before = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError:
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:  # the tail stays torn: the next writer repairs it
+                pass
+            raise
+
+    def close(self) -> None:
+        """Close the file (every line is already written: appends are unbuffered)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> JsonLines:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def append_line(path: str | Path, record: Mapping[str, Any]) -> None:
+    """Append one record to ``path`` (a :class:`JsonLines` opened for one line)."""
+    with JsonLines(path) as log:
+        log.append(record)
+
+
+def read_jsonl(path: str | Path) -> tuple[list[Any], list[int]]:
+    """(records, numbers of the lines skipped) of a JSONL file; blank lines are neither."""
+    path = Path(path)
+    rows: list[Any] = []
+    bad: list[int] = []
+    if not path.is_file():
+        return rows, bad
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            rows.append(json.loads(raw.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            bad.append(n)
+    return rows, bad
+
+
+def skipped_text(path: Path, bad: list[int]) -> str:
+    """``results.jsonl: skipped 2 damaged line(s) (3, 9)`` for a warning."""
+    shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
+    return f"{path}: skipped {len(bad)} damaged line(s) ({shown}) that are not UTF-8 JSON"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (never half a file)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, value: Any, **dumps: Any) -> None:
+    """``value`` as JSON (indented by 2 unless told), written atomically."""
+    dumps.setdefault("indent", 2)
+    write_atomic(path, json.dumps(value, **dumps))
+
+
+def read_json(path: str | Path, fix: str = "") -> Any:
+    """The JSON in ``path``; a damaged file raises :class:`DataError` naming it (and ``fix``)."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DataError(f"{path} is damaged{where}: it is not UTF-8 JSON; {fix or 'restore it from a copy'}") from None

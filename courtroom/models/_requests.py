@@ -1,0 +1,207 @@
+"""Courtroom owns retries: every request that reaches the wire is one call, counted and bounded.
+
+DSPy retries a failed request inside one LM call (``num_retries``), so a 429 retried three
+times was one call to every counter above it: budgets, meters and summaries saw fewer requests
+than the server. Here every model courtroom uses gets ``num_retries=0`` and a
+``courtroom_retries`` count of its own (:func:`own_retries`), and DSPy's ``execute`` is wrapped
+once (at import) so that, for such models, each attempt is a request of its own:
+
+* before it goes out, the active budget (:func:`gated`) reserves it, or refuses it with
+  :class:`~courtroom.cost.budget.OverBudget` (a cache hit is never refused: it costs nothing);
+* a failed attempt (429, 5xx, time-out, connection error) is counted as a sent request by the
+  current meter and the process's :data:`WIRE` tally; a successful one by DSPy's own usage
+  report, as before;
+* a retryable failure waits (the server's ``Retry-After``, else ``COURTROOM_RETRY_WAIT`` x 2^attempt
+  seconds, at most 60) and tries again, unless a stop (Ctrl-C, SIGTERM) was requested.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from dspy.clients import execution
+from dspy.utils.exceptions import LMProviderError, LMTransportError, is_retryable_lm_error
+
+from courtroom import _stop
+
+DEFAULT_RETRIES = 3
+"""Retries of a failed request (429, 5xx, time-out, connection error) for models courtroom builds."""
+
+
+def retry_wait() -> float:
+    """Base seconds between retries (``COURTROOM_RETRY_WAIT``, default 1): attempt n waits base x 2^n."""
+    try:
+        return max(0.0, float(os.environ.get("COURTROOM_RETRY_WAIT", "1")))
+    except ValueError:
+        return 1.0
+
+
+class Tally:
+    """Requests that reached the wire in this process, with their tokens per model (thread-safe)."""
+
+    def __init__(self) -> None:  # noqa: D107
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.by_model: dict[str, dict[str, int]] = {}
+
+    def add(self, model: str, usage: Mapping[str, Any] | None) -> None:
+        """One request of ``model``; ``usage`` its tokens (None: it failed, no tokens)."""
+        prompt = int((usage or {}).get("prompt_tokens") or 0)
+        completion = int((usage or {}).get("completion_tokens") or 0)
+        with self._lock:
+            self.sent += 1
+            m = self.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            m["sent"] += 1
+            m["prompt_tokens"] += prompt
+            m["completion_tokens"] += completion
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counts so far, in ``Usage.to_dict()`` shape (``sent``, tokens, ``by_model``)."""
+        with self._lock:
+            by_model = {k: dict(v) for k, v in self.by_model.items()}
+        return {
+            "sent": sum(v["sent"] for v in by_model.values()),
+            "prompt_tokens": sum(v["prompt_tokens"] for v in by_model.values()),
+            "completion_tokens": sum(v["completion_tokens"] for v in by_model.values()),
+            "by_model": by_model,
+        }
+
+
+WIRE = Tally()
+"""Every request this process sent to a model server (sessions record what they added)."""
+
+
+def since(before: Mapping[str, Any]) -> dict[str, Any]:
+    """What :data:`WIRE` counted after the snapshot ``before``."""
+    now = WIRE.snapshot()
+    by_model = {}
+    for model, counts in now["by_model"].items():
+        old = (before.get("by_model") or {}).get(model, {})
+        diff = {k: v - int(old.get(k, 0)) for k, v in counts.items()}
+        if diff["sent"]:
+            by_model[model] = diff
+    return {
+        "sent": sum(v["sent"] for v in by_model.values()),
+        "prompt_tokens": sum(v["prompt_tokens"] for v in by_model.values()),
+        "completion_tokens": sum(v["completion_tokens"] for v in by_model.values()),
+        "by_model": by_model,
+    }
+
+
+class OverBudget(BaseException):  # noqa: N818 - an outcome, like KeyboardInterrupt
+    """A request refused by the budget: the unit (example) it belongs to ends without a result.
+
+    A ``BaseException``, so that no ``except Exception`` on the way records it as the example's
+    failure: the example has no result, and a resume (with a larger budget) runs it.
+    """
+
+
+_gates: list[Any] = []
+_gates_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gated(budget: Any) -> Iterator[None]:
+    """While inside, every request is reserved from ``budget`` before it is sent (process-wide).
+
+    ``budget`` has ``reserve(lm, call) -> ticket`` (raising to refuse) and ``release(ticket, usage)``
+    (:class:`courtroom.cost.budget.Budget`). Nested uses of the same budget count once.
+    """
+    with _gates_lock:
+        _gates.append(budget)
+    try:
+        yield
+    finally:
+        with _gates_lock:
+            _gates.remove(budget)
+
+
+def _gate() -> Any:
+    return _gates[-1] if _gates else None
+
+
+def own_retries(lm: Any) -> Any:
+    """Take over ``lm``'s retries: DSPy's ``num_retries`` moves to ``courtroom_retries`` (idempotent)."""
+    if getattr(lm, "courtroom_retries", None) is None and isinstance(getattr(lm, "num_retries", None), int):
+        lm.courtroom_retries = lm.num_retries
+        lm.num_retries = 0
+    return lm
+
+
+def _reached_wire(exc: BaseException) -> bool:
+    """Whether a failed attempt was a request (a provider answered, or the connection was used)."""
+    return isinstance(exc, LMProviderError | LMTransportError)
+
+
+def _delay(exc: BaseException, attempt: int) -> float:
+    hint = getattr(exc, "retry_after", None)
+    try:
+        if hint is not None and float(hint) >= 0:
+            return min(float(hint), 60.0)
+    except (TypeError, ValueError):
+        pass
+    return min(retry_wait() * 2**attempt, 60.0)
+
+
+def _count_failed(lm: Any) -> None:
+    import dspy
+
+    WIRE.add(str(lm.model), None)
+    tracker = dspy.settings.usage_tracker
+    count = getattr(tracker, "count_failed_request", None) if tracker is not None else None
+    if count:
+        count(str(lm.model))
+
+
+_original_execute = execution.execute
+
+
+def _execute(lm: Any, call: Any) -> Any:
+    """DSPy's ``execute`` for one LM call, with courtroom's retries, counts and budget."""
+    retries = getattr(lm, "courtroom_retries", None)
+    if retries is None:
+        return _original_execute(lm, call)
+    gate = _gate()
+    if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
+        return hit  # free: never refused by the budget
+    for attempt in itertools.count():
+        if attempt and _stop.stop_requested():
+            raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
+        ticket = gate.reserve(lm, call) if gate is not None else None
+        try:
+            result = _original_execute(lm, call)
+        except Exception as exc:
+            if gate is not None:
+                gate.release(ticket, None)
+            if _reached_wire(exc):
+                _count_failed(lm)
+            if attempt >= retries or not is_retryable_lm_error(exc):
+                raise
+            if _stop.wait(_delay(exc, attempt)):
+                raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})") from exc
+            continue
+        except BaseException:
+            if gate is not None:
+                gate.release(ticket, None)
+            raise
+        hit = bool(getattr(result, "cache_hit", False))
+        if gate is not None:
+            gate.release(ticket, None if hit else dict(result.usage or {}), hit=hit)
+        if not hit:
+            WIRE.add(str(lm.model), result.usage)
+        return result
+    raise AssertionError("unreachable")
+
+
+def install() -> None:
+    """Wrap DSPy's ``execute`` (idempotent); ``BaseLM.__call__`` looks it up at each call."""
+    if execution.execute is not _execute:
+        execution.execute = _execute
+
+
+install()

@@ -1,0 +1,110 @@
+"""Durable run files: a torn tail is repaired before appending, bad lines are skipped and counted,
+state files are written whole, and damaged ones are named with their fix."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from courtroom._files import JsonLines, read_jsonl, write_json
+from courtroom.errors import DataError
+from courtroom.models.lms import RoleLMs
+from courtroom.runner.resume import resume
+from courtroom.runner.runs import RunConfig, load_run, run
+from courtroom.testing import FakeServer
+
+N = 16
+
+
+def _config(out: Path) -> RunConfig:
+    return RunConfig("jot", "web_of_lies", limit=N, seed=5, knobs={"n_loops": 1}, concurrency=2, out=str(out))
+
+
+def _interrupted(server: FakeServer, tmp_path: Path, after: int = 10) -> tuple[Path, RoleLMs]:
+    lms = RoleLMs({"default": server.lm(f"openai/torn-{time.time_ns()}")})
+    seen: list[str] = []
+
+    def stop(res: Any) -> None:
+        seen.append(res.id)
+        if len(seen) == after:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(_config(tmp_path), lms=lms, progress=stop)
+    (run_dir,) = tmp_path.iterdir()
+    return run_dir, lms
+
+
+def test_a_torn_last_line_is_set_aside_and_the_resume_keeps_every_example(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with FakeServer(latency=0.005) as server:
+        run_dir, lms = _interrupted(server, tmp_path / "runs")
+        results = run_dir / "results.jsonl"
+        data = results.read_bytes()
+        assert data.count(b"\n") >= 10
+        last = data.rstrip(b"\n").rfind(b"\n") + 1
+        torn = data[: last + (len(data) - last) // 2]  # the last result cut in half, no newline
+        results.write_bytes(torn)
+        with caplog.at_level(logging.WARNING):
+            outcome = resume(run_dir, lms=lms)
+    _, rows, summary = load_run(run_dir)
+    assert summary is not None and summary["n"] == outcome.summary["n"] == N
+    assert len(rows) == N  # before: the summary said N while the file held N - 1
+    lines, bad = read_jsonl(results)
+    assert not bad  # every line of the file decodes: nothing was glued to the fragment
+    assert sorted(r["id"] for r in rows) == sorted({x["id"] for x in lines})
+    assert not [p for p, c in Counter(server.served).items() if c > 1]  # no answered call re-sent
+    assert any("cut-off line" in r.message and "torn-1" in r.message for r in caplog.records)
+    assert (run_dir / "results.jsonl.torn-1").read_bytes() == torn[last:]
+
+
+def test_lines_that_are_not_utf8_json_are_skipped_counted_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with FakeServer(latency=0.0) as server:
+        run_dir, _ = _interrupted(server, tmp_path / "runs", after=4)
+    results = run_dir / "results.jsonl"
+    lines = results.read_bytes().splitlines(keepends=True)
+    results.write_bytes(lines[0] + b'{"id": "\xff\xfe broken"}\n' + b"not json at all\n" + b"".join(lines[1:]))
+    with caplog.at_level(logging.WARNING):
+        _, rows, _ = load_run(run_dir)
+    assert len(rows) == 4
+    warned = [r.message for r in caplog.records if "skipped 2 damaged line(s) (2, 3)" in r.message]
+    assert warned and str(results) in warned[0]
+
+
+@pytest.mark.parametrize("name", ["meta.json", "summary.json"])
+def test_a_damaged_state_file_is_named_with_its_fix(tmp_path: Path, name: str) -> None:
+    with FakeServer() as server:
+        run_dir, _ = _interrupted(server, tmp_path / "runs", after=2)
+    (run_dir / name).write_bytes(b'{"config": {"framework": "jot", \x00\xff')
+    with pytest.raises(DataError) as err:
+        load_run(run_dir)
+    assert str(run_dir / name) in str(err.value) and "damaged" in str(err.value)
+    assert ("start a new run" if name == "meta.json" else f"courtroom run --resume {run_dir}") in str(err.value)
+
+
+def test_a_failed_append_leaves_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonLines(path) as log:
+        log.append({"id": "1"})
+        with pytest.raises(UnicodeEncodeError):
+            log.append({"id": "\ud800"})  # cannot be encoded: nothing of it is written
+        log.append({"id": "2"})
+    assert read_jsonl(path) == ([{"id": "1"}, {"id": "2"}], [])
+
+
+def test_state_files_are_replaced_whole(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    write_json(path, {"n": 1})
+    with pytest.raises(UnicodeEncodeError):
+        write_json(path, {"n": "\ud800"}, ensure_ascii=False)  # fails while writing
+    assert json.loads(path.read_text()) == {"n": 1}  # the old file, not half of the new one
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary file left
