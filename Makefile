@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # once pip caches it, and OpenMP halves throughput under concurrent requests.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF
 
-.PHONY: setup demo test bench lint clean
+.PHONY: setup system demo test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +25,34 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.llama
 
 setup: $(VENV)/.installed
 
+# System packages the suite's services need: PostgreSQL (distributed studies) and Chromium (the
+# HTML report). Installed here, never from inside a test; where they are missing and cannot be
+# installed (not root, or no apt-get) their tests skip.
+SYSTEM_PACKAGES := postgresql chromium
+system:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else \
+		echo "not installed:$$missing (needs root and apt-get); their tests skip"; \
+	fi
+
 demo: setup
 	$(BIN)/courtroom run jot --task boolean_expressions --limit 3 --loops 2 --show 0
 
-test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+# Two workers: most tests wait on a fake server's or the embedded model's latency, not on CPU. The
+# tests of each service share a worker (tests/conftest.py groups them), so each starts once.
+test: setup system
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
+# Every benchmark at a small size, every figure printed (each script's defaults are the full size).
 bench: setup
-	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/run_all.py
 
 lint: setup
 	$(BIN)/ruff check courtroom tests bench

@@ -1,7 +1,8 @@
 """Stopping on Ctrl-C: no new LM call starts once a stop is requested (process-wide).
 
-The CLI's SIGINT handler calls :func:`request_stop`; from then on :class:`StopCalls`, a DSPy
-callback on every model :func:`courtroom.models.lms.build_lm` makes, raises :class:`Stopped` in the
+The CLI's signal handler (:func:`on_stop_signal`) calls :func:`request_stop`; from then on
+:func:`stop_calls`, a DSPy callback on every model :func:`courtroom.models.lms.build_lm` makes,
+raises :class:`Stopped` in the
 thread that was about to start a call. Requests already sent finish (their answers reach the
 cache, so a resumed run gets them for free); nothing else is sent. :class:`Stopped` derives
 from ``KeyboardInterrupt`` so that no ``except Exception`` on the way records it as the
@@ -10,13 +11,18 @@ example's failure: the example simply has no result and a resume runs it.
 
 from __future__ import annotations
 
+import functools
+import os
+import signal
+import sys
 import threading
 from typing import Any
 
-import dspy
-from dspy.utils.callback import BaseCallback
+# No DSPy import here: the CLI installs the signal handlers below before it parses options
+# (``--help`` and a bad flag never load DSPy). The callback class is built when a model is guarded.
 
 _stop = threading.Event()
+_started = threading.Event()
 _code: list[int] = []
 
 
@@ -50,44 +56,61 @@ def wait(seconds: float) -> bool:
     return _stop.wait(seconds)
 
 
+def calls_started() -> bool:
+    """Whether a guarded model call started in this process since :func:`reset`."""
+    return _started.is_set()
+
+
+def startup_interrupted() -> str:
+    """The one line a stop prints when no model call had started (start-up, data loading)."""
+    return f"{stop_text()} before any model call: nothing was sent"
+
+
 def reset() -> None:
     """Allow LM calls again (the CLI resets when a command starts)."""
     _stop.clear()
+    _started.clear()
     _code.clear()
     _saving.clear()
     _flags.clear()
 
 
-class StopCalls(BaseCallback):
-    """Refuses to start an LM call once a stop is requested.
+@functools.cache
+def stop_calls() -> Any:
+    """The one ``StopCalls`` callback (a DSPy ``BaseCallback``), built on first use."""
+    import dspy
+    from dspy.utils.callback import BaseCallback
 
-    It sits in the LM's own callbacks, so it runs after the callbacks in ``dspy.settings``
-    (an in-flight bound that made the call wait for a slot, for one): a call that waited is
-    refused when its slot frees up. Before refusing, it gives the callbacks that already saw the
-    call's start their end (DSPy does not when a start callback raises), so no slot leaks.
-    """
+    class StopCalls(BaseCallback):
+        """Refuses to start an LM call once a stop is requested.
 
-    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
-        if not _stop.is_set():
-            return
-        exc = Stopped(f"stopped: no new model calls ({stop_text()})")
-        active = [*dspy.settings.get("callbacks", []), *(getattr(instance, "callbacks", None) or [])]
-        for callback in active[: active.index(self)] if self in active else []:
-            try:
-                callback.on_lm_end(call_id=call_id, outputs=None, exception=exc)
-            except Exception:  # noqa: BLE001, S112 - DSPy ignores end-callback errors too
-                continue
-        raise exc
+        It sits in the LM's own callbacks, so it runs after the callbacks in ``dspy.settings``
+        (an in-flight bound that made the call wait for a slot, for one): a call that waited is
+        refused when its slot frees up. Before refusing, it gives the callbacks that already saw the
+        call's start their end (DSPy does not when a start callback raises), so no slot leaks.
+        """
 
+        def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
+            if not _stop.is_set():
+                _started.set()
+                return
+            exc = Stopped(f"stopped: no new model calls ({stop_text()})")
+            active = [*dspy.settings.get("callbacks", []), *(getattr(instance, "callbacks", None) or [])]
+            for callback in active[: active.index(self)] if self in active else []:
+                try:
+                    callback.on_lm_end(call_id=call_id, outputs=None, exception=exc)
+                except Exception:  # noqa: BLE001, S112 - DSPy ignores end-callback errors too
+                    continue
+            raise exc
 
-STOP_CALLS = StopCalls()
+    return StopCalls()
 
 
 def guard(lm: Any) -> Any:
-    """Give ``lm`` the :class:`StopCalls` callback (once); returns ``lm``."""
+    """Give ``lm`` the stop callback (once); returns ``lm``."""
     callbacks = getattr(lm, "callbacks", None)
-    if isinstance(callbacks, list) and STOP_CALLS not in callbacks:
-        callbacks.append(STOP_CALLS)
+    if isinstance(callbacks, list) and stop_calls() not in callbacks:
+        callbacks.append(stop_calls())
     return lm
 
 
@@ -135,3 +158,63 @@ def saved_folder() -> str | None:
 def resume_hint() -> str | None:
     """How to resume the outermost noted work, when it is not ``courtroom run --resume FOLDER``."""
     return _saving[0][1] if _saving else None
+
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+"""Signals that stop a command gracefully: Ctrl-C, and what schedulers (Slurm, Kubernetes, systemd) send first."""
+
+GRACE = 10.0
+"""Seconds a SIGTERM or SIGHUP waits for the requests already sent (``COURTROOM_STOP_GRACE``); schedulers
+kill about 30 s later. Ctrl-C waits for them until a second Ctrl-C."""
+
+
+def on_stop_signal(signum: int, frame: object) -> None:
+    """The CLI's handler of :data:`STOP_SIGNALS`: the first stops new LM calls, a second stops at once.
+
+    After SIGTERM or SIGHUP the wait is bounded by :data:`GRACE`: then the process exits with the
+    resume line, keeping every result already written. Installed before the command line is
+    imported, so it covers start-up too: with no model call started, the first Ctrl-C just
+    interrupts (the CLI then prints one line and exits 130).
+    """
+    code = 128 + signum
+    if _stop.is_set():
+        exit_now(code, "interrupted again: stopped at once" if signum == signal.SIGINT else "stopped at once")
+    request_stop(code)
+    if signum == signal.SIGINT:
+        if _started.is_set():
+            sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+    else:
+        grace = _grace()
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"{name}: stopping; saving the answers that arrive within {grace:g} s\n")
+        timer = threading.Timer(grace, exit_now, (code, f"{name}: stopped after the {grace:g} s grace period"))
+        timer.daemon = True
+        timer.start()
+    sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
+def _grace() -> float:
+    try:
+        return max(0.0, float(os.environ.get("COURTROOM_STOP_GRACE", GRACE)))
+    except ValueError:
+        return GRACE
+
+
+def exit_now(code: int, what: str) -> None:
+    """Exit at once (requests in flight are dropped), with the line that resumes the saved work."""
+    folder = saved_folder()
+    hint = resume_hint() or (with_flags(f"courtroom run --resume {folder}") if folder else None)
+    resume = f"; resume with: {hint}" if hint else ""
+    sys.stderr.write(f"{what}{resume}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    stop_servers()
+    os._exit(code)
+
+
+def stop_servers() -> None:
+    """Stop the embedded model servers this process started (``os._exit`` skips ``atexit``; their logs go too)."""
+    server = sys.modules.get("courtroom.models.local._server")
+    if server is not None:
+        server.stop_all()

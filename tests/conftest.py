@@ -1,15 +1,40 @@
-"""Isolation: DSPy settings, cache and run folders point at a temporary directory per test session."""
+"""Isolation (DSPy settings, cache and run folders in temporary directories) and the suite's services.
+
+The services are started once per test session (per xdist worker): the embedded model server
+(:func:`local_lm`), PostgreSQL (:func:`postgres`) and Chromium (:func:`chromium`). Their system
+packages are installed by ``make test``'s set-up step (``make system``), never from inside a test.
+"""
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import socket
+import subprocess
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Anything that still reached DSPy's default cache would share ~/.dspy_cache with every other run.
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the tests of one service run in one worker.
+
+    The embedded model is CPU-bound (two servers on two cores would only slow each other) and
+    PostgreSQL is started once per worker: grouping keeps each to one start.
+    """
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("local_model") or "local_lm" in names:
+            item.add_marker(pytest.mark.xdist_group("embedded-model"))
+        elif "postgres" in names or "storage" in names:
+            item.add_marker(pytest.mark.xdist_group("postgres"))
 
 
 @pytest.fixture(autouse=True)
@@ -50,18 +75,147 @@ def cold_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 @pytest.fixture
-def courtroom_cli():
-    """``courtroom ARGS`` as a subprocess (``env`` added to this process's), captured as text."""
-    import subprocess
+def courtroom_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """``courtroom ARGS`` run in this process, like a subprocess: returncode, stdout and stderr as text.
+
+    ``env`` is added to the environment for the call (and restored after), ``cwd`` is the working
+    folder. In process, a call costs no interpreter start-up; tests that need a real process
+    (signals, two writers, orphan servers, first-call races) use :func:`courtroom_process`.
+    """
+    import types
+
+    from courtroom.cli import main
+
+    def call(
+        *args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 0
+    ) -> types.SimpleNamespace:
+        capsys.readouterr()
+        with monkeypatch.context() as m:
+            m.setenv("COLUMNS", "200")
+            for key, value in (env or {}).items():
+                m.setenv(key, value)
+            if cwd is not None:
+                m.chdir(cwd)
+            code = main(list(args))
+        out, err = capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=out, stderr=err, args=list(args))
+
+    return call
+
+
+@pytest.fixture
+def courtroom_process():
+    """``courtroom ARGS`` as a real subprocess (``env`` added to this process's), captured as text."""
     import sys
 
-    def call(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    def call(
+        *args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=os.environ | (env or {}),
+            cwd=cwd,
+            env=os.environ | {"COLUMNS": "200"} | (env or {}),
         )
 
     return call
+
+
+class FakeClock:
+    """The clock run, repeat-group and comparison folders read their one-second stamps from."""
+
+    def __init__(self) -> None:
+        import datetime
+
+        self.now = datetime.datetime(2026, 1, 2, 3, 4, 5)
+        clock = self
+
+        class _Datetime(datetime.datetime):
+            @classmethod
+            def now(cls, tz: object = None) -> datetime.datetime:  # type: ignore[override]
+                return clock.now
+
+        self.module = type("FakeDatetimeModule", (), {"datetime": _Datetime})
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on (what a test would otherwise sleep for)."""
+        import datetime
+
+        self.now += datetime.timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """A clock the test moves on by hand: stamps differ without sleeping for them."""
+    import courtroom.comparison.compare
+    import courtroom.runner.repeats
+    import courtroom.runner.runs
+
+    fake = FakeClock()
+    for module in (courtroom.runner.runs, courtroom.runner.repeats, courtroom.comparison.compare):
+        monkeypatch.setattr(module, "_dt", fake.module)
+    return fake
+
+
+def _installable(package: str) -> None:
+    """Fail (it could be installed: the set-up step was skipped) or skip (it cannot be, here)."""
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        pytest.fail(f"{package} is not installed: run `make system` (make test runs it first)")
+    pytest.skip(f"{package} is not installed and cannot be installed here (needs root and apt-get)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        return ["runuser", "-u", "postgres", "--", *args]
+    return args
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server on loopback with an empty ``courtroom`` database, for the whole session.
+
+    Each test names its own study, so they share the database without seeing each other's.
+    """
+    pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        _installable("postgresql")
+    bin_dir = Path(found[-1]).parent
+    # Not under pytest's tmp dir: that one is private to root and the server runs as postgres.
+    root = Path(tempfile.mkdtemp(prefix="courtroom-pg-"))
+    data, sock = root / "data", root / "sock"
+    sock.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(sock, "postgres")
+    port = _free_port()
+    initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+    subprocess.run(_as_postgres(initdb), check=True, capture_output=True)
+    start = [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w"]
+    start += ["-o", f"-p {port} -h 127.0.0.1 -k {sock}", "start"]
+    subprocess.run(_as_postgres(start), check=True, capture_output=True)
+    try:
+        createdb = [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "courtroom"]
+        subprocess.run(_as_postgres(createdb), check=True, capture_output=True)
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/courtroom"
+    finally:
+        stop = [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]
+        subprocess.run(_as_postgres(stop), capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless-capable chromium (installed by ``make system``)."""
+    found = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
+    if not found:
+        _installable("chromium")
+    return str(found)

@@ -1,10 +1,7 @@
 """Budgets (SPEC §10): no new example or trial starts past --max-calls / --max-cost; the folder resumes."""
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,19 +45,11 @@ def test_dollar_budget_uses_prices_and_needs_one(cold_cache):
     assert "$" in stop.value.line
 
 
-def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
-    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path, courtroom_cli):
+    env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer(latency=0.02) as server:
-        base = [sys.executable, "-m", "courtroom.cli", "run"]
         common = ["--lm", "openai/fake", "--api-base", server.url]
-        first = subprocess.run(
-            [*base, "jot", "--limit", "10", "--max-calls", "40", *common],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-            timeout=180,
-        )
+        first = courtroom_cli("run", "jot", "--limit", "10", "--max-calls", "40", *common, cwd=tmp_path, env=env)
         assert first.returncode == 3, first.stderr
         assert server.counts["requests"] <= 40
         lines = [x for x in first.stderr.splitlines() if "budget reached" in x]
@@ -68,9 +57,7 @@ def test_cli_stops_in_one_line_and_resumes_without_sending_twice(tmp_path):
         hint = shlex.split(lines[0].split("finish with: ")[1])
         run_dir = hint[hint.index("--resume") + 1]
         assert hint[hint.index("--api-base") + 1] == server.url  # the hint is complete: it runs as printed
-        second = subprocess.run(
-            [*base[:3], *hint[1:]], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
-        )
+        second = courtroom_cli(*hint[1:], cwd=tmp_path, env=env)  # the hint as printed, after `courtroom`
         assert second.returncode == 0, second.stderr
         assert server.counts["requests"] == 10 * 9  # every example once, nothing sent twice
     summary = json.loads((tmp_path / run_dir / "summary.json").read_text())
@@ -121,14 +108,11 @@ def test_study_stops_starting_trials(cold_cache, tmp_path):
     assert 0 < stop.value.left < 10
 
 
-def test_compile_refuses_to_start_over_budget(tmp_path):
-    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+def test_compile_refuses_to_start_over_budget(tmp_path, courtroom_cli):
+    env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer() as server:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "courtroom.cli",
+        proc = courtroom_cli(
+            *[
                 "compile",
                 "jot",
                 "--optimizer",
@@ -144,11 +128,8 @@ def test_compile_refuses_to_start_over_budget(tmp_path):
                 "--max-calls",
                 "50",
             ],
-            capture_output=True,
-            text=True,
             cwd=tmp_path,
             env=env,
-            timeout=180,
         )
         assert proc.returncode == 3, proc.stderr
         assert server.counts["requests"] == 0

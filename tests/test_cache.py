@@ -46,7 +46,7 @@ def _entries(folder):
     )
 
 
-def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_cli):
+def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_process):
     # compile once used DSPy's default cache (~/.dspy_cache, shared by every process and run on
     # the machine, and storing base URLs unredacted) instead of $COURTROOM_CACHE_DIR.
     env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache"), "DSPY_CACHEDIR": str(tmp_path / "dspy")}
@@ -55,7 +55,8 @@ def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_c
     with FakeServer() as server:
         for _ in range(2):
             out = ["-o", str(tmp_path / "program.json")]
-            done = courtroom_cli(*args, "--lm", "openai/m", "--api-base", server.url, *out, env=env)
+            # A real process: DSPy reads DSPY_CACHEDIR when it is imported.
+            done = courtroom_process(*args, "--lm", "openai/m", "--api-base", server.url, *out, env=env)
             assert done.returncode == 0, done.stderr
             sent.append(server.counts["requests"] - sum(sent))
     assert sent[0] > 0 and sent[1] == 0  # the second compile was answered from the cache

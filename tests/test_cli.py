@@ -1,9 +1,6 @@
 """The command line, in process, against a fake OpenAI-compatible server on loopback."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -144,15 +141,9 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(capsys):
     assert "Traceback" in err and "ConfigError" in err and err.strip().splitlines()[-1].startswith("error: ")
 
 
-def test_missing_weights_from_the_command_line(tmp_path):
-    env = {**os.environ, "COURTROOM_LOCAL_MODEL": str(tmp_path / "missing.gguf")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "courtroom.cli", "run", "jot", "--limit", "1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_missing_weights_from_the_command_line(tmp_path, courtroom_cli):
+    env = {"COURTROOM_LOCAL_MODEL": str(tmp_path / "missing.gguf")}
+    proc = courtroom_cli("run", "jot", "--limit", "1", env=env)
     assert proc.returncode != 0
     assert "COURTROOM_LOCAL_MODEL" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -51,13 +50,13 @@ def test_version() -> None:
     assert done.returncode == 0 and done.stdout.strip() == f"courtroom {courtroom.__version__}"
 
 
-def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Callable[..., Any]) -> None:
+def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Callable[..., Any], clock: Any) -> None:
     with FakeServer() as server:
         common = ["--lm", "openai/m-one", "--api-base", server.url, "--limit", "3"]
         assert cli("run", "zero-shot", "--out", str(tmp_path / "runs"), *common).returncode == 0
-        time.sleep(1.1)  # folder names and `created` have one-second resolution
+        clock.advance(2)  # folder names and `created` have one-second resolution
         assert cli("compare", "--frameworks", "zero-shot,cot", "--out", str(tmp_path / "cmp"), *common).returncode == 0
-        time.sleep(1.1)
+        clock.advance(2)
         assert (
             cli("run", "cot", "--out", str(tmp_path / "runs"), *common, "--role", "classifier=openai/m-two").returncode
             == 0
@@ -223,10 +222,10 @@ def test_the_embedded_model_costs_nothing_unless_priced(tmp_path: Path) -> None:
 
 def test_offline_hub_task_fails_in_seconds_with_the_fix(tmp_path: Path) -> None:
     env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
-    start = time.perf_counter()
     done = subprocess_cli("run", "zero-shot", "--task", "rte", "--limit", "2", "--lm", "openai/m", env=env)
-    seconds = time.perf_counter() - start
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "--data PATH" in line and "--data generate" not in line  # rte has no generator
-    assert seconds < 20, seconds
+    # The probe found no Hub, so the Hub libraries went offline: no half-minute of retries per request
+    # (this message is only written on that path). Seconds are not asserted: a loaded machine stretches them.
+    assert "not reachable" in line

@@ -13,11 +13,6 @@ from typing import Any
 
 import pytest
 
-try:  # the suite's real PostgreSQL server on loopback (its module skips without psycopg2)
-    from test_distributed import postgres  # noqa: F401
-except pytest.skip.Exception:
-    pass
-
 DESIGNS = "jot,self-consistency,courtroom-llm"
 WORKER = textwrap.dedent("""
     import sys
@@ -46,8 +41,7 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path}/designs.db"
     if request.param == "journal":
         return f"journal:{tmp_path}/designs.journal"
-    pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
-    return str(request.getfixturevalue("postgres"))
+    return str(request.getfixturevalue("postgres"))  # the session's server (tests/conftest.py)
 
 
 def _worker(script: Path, storage: str, trials: int, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -5,8 +5,6 @@ program, and mixed panels drawn by the search."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -118,15 +116,12 @@ def test_token_cost_does_not_depend_on_the_cache(data: Any, tmp_path: Path) -> N
     assert first == second > 0
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "courtroom.cli", "study", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return done
+def test_cli_searches_designs_resumes_and_exports_the_compiled_best(tmp_path: Path, courtroom_cli: Any) -> None:
+    def _cli(*args: str, cwd: Path) -> Any:
+        done = courtroom_cli("study", *args, cwd=cwd)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done
 
-
-def test_cli_searches_designs_resumes_and_exports_the_compiled_best(tmp_path: Path) -> None:
     model = f"openai/designs-{uuid.uuid4().hex[:6]}"
     with FakeServer() as server:
         common = [

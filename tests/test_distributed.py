@@ -1,95 +1,16 @@
-"""One study, two worker processes, a real PostgreSQL server on loopback (installed if missing)."""
+"""One study, two worker processes, a real PostgreSQL server on loopback (the session's, tests/conftest.py)."""
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
-
-
-def _pg_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            pytest.skip("PostgreSQL is not installed and cannot be installed here (needs root and apt-get)")
-        env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True)
-        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(found[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _as_postgres(args: list[str]) -> list[str]:
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        return ["runuser", "-u", "postgres", "--", *args]
-    return args
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Any:
-    bin_dir = _pg_bin()
-    # Not under pytest's tmp dir: that one is private to root and the server runs as postgres.
-    root = Path(tempfile.mkdtemp(prefix="courtroom-pg-"))
-    data, sock = root / "data", root / "sock"
-    sock.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        shutil.chown(sock, "postgres")
-    port = _free_port()
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        _as_postgres(
-            [
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-l",
-                str(root / "log"),
-                "-w",
-                "-o",
-                f"-p {port} -h 127.0.0.1 -k {sock}",
-                "start",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
-    try:
-        subprocess.run(
-            _as_postgres(
-                [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "courtroom"]
-            ),
-            check=True,
-            capture_output=True,
-        )
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/courtroom"
-    finally:
-        subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]),
-            capture_output=True,
-        )
-        shutil.rmtree(root, ignore_errors=True)
 
 
 WORKER = textwrap.dedent("""

@@ -1,9 +1,5 @@
 """Dry runs (SPEC §10): the estimate matches the real run on the fake server, and sends nothing."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from courtroom.cost.estimate import estimate_run
@@ -67,7 +63,7 @@ def test_completion_lengths_come_from_the_cache_when_it_has_answers(cold_cache):
 
 
 @pytest.mark.parametrize("command", ["run", "compare", "compile", "study"])
-def test_dry_run_sends_no_request(command, tmp_path):
+def test_dry_run_sends_no_request(command, tmp_path, courtroom_cli):
     with FakeServer() as server:
         common = ["--task", "boolean_expressions", "--lm", "openai/fake", "--api-base", server.url, "--dry-run"]
         args = {
@@ -86,14 +82,7 @@ def test_dry_run_sends_no_request(command, tmp_path):
             ],
             "study": ["study", "jot", "--trials", "3", "--dev-limit", "4", "--train-limit", "4", *common],
         }[command]
-        proc = subprocess.run(
-            [sys.executable, "-m", "courtroom.cli", *args],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
-            timeout=120,
-        )
+        proc = courtroom_cli(*args, cwd=tmp_path, env={"COURTROOM_CACHE_DIR": str(tmp_path / "cache")})
         assert proc.returncode == 0, proc.stderr
         assert server.counts["requests"] == 0
     assert "nothing was sent" in proc.stdout

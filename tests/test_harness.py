@@ -48,6 +48,34 @@ def test_failures_are_listed_and_count_as_wrong() -> None:
     assert s["per_class"]["True"]["recall"] == 0.5 and s["per_class"]["False"]["precision"] == 1.0
 
 
+def test_scores_counted_by_hand_agree_with_scikit_learn() -> None:
+    import random
+
+    from sklearn.metrics import f1_score, precision_recall_fscore_support
+
+    from courtroom.eval.metrics import FAILED, score
+
+    rng = random.Random(7)
+    for trial in range(200):
+        labels = ["a", "b", "c"][: rng.randint(1, 3)]
+        n = rng.randint(1, 12)
+        golds = [rng.choice(labels) for _ in range(n)]
+        # Predictions outside the label space and failures count as wrong, as in a real run.
+        preds = [rng.choice([*labels, "other", None]) for _ in range(n)]
+        ours = score(golds, preds, labels)
+        filled = [p if p is not None else FAILED for p in preds]
+        f1 = f1_score(golds, filled, labels=labels, average="macro", zero_division=0)
+        p, r, _, support = precision_recall_fscore_support(golds, filled, labels=labels, zero_division=0)
+        assert ours["macro_f1"] == pytest.approx(f1), (trial, golds, preds)
+        for i, lab in enumerate(labels):
+            assert ours["per_class"][lab] == {
+                "precision": pytest.approx(p[i]),
+                "recall": pytest.approx(r[i]),
+                "support": int(support[i]),
+            }
+    assert score([], [], ["a"]) == {"n": 0, "accuracy": 0.0, "macro_f1": 0.0, "failures": 0}
+
+
 def test_cost_uses_the_user_table_then_litellm_price() -> None:
     usage = {"calls": 1, "sent": 1, "prompt_tokens": 1000, "completion_tokens": 1000}
 

@@ -1,17 +1,15 @@
 """``--concurrency N``: at most N LM requests in flight for the whole process, in every command.
 
-Each command runs as a subprocess against the fake server, which answers slowly enough that
-requests overlap, and records the most that were open at once.
+Each command runs in process (the bound is the process's) against the fake server, which answers
+slowly enough that requests overlap, and records the most that were open at once.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,12 +19,14 @@ N = 3
 FIVE_JUDGES = ["--set", "n_judges=5", "--set", "k_precedents=0"]
 
 
-def _cli(*args: str, cwd: Path) -> None:
-    env = os.environ | {"COURTROOM_CACHE_DIR": str(cwd / "cache")}  # no answer comes from another test
-    proc = subprocess.run(
-        [sys.executable, "-m", "courtroom.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600, env=env
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+@pytest.fixture
+def _cli(courtroom_cli: Any) -> Any:
+    def call(*args: str, cwd: Path) -> None:
+        env = {"COURTROOM_CACHE_DIR": str(cwd / "cache")}  # no answer comes from another test
+        proc = courtroom_cli(*args, cwd=cwd, env=env)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+    return call
 
 
 COMMANDS = {
@@ -54,7 +54,7 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path) -> None:
+def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path, _cli: Any) -> None:
     with FakeServer(latency=0.15) as server:
         model = f"openai/fake-{command}-{time.time_ns()}"  # nothing from the shared test cache
         _cli(*COMMANDS[command], "--concurrency", str(N), "--lm", model, "--api-base", server.url, cwd=tmp_path)
@@ -63,7 +63,7 @@ def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path) -> 
     assert server.max_in_flight <= N, f"{command}: {server.max_in_flight} requests in flight at --concurrency {N}"
 
 
-def test_predict_bounds_requests_in_flight(tmp_path: Path) -> None:
+def test_predict_bounds_requests_in_flight(tmp_path: Path, _cli: Any) -> None:
     with FakeServer(latency=0.15) as server:
         common = ["--lm", "openai/fake", "--api-base", server.url]
         _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",

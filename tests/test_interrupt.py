@@ -36,6 +36,15 @@ def _wait_for_requests(server: FakeServer, proc: subprocess.Popen, n: int) -> No
         time.sleep(0.02)
 
 
+def _wait_for_line(proc: subprocess.Popen, text: str) -> None:
+    """Read ``proc``'s stderr until a line holds ``text`` (the lines read are kept for communicate)."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if text in line:
+            return
+    raise AssertionError(f"{text!r} never printed")
+
+
 def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
     with FakeServer(latency=0.5) as server:
         proc = _start(server, tmp_path, seed=701)
@@ -53,9 +62,8 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         assert "examples saved in" in line[0]
         # Requests already sent finish; nothing new starts (the in-flight bound is CONCURRENCY).
         assert after <= CONCURRENCY, after
-        # No wait for the rest of the run (12 examples x 9 calls x 0.5 s / 4 at once = 13.5 s); the
-        # count above shows no in-flight example went on. A generous bound: CI machines are noisy.
-        assert exit_seconds < 10, exit_seconds
+        # No wait for the rest of the run (12 examples x 9 calls x 0.5 s / 4 at once = 13.5 s): the
+        # count above shows no in-flight example went on, and the run is unfinished (below).
         hint = shlex.split(line[0].split("resume with: ")[1])
         run_dir = Path(hint[hint.index("--resume") + 1])
         assert hint[hint.index("--api-base") + 1] == server.url  # what no folder records, repeated
@@ -76,17 +84,17 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
 
 
 def test_second_ctrl_c_stops_at_once(tmp_path):
-    with FakeServer(latency=6.0) as server:
+    with FakeServer(latency=600.0) as server:
         proc = _start(server, tmp_path, seed=702)
         _wait_for_requests(server, proc, CONCURRENCY)
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        t0 = time.monotonic()
+        _wait_for_line(proc, "waiting for the requests already sent")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert "stopped at once" in err and "Traceback" not in err
-        assert time.monotonic() - t0 < 2.0  # the requests in flight (6 s each) are not awaited
+        # The process is gone while its requests (600 s each) are still open at the server: not awaited.
+        assert server.in_flight == CONCURRENCY
 
 
 def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):

@@ -72,8 +72,29 @@ def test_unresolvable_model_string():
         build_lm(LMSpec("gpt4"))
 
 
-def test_api_base_models_use_litellm_and_structured_outputs():
-    lm = build_lm(LMSpec("openai/my-model", api_base="http://127.0.0.1:9/v1", max_tokens=77))
-    assert isinstance(lm, OpenAICompatibleLM)
-    assert lm.kwargs["api_base"] == "http://127.0.0.1:9/v1" and lm.kwargs["max_tokens"] == 77
-    assert lm.engine == "litellm"
+def test_api_base_models_send_max_tokens_and_structured_outputs():
+    # DSPy's native client would send max_completion_tokens, which llama.cpp's server ignores.
+    # (That such runs never import LiteLLM is checked in tests/test_startup.py.)
+    from courtroom.programs import build_program
+    from courtroom.testing import FakeServer
+
+    with FakeServer() as server:
+        lm = build_lm(LMSpec("openai/my-model", api_base=server.url, max_tokens=77))
+        assert isinstance(lm, OpenAICompatibleLM) and lm.api_base == server.url
+        assert not isinstance(lm.engine, str) and "api_base" not in lm.kwargs  # the engine holds the URL
+        lms = resolve_roles(LMSpec("openai/my-model-2", api_base=server.url, max_tokens=77))
+        build_program("zero-shot", ["True", "False"], knobs={}, lms=lms)(case="True or False")
+    (options,) = server.options
+    assert options["model"] == "my-model-2" and options["max_tokens"] == 77 and "max_completion_tokens" not in options
+    assert options["response_format"]["type"] == "json_schema"
+
+
+def test_api_base_with_credentials_or_another_wire_goes_through_litellm():
+    for model, url in (
+        ("openai/m", "http://user:pw@127.0.0.1:9/v1"),
+        ("openai/m", "http://127.0.0.1:9/v1?token=t"),
+        ("ollama_chat/llama3.1", "http://127.0.0.1:9"),
+    ):
+        lm = build_lm(LMSpec(model, api_base=url, max_tokens=77))
+        assert isinstance(lm, OpenAICompatibleLM) and lm.api_base == url
+        assert lm.engine == "litellm" and lm.kwargs["api_base"] == url and lm.kwargs["max_tokens"] == 77

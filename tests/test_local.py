@@ -99,6 +99,38 @@ def test_no_orphan_server(mode, tmp_path):
         assert "boom" in proc.stderr.read()
 
 
+def test_server_log_is_removed_after_a_clean_stop_and_kept_and_named_after_a_failure(tmp_path, caplog):
+    import logging
+    import re
+
+    server = _server.LocalServer()
+    try:
+        server.start()
+        log = Path(server._log.name)
+        assert log.is_file() and log.name.startswith("courtroom-llama-")
+        server.stop()
+        assert not log.exists()  # a clean stop leaves nothing in the temporary folder
+
+        server.start()  # a server that dies on its own: the log is kept and named
+        log = Path(server._log.name)
+        server.proc.kill()
+        server.proc.wait(timeout=30)
+        with caplog.at_level(logging.WARNING, logger=_server.__name__):
+            server.stop()
+        assert log.is_file() and str(log) in caplog.text and "exited on its own" in caplog.text
+        log.unlink()
+    finally:
+        server.stop()
+
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="exited at start") as failed:
+        _server.LocalServer(bad).start()
+    named = re.search(r"its log: (\S+)", str(failed.value))
+    assert named and Path(named.group(1)).is_file()  # kept for the user to read
+    Path(named.group(1)).unlink()
+
+
 def test_missing_weights_name_the_fix(monkeypatch):
     monkeypatch.setenv("COURTROOM_LOCAL_MODEL", "/nonexistent/model.gguf")
     with pytest.raises(ModelError, match="COURTROOM_LOCAL_MODEL"):

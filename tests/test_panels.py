@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -127,13 +125,10 @@ def test_sequential_judges_survive_bootstrap_and_save_load(tmp_path: Path) -> No
         _check_rotation(_judge_routes(server, panel), panel, 4, len(later))
 
 
-def test_cli_run_records_the_panel_by_name(tmp_path: Path) -> None:
+def test_cli_run_records_the_panel_by_name(tmp_path: Path, courtroom_cli: Any) -> None:
     panel = _names(2)
     with FakeServer() as server:
         cmd = [
-            sys.executable,
-            "-m",
-            "courtroom.cli",
             "run",
             "parallel-vote",
             "--limit",
@@ -149,7 +144,7 @@ def test_cli_run_records_the_panel_by_name(tmp_path: Path) -> None:
             "--out",
             str(tmp_path),
         ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        done = courtroom_cli(*cmd)
         assert done.returncode == 0, done.stderr
         counts = Counter({m: server.models[m] for m in panel})
     assert counts == {panel[0]: 4, panel[1]: 2}

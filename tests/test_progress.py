@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +68,11 @@ def test_bar_shows_calls_while_an_example_is_still_running() -> None:
     assert "calls 9" in out.getvalue() and "ETA" in out.getvalue()
 
 
-def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
-    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "0.5"}
+def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path, courtroom_cli: Any) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "0.5"}
     with FakeServer(latency=0.1) as server:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "courtroom.cli",
+        done = courtroom_cli(
+            *[
                 "compare",
                 "--frameworks",
                 "zero-shot,cot",
@@ -95,9 +89,6 @@ def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path)
                 "--out",
                 str(tmp_path),
             ],
-            capture_output=True,
-            text=True,
-            timeout=120,
             env=env,
         )
     assert done.returncode == 0, done.stderr
@@ -111,14 +102,11 @@ def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path)
     assert "6/6 examples, 6 LM calls" in last, last
 
 
-def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:
-    env = {**os.environ, "COURTROOM_PROGRESS_EVERY": "0.5"}
+def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path, courtroom_cli: Any) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "0.5"}
     with FakeServer(latency=0.02, faults={"garbage": 0.3}) as server:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "courtroom.cli",
+        done = courtroom_cli(
+            *[
                 "compile",
                 "zero-shot",
                 "--optimizer",
@@ -136,9 +124,6 @@ def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path) -> None:
                 "-o",
                 str(tmp_path / "program.json"),
             ],
-            capture_output=True,
-            text=True,
-            timeout=180,
             env=env,
         )
     assert done.returncode == 0, done.stderr

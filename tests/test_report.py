@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,28 +14,6 @@ from courtroom.data.tasks import load_task
 from courtroom.models.lms import RoleLMs
 from courtroom.runner.runs import RunConfig, run
 from courtroom.testing import FakeServer, fault_prompts, oracle_lm
-
-
-def _find_chromium() -> str | None:
-    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """Debian's chromium, installed with apt-get when missing (skipped only where apt itself is absent)."""
-    found = _find_chromium()
-    if found:
-        return found
-    if not shutil.which("apt-get"):
-        pytest.skip("chromium is not installed and apt-get is unavailable to install it")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, timeout=900, capture_output=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "chromium"], check=True, env=env, timeout=1800, capture_output=True
-    )
-    found = _find_chromium()
-    assert found, "apt-get installed chromium but no chromium binary is on PATH"
-    return found
 
 
 def _browse(chromium: str, url: str, profile: Path, *action: str) -> subprocess.CompletedProcess[str]:

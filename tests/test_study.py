@@ -186,6 +186,20 @@ def test_unreachable_storage_is_a_clear_error(tmp_path: Path) -> None:
         create_study(StudyConfig("jot", storage="redis://127.0.0.1:1"))
 
 
+def test_the_creation_lock_leaves_optunas_journal_lock_name_free(tmp_path: Path) -> None:
+    # Our lock file once sat at FILE.lock, the name of Optuna's own journal lock (a symlink it
+    # creates and removes): each journal study then waited out Optuna's 30 s stale-lock grace.
+    from optuna.storages.journal._file import LOCK_FILE_SUFFIX
+
+    from courtroom.optimize._storage import creation_lock
+
+    url = f"journal:{tmp_path}/study.journal"
+    assert creation_lock(url).lock_file != tmp_path / f"study.journal{LOCK_FILE_SUFFIX}"
+    create_study(StudyConfig("jot", storage=url, trials=1))
+    assert (tmp_path / "study.journal").is_file()
+    assert not os.path.lexists(tmp_path / f"study.journal{LOCK_FILE_SUFFIX}")  # Optuna released its own
+
+
 def test_stale_trials_of_dead_workers_are_marked_failed(data: Any, tmp_path: Path) -> None:
     import socket
 

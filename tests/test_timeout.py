@@ -53,18 +53,25 @@ def test_hung_requests_fail_after_the_timeout(command: list[str], tmp_path: Path
     with FakeServer(faults={"timeout": 1.0}, hang=HANG) as server:
         proc, wall = _cli([*command, "--timeout", "2", "--lm", "openai/fake", "--api-base", server.url], tmp_path)
     assert "no such option" not in proc.stderr.lower(), proc.stderr[-500:]
-    print(f"{command[0]}: {wall:.1f} s, {server.counts['requests']} requests")
+    print(f"{command[0]}: {wall:.1f} s, {server.counts['requests']} requests")  # for the log, not asserted
     assert server.counts["requests"] >= 2  # retried, each attempt cut at the timeout
-    assert wall < 120, f"{command[0]} took {wall:.0f} s with --timeout 2 (requests hang {HANG:.0f} s)"
+    # The client gave up on each attempt (a read timeout): the server never answered, as it would
+    # have only after 150 s. Seconds are not asserted: a loaded machine stretches them.
     if command[0] == "run":
         meta = json.loads(next((tmp_path / "runs").glob("*/meta.json")).read_text())
         assert meta["config"]["timeout"] == 2
+        rows = [json.loads(x) for x in next((tmp_path / "runs").glob("*/results.jsonl")).read_text().splitlines()]
+        errors = [r["error"] for r in rows]
+    else:
+        errors = [x for x in proc.stderr.splitlines() if "first error" in x]
+    assert errors and all("timed out" in e for e in errors), errors
 
 
 def test_models_get_a_timeout_by_default() -> None:
     assert build_lm(LMSpec("openai/gpt-4o-mini")).kwargs["timeout"] == DEFAULT_TIMEOUT < 60
     lm = build_lm(LMSpec("openai/x", api_base="http://127.0.0.1:1/v1", timeout=7))
-    assert lm.kwargs["timeout"] == 7
+    assert lm.engine.timeout == 7  # the server engine owns the connection and its timeout
+    assert build_lm(LMSpec("openai/x", api_base="http://127.0.0.1:1/v1")).engine.timeout == DEFAULT_TIMEOUT
 
 
 def test_timeout_does_not_change_the_cache_key(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from courtroom.cli import _config_file
+from courtroom.cli._names import check_names
 from courtroom.cli._values import parse_sets, parse_value
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment, check_url
@@ -269,6 +270,7 @@ def experiment(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any
             recipe = kwargs.pop("config", None)
             given = {n for n in names if _given(ctx, n)}
             spec = from_flags(command, values, given, framework=kwargs.get("framework"))
+            check_names(spec)  # before anything imports DSPy: a typo costs no start-up
             if "config" in inspect.signature(func).parameters:
                 kwargs["config"] = recipe
             return func(spec=spec, **kwargs)

@@ -65,7 +65,11 @@ def check_providers(lm: str | list[str] | None, roles: list[str] | None = None) 
     given = [lm] if isinstance(lm, str) or lm is None else list(lm)
     if not given or given == [None]:
         given = [os.environ.get("COURTROOM_LM")]
-    names = [m for m in [*given, *(r.partition("=")[2] for r in roles or [])] if m and m != "local" and "/" in m]
+    from courtroom.models._litellm_facts import is_known_provider
+
+    # A panel (a,b) is checked member by member; providers surely known need no LiteLLM import.
+    members = [n.strip() for m in [*given, *(r.partition("=")[2] for r in roles or [])] for n in (m or "").split(",")]
+    names = [n for n in members if n and n != "local" and "/" in n and not is_known_provider(n)]
     if not names:
         return
     import litellm

@@ -200,6 +200,20 @@ def measured_completion(models: Sequence[str], scan: int = 2000) -> dict[str, fl
 _MEASURED: dict[Any, dict[str, float]] = {}
 
 
+def _model_and_completion(value: Any) -> tuple[str, Any]:
+    """The model and completion tokens of one disk-cache entry.
+
+    LiteLLM's responses are objects (``model``, ``usage.completion_tokens``); DSPy's native engine
+    stores a plain record (``response_model``, ``usage["completion_tokens"]``).
+    """
+    if isinstance(value, Mapping):
+        usage = value.get("usage") or {}
+        return str(value.get("response_model") or ""), usage.get("completion_tokens") or usage.get("output_tokens")
+    usage = getattr(value, "usage", None)
+    tokens = getattr(usage, "completion_tokens", None) or getattr(usage, "output_tokens", None)
+    return str(getattr(value, "model", "") or ""), tokens
+
+
 def _scan_cache(models: Sequence[str], scan: int) -> dict[str, float]:
     from courtroom.models import cache
 
@@ -216,10 +230,7 @@ def _scan_cache(models: Sequence[str], scan: int) -> dict[str, float]:
         for i, key in enumerate(iter(disk)):
             if i >= scan:
                 break
-            value = disk.get(key)
-            model = str(getattr(value, "model", "") or "")
-            usage = getattr(value, "usage", None)
-            tokens = getattr(usage, "completion_tokens", None) or getattr(usage, "output_tokens", None)
+            model, tokens = _model_and_completion(disk.get(key))
             if not model or not tokens:
                 continue
             for m, short in wanted.items():

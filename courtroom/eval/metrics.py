@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sklearn.metrics import f1_score, precision_recall_fscore_support
-
 from courtroom.errors import DataError
 
 FAILED = "<failed>"
@@ -20,22 +18,37 @@ log = logging.getLogger(__name__)
 
 
 def score(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[str]) -> dict[str, Any]:
-    """Accuracy, macro-F1 and per-class precision/recall; ``None`` predictions are failures."""
+    """Accuracy, macro-F1 and per-class precision/recall; ``None`` predictions are failures.
+
+    Counted by hand, as scikit-learn's ``precision_recall_fscore_support(labels=...,
+    zero_division=0)`` counts them (tests/test_harness.py checks the two agree): importing
+    scikit-learn for four divisions would cost a command a second of start-up.
+    """
     preds_ = [p if p is not None else FAILED for p in preds]
     n = len(golds)
-    correct = sum(g == p for g, p in zip(golds, preds_, strict=True))
+    pairs = list(zip(golds, preds_, strict=True))
+    correct = sum(g == p for g, p in pairs)
+    per_class: dict[str, dict[str, Any]] = {}
+    f1s = []
+    for lab in labels:
+        hit = sum(g == lab and p == lab for g, p in pairs)
+        predicted = sum(p == lab for p in preds_)
+        support = sum(g == lab for g in golds)
+        per_class[lab] = {
+            "precision": hit / predicted if predicted else 0.0,
+            "recall": hit / support if support else 0.0,
+            "support": support,
+        }
+        # F1 = 2TP / (2TP + FP + FN) = 2TP / (predicted + support); 0 when both are 0.
+        f1s.append(2 * hit / (predicted + support) if predicted + support else 0.0)
     out: dict[str, Any] = {
         "n": n,
         "accuracy": correct / n if n else 0.0,
-        "macro_f1": float(f1_score(golds, preds_, labels=list(labels), average="macro", zero_division=0)) if n else 0.0,
+        "macro_f1": sum(f1s) / len(f1s) if n and f1s else 0.0,
         "failures": sum(p is None for p in preds),
     }
     if n:
-        p, r, _, support = precision_recall_fscore_support(golds, preds_, labels=list(labels), zero_division=0)
-        out["per_class"] = {
-            lab: {"precision": float(p[i]), "recall": float(r[i]), "support": int(support[i])}
-            for i, lab in enumerate(labels)
-        }
+        out["per_class"] = per_class
     return out
 
 

@@ -14,7 +14,7 @@ from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 from dspy.clients.legacy_outputs import value
 from dspy.utils.exceptions import AdapterParseError
 
-from courtroom.models.cache import CACHED_TOKENS
+from courtroom.models.cache import CACHED_TOKENS, usage_tokens
 
 
 @functools.lru_cache(maxsize=512)
@@ -61,6 +61,18 @@ neither reaches this text, so every compiled or loaded program keeps the guard."
 @functools.lru_cache(maxsize=512)
 def _system_message(adapter_type: type, signature: type[dspy.Signature]) -> str:
     return dspy.JSONAdapter.format_system_message(adapter_type(), signature) + "\n\n" + INJECTION_GUARD
+
+
+def _cached_tokens(response: Any) -> int:
+    """What a cached answer cost when it was sent.
+
+    LiteLLM's responses lose their usage on a hit, so the cache stamps it (:data:`CACHED_TOKENS`);
+    DSPy's native engine hands back the lm15 ``Response``, which keeps its own usage.
+    """
+    stamped = getattr(response, CACHED_TOKENS, None)
+    if stamped is not None:
+        return int(stamped)
+    return usage_tokens(getattr(response, "usage", None)) if hasattr(response, "finish_reason") else 0
 
 
 class CutOffAnswer(AdapterParseError):
@@ -168,7 +180,7 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
             count = getattr(settings.usage_tracker, "count_cache_hit", None)
             if call.history and not call.sent and count:
                 # An answer came back and nothing was sent: a cache hit, with what it cost when sent.
-                count(sum(getattr(e.get("response"), CACHED_TOKENS, 0) for e in call.history))
+                count(sum(_cached_tokens(e.get("response")) for e in call.history))
 
     def _call_postprocess(
         self, processed_signature: Any, original_signature: Any, outputs: Any, lm: Any, lm_kwargs: Any

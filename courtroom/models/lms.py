@@ -63,9 +63,46 @@ class LMSpec:
 
 
 class OpenAICompatibleLM(dspy.LM):
-    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs."""
+    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs.
+
+    Built by :func:`compatible_lm`. ``api_base`` names the server for the checks that run before
+    the first call (the native engine, not the LM's ``kwargs``, holds the URL and the key).
+    """
 
     schema_style = "json_schema"
+    api_base: str | None = None
+
+
+OPENAI_WIRE = ("openai/", "hosted_vllm/")
+"""Model prefixes that speak OpenAI's chat wire to an ``api_base``: served by DSPy's native engine."""
+
+
+def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> OpenAICompatibleLM:
+    """``model`` served by the server at ``api_base``.
+
+    An OpenAI-wire name (:data:`OPENAI_WIRE`) goes through DSPy's native engine toward the server
+    (:mod:`courtroom.models._server_engine`), which sends ``max_tokens`` (which such servers
+    honour) without importing LiteLLM. Other providers' names (``ollama_chat/`` speaks Ollama's own
+    API, ``anthropic/`` Anthropic's) and URLs carrying credentials (``user:password@`` or a query
+    token, for a proxy: DSPy's native client takes neither) go through LiteLLM, which also sends
+    ``max_tokens``. The key is ``$OPENAI_API_KEY`` for ``openai/`` names when set (a proxy in
+    front of OpenAI), else a placeholder local servers accept. ``timeout`` bounds each attempt's
+    wait, in seconds.
+    """
+    from urllib.parse import urlsplit
+
+    from courtroom.models._server_engine import server_engines
+
+    url = urlsplit(api_base)
+    key = os.environ.get("OPENAI_API_KEY") if model.startswith("openai/") else None
+    if model.startswith(OPENAI_WIRE) and not (url.username or url.password or url.query):
+        lm = OpenAICompatibleLM(model, **server_engines(api_base, key or "sk-no-key", timeout), **kwargs)
+    else:
+        if model.startswith("openai/") and not key:
+            kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
+        lm = OpenAICompatibleLM(model, api_base=api_base, engine="litellm", timeout=timeout, **kwargs)
+    lm.api_base = api_base
+    return lm
 
 
 class RoleLMs(dict):
@@ -141,11 +178,7 @@ def build_lm(spec: LMSpec | str) -> Any:
     if spec.max_tokens is not None:
         kwargs["max_tokens"] = spec.max_tokens
     if spec.api_base:
-        # LiteLLM sends max_tokens, which OpenAI-compatible local servers honour.
-        kwargs.update(api_base=spec.api_base, engine="litellm")
-        if spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-            kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one
-        return limit_requests(OpenAICompatibleLM(spec.model, **kwargs))
+        return limit_requests(compatible_lm(spec.model, spec.api_base, **kwargs))
     return limit_requests(dspy.LM(spec.model, **kwargs))
 
 
@@ -159,7 +192,8 @@ def missing_keys(models: Iterable[Any]) -> str | None:
     for lm in models:
         kwargs = getattr(lm, "kwargs", None) or {}
         name = getattr(lm, "model", None)
-        if not isinstance(name, str) or "/" not in name or kwargs.get("api_base") or kwargs.get("api_key"):
+        served = getattr(lm, "api_base", None) or kwargs.get("api_base")
+        if not isinstance(name, str) or "/" not in name or served or kwargs.get("api_key"):
             continue
         import litellm
 
@@ -218,7 +252,6 @@ def resolve_roles(
     LM call path in this thread (see :mod:`courtroom.models._warmup`), so the calls that fan out from
     here never import anything.
     """
-    warm_up()
     if valid_roles is not None and roles:
         parse_role_overrides([f"{r}=x" for r in roles], valid_roles)
     built: dict[LMSpec, Any] = {}
@@ -251,16 +284,18 @@ def resolve_roles(
     mapping = RoleLMs({DEFAULT: make(lm)})
     for role, value in (roles or {}).items():
         mapping[role] = make(value)
+    warm_up(mapping.models())
     return mapping
 
 
 @contextlib.contextmanager
 def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
     """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter."""
-    warm_up()  # a flag check once done; serialises the first imports for maps built by hand
+    lm = lms.for_role(role, call)
+    warm_up([lm])  # a set check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
     try:
-        with dspy.context(lm=limit_requests(lms.for_role(role, call)), adapter=ADAPTER):
+        with dspy.context(lm=limit_requests(lm), adapter=ADAPTER):
             yield
     finally:
         _current_role.reset(token)

@@ -65,9 +65,14 @@ def price_per_token(model: str, prices: Mapping[str, tuple[float, float]] | None
     if prices and model in prices:
         inp, out = prices[model]
         return inp / 1e6, out / 1e6
+    from courtroom.models._litellm_facts import may_be_priced
+
+    keys = (model, model.split("/", 1)[-1])
+    if not may_be_priced(keys):
+        return None
     import litellm
 
-    for key in (model, model.split("/", 1)[-1]):
+    for key in keys:
         info = litellm.model_cost.get(key)
         if info and "input_cost_per_token" in info:
             return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token", 0.0))

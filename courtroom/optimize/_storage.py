@@ -115,7 +115,9 @@ def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
         path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
     if path is None:
         return contextlib.nullcontext()
-    lock = path.with_name(path.name + ".lock")
+    # Not FILE.lock: Optuna's journal backend takes that name for its own lock (a symlink), and an
+    # existing file there made every journal study wait out Optuna's 30 s stale-lock grace period.
+    lock = path.with_name(path.name + ".create-lock")
     return FolderLock(path.parent, what="study storage", wait=WAIT_SECONDS, lock_file=lock)
 
 

@@ -17,12 +17,13 @@ import hashlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: a run of another framework never needs it
 
 TFIDF = "tfidf"
 
@@ -59,12 +60,15 @@ def _embed_tfidf(corpus: Sequence[str]) -> tuple[Any, Callable[[Sequence[str]], 
 
 def _embed_model(model: str, corpus: Sequence[str]) -> tuple[Any, Callable[[Sequence[str]], np.ndarray]]:
     import dspy
+    import numpy as np
 
     embedder = dspy.Embedder(model)
     return np.asarray(embedder(list(corpus))), lambda texts: np.asarray(embedder(list(texts)))
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return m / np.where(norms == 0, 1.0, norms)
 
@@ -94,6 +98,8 @@ class PrecedentIndex:
         self.labels = [str(c["label"]) for c in cases]
         self.reasons: dict[str, str] = dict(reasons or {})
         self._lock = threading.Lock()
+        import numpy as np
+
         matrix, self._embed = _embed_tfidf(self.cases) if embedder == TFIDF else _embed_model(embedder, self.cases)
         self._matrix = _normalise(np.asarray(matrix, dtype=float))
 
@@ -112,6 +118,8 @@ class PrecedentIndex:
         """
         if k <= 0:
             return []
+        import numpy as np
+
         query = _normalise(np.asarray(self._embed([case]), dtype=float))[0]
         sims = self._matrix @ query
         order = sorted(range(len(sims)), key=lambda i: (-sims[i], i))

@@ -25,8 +25,6 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from courtroom.errors import ConfigError
 
 C = 10.0
@@ -80,6 +78,8 @@ class ReliabilityModel:
 
         if not texts:
             raise ConfigError("debate-feedback: the assistant needs training debates; pass a non-empty trainset")
+        import numpy as np  # imported where used: most runs never train an assistant
+
         y = np.asarray([int(bool(a)) for a in agrees])
         if len(set(y.tolist())) < 2:
             # Every stance right (or every one wrong): the only honest score is that rate.
@@ -128,6 +128,8 @@ class ReliabilityModel:
             model._constant = float(data["value"])
         elif kind == "tfidf-logreg":
             model._vec = _vectorizer(list(data["vocabulary"]))
+            import numpy as np  # imported where used: most runs never train an assistant
+
             model._vec.idf_ = np.asarray(data["idf"], dtype=float)
             model.stances = [str(s) for s in data.get("stances") or []]
             clf = LogisticRegression()
@@ -178,6 +180,8 @@ def train_assistant(
     from sklearn.metrics import roc_auc_score
 
     agrees = [bool(a) for a in agrees]
+    import numpy as np  # imported where used: most runs never train an assistant
+
     quality: dict[str, float] = {"base_rate": float(np.mean(agrees))} if agrees else {}
     unique = sorted(set(cases))
     if len(unique) >= 5:

@@ -151,7 +151,7 @@ class RunOutcome:
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
     """Fail fast, in one line, when a model server with an ``api_base`` does not accept connections."""
     for lm in lms.models():
-        base = (getattr(lm, "kwargs", None) or {}).get("api_base")
+        base = getattr(lm, "api_base", None) or (getattr(lm, "kwargs", None) or {}).get("api_base")
         if not base:
             continue
         url = urlparse(base)

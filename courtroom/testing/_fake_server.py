@@ -69,6 +69,7 @@ class FakeServer:
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
     with the same inputs differ): a repeated entry means a successful call was sent twice.
+    ``options`` lists each request's options (every body field but the messages), in arrival order.
     ``max_in_flight`` is the most requests that were open at once. ``models`` counts requests per
     model name as sent (``openai/judge-m`` arrives as ``judge-m``), and ``routed`` lists
     ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
@@ -100,6 +101,7 @@ class FakeServer:
         self.counts: Counter[str] = Counter()
         self.models: Counter[str] = Counter()
         self.served: list[str] = []
+        self.options: list[dict[str, Any]] = []
         self.routed: list[tuple[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -113,12 +115,15 @@ class FakeServer:
         """Base URL for ``api_base`` (ends in ``/v1``)."""
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def lm(self, model: str = "openai/fake", **kwargs: Any) -> Any:
-        """A ``dspy.LM`` pointed at this server (JSON schema sent OpenAI-style)."""
+    def lm(self, model: str = "openai/fake", *, timeout: float = 30.0, **kwargs: Any) -> Any:
+        """A ``dspy.LM`` pointed at this server as ``--api-base`` points one (JSON schema sent OpenAI-style)."""
+        from courtroom.models._server_engine import server_engines
         from courtroom.testing._fakes import FakeLM
 
         kwargs.setdefault("num_retries", 0)
-        return FakeLM(model, api_base=self.url, api_key="sk-fake", engine="litellm", **kwargs)
+        lm = FakeLM(model, **server_engines(self.url, "sk-fake", timeout), **kwargs)
+        lm.api_base = self.url
+        return lm
 
     def start(self) -> FakeServer:
         """Serve in a background thread."""
@@ -159,6 +164,9 @@ class FakeServer:
 
             def _send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                # No longer in flight once the answer is ready: a client reading it can send its next
+                # request before this thread runs again, and must not count as two open requests.
+                self._close_request()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -179,11 +187,18 @@ class FakeServer:
                 with server._lock:
                     server.counts["requests"] += 1
                     server.models[str(body.get("model"))] += 1
+                    server.options.append({k: v for k, v in body.items() if k != "messages"})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._open = True
                 try:
                     self._answer(body)
                 finally:
+                    self._close_request()
+
+            def _close_request(self) -> None:
+                if getattr(self, "_open", False):
+                    self._open = False
                     with server._lock:
                         server.in_flight -= 1
 

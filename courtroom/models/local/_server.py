@@ -88,7 +88,9 @@ class LocalServer:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self._lifeline: int | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="courtroom-llama-", suffix=".log", delete=False)
+        self._log: Any = None
+        """The server's log (stdout and stderr): removed when it stops cleanly, kept and named when it fails."""
+        self._log_named = False
 
     @property
     def api_base(self) -> str:
@@ -103,6 +105,9 @@ class LocalServer:
         if self._lifeline is not None:  # the previous server's, which has exited
             os.close(self._lifeline)
         child_end, self._lifeline = os.pipe()
+        if self._log is None:
+            self._log = tempfile.NamedTemporaryFile(prefix="courtroom-llama-", suffix=".log", delete=False)
+            self._log_named = False
         cmd = [
             sys.executable,
             "-c",
@@ -134,6 +139,7 @@ class LocalServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self._log_named = True
                 raise ModelError(
                     f"the embedded model server exited at start; its log: {self._log.name}\n{self._tail()}"
                 )
@@ -143,8 +149,9 @@ class LocalServer:
                         return self
             except OSError:
                 time.sleep(0.1)
-        self.stop()
-        raise ModelError(f"the embedded model server did not answer within {timeout:.0f}s; log: {self._log.name}")
+        name, self._log_named = self._log.name, True
+        self.stop(keep_log=True)
+        raise ModelError(f"the embedded model server did not answer within {timeout:.0f}s; log: {name}")
 
     def _tail(self) -> str:
         try:
@@ -152,13 +159,20 @@ class LocalServer:
         except OSError:
             return ""
 
-    def stop(self) -> None:
-        """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
+    def stop(self, *, keep_log: bool = False) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 5 s).
+
+        A server stopped here, running until then, stopped cleanly: its log is removed. One that had
+        exited on its own failed: its log is kept and named in a warning (unless an error named it).
+        """
         proc, self.proc = self.proc, None
         lifeline, self._lifeline = self._lifeline, None
         if lifeline is not None:
             os.close(lifeline)
-        if proc is None or proc.poll() is not None:
+        if proc is None:
+            return
+        if proc.poll() is not None:
+            self._keep_log(f"the embedded model server exited on its own (status {proc.returncode})")
             return
         proc.terminate()
         try:
@@ -166,6 +180,25 @@ class LocalServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+        if keep_log:
+            self._keep_log("the embedded model server was stopped after a failed start")
+        else:
+            self._remove_log()
+
+    def _keep_log(self, why: str) -> None:
+        log_file, self._log = self._log, None
+        if log_file is None:
+            return
+        log_file.close()
+        if not self._log_named:
+            log.warning("%s; its log: %s", why, log_file.name)
+
+    def _remove_log(self) -> None:
+        log_file, self._log = self._log, None
+        if log_file is None:
+            return
+        log_file.close()
+        Path(log_file.name).unlink(missing_ok=True)
 
     def __enter__(self) -> LocalServer:
         return self.start()
@@ -179,20 +212,21 @@ _lock = threading.Lock()
 _shared: LocalServer | None = None
 
 
-def _stop_all() -> None:
+def stop_all() -> None:
+    """Stop every embedded server this process started (at exit, on SIGTERM, before a fast exit)."""
     for server in list(_servers):
         server.stop()
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    _stop_all()
+    stop_all()
     raise SystemExit(128 + signum)
 
 
 def _register(server: LocalServer) -> None:
     with _lock:
         if not _servers:
-            atexit.register(_stop_all)
+            atexit.register(stop_all)
             if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
                 signal.SIG_DFL,
                 None,

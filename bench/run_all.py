@@ -1,0 +1,66 @@
+"""Every benchmark in bench/, one after another, each at a small size; prints every figure.
+
+``make bench`` runs this. ``--size smoke`` runs each at its smallest size (seconds each): what
+tests/test_bench.py runs, so that no script can break unnoticed. Each script's own defaults are
+the full size; run it alone for those (see its docstring).
+
+    python bench/run_all.py [--size small|smoke] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+SIZES: dict[str, dict[str, list[str]]] = {
+    "startup": {"small": ["--runs", "5"], "smoke": ["--runs", "1"]},
+    "overhead": {"small": ["--decisions", "100", "--repeats", "3"], "smoke": ["--decisions", "5", "--repeats", "1"]},
+    "critical_path": {
+        "small": ["--latency", "0.2", "--examples", "8", "--concurrency", "4"],
+        "smoke": ["--latency", "0.05", "--examples", "2", "--concurrency", "2"],
+    },
+    "dry_run": {
+        "small": ["--examples", "200", "--real", "50"],
+        "smoke": ["--examples", "5", "--real", "3", "--concurrency", "4"],
+    },
+    "early_stopping": {"small": ["--cases", "50"], "smoke": ["--cases", "4"]},
+    "study_reuse": {
+        "small": ["--trials", "12", "--dev", "10", "--train", "5"],
+        "smoke": ["--trials", "2", "--dev", "3", "--train", "3"],
+    },
+    "design_search": {"small": ["--trials", "20", "--dev", "40"], "smoke": ["--trials", "3", "--dev", "4"]},
+}
+"""Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
+
+
+def command(name: str, size: str) -> list[str]:
+    """The command line that runs benchmark ``name`` at ``size``."""
+    return [sys.executable, str(HERE / f"{name}.py"), *SIZES[name][size]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=("small", "smoke"), default="small")
+    parser.add_argument("--only", nargs="*", choices=sorted(SIZES), help="run only these benchmarks")
+    args = parser.parse_args()
+    failed = []
+    for name in args.only or SIZES:
+        cmd = command(name, args.size)
+        print(f"\n=== bench/{name}.py {' '.join(SIZES[name][args.size])}", flush=True)
+        start = time.perf_counter()
+        done = subprocess.run(cmd, check=False)
+        print(f"--- {name}: exit {done.returncode}, {time.perf_counter() - start:.1f} s", flush=True)
+        if done.returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

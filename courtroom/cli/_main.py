@@ -1,0 +1,128 @@
+"""What :func:`courtroom.cli.main` runs once its signal handlers are in place: parse, dispatch, report errors."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+import typer
+from typer.exceptions import TyperException
+
+from courtroom.cli._app import app
+
+
+def _register() -> None:
+    # Importing the command modules registers them on `app`.
+    from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, show, study, tasks  # noqa: F401
+
+
+class _RedactingStream:
+    """A text stream that drops ``user:password@`` from URLs before writing (``--debug`` output)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from courtroom.models.cache import redact_text
+
+        return self._stream.write(redact_text(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _redact_debug_output() -> None:
+    """Debug logs (HTTP clients log request URLs) and the final traceback go out without credentials."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler.stream, _RedactingStream):
+            handler.setStream(_RedactingStream(handler.stream))  # type: ignore[arg-type]
+    if not isinstance(sys.stderr, _RedactingStream):
+        sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
+
+
+def _interrupted_message() -> str:
+    """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
+    from pathlib import Path
+
+    from courtroom import _stop
+
+    folder = _stop.saved_folder()
+    what = _stop.stop_text()
+    if folder is None and not _stop.calls_started():
+        return _stop.startup_interrupted()
+    if folder is None:
+        return (
+            f"{what}: no run folder was written; the answers already received are in the cache, "
+            "so the same command sends only what is missing"
+        )
+    if _stop.resume_hint():
+        return f"{what}: finished work is saved in {folder}; resume with: {_stop.resume_hint()}"
+    saved = ""
+    if (Path(folder) / "meta.json").is_file():
+        from courtroom.errors import DataError
+        from courtroom.runner.runs import load_run
+
+        try:
+            meta, rows, _ = load_run(folder)
+            saved = f"{len(rows)} of {len(meta.get('example_ids', []))} examples "
+        except DataError:
+            saved = ""
+    return f"{what}: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
+
+
+def run_main(argv: list[str] | None) -> int:
+    """Parse ``argv`` (default: ``sys.argv``), run the command, and return its exit status."""
+    from courtroom import _stop
+    from courtroom.cli import _failures
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--version"], ["-V"]):
+        from courtroom import __version__
+
+        print(f"courtroom {__version__}")
+        return 0
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if debug:
+        _redact_debug_output()
+    # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if not debug:
+        # DSPy warns per truncated answer; the run already records such failures per example.
+        logging.getLogger("dspy").setLevel(logging.ERROR)
+    try:
+        _register()
+        command = typer.main.get_command(app)
+        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
+        if debug:
+            _failures.print_traceback(exc)
+        command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
+        hint = f" (see courtroom {command_name} --help)" if command_name else ""
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        print(_interrupted_message(), file=sys.stderr)
+        return _stop.stop_code()
+    except Exception as exc:
+        # One map from failures to codes (courtroom.cli._failures); --debug adds the traceback only.
+        if debug:
+            _failures.print_traceback(exc)
+        known = _failures.describe(exc)
+        code, line = known if known is not None else _failures.unexpected(exc)
+        print(line, file=sys.stderr)
+        return code
+    if code == 130:  # typer turned a Ctrl-C into Exit(130)
+        print(_interrupted_message(), file=sys.stderr)
+        return _stop.stop_code()
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,49 @@
+"""The names a command line may use, checked before DSPy loads: a typo is refused in a blink.
+
+The registries stay the truth (:data:`courtroom.programs.FRAMEWORKS`,
+:data:`courtroom.programs.presets.PRESETS`, the tasks of :mod:`courtroom.data.catalog`), but
+importing the frameworks' registry imports DSPy. A command line cannot register names of its own,
+so in a CLI process the registries hold exactly the built-in names below; tests/test_cli.py checks
+that they agree. The errors read as the registries' own.
+"""
+
+from __future__ import annotations
+
+from courtroom.errors import ConfigError
+from courtroom.spec import Experiment
+
+FRAMEWORKS = (
+    "jot",
+    "courtroom-llm",
+    "debate-feedback",
+    "zero-shot",
+    "few-shot",
+    "cot",
+    "self-consistency",
+    "khan-debate",
+    "parallel-vote",
+    "reflexion",
+    "settle",
+)
+"""The built-in frameworks and baselines, as :data:`courtroom.programs.FRAMEWORKS` names them."""
+
+PRESETS = ("jot-paper", "courtroom-llm-early", "courtroom-llm-final", "debate-feedback-paper")
+"""The paper presets, as :data:`courtroom.programs.presets.PRESETS` names them."""
+
+
+def check_names(spec: Experiment) -> None:
+    """Refuse an unknown framework, task or preset with the registry's own one-line error."""
+    design = spec.design
+    for name in [design.framework, *design.frameworks]:
+        if name is not None and name != "all" and name not in FRAMEWORKS:
+            raise ConfigError(f"unknown framework {name!r}: valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
+    for name in design.presets:
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}: valid presets are {', '.join(PRESETS)}")
+    task = spec.data.task
+    if task is not None and not spec.data.dataset:
+        from courtroom.data.catalog import BUILTIN_TASKS
+
+        tasks = {t.name for t in BUILTIN_TASKS}
+        if task not in tasks:
+            raise ConfigError(f"unknown task {task!r}: valid tasks are {', '.join(sorted(tasks))}")

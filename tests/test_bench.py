@@ -1,0 +1,35 @@
+"""Every benchmark runs: each script in bench/ at its smallest size (bench/run_all.py's ``smoke``).
+
+Only that it runs and prints its figures is checked, never a figure against a target: the figures
+are timings on a shared machine. ``make bench`` prints them at a small size.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+_spec = importlib.util.spec_from_file_location("bench_run_all", BENCH / "run_all.py")
+assert _spec and _spec.loader
+bench_all = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_all)  # the size table of bench/run_all.py
+
+
+def test_every_script_has_a_size() -> None:
+    scripts = {p.stem for p in BENCH.glob("*.py")} - {"run_all"}
+    assert scripts == set(bench_all.SIZES)
+
+
+@pytest.mark.parametrize("name", sorted(bench_all.SIZES))
+def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
+    env = {**os.environ, "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        bench_all.command(name, "smoke"), capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert len(done.stdout.strip().splitlines()) >= 3, done.stdout
