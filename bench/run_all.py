@@ -34,6 +34,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "smoke": ["--trials", "2", "--dev", "3", "--train", "3"],
     },
     "design_search": {"small": ["--trials", "20", "--dev", "40"], "smoke": ["--trials", "3", "--dev", "4"]},
+    "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
 

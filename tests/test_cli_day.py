@@ -72,8 +72,11 @@ def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Calla
     piped = subprocess_cli("runs", str(tmp_path / "runs"), env={"COLUMNS": "80"})
     rows = [line for line in piped.stdout.splitlines() if line.startswith("│ 20")]
     assert len(rows) == 2 and all(str(tmp_path / "runs") in row for row in rows), piped.stdout
+    (tmp_path / "nothing").mkdir()
     empty = cli("runs", str(tmp_path / "nothing"))
     assert empty.returncode == 0 and "no runs" in empty.stdout
+    missing = cli("runs", str(tmp_path / "no-such-folder"))  # a typo is bad input, not an empty list
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
 
 
 def test_custom_dataset_folder_names_have_no_colon(tmp_path: Path, cli: Callable[..., Any]) -> None:

@@ -43,16 +43,33 @@ def is_known_provider(model: str) -> bool:
 
 
 @functools.cache
-def _bundled_price_names() -> frozenset[str] | None:
-    """The model names of LiteLLM's bundled price map, read as a file (None: not found)."""
+def bundled_model_map() -> dict[str, dict] | None:
+    """LiteLLM's bundled model map (prices, context windows), read as a file (None: not found)."""
     spec = importlib.util.find_spec("litellm")
     locations = list(spec.submodule_search_locations or []) if spec else []
     for folder in locations:
         path = Path(folder) / "model_prices_and_context_window_backup.json"
         if path.is_file():
             with path.open("rb") as handle:
-                return frozenset(json.load(handle))
+                loaded = json.load(handle)
+            return loaded if isinstance(loaded, dict) else None
     return None
+
+
+@functools.cache
+def _bundled_price_names() -> frozenset[str] | None:
+    """The model names of LiteLLM's bundled price map (None: not found)."""
+    bundled = bundled_model_map()
+    return None if bundled is None else frozenset(bundled)
+
+
+def model_facts() -> dict[str, dict]:
+    """LiteLLM's model map: its live one when LiteLLM is loaded (or may fetch a newer map), else the bundled file."""
+    if "litellm" in sys.modules or os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() != "true":
+        import litellm
+
+        return litellm.model_cost
+    return bundled_model_map() or {}
 
 
 def may_be_priced(names: Iterable[str]) -> bool:

@@ -15,10 +15,11 @@ from courtroom.errors import DataError
 
 def context_limit(model: str) -> int | None:
     """The most input tokens ``model`` takes, from LiteLLM's model map (None: unknown)."""
-    import litellm
+    from courtroom.models._litellm_facts import model_facts
 
+    facts = model_facts()  # the bundled file unless LiteLLM is loaded: a run on a local server imports no LiteLLM
     for key in (model, model.split("/", 1)[-1]):
-        info = litellm.model_cost.get(key)
+        info = facts.get(key)
         if info and info.get("max_input_tokens"):
             return int(info["max_input_tokens"])
     return None
