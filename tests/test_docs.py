@@ -113,15 +113,20 @@ def commands(block: Block) -> list[tuple[str, int]]:
 def run_command(command: str, expected: int, where: str) -> None:
     from courtroom.cli import main
 
-    words = shlex.split(command)
+    lexer = shlex.shlex(command, posix=False)
+    lexer.whitespace_split = True
+    raw = list(lexer)  # quotes kept: a quoted word is never a glob, as in the shell
+    words = [shlex.split(token)[0] if token.strip("'\"") else "" for token in raw]
+    quoted = [token[:1] in "'\"" for token in raw]
     env = {}
     while words and ASSIGNMENT.match(words[0]):
         key, value = words.pop(0).split("=", 1)
+        quoted.pop(0)
         env[key] = value
     assert words[:1] == ["courtroom"], f"{where}: not a courtroom command: {command!r} (mark the block not-tested)"
     args: list[str] = []
-    for word in words[1:]:
-        if any(c in word for c in "*?["):
+    for word, was_quoted in zip(words[1:], quoted[1:], strict=True):
+        if not was_quoted and any(c in word for c in "*?["):
             matches = sorted(glob.glob(word))
             assert matches, f"{where}: {word!r} matches nothing"
             args += matches
@@ -182,8 +187,22 @@ def fake_openai(monkeypatch: pytest.MonkeyPatch):
         yield server
 
 
+@pytest.fixture
+def registries():
+    """A page may register a framework, task or optimizer of its own: forget them after the page."""
+    from courtroom.data.tasks import TASKS
+    from courtroom.optimize.compile import OPTIMIZERS
+    from courtroom.programs import FRAMEWORKS
+
+    saved = [(registry, dict(registry)) for registry in (FRAMEWORKS, TASKS, OPTIMIZERS)]
+    yield
+    for registry, before in saved:
+        registry.clear()
+        registry.update(before)
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if any(b.runs and not b.local for b in blocks(p))], ids=_name)
-def test_page_blocks_run(page: Path, fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_blocks_run(page: Path, fake_openai, registries, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     started = time.perf_counter()
     assert run_page(page, tmp_path, local=False) > 0
