@@ -27,7 +27,6 @@ import io
 import os
 import re
 import shlex
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
