@@ -303,3 +303,12 @@ def test_docs_build_strict(tmp_path: Path) -> None:
             for opt in getattr(param, "opts", []):
                 if opt.startswith("--"):
                     assert opt in cli, f"{opt} of {name} missing from the CLI reference"
+
+
+def test_api_reference_covers_every_public_name() -> None:
+    import courtroom
+
+    page = (ROOT / "docs" / "reference" / "api.md").read_text()
+    for name in courtroom.__all__:
+        if name != "__version__":
+            assert f"::: courtroom.{name}\n" in page, f"courtroom.{name} is missing from docs/reference/api.md"
