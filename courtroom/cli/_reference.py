@@ -38,16 +38,22 @@ def _cell(text: str) -> str:
 def _command_markdown(name: str, command: Any, parent: Any) -> list[str]:
     # Typer vendors its own click (typer._click): its objects are used through their methods only.
     ctx = command.context_class(command, info_name=name, parent=parent)
-    usage = " ".join(command.collect_usage_pieces(ctx))
+    params = command.get_params(ctx)
+    names = [
+        (p.name.upper() + ("..." if p.nargs == -1 else ""), p.required)
+        for p in params
+        if p.param_type_name == "argument"
+    ]
+    usage = " ".join(["[OPTIONS]", *(name if required else f"[{name}]" for name, required in names)])
     lines = [f"## `courtroom {name}`", "", "```text", f"courtroom {name} {usage}", "```", ""]
     if command.help:
         lines += [command.help.strip(), ""]
     panels: dict[str, list[tuple[str, str]]] = {}
     arguments: list[tuple[str, str]] = []
-    for param in command.get_params(ctx):
+    for param in params:
         if param.param_type_name == "argument":
             record = param.get_help_record(ctx)
-            arguments.append(record or (param.name.upper(), ""))
+            arguments.append((param.name.upper(), record[1] if record else ""))
             continue
         record = param.get_help_record(ctx)
         if record is None:
