@@ -224,7 +224,7 @@ def test_every_block_runs_or_says_why() -> None:
         if block.marker == "not-tested":
             assert len(block.value) > 10, f"{block.where}: say why the block is not tested"
         if block.marker == "tested":
-            assert block.value in ("local", "cli"), f"{block.where}: unknown mode {block.value!r}"
+            assert block.value == "local", f"{block.where}: unknown mode {block.value!r} (only tested: local)"
         if block.lang in SHELLS:
             assert block.lang == "bash", f"{block.where}: spell shell blocks ```bash"
             if block.runs:
