@@ -35,6 +35,11 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _code(text: str) -> str:
+    """One table cell in backticks: a pipe inside a code span needs no escape (and would show one)."""
+    return "`" + " ".join(text.split()) + "`"
+
+
 def _command_markdown(name: str, command: Any, parent: Any) -> list[str]:
     # Typer vendors its own click (typer._click): its objects are used through their methods only.
     ctx = command.context_class(command, info_name=name, parent=parent)
@@ -62,11 +67,11 @@ def _command_markdown(name: str, command: Any, parent: Any) -> list[str]:
         panels.setdefault(panel, []).append(record)
     if arguments:
         lines += ["| argument | meaning |", "|---|---|"]
-        lines += [f"| `{_cell(metavar)}` | {_cell(text)} |" for metavar, text in arguments]
+        lines += [f"| {_code(metavar)} | {_cell(text)} |" for metavar, text in arguments]
         lines.append("")
     for panel, records in sorted(panels.items(), key=lambda item: _panel_order(item[0])):
         lines += [f"**{panel}**", "", "| option | meaning |", "|---|---|"]
-        lines += [f"| `{_cell(opts)}` | {_cell(text)} |" for opts, text in records]
+        lines += [f"| {_code(opts)} | {_cell(text)} |" for opts, text in records]
         lines.append("")
     return lines
 
