@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # once pip caches it, and OpenMP halves throughput under concurrent requests.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF
 
-.PHONY: setup system demo test bench lint clean
+.PHONY: setup system demo test bench lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,5 +59,9 @@ lint: setup
 	$(BIN)/ruff format --check courtroom tests bench
 	$(BIN)/mypy courtroom
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or reference.
+docs: setup
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

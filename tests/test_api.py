@@ -136,7 +136,8 @@ def test_python_functions_write_what_the_commands_write(tmp_path: Path, capsys: 
 
 
 def test_no_documented_name_lives_in_a_private_module() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    root = Path(__file__).resolve().parents[1]
+    readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))])
     private = re.findall(r"courtroom(?:\.\w+)*\._\w+", readme)
     assert not private, private
     for name in COMMANDS:
