@@ -146,6 +146,18 @@ def flip_matrix(
     return out
 
 
+def run_flips(run_dir: Any, results: Iterable[Any]) -> dict[str, Any] | None:
+    """The flip matrix of one run folder's results (its framework and labels from ``meta.json``)."""
+    from pathlib import Path
+
+    from courtroom._files import read_json
+
+    meta = read_json(Path(run_dir) / "meta.json")
+    framework = str((meta.get("config") or {}).get("framework"))
+    task = meta.get("task") or {}
+    return flip_matrix(results, framework, task.get("labels") or [], task.get("positions"))
+
+
 def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate:.1%}"
 
