@@ -15,12 +15,12 @@ judge's 0.80), not a finding: what the bench measures is what each design does w
 answers, its calls and its accuracy. The full trial is JoT with the ``jot-paper`` preset (3
 rounds, 9 calls per case); its verdict is the last judgment, one independent draw.
 
-**The settle design is chosen on dev cases, as a user would.** A separate set of ``--cases``
-generated cases (their own texts, hard cases and oracle seed: the test seed + 1000) is run once
-by a settle design with a panel of ``--dev-panel`` that tries every case; replaying it
-(:mod:`courtroom.analysis.settling`) prices every panel size and threshold, and the most
-accurate design within ``--budget`` (45%) of the trial's calls on dev is the one scored on the
-test cases (``--panel K --threshold T`` fixes the design instead). It convenes that same JoT, not
+**The settle design is chosen on dev cases, as a user would.** A separate set of ``--dev-cases``
+generated cases (default: ``--cases``; their own texts, hard cases and oracle seed, the test
+seed + 1000) is run once by a settle design with a panel of ``--dev-panel`` that tries every
+case; replaying it (:mod:`courtroom.analysis.settling`) prices every panel size and threshold,
+and the most accurate design within ``--budget`` (45%) of the trial's calls on dev is the one
+scored on the test cases (``--panel K --threshold T`` fixes the design instead). It convenes that same JoT, not
 shown the panel's answers, so a tried case's prompts and draws are exactly the full trial's: the
 comparison is paired. The matched majority vote is ``parallel-vote`` with as many answers per
 case as the settle design spends calls (rounded).
@@ -32,7 +32,8 @@ SE. The full trial's own binomial SE is printed beside it. Beside each measured 
 prints its expectation under the model (binomial sums), and over ``--seeds`` seeds how often each
 target is met, so a reader can tell the design from the sampling noise of one seed.
 
-    python bench/settle.py [--cases 500] [--seed 0] [--seeds 10] [--budget 0.45] [--panel K --threshold T]
+    python bench/settle.py [--cases 500] [--seed 0] [--seeds 10] [--budget 0.45] [--dev-cases N]
+                            [--panel K --threshold T]
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def settle_knobs(k: int, t: float) -> dict[str, Any]:
 
 def choose_on_dev(args: argparse.Namespace, seed: int) -> tuple[int, float, settling.Design]:
     """The most accurate (panel, threshold) within the budget, on the dev cases of test seed ``seed``."""
-    gold, _, accuracy = setup(args, seed + DEV, "dev case")
+    gold, _, accuracy = setup(argparse.Namespace(**vars(args) | {"cases": args.dev_cases}), seed + DEV, "dev case")
     tried = run("settle", settle_knobs(args.dev_panel, 1.0) | {"always_try": True}, gold, accuracy, seed + DEV)
     trial_calls = tried["calls"] - args.dev_panel
     best = settling.choose(tried["rows"], LABELS, max_calls=args.budget * trial_calls)
@@ -260,7 +261,8 @@ def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) 
     if res["dev"] is not None:
         dev = res["dev"]
         print(
-            f"chosen on {n} dev cases (seed {res['seed'] + DEV}, one always-try run with a panel of {args.dev_panel}, "
+            f"chosen on {args.dev_cases} dev cases (seed {res['seed'] + DEV}, one always-try run with a panel of "
+            f"{args.dev_panel}, "
             f"replayed): panel {k}, threshold {t:.3g}: dev accuracy {dev.accuracy:.3f} at {dev.calls:.2f} calls/case, "
             f"the most accurate within {100 * args.budget:.0f}% of the trial's calls"
         )
@@ -396,6 +398,7 @@ def main() -> None:
     parser.add_argument("--panel", type=int, default=None, help="fix the panel size instead of choosing on dev")
     parser.add_argument("--threshold", type=float, default=1.0, help="with --panel: its threshold (vote share)")
     args = parser.parse_args()
+    args.dev_cases = args.dev_cases or args.cases
     token = serial.set(True)  # one call after another: the oracle's draws do not depend on thread timing
     model = Model(args)
     first = headline(args, args.seed)
