@@ -63,6 +63,8 @@ def test_replaying_an_always_try_run_is_what_each_design_gives() -> None:
         assert replayed.tried == pytest.approx(sum(r["fields"]["decided_by"] == "trial" for r in real) / 60)
     with pytest.raises(ValueError, match="always_try"):
         settling.replay(run(5, 3, {"panel_size": 3}), LABELS, 2, 1.0)
+    with pytest.raises(ValueError, match="failed"):
+        settling.replay([*tried[:3], {"id": "x", "error": "Timeout: no answer", "fields": {}}], LABELS, 2, 1.0)
 
 
 @pytest.mark.parametrize(("signal", "threshold"), [("votes", 1.0), ("confidence", 0.9)])

@@ -57,6 +57,8 @@ def _cases(rows: Iterable[Any]) -> list[_Case]:
     out = []
     for row in rows:
         row = row if isinstance(row, Mapping) else row.to_dict()
+        if row.get("error"):
+            raise ValueError(f"example {row.get('id')} failed ({row['error']}): run it again before replaying")
         fields = row.get("fields") or {}
         votes = tuple(str(v) for v in fields.get("panel_votes") or [])
         if fields.get("decided_by") != "trial" or not votes:
