@@ -26,8 +26,6 @@ from typing import Any
 
 from courtroom.programs._common import majority
 
-Row = Mapping[str, Any]
-
 
 @dataclass(frozen=True)
 class Design:
@@ -73,9 +71,9 @@ def _cases(rows: Iterable[Any]) -> list[_Case]:
 
 
 def _agreement(votes: Sequence[str], labels: Sequence[str]) -> tuple[str, float]:
-    """The panel's label and its vote share, as the design computes them."""
+    """The panel's label and its vote share, as the design computes them (rounded to 6 places)."""
     label = majority(votes, labels, prefer=votes[0])
-    return label, Counter(votes)[label] / len(votes)
+    return label, round(Counter(votes)[label] / len(votes), 6)
 
 
 def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float) -> Design:
@@ -83,7 +81,7 @@ def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: fl
     for case in cases:
         votes = case.votes[:k]
         label, share = _agreement(votes, labels)
-        if share >= threshold - 1e-9:
+        if share >= threshold:
             right.append(label == case.gold)
             calls += k
         else:
