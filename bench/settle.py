@@ -392,9 +392,8 @@ def main() -> None:
     parser.add_argument("--hard-single", type=float, default=0.55, help="a single answer's accuracy on hard cases")
     parser.add_argument("--hard-judge", type=float, default=0.80, help="the trial judge's accuracy on hard cases")
     parser.add_argument("--budget", type=float, default=0.45, help="calls the settle design may spend, x the trial's")
-    parser.add_argument(
-        "--dev-panel", type=int, default=5, help="panel of the always-try dev run (largest panel chosen)"
-    )
+    parser.add_argument("--dev-cases", type=int, default=None, help="dev cases the design is chosen on (--cases)")
+    parser.add_argument("--dev-panel", type=int, default=5, help="panel of the always-try dev run (its largest)")
     parser.add_argument("--panel", type=int, default=None, help="fix the panel size instead of choosing on dev")
     parser.add_argument("--threshold", type=float, default=1.0, help="with --panel: its threshold (vote share)")
     args = parser.parse_args()
