@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 Row = Mapping[str, Any]
 KEYS = ("wrong_to_right", "right_to_wrong", "kept_right", "kept_wrong")
@@ -178,6 +179,8 @@ def flip_lines(name: str, flips: Mapping[str, Any]) -> list[str]:
 
 def flip_table(by_framework: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per framework with a flip matrix: counts and rates, for reports."""
+    import pandas as pd  # reports only: a run that prints its flips does not load pandas
+
     rows = {}
     for name, f in by_framework.items():
         rows[name] = {
