@@ -320,6 +320,9 @@ def test_bench_runs_at_its_smallest_size() -> None:
         "matched majority vote",
         "curve",
         "seeds 0..1",
+        "chosen on 20 dev cases",
+        "SE of the paired difference",
+        "targets met: within one paired SE",
     ):
         assert needle in out.stdout, needle
     sys.path.insert(0, str(bench.parent))
