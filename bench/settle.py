@@ -126,7 +126,7 @@ def _outcomes(k: int, q: float) -> list[tuple[float, float, bool]]:
     out = []
     for j in range(k + 1):
         p = math.comb(k, j) * q**j * (1 - q) ** (k - j)
-        share = max(j, k - j) / k
+        share = round(max(j, k - j) / k, 6)  # as the design rounds its agreement
         if 2 * j == k:
             out += [(p * j / k, share, True), (p * (k - j) / k, share, False)]
         else:
@@ -138,7 +138,7 @@ def expected_settle(k: int, t: float, q: float, r: float) -> tuple[float, float]
     """(accuracy, calls per case) of settle(k, t) on one kind of case: panel right w.p. q, trial w.p. r."""
     acc = calls = 0.0
     for p, share, right in _outcomes(k, q):
-        settled = share >= t - 1e-9
+        settled = share >= t
         acc += p * (right if settled else r)
         calls += p * (k + (0 if settled else TRIAL_CALLS))
     return acc, calls
@@ -157,7 +157,7 @@ def expected_gap(k: int, t: float, q: float, r: float) -> tuple[float, float]:
     """
     mean = square = 0.0
     for p, share, right in _outcomes(k, q):
-        if share >= t - 1e-9:
+        if share >= t:
             mean += p * (right - r)
             square += p * ((1 - r) if right else r)
     return mean, square
