@@ -13,15 +13,27 @@ correctly with a fixed probability per role and per kind of case, one seeded dra
 The fake does not reason, so "the trial helps on hard cases" is an input of this model (the
 judge's 0.80), not a finding: what the bench measures is what each design does with such
 answers, its calls and its accuracy. The full trial is JoT with the ``jot-paper`` preset (3
-rounds, 9 calls per case); its verdict is the last judgment, one independent draw. The settle
-design asks a panel of ``k`` answers, settles when their vote share reaches the threshold, and
-otherwise convenes that same JoT (not shown the panel's answers, so a tried case's prompts and
-draws are exactly the full trial's: the comparison is paired). The matched majority vote is
-``parallel-vote`` with as many answers per case as the settle design spends calls (rounded).
-Beside each measured figure the bench prints its expectation under the model (binomial sums), so
-a reader can tell the design from the sampling noise of one seed.
+rounds, 9 calls per case); its verdict is the last judgment, one independent draw.
 
-    python bench/settle.py [--cases 500] [--seed 0] [--seeds 5] [--panel 2] [--threshold 1.0]
+**The settle design is chosen on dev cases, as a user would.** A separate set of ``--dev-cases``
+generated cases (default: ``--cases``; their own texts, hard cases and oracle seed, the test
+seed + 1000) is run once by a settle design with a panel of ``--dev-panel`` that tries every
+case; replaying it (:mod:`courtroom.analysis.settling`) prices every panel size and threshold,
+and the most accurate design within ``--budget`` (45%) of the trial's calls on dev is the one
+scored on the test cases (``--panel K --threshold T`` fixes the design instead). It convenes that same JoT, not
+shown the panel's answers, so a tried case's prompts and draws are exactly the full trial's: the
+comparison is paired. The matched majority vote is ``parallel-vote`` with as many answers per
+case as the settle design spends calls (rounded).
+
+**Which standard error.** Both designs answer the same cases, so the bench compares them by the
+paired difference of their accuracies, case by case, and its standard error (the SD of the
+per-case differences over sqrt(n)); "within one standard error" means settle - full >= -1 such
+SE. The full trial's own binomial SE is printed beside it. Beside each measured figure the bench
+prints its expectation under the model (binomial sums), and over ``--seeds`` seeds how often each
+target is met, so a reader can tell the design from the sampling noise of one seed.
+
+    python bench/settle.py [--cases 500] [--seed 0] [--seeds 10] [--budget 0.45] [--dev-cases N]
+                            [--panel K --threshold T]
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from courtroom.analysis import settling  # noqa: E402
 from courtroom.analysis.flips import flip_lines, flip_matrix  # noqa: E402
 from courtroom.models._concurrency import serial  # noqa: E402
 from courtroom.programs import build_program  # noqa: E402
@@ -46,9 +59,13 @@ TRIAL = "jot-paper"
 TRIAL_CALLS = 9  # 3 rounds of lawyer, prosecutor and judge
 
 
-def make_cases(n: int, hard_share: float, seed: int) -> tuple[dict[str, str], set[str]]:
+DEV = 1000
+"""The dev cases of test seed ``s`` are generated with seed ``s + DEV``."""
+
+
+def make_cases(n: int, hard_share: float, seed: int, kind: str = "case") -> tuple[dict[str, str], set[str]]:
     """``n`` cases with gold labels (fixed-width ids: no case text contains another) and the hard ones."""
-    gold = {f"case {i:04d}: is the defendant liable under the contract?": LABELS[i % 2] for i in range(n)}
+    gold = {f"{kind} {i:04d}: is the defendant liable under the contract?": LABELS[i % 2] for i in range(n)}
     hard = set(random.Random(seed).sample(sorted(gold), round(hard_share * n)))
     return gold, hard
 
@@ -85,6 +102,11 @@ def se(p: float, n: int) -> float:
     return math.sqrt(p * (1 - p) / n)
 
 
+def in_se(d: float, d_se: float) -> float:
+    """``d`` in standard errors (a zero SE: all differences equal)."""
+    return d / d_se if d_se else 0.0 if d == 0 else math.copysign(math.inf, d)
+
+
 def paired(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, float]:
     """Mean difference a - b over the same cases and its standard error."""
     d = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
@@ -104,7 +126,7 @@ def _outcomes(k: int, q: float) -> list[tuple[float, float, bool]]:
     out = []
     for j in range(k + 1):
         p = math.comb(k, j) * q**j * (1 - q) ** (k - j)
-        share = max(j, k - j) / k
+        share = round(max(j, k - j) / k, 6)  # as the design rounds its agreement
         if 2 * j == k:
             out += [(p * j / k, share, True), (p * (k - j) / k, share, False)]
         else:
@@ -116,7 +138,7 @@ def expected_settle(k: int, t: float, q: float, r: float) -> tuple[float, float]
     """(accuracy, calls per case) of settle(k, t) on one kind of case: panel right w.p. q, trial w.p. r."""
     acc = calls = 0.0
     for p, share, right in _outcomes(k, q):
-        settled = share >= t - 1e-9
+        settled = share >= t
         acc += p * (right if settled else r)
         calls += p * (k + (0 if settled else TRIAL_CALLS))
     return acc, calls
@@ -127,13 +149,27 @@ def expected_vote(n: int, q: float) -> float:
     return sum(p for p, _, right in _outcomes(n, q) if right)
 
 
+def expected_gap(k: int, t: float, q: float, r: float) -> tuple[float, float]:
+    """(mean, mean square) of settle(k, t)'s correctness minus the full trial's, per case of one kind.
+
+    A tried case is the full trial's own draw (difference 0); a settled one is the panel's label
+    against an independent judge right w.p. ``r``.
+    """
+    mean = square = 0.0
+    for p, share, right in _outcomes(k, q):
+        if share >= t:
+            mean += p * (right - r)
+            square += p * ((1 - r) if right else r)
+    return mean, square
+
+
 def mix(easy: float, hard: float, hard_share: float) -> float:
     return (1 - hard_share) * easy + hard_share * hard
 
 
-def setup(args: argparse.Namespace, seed: int) -> tuple[dict[str, str], set[str], dict[str, Any]]:
+def setup(args: argparse.Namespace, seed: int, kind: str = "case") -> tuple[dict[str, str], set[str], dict[str, Any]]:
     """The cases, the hard ones and the oracle's accuracies for ``seed``."""
-    gold, hard = make_cases(args.cases, args.hard, seed)
+    gold, hard = make_cases(args.cases, args.hard, seed, kind)
     single = {"panel": args.hard_single, "classifier": args.hard_single, "judge": args.hard_judge}
     return gold, hard, {"all": {"default": args.easy}, "cases": dict.fromkeys(hard, single)}
 
@@ -142,100 +178,157 @@ def settle_knobs(k: int, t: float) -> dict[str, Any]:
     return {"panel_size": k, "threshold": t, "trial": "jot", "trial_preset": TRIAL}
 
 
+def choose_on_dev(args: argparse.Namespace, seed: int) -> tuple[int, float, settling.Design]:
+    """The most accurate (panel, threshold) within the budget, on the dev cases of test seed ``seed``."""
+    gold, _, accuracy = setup(argparse.Namespace(**vars(args) | {"cases": args.dev_cases}), seed + DEV, "dev case")
+    tried = run("settle", settle_knobs(args.dev_panel, 1.0) | {"always_try": True}, gold, accuracy, seed + DEV)
+    trial_calls = tried["calls"] - args.dev_panel
+    best = settling.choose(tried["rows"], LABELS, max_calls=args.budget * trial_calls)
+    assert best is not None, "a panel of one always fits"
+    return best.panel_size, best.threshold, best
+
+
 def headline(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    """The full trial, the headline settle design and the matched majority vote on one seed's cases."""
+    """The design (chosen on dev, or fixed), the full trial and the matched majority vote on one seed's cases."""
+    if args.panel is None:
+        k, t, dev = choose_on_dev(args, seed)
+    else:
+        k, t, dev = args.panel, args.threshold, None
     gold, hard, accuracy = setup(args, seed)
     full = run("jot", dict(get_preset(TRIAL).knobs), gold, accuracy, seed)
-    head = run("settle", settle_knobs(args.panel, args.threshold), gold, accuracy, seed)
-    k = max(1, round(head["calls"]))
-    vote = run("parallel-vote", {"n_models": k}, gold, accuracy, seed)
-    return {"gold": gold, "hard": hard, "accuracy": accuracy, "full": full, "settle": head, "vote": vote, "k": k}
+    head = run("settle", settle_knobs(k, t), gold, accuracy, seed)
+    m = max(1, round(head["calls"]))
+    vote = run("parallel-vote", {"n_models": m}, gold, accuracy, seed)
+    d_full, d_full_se = paired(head["right"], full["right"])
+    d_vote, d_vote_se = paired(head["right"], vote["right"])
+    return {
+        "seed": seed,
+        "gold": gold,
+        "hard": hard,
+        "accuracy": accuracy,
+        "full": full,
+        "settle": head,
+        "vote": vote,
+        "m": m,
+        "k": k,
+        "t": t,
+        "dev": dev,
+        "d_full": (d_full, d_full_se),
+        "d_vote": (d_vote, d_vote_se),
+        "share": head["calls"] / full["calls"],
+    }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, default=5, help="also summarise the headline over this many seeds")
-    parser.add_argument("--hard", type=float, default=0.3, help="share of hard cases")
-    parser.add_argument("--easy", type=float, default=0.95, help="every role's accuracy on easy cases")
-    parser.add_argument("--hard-single", type=float, default=0.55, help="a single answer's accuracy on hard cases")
-    parser.add_argument("--hard-judge", type=float, default=0.80, help="the trial judge's accuracy on hard cases")
-    parser.add_argument("--panel", type=int, default=2, help="panel size of the headline settle design")
-    parser.add_argument("--threshold", type=float, default=1.0, help="its threshold (vote share)")
-    args = parser.parse_args()
-    token = serial.set(True)  # one call after another: the oracle's draws do not depend on thread timing
-    first = headline(args, args.seed)
-    gold, hard, accuracy = first["gold"], first["hard"], first["accuracy"]
-    full, head, matched, matched_k = first["full"], first["settle"], first["vote"], first["k"]
-    n, h = len(gold), len(hard) / len(gold)
-    q_e, q_h, r_e, r_h = args.easy, args.hard_single, args.easy, args.hard_judge
+def met(res: dict[str, Any], budget: float) -> dict[str, bool]:
+    """Which targets one seed meets: within one paired SE, within the calls budget, above the vote."""
+    (d, d_se), (dv, _) = res["d_full"], res["d_vote"]
+    return {"within": d >= -d_se, "calls": res["share"] <= budget + 1e-9, "vote": dv > 0}
+
+
+class Model:
+    """What the difficulty model predicts for a settle design (binomial sums)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args, self.h = args, args.hard
+        self.kinds = ((args.easy, args.easy), (args.hard_single, args.hard_judge))
+
+    def settle(self, k: int, t: float) -> tuple[float, float]:
+        e = [expected_settle(k, t, q, r) for q, r in self.kinds]
+        return mix(e[0][0], e[1][0], self.h), mix(e[0][1], e[1][1], self.h)
+
+    def full(self) -> float:
+        return mix(self.kinds[0][1], self.kinds[1][1], self.h)
+
+    def vote(self, n: int) -> float:
+        return mix(*(expected_vote(n, q) for q, _ in self.kinds), self.h)
+
+    def within(self, k: int, t: float, n: int) -> tuple[float, float]:
+        """(expected settle - full, probability a seed of ``n`` cases is within one paired SE: normal approx.)."""
+        g = [expected_gap(k, t, q, r) for q, r in self.kinds]
+        mean, square = mix(g[0][0], g[1][0], self.h), mix(g[0][1], g[1][1], self.h)
+        sd = math.sqrt(max(square - mean**2, 1e-12))
+        return mean, 0.5 * (1 + math.erf((1 + mean * math.sqrt(n) / sd) / math.sqrt(2)))
+
+
+def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) -> None:
+    full, head, matched, n = res["full"], res["settle"], res["vote"], len(res["gold"])
+    k, t, m = res["k"], res["t"], res["m"]
     print(
-        f"{n} cases (seed {args.seed}): {n - len(hard)} easy (every role right w.p. {args.easy}), {len(hard)} hard "
-        f"(single answers w.p. {args.hard_single}, the trial's judge w.p. {args.hard_judge}); oracle fake"
+        f"{n} cases (seed {res['seed']}): {n - len(res['hard'])} easy (every role right w.p. {args.easy}), "
+        f"{len(res['hard'])} hard (single answers w.p. {args.hard_single}, the trial's judge w.p. "
+        f"{args.hard_judge}); oracle fake"
     )
-    full_se = se(full["accuracy"], n)
-    exp_head = [expected_settle(args.panel, args.threshold, q, r) for q, r in ((q_e, r_e), (q_h, r_h))]
-    exp_acc, exp_calls = mix(exp_head[0][0], exp_head[1][0], h), mix(exp_head[0][1], exp_head[1][1], h)
-
+    if res["dev"] is not None:
+        dev = res["dev"]
+        print(
+            f"chosen on {args.dev_cases} dev cases (seed {res['seed'] + DEV}, one always-try run with a panel of "
+            f"{args.dev_panel}, "
+            f"replayed): panel {k}, threshold {t:.3g}: dev accuracy {dev.accuracy:.3f} at {dev.calls:.2f} calls/case, "
+            f"the most accurate within {100 * args.budget:.0f}% of the trial's calls"
+        )
     print()
     print(f"{'design':<44} {'accuracy':>15} {'calls/case':>10} {'% of trial':>10} {'tried':>6}   expected acc, calls")
-    vote_acc = mix(*(expected_vote(matched_k, q) for q in (q_e, q_h)), h)
+    exp_acc, exp_calls = model.settle(k, t)
     rows = [
-        (f"full trial: jot ({TRIAL})", full, mix(r_e, r_h, h), float(TRIAL_CALLS)),
-        (f"settle: panel {args.panel}, threshold {args.threshold:g}, then jot", head, exp_acc, exp_calls),
-        (f"matched majority vote: parallel-vote n={matched_k}", matched, vote_acc, float(matched_k)),
+        (f"full trial: jot ({TRIAL})", full, model.full(), float(TRIAL_CALLS)),
+        (f"settle: panel {k}, threshold {t:.3g}, then jot", head, exp_acc, exp_calls),
+        (f"matched majority vote: parallel-vote n={m}", matched, model.vote(m), float(m)),
     ]
     for name, r, e_acc, e_calls in rows:
         print(
             f"{name:<44} {r['accuracy']:>7.3f} ± {se(r['accuracy'], n):.3f} {r['calls']:>10.2f} "
             f"{100 * r['calls'] / full['calls']:>9.1f}% {100 * r['tried']:>5.1f}%   {e_acc:.3f}, {e_calls:.2f}"
         )
-    d_full, d_full_se = paired(head["right"], full["right"])
-    d_vote, d_vote_se = paired(head["right"], matched["right"])
-    share = head["calls"] / full["calls"]
+    print("(± is each accuracy's own binomial SE; the comparisons below use the SE of the paired difference)")
+    (d, d_se), (dv, dv_se), ok = res["d_full"], res["d_vote"], met(res, args.budget)
     print()
     print(
-        f"settle vs full trial: accuracy {d_full:+.3f} (paired SE {d_full_se:.3f}); one SE of the full trial is "
-        f"{full_se:.3f}: {'within' if head['accuracy'] >= full['accuracy'] - full_se else 'NOT within'} one SE; "
-        f"calls {100 * share:.1f}% of the full trial's ({'<=' if share <= 0.45 else '>'} 45%)"
+        f"settle vs full trial: accuracy {d:+.3f}, SE of the paired difference {d_se:.3f} "
+        f"(the full trial's own SE: {se(full['accuracy'], n):.3f}): {in_se(d, d_se):+.2f} SE, "
+        f"{'within' if ok['within'] else 'NOT within'} one SE; calls {100 * res['share']:.1f}% of the full "
+        f"trial's ({'<=' if ok['calls'] else '>'} {100 * args.budget:.0f}%)"
     )
     print(
-        f"settle vs majority vote at equal calls (n={matched_k}): accuracy {d_vote:+.3f} (paired SE {d_vote_se:.3f}): "
-        f"{'beats it' if d_vote > 0 else 'does NOT beat it'}"
+        f"settle vs majority vote at equal calls (n={m}): accuracy {dv:+.3f} (paired SE {dv_se:.3f}): "
+        f"{'beats it' if ok['vote'] else 'does NOT beat it'}"
     )
+    verdict = "MET" if all(ok.values()) else "NOT met (" + ", ".join(w for w, v in ok.items() if not v) + ")"
+    print(f"target on seed {res['seed']}: {verdict}")
 
-    votes: dict[int, dict] = {matched_k: matched}
+
+def print_curve(args: argparse.Namespace, res: dict[str, Any], model: Model) -> None:
+    gold, accuracy, full, n, seed = res["gold"], res["accuracy"], res["full"], len(res["gold"]), res["seed"]
+    votes: dict[int, dict] = {res["m"]: res["vote"]}
 
     def vote(k: int) -> dict:
         if k not in votes:
-            votes[k] = run("parallel-vote", {"n_models": k}, gold, accuracy, args.seed)
+            votes[k] = run("parallel-vote", {"n_models": k}, gold, accuracy, seed)
         return votes[k]
 
     print()
-    print("accuracy-calls curve over the threshold (vote share; only these values give distinct designs):")
+    print("accuracy-calls curve over the threshold, on the test cases (vote share; each value a distinct design):")
     print(
         f"{'panel':>5} {'threshold':>9} {'accuracy':>15} {'calls/case':>10} {'% of trial':>10} {'tried':>6} "
         f"{'vote at =calls':>15}   expected acc, calls"
     )
     for k in (1, 2, 3, 5):
         for t in sorted({max(j, k - j) / k for j in range(k + 1)}):
-            same = (k, t) == (args.panel, args.threshold)
-            r = head if same else run("settle", settle_knobs(k, t), gold, accuracy, args.seed)
+            same = (k, round(t, 6)) == (res["k"], round(res["t"], 6))
+            r = res["settle"] if same else run("settle", settle_knobs(k, t), gold, accuracy, seed)
             m = max(1, round(r["calls"]))
-            e = [expected_settle(k, t, q, rr) for q, rr in ((q_e, r_e), (q_h, r_h))]
+            e_acc, e_calls = model.settle(k, t)
             print(
                 f"{k:>5} {t:>9.3f} {r['accuracy']:>7.3f} ± {se(r['accuracy'], n):.3f} {r['calls']:>10.2f} "
                 f"{100 * r['calls'] / full['calls']:>9.1f}% {100 * r['tried']:>5.1f}% "
-                f"{vote(m)['accuracy']:>9.3f} (n={m})   {mix(e[0][0], e[1][0], h):.3f}, {mix(e[0][1], e[1][1], h):.2f}"
+                f"{vote(m)['accuracy']:>9.3f} (n={m})   {e_acc:.3f}, {e_calls:.2f}"
             )
 
+
+def print_flips(args: argparse.Namespace, res: dict[str, Any]) -> None:
+    full, head, gold, hard = res["full"], res["settle"], res["gold"], res["hard"]
     print()
     print("what the trial changed:")
-    for name, result, framework in (
-        ("full trial (jot)", full, "jot"),
-        (f"settle (panel {args.panel})", head, "settle"),
-    ):
+    for name, result, framework in (("full trial (jot)", full, "jot"), (f"settle (panel {res['k']})", head, "settle")):
         for line in flip_lines(name, flip_matrix(result["rows"], framework, LABELS) or {}):
             print("  " + line)
     for name, wanted in (("easy", False), ("hard", True)):
@@ -243,26 +336,77 @@ def main() -> None:
         for line in flip_lines(f"full trial, {name} cases", flip_matrix(part, "jot", LABELS) or {}):
             print("  " + line)
 
-    if args.seeds > 1:
-        print()
-        print(f"the headline over seeds {args.seed}..{args.seed + args.seeds - 1} ({n} cases each):")
-        cols = ("seed", "full", "settle", "Δ", "1 SE", "within", "calls %", "vote", "Δ vote")
-        print(" ".join(f"{c:>7}" for c in cols))
-        runs = [first] + [headline(args, s) for s in range(args.seed + 1, args.seed + args.seeds)]
-        for s, res in enumerate(runs, args.seed):
-            f, st, v = res["full"]["accuracy"], res["settle"]["accuracy"], res["vote"]["accuracy"]
-            within = "yes" if st >= f - se(f, n) else "no"
-            calls = 100 * res["settle"]["calls"] / res["full"]["calls"]
-            print(
-                f"{s:>7} {f:>7.3f} {st:>7.3f} {st - f:>+7.3f} {se(f, n):>7.3f} {within:>7} {calls:>6.1f}% "
-                f"{v:>7.3f} {st - v:>+7.3f}"
-            )
-        mean = sum(r["settle"]["accuracy"] - r["full"]["accuracy"] for r in runs) / len(runs)
-        calls = sum(r["settle"]["calls"] / r["full"]["calls"] for r in runs) / len(runs)
-        over = sum(r["settle"]["accuracy"] - r["vote"]["accuracy"] for r in runs) / len(runs)
+
+def print_seeds(args: argparse.Namespace, runs: list[dict[str, Any]], model: Model) -> None:
+    n = len(runs[0]["gold"])
+    print()
+    print(f"the headline over seeds {runs[0]['seed']}..{runs[-1]['seed']} ({n} test cases each):")
+    cols = ("seed", "design", "full", "settle", "Δ", "paired SE", "Δ/SE", "within", "calls %", "vote", "Δ vote", "met")
+    print(" ".join(f"{c:>9}" for c in cols))
+    counts = dict.fromkeys(("within", "calls", "vote", "all"), 0)
+    for res in runs:
+        f, st, v = res["full"]["accuracy"], res["settle"]["accuracy"], res["vote"]["accuracy"]
+        (d, d_se), ok = res["d_full"], met(res, args.budget)
+        for key, value in ok.items():
+            counts[key] += value
+        counts["all"] += all(ok.values())
+        design = f"{res['k']}, {res['t']:.3g}"
         print(
-            f"mean: settle - full {mean:+.3f}, calls {100 * calls:.1f}% of the full trial's, settle - vote {over:+.3f}"
+            f"{res['seed']:>9} {design:>9} {f:>9.3f} {st:>9.3f} {d:>+9.3f} "
+            f"{d_se:>9.3f} {in_se(d, d_se):>+9.2f} {'yes' if ok['within'] else 'no':>9} {100 * res['share']:>8.1f}% "
+            f"{v:>9.3f} {st - v:>+9.3f} {'yes' if all(ok.values()) else 'no':>9}"
         )
+    gaps = [r["d_full"][0] for r in runs]
+    mean = sum(gaps) / len(gaps)
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / max(len(gaps) - 1, 1))
+    calls = sum(r["share"] for r in runs) / len(runs)
+    over = sum(r["d_vote"][0] for r in runs) / len(runs)
+    s = len(runs)
+    print(
+        f"mean over seeds: settle - full {mean:+.4f} (SE over seeds {sd / math.sqrt(s):.4f}), calls "
+        f"{100 * calls:.1f}% of the full trial's, settle - vote {over:+.3f}"
+    )
+    print(
+        f"targets met: within one paired SE {counts['within']}/{s}, calls <= {100 * args.budget:.0f}% "
+        f"{counts['calls']}/{s}, beats the vote {counts['vote']}/{s}, all three {counts['all']}/{s}"
+    )
+    designs = sorted({(r["k"], r["t"]) for r in runs})
+    for k, t in designs:
+        gap, p = model.within(k, t, n)
+        acc, c = model.settle(k, t)
+        chosen = sum((r["k"], r["t"]) == (k, t) for r in runs)
+        print(
+            f"under the model, panel {k}, threshold {t:.3g} (chosen on {chosen}/{s} seeds): accuracy {acc:.3f} "
+            f"vs the full trial's {model.full():.3f} (expected gap {gap:+.4f}), {100 * c / TRIAL_CALLS:.1f}% of its "
+            f"calls; a seed of {n} cases is within one paired SE with probability {p:.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=10, help="also summarise the headline over this many seeds")
+    parser.add_argument("--hard", type=float, default=0.3, help="share of hard cases")
+    parser.add_argument("--easy", type=float, default=0.95, help="every role's accuracy on easy cases")
+    parser.add_argument("--hard-single", type=float, default=0.55, help="a single answer's accuracy on hard cases")
+    parser.add_argument("--hard-judge", type=float, default=0.80, help="the trial judge's accuracy on hard cases")
+    parser.add_argument("--budget", type=float, default=0.45, help="calls the settle design may spend, x the trial's")
+    parser.add_argument("--dev-cases", type=int, default=None, help="dev cases the design is chosen on (--cases)")
+    parser.add_argument("--dev-panel", type=int, default=5, help="panel of the always-try dev run (its largest)")
+    parser.add_argument("--panel", type=int, default=None, help="fix the panel size instead of choosing on dev")
+    parser.add_argument("--threshold", type=float, default=1.0, help="with --panel: its threshold (vote share)")
+    args = parser.parse_args()
+    args.dev_cases = args.dev_cases or args.cases
+    token = serial.set(True)  # one call after another: the oracle's draws do not depend on thread timing
+    model = Model(args)
+    first = headline(args, args.seed)
+    print_headline(args, first, model)
+    print_curve(args, first, model)
+    print_flips(args, first)
+    if args.seeds > 1:
+        runs = [first] + [headline(args, s) for s in range(args.seed + 1, args.seed + args.seeds)]
+        print_seeds(args, runs, model)
     serial.reset(token)
 
 

@@ -120,6 +120,11 @@ def run(
             if spec.execution.repeats > 1:
                 return run_repeats(config, spec.execution.repeats, lms=lms, **hooks, **spend)
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
+    from courtroom.analysis.flips import run_flips
+
+    flips = run_flips(outcome.run_dir, outcome.results)
+    if flips is not None:
+        outcome.analyses["flips"] = flips  # what the trial changed, as ``compare`` reports it
     if spec.output.ambiguity_k:
         from courtroom.analysis.ambiguity import run_ambiguity
 

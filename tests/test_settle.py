@@ -268,6 +268,8 @@ def test_runs_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert {t["role"] for t in rows[0]["transcript"]} == {"panel", *TRIAL_ROLES}
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["framework_config"]["trial_knobs"] == "n_loops=1"
+    flips = [x for x in out.splitlines() if "what the trial changed, from the panel's votes" in x]
+    assert len(flips) == 1 and "(n=2)" in flips[0], "run prints the flip matrix as compare does"
 
 
 def test_listed_by_courtroom_frameworks(capsys: pytest.CaptureFixture[str]) -> None:
@@ -318,6 +320,9 @@ def test_bench_runs_at_its_smallest_size() -> None:
         "matched majority vote",
         "curve",
         "seeds 0..1",
+        "chosen on 20 dev cases",
+        "SE of the paired difference",
+        "targets met: within one paired SE",
     ):
         assert needle in out.stdout, needle
     sys.path.insert(0, str(bench.parent))

@@ -1,1 +1,1 @@
-"""Analyses: the papers' analyses, ambiguity, position bias and calibration."""
+"""Analyses: the papers' analyses, ambiguity, position bias, calibration, flips and where to settle."""

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 Row = Mapping[str, Any]
 KEYS = ("wrong_to_right", "right_to_wrong", "kept_right", "kept_wrong")
@@ -146,6 +147,18 @@ def flip_matrix(
     return out
 
 
+def run_flips(run_dir: Any, results: Iterable[Any]) -> dict[str, Any] | None:
+    """The flip matrix of one run folder's results (its framework and labels from ``meta.json``)."""
+    from pathlib import Path
+
+    from courtroom._files import read_json
+
+    meta = read_json(Path(run_dir) / "meta.json")
+    framework = str((meta.get("config") or {}).get("framework"))
+    task = meta.get("task") or {}
+    return flip_matrix(results, framework, task.get("labels") or [], task.get("positions"))
+
+
 def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate:.1%}"
 
@@ -166,6 +179,8 @@ def flip_lines(name: str, flips: Mapping[str, Any]) -> list[str]:
 
 def flip_table(by_framework: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per framework with a flip matrix: counts and rates, for reports."""
+    import pandas as pd  # reports only: a run that prints its flips does not load pandas
+
     rows = {}
     for name, f in by_framework.items():
         rows[name] = {

@@ -98,6 +98,8 @@ class SettleThenTrial(CourtroomProgram):
       a trial for every case (the panel is still asked: the dearest end of the design's cost).
     * The trial's roles keep their names and can be routed (``--role judge=...``); it is prepared
       on the training cases whatever the panel later settles. ``seed`` goes to a trial that has one.
+    * Where to settle: one run with ``always_try`` on dev cases prices every panel size and
+      threshold (:mod:`courtroom.analysis.settling`), as the design study would search them.
 
     Output fields: ``label``, ``transcript`` (the panel's answers, the decision to settle or try,
     then the trial's own transcript), ``decided_by`` (``"panel"`` or ``"trial"``), ``panel_votes``,

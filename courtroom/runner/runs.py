@@ -145,7 +145,8 @@ class RunOutcome:
     summary: dict[str, Any]
     results: list[ExampleResult]
     analyses: dict[str, Any] = field(default_factory=dict)
-    """Analyses run after the evaluation (``ambiguity``: the ambiguity split's rows)."""
+    """Analyses run after the evaluation (``flips``: the flip matrix, for a framework with first answers;
+    ``ambiguity``: the ambiguity split's rows)."""
 
 
 def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:

@@ -1,0 +1,107 @@
+"""Settle decides well, not just mechanically (SPEC §13): on generated cases whose answers are known.
+
+Cases are 70% easy (every role right w.p. 0.95) and 30% hard (the panel near chance, 0.55; the
+trial's judge 0.8), as in ``bench/settle.py``. There, a panel that agrees is mostly facing an easy
+case, so settling on agreement must beat settling as many cases picked at random, and a design
+chosen on dev cases must score near the best design on test cases and above a design picked at
+random.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from courtroom.analysis import settling
+from courtroom.models._concurrency import serial
+from courtroom.programs import build_program
+from courtroom.testing import oracle_lm
+
+LABELS = ["True", "False"]
+HARD = {"panel": 0.55, "judge": 0.8}
+TRIAL = {"trial": "jot", "trial_knobs": "n_loops=1"}  # 3 calls: lawyer, prosecutor, judge
+
+
+@pytest.fixture(autouse=True)
+def in_order() -> Iterator[None]:
+    """One call after another: each panel member gets the same draw in every run."""
+    token = serial.set(True)
+    yield
+    serial.reset(token)
+
+
+def run(n: int, seed: int, knobs: dict[str, Any], kind: str = "case") -> list[dict[str, Any]]:
+    """A settle design on ``n`` generated cases (30% hard, seeded): one record per case."""
+    gold = {f"{kind} {i:04d}: is the defendant liable?": LABELS[i % 2] for i in range(n)}
+    hard = random.Random(seed).sample(sorted(gold), round(0.3 * n))
+    lm = oracle_lm(gold, LABELS, accuracy=0.95, case_accuracy=dict.fromkeys(hard, HARD), seed=seed)
+    program = build_program("settle", LABELS, lm=lm, knobs=TRIAL | knobs)
+    rows = []
+    for case, label in gold.items():
+        before = sum(lm.engine_impl.counts.values())
+        pred = program(case=case)
+        fields = {k: v for k, v in pred.items() if k not in ("label", "transcript")}
+        calls = sum(lm.engine_impl.counts.values()) - before
+        rows.append({"gold": label, "prediction": pred.label, "fields": fields, "calls": calls})
+    return rows
+
+
+def accuracy(rows: list[dict[str, Any]]) -> float:
+    return sum(r["prediction"] == r["gold"] for r in rows) / len(rows)
+
+
+def test_replaying_an_always_try_run_is_what_each_design_gives() -> None:
+    tried = run(60, 3, {"panel_size": 3, "always_try": True})
+    for k, t in ((1, 1.0), (2, 1.0), (3, 2 / 3), (3, 1.0)):
+        real = run(60, 3, {"panel_size": k, "threshold": t})
+        replayed = settling.replay(tried, LABELS, k, t)
+        assert list(replayed.right) == [r["prediction"] == r["gold"] for r in real], (k, t)
+        assert replayed.calls == pytest.approx(sum(r["calls"] for r in real) / 60), (k, t)
+        assert replayed.tried == pytest.approx(sum(r["fields"]["decided_by"] == "trial" for r in real) / 60)
+    with pytest.raises(ValueError, match="always_try"):
+        settling.replay(run(5, 3, {"panel_size": 3}), LABELS, 2, 1.0)
+    with pytest.raises(ValueError, match="failed"):
+        settling.replay([*tried[:3], {"id": "x", "error": "Timeout: no answer", "fields": {}}], LABELS, 2, 1.0)
+
+
+@pytest.mark.parametrize(("signal", "threshold"), [("votes", 1.0), ("confidence", 0.9)])
+def test_settling_on_agreement_beats_settling_as_many_cases_at_random(signal: str, threshold: float) -> None:
+    n, knobs = 400, {"panel_size": 2, "signal": signal}
+    settled = run(n, 1, knobs | {"threshold": threshold})
+    both = run(n, 1, knobs | {"always_try": True})  # the panel's label and the trial's verdict on every case
+    panel_right = [r["fields"]["panel_label"] == r["gold"] for r in both]
+    trial_right = [r["prediction"] == r["gold"] for r in both]
+    assert [r["fields"]["panel_label"] for r in settled] == [r["fields"]["panel_label"] for r in both]
+    chosen = [r["fields"]["decided_by"] == "panel" for r in settled]
+    share = sum(chosen) / n
+    assert 0.6 < share < 0.9, "the panel agrees on most cases, not all"
+    rng = random.Random(0)
+    draws = []
+    for _ in range(200):
+        pick = set(rng.sample(range(n), sum(chosen)))
+        draws.append(sum(panel_right[i] if i in pick else trial_right[i] for i in range(n)) / n)
+    at_random = sum(draws) / len(draws)
+    # Under the model: 0.904 on agreement against 0.846 at random.
+    assert accuracy(settled) >= at_random + 0.025, (accuracy(settled), at_random)
+    on_settled = sum(p for p, c in zip(panel_right, chosen, strict=True) if c) / sum(chosen)
+    assert on_settled >= sum(panel_right) / n + 0.05, "the cases settled are the ones the panel gets right"
+
+
+def test_a_design_chosen_on_dev_cases_is_near_the_best_on_test_cases() -> None:
+    budget = 3.5  # calls per case: a panel of 2 with its trials fits, a panel of 3 that tries does not
+    dev = run(300, 11, {"panel_size": 5, "always_try": True}, kind="dev case")
+    test = run(300, 12, {"panel_size": 5, "always_try": True})
+    chosen = settling.choose(dev, LABELS, max_calls=budget)
+    assert chosen is not None and chosen.calls <= budget
+    fits = [d for d in settling.designs(test, LABELS) if d.calls <= budget]
+    assert len(fits) >= 3, "a choice to make"
+    scored = settling.replay(test, LABELS, chosen.panel_size, chosen.threshold)
+    best = max(d.accuracy for d in fits)
+    at_random = sum(d.accuracy for d in fits) / len(fits)
+    assert scored.accuracy >= best - 0.015, (chosen, best)
+    assert scored.accuracy >= at_random + 0.025, (scored.accuracy, at_random)
+    assert scored.calls <= budget + 0.2, "the dev calls were a fair estimate of the test calls"
+    assert settling.choose(dev, LABELS, max_calls=0.5) is None, "nothing fits below one call"
