@@ -307,6 +307,14 @@ class Output:
     ambiguity_k: int = 0
     theta: float = 0.5
     export_best: str | None = None
+    format: str = "table"
+    """What the command prints on stdout: table (key columns at the terminal's width), md, csv or json."""
+
+    def validate(self) -> None:
+        """A known ``--format``."""
+        from courtroom.reporting.tables import check_format
+
+        check_format(self.format)
 
 
 @dataclass
@@ -432,6 +440,7 @@ class Experiment:
         self.design.validate(self.command)
         self.execution.validate()
         self.budget.validate()
+        self.output.validate()
         self.study.validate()
         return self
 

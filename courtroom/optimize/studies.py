@@ -111,6 +111,7 @@ def run_spec_study(
     from courtroom.optimize.designs import DesignStudyConfig, run_design_study
     from courtroom.optimize.study import run_study, unclaimed_name
     from courtroom.optimize.study_report import trials_table
+    from courtroom.reporting.logs import phases_to
     from courtroom.reporting.progress import ProgressDisplay
 
     config = study_config(spec)
@@ -133,12 +134,13 @@ def run_spec_study(
             bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
             bar.advance()
 
-        if isinstance(config, DesignStudyConfig):
-            outcome = run_design_study(
-                config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget
-            )
-        else:
-            outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
+        with phases_to(bar.status):  # a trial's compile reports its optimizer's phases on the study's line
+            if isinstance(config, DesignStudyConfig):
+                outcome = run_design_study(
+                    config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget
+                )
+            else:
+                outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
     if config.trials == 0:
         return outcome
     outcome.table = trials_table(outcome.study)

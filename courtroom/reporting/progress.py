@@ -2,7 +2,9 @@
 
 On a terminal it is a rich bar per task, counting examples *and* LM calls, with an ETA, so a
 slow multi-call example does not sit at ``0/3``. Elsewhere (CI, ``nohup``, a notebook cell,
-a pipe) it prints one plain line per task every ``every`` seconds, and a last one at the end.
+a pipe) it prints plain lines, never a redrawn bar: one per task when it enters a new stage
+(a compile's phase, a study's trial), one every ``every`` seconds while its counts move, and a
+last one at the end.
 With ``enabled=False`` it draws nothing.
 
 LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
@@ -84,6 +86,8 @@ class Tracker:
     printed: Any = None
     unit: str | None = "examples"
     """What ``done`` counts (``None``: nothing, only LM calls and the note)."""
+    stage: str = ""
+    """The note of the last stage line printed (plain lines only)."""
 
     def start(self, n: int) -> None:
         """``n`` more examples are to be evaluated (called again by each repeat)."""
@@ -183,11 +187,15 @@ class ProgressDisplay:
         self._bar: Progress | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._print_lock = threading.Lock()
         self._context: Any = None
 
     def __enter__(self) -> ProgressDisplay:
         import dspy
 
+        from courtroom.reporting.logs import quiet_dspy
+
+        quiet_dspy()  # DSPy's own lines would bury the display (the command line's choice; --debug keeps them)
         self._context = dspy.context(callbacks=[*dspy.settings.get("callbacks", []), self.counter])
         self._context.__enter__()
         if self.enabled and self.interactive:
@@ -228,6 +236,9 @@ class ProgressDisplay:
         return tracker
 
     def _refresh(self, t: Tracker) -> None:
+        if self._bar is None and self.enabled and self._thread is not None and t.note != t.stage:
+            t.stage = t.note  # a new stage (a phase, a trial) gets its line at once, not at the next tick
+            self._print_line(t)
         if self._bar is None or t.handle is None:
             return
         bits = [t.note] if t.note else []
@@ -240,11 +251,14 @@ class ProgressDisplay:
         self._bar.update(t.handle, total=t.total, completed=t.done, status="  ".join(bits))
 
     def _print_lines(self) -> None:
-        for t in self.trackers:
-            state = (t.done, t.calls, t.note, t.total)
-            if state != t.printed:
-                self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
-                t.printed = state
+        for t in list(self.trackers):
+            if (t.done, t.calls, t.note, t.total) != t.printed:
+                self._print_line(t)
+
+    def _print_line(self, t: Tracker) -> None:
+        with self._print_lock:
+            self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
+            t.printed = (t.done, t.calls, t.note, t.total)
 
     def _lines(self) -> None:
         # The bar's LM-call counts move between results too; plain lines come every `every` s.
@@ -256,19 +270,36 @@ class ProgressDisplay:
                 self._print_lines()
 
 
+_tqdm_lock = threading.Lock()
+_tqdm_state: dict[str, Any] = {"users": 0, "original": None}
+
+
 @contextlib.contextmanager
 def quiet_tqdm(quiet: bool) -> Iterator[None]:
-    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
+    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed).
+
+    DSPy passes ``disable=False`` itself, so the bar is forced off whatever the caller asks;
+    threads that quiet it side by side (a study's workers) share one patch.
+    """
     if not quiet:
         yield
         return
-    from functools import partialmethod
-
     import tqdm
 
-    original = tqdm.tqdm.__init__
-    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
+    with _tqdm_lock:
+        if _tqdm_state["users"] == 0:
+            original = _tqdm_state["original"] = tqdm.tqdm.__init__
+
+            def silent(self: Any, *args: Any, **kwargs: Any) -> None:
+                kwargs["disable"] = True
+                original(self, *args, **kwargs)
+
+            tqdm.tqdm.__init__ = silent  # type: ignore[method-assign]
+        _tqdm_state["users"] += 1
     try:
         yield
     finally:
-        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]
+        with _tqdm_lock:
+            _tqdm_state["users"] -= 1
+            if _tqdm_state["users"] == 0:
+                tqdm.tqdm.__init__ = _tqdm_state["original"]  # type: ignore[method-assign]
