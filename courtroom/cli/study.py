@@ -39,13 +39,18 @@ def study_command(
 
         return print_estimates(*estimate(spec=spec))
     outcome = study(spec=spec)
-    console = Console()
+    from courtroom.reporting.tables import stdout_console, terminal_width
+
+    fmt = spec.output.format
+    console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     console.print(f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
     if spec.study.trials == 0:
         return
     from courtroom.optimize.studies import is_design_study
 
-    if is_design_study(outcome.config):
+    if fmt != "table":
+        _print_data(outcome, fmt)
+    elif is_design_study(outcome.config):
         _print_designs(outcome, console)
     else:
         _print_trials(outcome, console)
@@ -81,7 +86,7 @@ def _print_trials(outcome: Any, console: Console) -> None:
     cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
     cols += ["error"] if "error" in df.columns else []
     for c in cols:
-        table.add_column(c)
+        table.add_column(c, overflow="fold")
     for _, row in df.iterrows():
         table.add_row(
             *[
@@ -101,12 +106,32 @@ def _print_trials(outcome: Any, console: Console) -> None:
         console.print(pareto_table(study).to_string(index=False), markup=False)
 
 
+def _print_data(outcome: Any, fmt: str) -> None:
+    """The whole trials table (a design study: one row per design) on stdout as md, csv or json."""
+    from courtroom.optimize.studies import is_design_study
+    from courtroom.reporting.tables import print_data
+
+    if is_design_study(outcome.config):
+        from courtroom.optimize._design_report import design_table
+
+        table = design_table(outcome.study)
+        print_data(fmt, table.set_index("design") if "design" in table.columns else table)
+    elif outcome.table is not None:
+        print_data(fmt, outcome.table.set_index("number") if "number" in outcome.table.columns else outcome.table)
+
+
 def _print_designs(outcome: Any, console: Console) -> None:
     """Per design (calls, cached) and, with cost, the Pareto front across designs."""
     from courtroom.optimize._design_report import design_pareto, design_table
+    from courtroom.reporting.tables import fitted
 
     console.print("per design (calls: made by the programs; cached: served from the shared cache):")
-    console.print(design_table(outcome.study).to_string(index=False), markup=False)
+    table = design_table(outcome.study)
+    if table.empty:
+        return
+    shown = table.set_index("design").map(lambda v: f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(fitted(shown, ("trials", "complete", "best_score", "calls"), console.width,
+                         right=list(shown.columns)))  # fmt: skip
     if outcome.config.cost_objective:
         console.print(f"Pareto front across designs (score up, {outcome.config.cost} per example down):")
         console.print(design_pareto(outcome.study).to_string(index=False), markup=False)

@@ -61,33 +61,35 @@ def optuna_level() -> int:
     return logging.INFO if _state["debug"] else logging.ERROR
 
 
-PHASES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"STEP 1: BOOTSTRAP"), lambda m: "bootstrap demos"),
-    (re.compile(r"STEP 2: PROPOSE"), lambda m: "propose instructions"),
-    (re.compile(r"STEP 3: FINDING OPTIMAL"), lambda m: "evaluate candidates"),
-    (re.compile(r"Trial (\d+) / (\d+)"), lambda m: f"evaluate trial {m[1]}/{m[2]}"),
-    (re.compile(r"Bootstrapped (\d+) full traces"), lambda m: f"bootstrapped {m[1]} demo(s)"),
-    (re.compile(r"Iteration Depth: (\d+)/(\d+)"), lambda m: f"propose round {m[1]}/{m[2]}"),
-    (re.compile(r"Iteration (\d+):"), lambda m: f"iteration {m[1]}"),  # GEPA
-    (re.compile(r"(\d+) candidate programs found"), lambda m: f"{m[1]} candidate programs"),
-    (re.compile(r"Best score so far: ([\d.]+)"), lambda m: f"best so far {m[1]}"),
+PHASES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], bool]] = [
+    (re.compile(r"STEP 1: BOOTSTRAP"), lambda m: "bootstrap demos", True),
+    (re.compile(r"STEP 2: PROPOSE"), lambda m: "propose instructions", True),
+    (re.compile(r"STEP 3: FINDING OPTIMAL"), lambda m: "evaluate candidates", True),
+    (re.compile(r"Trial (\d+) / (\d+)"), lambda m: f"evaluate trial {m[1]}/{m[2]}", True),
+    (re.compile(r"Iteration Depth: (\d+)/(\d+)"), lambda m: f"propose round {m[1]}/{m[2]}", True),
+    (re.compile(r"Iteration (\d+):"), lambda m: f"iteration {m[1]}", True),  # GEPA
+    (re.compile(r"Will attempt to bootstrap (\d+) candidate sets"), lambda m: f"bootstrap {m[1]} candidate sets", True),
+    (re.compile(r"Bootstrapped (\d+) full traces"), lambda m: f"bootstrapped {m[1]} demo(s)", False),
+    (re.compile(r"(\d+) candidate programs found"), lambda m: f"{m[1]} candidate programs", False),
+    (re.compile(r"Best score so far: ([\d.]+)"), lambda m: f"best so far {m[1]}", False),
 ]
-"""DSPy optimizer lines -> the phase shown on the progress display."""
+"""DSPy optimizer lines -> the phase shown on the progress display, and whether it starts a stage
+(a plain line at once) or only updates the current one (seen on the next line)."""
 
 
-def phase_of(text: str) -> str | None:
-    """The phase a DSPy optimizer line announces, if any."""
-    for pattern, note in PHASES:
+def phase_of(text: str) -> tuple[str, bool] | None:
+    """The phase a DSPy optimizer line announces, if any, and whether it starts a stage."""
+    for pattern, note, stage in PHASES:
         found = pattern.search(text)
         if found:
-            return note(found)
+            return note(found), stage
     return None
 
 
 class PhaseNotes(logging.Handler):
     """A handler on DSPy's logger that turns the optimizer's step lines (of one thread) into notes."""
 
-    def __init__(self, on_phase: Callable[[str], None]) -> None:  # noqa: D107
+    def __init__(self, on_phase: Callable[..., None]) -> None:  # noqa: D107
         super().__init__(logging.INFO)
         self.on_phase = on_phase
         self.thread = threading.get_ident()
@@ -98,7 +100,7 @@ class PhaseNotes(logging.Handler):
         with contextlib.suppress(Exception):
             phase = phase_of(record.getMessage())
             if phase:
-                self.on_phase(phase)
+                self.on_phase(*phase)
 
 
 class _Prints:
@@ -106,14 +108,14 @@ class _Prints:
 
     def __init__(self, original: Any) -> None:
         self.original = original
-        self.listeners: dict[int, Callable[[str], None]] = {}
+        self.listeners: dict[int, Callable[..., None]] = {}
 
     def write(self, text: str) -> int:
         listener = self.listeners.get(threading.get_ident())
         if listener is not None:
             phase = phase_of(text)
             if phase:
-                listener(phase)
+                listener(*phase)
         if _state["debug"] or (_state["debug"] is None and listener is None):
             sys.stderr.write(text)
         return len(text)
@@ -125,11 +127,11 @@ class _Prints:
         return False
 
 
-_sink: dict[str, Callable[[str], None] | None] = {"notes": None}
+_sink: dict[str, Callable[..., None] | None] = {"notes": None}
 
 
 @contextlib.contextmanager
-def phases_to(notes: Callable[[str], None]) -> Iterator[None]:
+def phases_to(notes: Callable[..., None]) -> Iterator[None]:
     """Optimizers run inside (without a display of their own: a study's trials) report their phases to ``notes``."""
     previous, _sink["notes"] = _sink["notes"], notes
     try:
@@ -143,7 +145,7 @@ _prints: dict[str, Any] = {"stream": None, "users": 0}
 
 
 @contextlib.contextmanager
-def optimizer_output(on_phase: Callable[[str], None] | None = None, label: str = "") -> Iterator[None]:
+def optimizer_output(on_phase: Callable[..., None] | None = None, label: str = "") -> Iterator[None]:
     """While a DSPy optimizer runs: its prints off stdout, its tqdm bars off, its phases to ``on_phase``.
 
     Without ``on_phase``, the phases go to the notes of :func:`phases_to` (if any), after ``label``.
@@ -156,7 +158,7 @@ def optimizer_output(on_phase: Callable[[str], None] | None = None, label: str =
 
     notes = _sink["notes"]
     if on_phase is None and notes is not None:
-        on_phase = (lambda phase: notes(f"{label}: {phase}")) if label else notes
+        on_phase = (lambda phase, stage=True: notes(f"{label}: {phase}", stage)) if label else notes
     handler = PhaseNotes(on_phase) if on_phase is not None else None
     dspy_logger = logging.getLogger("dspy")
     with _prints_lock:

@@ -127,9 +127,14 @@ class Tracker:
         self.done += 1
         self.display._refresh(self)
 
-    def status(self, note: str) -> None:
-        """A short phase note (e.g. ``dev before``, ``optimizing``)."""
+    def status(self, note: str, stage: bool = True) -> None:
+        """A short phase note (e.g. ``dev before``, ``optimizing``); ``stage=False``: a detail of the current stage.
+
+        Off a terminal, a new stage gets its line at once; a detail waits for the next periodic line.
+        """
         self.note = note
+        if not stage:
+            self.stage = note
         self.display._refresh(self)
 
     @property
