@@ -34,6 +34,17 @@ def set_debug(debug: bool) -> None:
         quiet_dspy()
 
 
+def reset() -> None:
+    """Back to a script's logging (after a command run in-process): DSPy's stream on, LiteLLM's levels unset."""
+    _state["debug"] = None
+    for name in LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    if "dspy" in sys.modules:
+        from dspy.utils import logging_utils
+
+        logging_utils.enable_logging()
+
+
 def debug() -> bool | None:
     """``--debug`` given (True), not given (False), or not on the command line (None)."""
     return _state["debug"]
@@ -193,5 +204,6 @@ __all__ = [
     "phase_of",
     "phases_to",
     "quiet_dspy",
+    "reset",
     "set_debug",
 ]
