@@ -296,6 +296,17 @@ class Budget:
         return load_prices(self.prices)
 
 
+FORMATS = ("table", "md", "csv", "json")
+"""The values of ``--format``."""
+
+
+def check_format(value: str) -> str:
+    """``value`` if it is one of :data:`FORMATS`."""
+    if value not in FORMATS:
+        raise ConfigError(f"--format {value!r}: use {', '.join(FORMATS)}")
+    return value
+
+
 @dataclass
 class Output:
     """Where results go, and what is printed or analysed after."""
@@ -312,8 +323,6 @@ class Output:
 
     def validate(self) -> None:
         """A known ``--format``."""
-        from courtroom.reporting.tables import check_format
-
         check_format(self.format)
 
 

@@ -24,7 +24,8 @@ def runs_command(
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
     from courtroom.api import runs
     from courtroom.errors import ConfigError
-    from courtroom.reporting.tables import check_format, print_data
+    from courtroom.reporting.tables import print_data
+    from courtroom.spec import check_format
 
     check_format(format)
     missing = [str(f) for f in folders or () if not f.is_dir()]

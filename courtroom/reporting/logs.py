@@ -165,8 +165,6 @@ def optimizer_output(on_phase: Callable[..., None] | None = None, label: str = "
     they become phase notes (and, with ``--debug``, stderr lines). Threads that run optimizers
     side by side (a study's workers) share one replacement of ``sys.stdout``.
     """
-    from courtroom.reporting.progress import quiet_tqdm
-
     notes = _sink["notes"]
     if on_phase is None and notes is not None:
         on_phase = (lambda phase, stage=True: notes(f"{label}: {phase}", stage)) if label else notes
@@ -196,6 +194,41 @@ def optimizer_output(on_phase: Callable[..., None] | None = None, label: str = "
                 _prints["stream"] = None
 
 
+_tqdm_lock = threading.Lock()
+_tqdm_state: dict[str, Any] = {"users": 0, "original": None}
+
+
+@contextlib.contextmanager
+def quiet_tqdm(quiet: bool) -> Iterator[None]:
+    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed).
+
+    DSPy passes ``disable=False`` itself, so the bar is forced off whatever the caller asks;
+    threads that quiet it side by side (a study's workers) share one patch.
+    """
+    if not quiet:
+        yield
+        return
+    import tqdm
+
+    with _tqdm_lock:
+        if _tqdm_state["users"] == 0:
+            original = _tqdm_state["original"] = tqdm.tqdm.__init__
+
+            def silent(self: Any, *args: Any, **kwargs: Any) -> None:
+                kwargs["disable"] = True
+                original(self, *args, **kwargs)
+
+            tqdm.tqdm.__init__ = silent  # type: ignore[method-assign]
+        _tqdm_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _tqdm_lock:
+            _tqdm_state["users"] -= 1
+            if _tqdm_state["users"] == 0:
+                tqdm.tqdm.__init__ = _tqdm_state["original"]  # type: ignore[method-assign]
+
+
 __all__ = [
     "PhaseNotes",
     "debug",
@@ -204,6 +237,7 @@ __all__ = [
     "phase_of",
     "phases_to",
     "quiet_dspy",
+    "quiet_tqdm",
     "reset",
     "set_debug",
 ]

@@ -13,11 +13,9 @@ display; evaluation threads copy the caller's context, so they count too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["CallCounter", "ProgressDisplay", "Tracker", "quiet_tqdm"]
+__all__ = ["CallCounter", "ProgressDisplay", "Tracker"]
 
 
 class CallCounter(BaseCallback):
@@ -273,38 +271,3 @@ class ProgressDisplay:
                     self._refresh(t)
             else:
                 self._print_lines()
-
-
-_tqdm_lock = threading.Lock()
-_tqdm_state: dict[str, Any] = {"users": 0, "original": None}
-
-
-@contextlib.contextmanager
-def quiet_tqdm(quiet: bool) -> Iterator[None]:
-    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed).
-
-    DSPy passes ``disable=False`` itself, so the bar is forced off whatever the caller asks;
-    threads that quiet it side by side (a study's workers) share one patch.
-    """
-    if not quiet:
-        yield
-        return
-    import tqdm
-
-    with _tqdm_lock:
-        if _tqdm_state["users"] == 0:
-            original = _tqdm_state["original"] = tqdm.tqdm.__init__
-
-            def silent(self: Any, *args: Any, **kwargs: Any) -> None:
-                kwargs["disable"] = True
-                original(self, *args, **kwargs)
-
-            tqdm.tqdm.__init__ = silent  # type: ignore[method-assign]
-        _tqdm_state["users"] += 1
-    try:
-        yield
-    finally:
-        with _tqdm_lock:
-            _tqdm_state["users"] -= 1
-            if _tqdm_state["users"] == 0:
-                tqdm.tqdm.__init__ = _tqdm_state["original"]  # type: ignore[method-assign]

@@ -23,9 +23,6 @@ from rich.table import Table
 if TYPE_CHECKING:
     import pandas as pd
 
-FORMATS = ("table", "md", "csv", "json")
-"""The values of ``--format``."""
-
 DEFAULT_WIDTH = 100
 """Columns when neither ``COLUMNS`` nor a terminal says (a pipe, a log file)."""
 
@@ -46,15 +43,6 @@ def terminal_width(default: int = DEFAULT_WIDTH) -> int:
 def stdout_console(width: int | None = None) -> Console:
     """A console on stdout at the terminal's width (see :func:`terminal_width`)."""
     return Console(width=width or terminal_width(), highlight=False)
-
-
-def check_format(value: str) -> str:
-    """``value`` if it is one of :data:`FORMATS`."""
-    from courtroom.errors import ConfigError
-
-    if value not in FORMATS:
-        raise ConfigError(f"--format {value!r}: use {', '.join(FORMATS)}")
-    return value
 
 
 def _natural_width(table: Table) -> int:
@@ -142,8 +130,6 @@ def print_data(fmt: str, df: pd.DataFrame, *, readable: pd.DataFrame | None = No
 
 __all__ = [
     "DEFAULT_WIDTH",
-    "FORMATS",
-    "check_format",
     "csv_text",
     "fitted",
     "json_text",
