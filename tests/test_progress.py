@@ -213,3 +213,17 @@ def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli:
     assert not LIBRARY_LINES.search(done.stderr), done.stderr
     assert "STEP" not in done.stdout + done.stderr  # MIPROv2's own step banners stay in DSPy's log
     assert debug.returncode == 0 and "STEP 1: BOOTSTRAP" in debug.stderr and "dspy.teleprompt" in debug.stderr
+
+
+def test_plain_lines_keep_coming_while_one_slow_call_holds_the_task() -> None:
+    import time
+
+    from courtroom.reporting.progress import ProgressDisplay
+
+    out = io.StringIO()
+    with ProgressDisplay(console=Console(file=out, width=200), every=0.1, interactive=False) as display:
+        display.heartbeat = 0.3
+        display.track("slow", total=1)
+        time.sleep(1.2)  # nothing moves: no result, no call
+    lines = [line for line in out.getvalue().splitlines() if "slow: 0/1 examples" in line]
+    assert 3 <= len(lines) <= 6, out.getvalue()

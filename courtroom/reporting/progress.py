@@ -3,8 +3,8 @@
 On a terminal it is a rich bar per task, counting examples *and* LM calls, with an ETA, so a
 slow multi-call example does not sit at ``0/3``. Elsewhere (CI, ``nohup``, a notebook cell,
 a pipe) it prints plain lines, never a redrawn bar: one per task when it enters a new stage
-(a compile's phase, a study's trial), one every ``every`` seconds while its counts move, and a
-last one at the end.
+(a compile's phase, a study's trial), one every ``every`` seconds while its counts move (and
+every 30 s for the running task even when they do not), and a last one at the end.
 With ``enabled=False`` it draws nothing.
 
 LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
@@ -84,6 +84,7 @@ class Tracker:
     printed: Any = None
     unit: str | None = "examples"
     """What ``done`` counts (``None``: nothing, only LM calls and the note)."""
+    printed_at: float = 0.0
     stage: str = ""
     """The note of the last stage line printed (plain lines only)."""
 
@@ -184,6 +185,8 @@ class ProgressDisplay:
         self.console = console or Console(stderr=True)
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
         self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
+        self.heartbeat = 30.0
+        """Seconds after which the running task's plain line is printed again, though nothing moved."""
         self.interactive = self.console.is_terminal if interactive is None else interactive
         self.counter = CallCounter()
         self.trackers: list[Tracker] = []
@@ -254,14 +257,18 @@ class ProgressDisplay:
         self._bar.update(t.handle, total=t.total, completed=t.done, status="  ".join(bits))
 
     def _print_lines(self) -> None:
+        now = time.monotonic()
         for t in list(self.trackers):
-            if (t.done, t.calls, t.note, t.total) != t.printed:
+            # The running task gets a line at least every `heartbeat` s, even while one slow call holds it.
+            waiting = t is self.counter.active and now - t.printed_at >= self.heartbeat
+            if (t.done, t.calls, t.note, t.total) != t.printed or waiting:
                 self._print_line(t)
 
     def _print_line(self, t: Tracker) -> None:
         with self._print_lock:
             self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
             t.printed = (t.done, t.calls, t.note, t.total)
+            t.printed_at = time.monotonic()
 
     def _lines(self) -> None:
         # The bar's LM-call counts move between results too; plain lines come every `every` s.
