@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from courtroom.cli._app import app
 from courtroom.cli._options import experiment
@@ -77,24 +76,31 @@ def study_command(
         console.print(f"best config: {export} (use: courtroom compile --config {export})")
 
 
+TRIAL_HEADERS = {"number": "trial", "calls_per_example": "calls/ex", "macro_f1": "F1", "accuracy": "accuracy"}
+"""Headers for the terminal (``trials.csv`` keeps the column names)."""
+
+
 def _print_trials(outcome: Any, console: Console) -> None:
-    """The trials table of a study over one framework, its failures and (with cost) its Pareto front."""
+    """The trials table of a study over one framework, its failures and (with cost) its Pareto front.
+
+    The key columns (trial, state, score, calls per example) always; the searched parameters,
+    usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
+    """
     from courtroom.optimize.study_report import pareto_table
+    from courtroom.reporting.tables import fitted
 
     study, df = outcome.study, outcome.table
-    table = Table(title=f"{outcome.config.framework} on {outcome.config.task}")
-    cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
-    cols += ["error"] if "error" in df.columns else []
-    for c in cols:
-        table.add_column(c, overflow="fold")
-    for _, row in df.iterrows():
-        table.add_row(
-            *[
-                "" if str(row[c]) == "nan" else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
-                for c in cols
-            ]
-        )
-    console.print(table)
+    first = ("number", "state", "accuracy", "calls_per_example")  # then the searched knobs, then usage
+    cols = [c for c in first if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
+    cols += [c for c in SHOWN if c in df.columns and c not in cols] + (["error"] if "error" in df.columns else [])
+
+    def cell(v: Any) -> str:
+        return "" if str(v) in ("nan", "None") else (f"{v:.3f}" if isinstance(v, float) else str(v)[:60])
+
+    shown = df[cols].set_index("number").map(cell)
+    key = ("state", "accuracy", "calls_per_example")
+    console.print(fitted(shown, key, console.width, title=f"{outcome.config.framework} on {outcome.config.task}",
+                         headers=TRIAL_HEADERS))  # fmt: skip
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     if failed:
         console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)
