@@ -35,7 +35,7 @@ def runs_command(
         )
     table = runs(folders or ("runs", "comparisons"))
     if format != "table":
-        return print_data(format, table, index=False)
+        return print_data(format, table.set_index("created"))
     console = Console()
     if not console.is_terminal:  # a pipe or a log: one line per run, not a table folded to 80 columns
         console = Console(width=max(console.width, 240))

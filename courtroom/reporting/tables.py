@@ -114,16 +114,16 @@ def json_text(data: Any) -> str:
     return json.dumps(data, indent=2, default=str) + "\n"
 
 
-def print_data(fmt: str, df: pd.DataFrame, *, readable: pd.DataFrame | None = None, index: bool = True) -> None:
-    """Print ``df`` whole as ``md`` (``readable``, the cells for reading, if given), ``csv`` or ``json``."""
+def print_data(fmt: str, df: pd.DataFrame, *, readable: pd.DataFrame | None = None) -> None:
+    """Print ``df`` whole (its index first) as ``md`` (``readable``, the cells for reading, if given), ``csv`` or ``json``."""
     import sys
 
     if fmt == "md":
         sys.stdout.write(markdown(readable if readable is not None else df))
     elif fmt == "csv":
-        sys.stdout.write(csv_text(df, index=index))
+        sys.stdout.write(csv_text(df))
     elif fmt == "json":
-        sys.stdout.write(json_text(df if index else df.reset_index(drop=True)))
+        sys.stdout.write(json_text(df))
     else:  # pragma: no cover - the caller draws the table itself
         raise ValueError(fmt)
 
