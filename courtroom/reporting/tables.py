@@ -115,7 +115,7 @@ def json_text(data: Any) -> str:
 
 
 def print_data(fmt: str, df: pd.DataFrame, *, readable: pd.DataFrame | None = None) -> None:
-    """Print ``df`` whole (its index first) as ``md`` (``readable``, the cells for reading, if given), ``csv`` or ``json``."""
+    """Print ``df`` whole (its index first) as ``md`` (``readable``: the cells for reading), ``csv`` or ``json``."""
     import sys
 
     if fmt == "md":
