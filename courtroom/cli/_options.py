@@ -201,12 +201,12 @@ CONFIG = Annotated[
 """``--config`` of the commands without an experiment spec (show, runs, report)."""
 
 
-def _format_option(command: str) -> Any:
+def _format_option() -> Any:
     option = next(o for o in OPTIONS if o.name == "format")
     return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, **option.extra)
 
 
-FORMAT = Annotated[str, _format_option("show")]
+FORMAT = Annotated[str, _format_option()]
 """``--format`` of the commands without an experiment spec (show, runs), from its one entry in :data:`OPTIONS`."""
 
 REPORT_OUT = Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")]

@@ -19,7 +19,6 @@ KEY_COLUMNS = ("accuracy (95% CI)", "calls per example", "cost ($)", "vote at th
 """What an 80-column terminal shows of a comparison: the rest is in ``table.md`` / ``table.csv``."""
 
 SHORT = {
-    "accuracy (95% CI)": "accuracy (95% CI)",
     "calls per example": "calls/ex",
     "cost ($)": "cost",
     "vote at the same cost": "matched vote",
@@ -28,13 +27,14 @@ SHORT = {
     "examples": "n",
     "failures": "failed",
     "tokens per example": "tokens/ex",
-    "time (s)": "time (s)",
 }
 """Headers for the terminal (the files keep the words of :mod:`courtroom.reporting.formatting`)."""
 
-HINT = "all columns: --format md|csv|json, or table.md / table.csv in the comparison folder"
+RIGHT = ("calls per example", "cost ($)", "McNemar p (exact)", "macro-F1", "examples", "failures",
+         "tokens per example", "time (s)")  # fmt: skip
+"""Columns of numbers, right-aligned."""
 
-NUMERIC = ("calls/ex", "cost", "p", "F1", "n", "failed", "tokens/ex", "time (s)")
+HINT = "all columns: --format md|csv|json, or table.md / table.csv in the comparison folder"
 
 
 def suite_frame(table: Any) -> Any:
@@ -115,7 +115,7 @@ def _print_results(results: dict[str, Any], spec: Experiment, suite: tuple[str, 
             from courtroom.reporting.formatting import readable_table
 
             table = fitted(readable_table(result.table), KEY_COLUMNS, console.width, title=task, headers=SHORT,
-                           right=[c for c, short in SHORT.items() if short in NUMERIC])  # fmt: skip
+                           right=RIGHT)  # fmt: skip
             table.title_justify = "left"
             console.print(table)
             console.print(HINT, markup=False, soft_wrap=True)
