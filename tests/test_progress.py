@@ -209,6 +209,9 @@ def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli:
     phases = [m[1] for m in re.finditer(r"\] optimizing \(mipro\): ([a-z ]+?)(?: \d+/\d+)?, ", done.stderr)]
     assert phases[:3] == ["bootstrap demos", "propose instructions", "evaluate candidates"], done.stderr
     assert "evaluate trial" in phases and "done" in phases
+    # The optimizer's own calls are spent too: their tokens read from the wire (no example results here).
+    done_line = re.search(r"\] optimizing \(mipro\): done, (.*)", done.stderr)[1]
+    assert re.search(r"\d+ LM calls.*[\d,]+ tokens", done_line), done_line
     assert "dev before: 3/3 examples" in done.stderr and "dev after: 3/3 examples" in done.stderr
     assert not LIBRARY_LINES.search(done.stderr), done.stderr
     assert "STEP" not in done.stdout + done.stderr  # MIPROv2's own step banners stay in DSPy's log

@@ -128,7 +128,6 @@ def run_spec_study(
 
         def on_trial(study: Any, trial: Any) -> None:
             value = trial.values[0] if trial.values else None
-            bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
             bar.advance()  # counted before its line is printed: "trial 0 complete, 1/3 trials"
             bar.status(
                 f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")

@@ -49,6 +49,7 @@ class CallCounter(BaseCallback):
         self._lock = threading.Lock()
         self._wire = WIRE
         self._seen = WIRE.sent
+        self._seen_tokens = WIRE.snapshot()["by_model"]
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
         with self._lock:
@@ -58,6 +59,18 @@ class CallCounter(BaseCallback):
                 self.active.own_calls += 1
                 self.active.sent += now - self._seen
             self._seen = now
+            tokens = self._wire.snapshot()["by_model"]
+            if self.active is not None and self.active.unit != "examples":
+                # No example results to read tokens from (an optimizer, a study's trials): the wire's.
+                self.active._spent({"by_model": _added(self._seen_tokens, tokens)})
+            self._seen_tokens = tokens
+
+
+def _added(before: dict[str, dict[str, int]], now: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The tokens per model the wire counted between two snapshots."""
+    return {
+        model: {k: v - int(before.get(model, {}).get(k, 0)) for k, v in counts.items()} for model, counts in now.items()
+    }
 
 
 @dataclass
