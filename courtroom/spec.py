@@ -296,6 +296,17 @@ class Budget:
         return load_prices(self.prices)
 
 
+FORMATS = ("table", "md", "csv", "json")
+"""The values of ``--format``."""
+
+
+def check_format(value: str) -> str:
+    """``value`` if it is one of :data:`FORMATS`."""
+    if value not in FORMATS:
+        raise ConfigError(f"--format {value!r}: use {', '.join(FORMATS)}")
+    return value
+
+
 @dataclass
 class Output:
     """Where results go, and what is printed or analysed after."""
@@ -307,6 +318,12 @@ class Output:
     ambiguity_k: int = 0
     theta: float = 0.5
     export_best: str | None = None
+    format: str = "table"
+    """What the command prints on stdout: table (key columns at the terminal's width), md, csv or json."""
+
+    def validate(self) -> None:
+        """A known ``--format``."""
+        check_format(self.format)
 
 
 @dataclass
@@ -432,6 +449,7 @@ class Experiment:
         self.design.validate(self.command)
         self.execution.validate()
         self.budget.validate()
+        self.output.validate()
         self.study.validate()
         return self
 

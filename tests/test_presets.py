@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from pathlib import Path
 
@@ -217,8 +218,9 @@ def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "judgment-of-thought, Table 5" in out
-    assert "| boolean_expressions | jot | 0.98 |" in out
-    assert "| boolean_expressions | jot-without-feedback | 0.96 |" in out
+    # The suite's table at the terminal's width: task, row, the paper's figure, the measured one.
+    assert re.search(r"boolean_expressions\s+jot\s+0\.98\s", out), out
+    assert re.search(r"boolean_expressions\s+jot-without-feedback\s+0\.96\s", out), out
 
 
 def test_compile_with_a_preset_records_it_in_the_program_file(server, capsys, tmp_path) -> None:

@@ -154,3 +154,79 @@ def test_compile_phases_count_their_own_calls(tmp_path: Path, courtroom_cli: Any
     assert "5/5 examples, 5 LM calls" in last["dev after"], done.stderr
     optimizing = int(re.search(r"(\d+) LM calls", last["optimizing (bootstrap)"])[1])
     assert 0 < optimizing == sent - 10
+
+
+# --- every long command shows its own progress; the libraries' lines only with --debug ---------------
+
+LIBRARY_LINES = re.compile(r"dspy\.|Average Metric|LiteLLM|Trial \d+ finished|optuna|%\|")
+"""DSPy's log lines and tqdm bars, LiteLLM's warnings, Optuna's "Trial N finished" info lines."""
+
+
+def _design_study(tmp_path: Path, url: str, *extra: str) -> list[str]:
+    return ["study", "--frameworks", "zero-shot,cot", "--trials", "2", "--dev-limit", "3", "--train-limit", "6",
+            "--compile", "bootstrap-rs", "--opt", "num_candidate_programs=2", "--lm", "openai/m", "--api-base", url,
+            "--storage", f"sqlite:///{tmp_path}/s.db", "--out", str(tmp_path / "report"), *extra]  # fmt: skip
+
+
+def test_design_study_prints_a_line_per_stage_and_no_library_lines(tmp_path: Path, courtroom_process: Any) -> None:
+    # A real process: DSPy is imported after the command line chose to be quiet (it resets its logger then).
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        done = courtroom_process(*_design_study(tmp_path, server.url), env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert not [line for line in lines if LIBRARY_LINES.search(line)], done.stderr
+    assert "\r" not in done.stderr and "\x1b[" not in done.stderr  # a pipe gets lines, not a redrawn bar
+    study = [line for line in lines if re.match(r"\[\s*\d+s\] study designs-boolean_expressions: ", line)]
+    # Each stage once: the optimizer's phase inside a trial, then the trial's end.
+    assert any(re.search(r"(zero-shot|cot) \+ bootstrap-rs: bootstrap \d+ candidate sets", line) for line in study)
+    assert any("trial 0 complete" in line for line in study) and any("trial 1 " in line for line in study)
+    assert len(study) == len(set(study)), study
+    assert any("LM calls" in line for line in study)
+    # DSPy's prints ("Bootstrapped 2 full traces", "Scores so far") never reach stdout.
+    assert "Bootstrapped" not in done.stdout and "Scores so far" not in done.stdout, done.stdout
+
+
+def test_debug_brings_the_library_lines_back(tmp_path: Path, courtroom_process: Any) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        done = courtroom_process("--debug", *_design_study(tmp_path, server.url), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Trial 0 finished" in done.stderr  # Optuna's info line
+    assert re.search(r"dspy\.|Bootstrapped \d+ full traces", done.stderr)  # DSPy's lines and prints, on stderr
+    assert "Bootstrapped" not in done.stdout
+
+
+def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli: Any) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["compile", "zero-shot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
+                "--opt", "minibatch=false", "--train-limit", "6", "--dev-limit", "3", "--lm", "openai/m",
+                "--api-base", server.url, "-o", str(tmp_path / "program.json")]  # fmt: skip
+        done = courtroom_cli(*args, env=env)
+        debug = courtroom_cli("--debug", *args, env=env)
+    assert done.returncode == 0, done.stderr
+    phases = [m[1] for m in re.finditer(r"\] optimizing \(mipro\): ([a-z ]+?)(?: \d+/\d+)?, ", done.stderr)]
+    assert phases[:3] == ["bootstrap demos", "propose instructions", "evaluate candidates"], done.stderr
+    assert "evaluate trial" in phases and "done" in phases
+    # The optimizer's own calls are spent too: their tokens read from the wire (no example results here).
+    done_line = re.search(r"\] optimizing \(mipro\): done, (.*)", done.stderr)[1]
+    assert re.search(r"\d+ LM calls.*[\d,]+ tokens", done_line), done_line
+    assert "dev before: 3/3 examples" in done.stderr and "dev after: 3/3 examples" in done.stderr
+    assert not LIBRARY_LINES.search(done.stderr), done.stderr
+    assert "STEP" not in done.stdout + done.stderr  # MIPROv2's own step banners stay in DSPy's log
+    assert debug.returncode == 0 and "STEP 1: BOOTSTRAP" in debug.stderr and "dspy.teleprompt" in debug.stderr
+
+
+def test_plain_lines_keep_coming_while_one_slow_call_holds_the_task() -> None:
+    import time
+
+    from courtroom.reporting.progress import ProgressDisplay
+
+    out = io.StringIO()
+    with ProgressDisplay(console=Console(file=out, width=200), every=0.1, interactive=False) as display:
+        display.heartbeat = 0.3
+        display.track("slow", total=1)
+        time.sleep(1.2)  # nothing moves: no result, no call
+    lines = [line for line in out.getvalue().splitlines() if "slow: 0/1 examples" in line]
+    assert 3 <= len(lines) <= 6, out.getvalue()

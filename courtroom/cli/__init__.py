@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_main(argv)
         finally:
             _stop.reset()  # the command's flags and folders are its own: a later call starts clean
+            _reset_logs()
     signals = [getattr(signal, name) for name in _stop.STOP_SIGNALS if hasattr(signal, name)]
     previous = {s: signal.signal(s, _stop.on_stop_signal) for s in signals}
     try:
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
         _stop.reset()
+        _reset_logs()
     if code in (130, 129, 143) and argv is None:
         # Everything is saved and no request is open; tearing down the interpreter (LiteLLM and
         # friends) takes seconds on a busy machine, which a user who pressed Ctrl-C should not wait.
@@ -48,3 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _reset_logs() -> None:
+    """A command's --debug (or its quiet) is its own: a script or a later call gets its logging back."""
+    if "courtroom.reporting.logs" in sys.modules:
+        sys.modules["courtroom.reporting.logs"].reset()

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 import typer
+import typer.rich_utils
 from typer.exceptions import TyperException
 
 from courtroom.cli._app import app
@@ -91,9 +92,13 @@ def run_main(argv: list[str] | None) -> int:
         _redact_debug_output()
     # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    if not debug:
-        # DSPy warns per truncated answer; the run already records such failures per example.
-        logging.getLogger("dspy").setLevel(logging.ERROR)
+    # DSPy's, LiteLLM's and Optuna's own lines stay quiet unless --debug: the CLI draws its own progress.
+    from courtroom.reporting.logs import set_debug
+    from courtroom.reporting.tables import terminal_width
+
+    set_debug(debug)
+    # Help uses the terminal's width: COLUMNS, else the terminal's (a pipe: stderr's), else 100, not 80.
+    typer.rich_utils.MAX_WIDTH = terminal_width()
     try:
         _register()
         command = typer.main.get_command(app)

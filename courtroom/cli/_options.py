@@ -164,6 +164,9 @@ OPTIONS: list[Option] = [
        "(0: off).", OUTPUT_PANEL, {"run": 0, "compare": 0}, min=0),
     _o("theta", "--theta", float, "Ambiguous if D_rate <= theta.", OUTPUT_PANEL, {"run": 0.5, "compare": 0.5},
        min=0.0, max=1.0),
+    _o("format", "--format", str, "What stdout gets: table (the key columns, at the terminal's width) | md | csv "
+       "| json (the whole table; other lines go to stderr).", OUTPUT_PANEL,
+       dict.fromkeys(("run", "compare", "study", "show", "runs"), "table"), metavar="table|md|csv|json"),
     _o("export_best", "--export-best", STR, "Write the best config (or, with --compile, the best program).",
        OUTPUT_PANEL, ("study",)),
     # Execution
@@ -196,6 +199,15 @@ CONFIG = Annotated[
     ),
 ]
 """``--config`` of the commands without an experiment spec (show, runs, report)."""
+
+
+def _format_option() -> Any:
+    option = next(o for o in OPTIONS if o.name == "format")
+    return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, **option.extra)
+
+
+FORMAT = Annotated[str, _format_option()]
+"""``--format`` of the commands without an experiment spec (show, runs), from its one entry in :data:`OPTIONS`."""
 
 REPORT_OUT = Annotated[Path, typer.Option("-o", "--out", help="The HTML file to write.")]
 """``--out`` of ``courtroom report`` (a file, as for compile and predict): the same flag, the same meaning."""
@@ -298,7 +310,7 @@ def from_flags(
               "seed", "split", "limit", "train_limit", "dev_limit", "temperature", "max_tokens", "api_base",
               "timeout", "prompt_lm", "search_temperature", "suite", "debias", "optimizer", "matched_baselines",
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
-              "workers", "out", "show", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
+              "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "fail_on_error", "dry_run", "max_calls", "max_cost", "prices", "test_limit")  # fmt: skip
     for key in direct:
         if key in v:

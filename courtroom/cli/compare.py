@@ -12,16 +12,45 @@ from courtroom.cli._app import app
 from courtroom.cli._options import EXECUTION_PANEL, experiment
 from courtroom.spec import Experiment
 
+SUITE_KEY = ("row", "paper", "measured", "ci95", "n")
+"""The suite table's columns (then each paper_/measured_ pair: F1, corrections)."""
+
+KEY_COLUMNS = ("accuracy (95% CI)", "calls per example", "cost ($)", "vote at the same cost")
+"""What an 80-column terminal shows of a comparison: the rest is in ``table.md`` / ``table.csv``."""
+
+SHORT = {
+    "calls per example": "calls/ex",
+    "cost ($)": "cost",
+    "vote at the same cost": "matched vote",
+    "McNemar p (exact)": "p",
+    "macro-F1": "F1",
+    "examples": "n",
+    "failures": "failed",
+    "tokens per example": "tokens/ex",
+}
+"""Headers for the terminal (the files keep the words of :mod:`courtroom.reporting.formatting`)."""
+
+RIGHT = ("calls per example", "cost ($)", "McNemar p (exact)", "macro-F1", "examples", "failures",
+         "tokens per example", "time (s)")  # fmt: skip
+"""Columns of numbers, right-aligned."""
+
+HINT = "all columns: --format md|csv|json, or table.md / table.csv in the comparison folder"
+
+
+def suite_frame(table: Any) -> Any:
+    """The paper-vs-measured table of a suite (one row per task and row), cells for reading."""
+    shown = table.assign(
+        ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
+    ).set_index("task")
+    extra = [c for c in shown.columns if c.startswith(("paper_", "measured_"))]  # F1, corrections
+    return shown[[*SUITE_KEY, *extra]]
+
 
 def suite_lines(table: Any) -> str:
     """The paper-vs-measured table of a suite as Markdown."""
     from courtroom.analysis.papers import markdown_table
 
-    shown = table.assign(
-        ci95=[f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)]
-    ).set_index("task")
-    extra = [c for c in shown.columns if c.startswith(("paper_", "measured_"))]  # F1, corrections
-    return markdown_table(shown[["row", "paper", "measured", "ci95", "n", *extra]])
+    return markdown_table(suite_frame(table))
 
 
 @app.command("compare")
@@ -44,11 +73,10 @@ def compare_command(
     from courtroom.cli._values import check_providers, writable_folder
     from courtroom.errors import ConfigError
 
-    console = Console()
     if resume_dir is not None:
         if spec.budget.dry_run:
             raise ConfigError("--dry-run estimates a new comparison: drop --resume")
-        return _print_results({"": compare(spec=spec, resume=resume_dir)}, console)
+        return _print_results({"comparison": compare(spec=spec, resume=resume_dir)}, spec)
     if bool(spec.design.frameworks) == bool(spec.design.suite):
         raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
@@ -58,32 +86,51 @@ def compare_command(
 
         return print_estimates(*estimate(spec=spec))
     if not spec.design.suite:
-        return _print_results({spec.data.task_name: compare(spec=spec)}, console)
+        return _print_results({spec.data.task_name: compare(spec=spec)}, spec)
     from courtroom.comparison.suites import get_suite
 
     table, results = compare_suite(spec)
     about = get_suite(spec.design.suite)
     note = f"; {about.note}" if about.note else ""
     suite_text = f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI){note}"
-    _print_results(results, console, suite_text + "\n" + suite_lines(table))
+    _print_results(results, spec, (suite_text, table))
 
 
-def _print_results(results: dict[str, Any], console: Console, suite_text: str | None = None) -> None:
-    """Print each comparison (table, analyses, plots, folder) and a suite's table; fail on failed rows."""
-    from courtroom.analysis.papers import analyses_lines, markdown_table
+def _print_results(results: dict[str, Any], spec: Experiment, suite: tuple[str, Any] | None = None) -> None:
+    """Print each comparison (table, analyses, plots, folder) and a suite's table; fail on failed rows.
+
+    ``--format table`` draws the key columns at the terminal's width; ``md``, ``csv`` and ``json``
+    print the whole table on stdout and the other lines on stderr.
+    """
+    from courtroom.analysis.papers import analyses_lines
     from courtroom.eval.status import TooManyFailures
-    from courtroom.reporting.formatting import readable_table
+    from courtroom.reporting.tables import fitted, stdout_console, terminal_width
 
-    for result in results.values():
-        console.print(markdown_table(readable_table(result.table)), markup=False, soft_wrap=True)
+    fmt = spec.output.format
+    console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
+    if fmt != "table":
+        _print_data(results, fmt, suite)
+    for task, result in results.items():
+        if fmt == "table":
+            from courtroom.reporting.formatting import readable_table
+
+            table = fitted(readable_table(result.table), KEY_COLUMNS, console.width, title=task, headers=SHORT,
+                           right=RIGHT)  # fmt: skip
+            table.title_justify = "left"
+            console.print(table)
+            console.print(HINT, markup=False, soft_wrap=True)
         for name, found in result.analyses.items():
             for line in analyses_lines(name, found):
                 console.print(line, markup=False, soft_wrap=True)
         for name, path in result.plots.items():
             console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
         console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
-    if suite_text:
-        console.print(suite_text, markup=False, soft_wrap=True)
+    if suite is not None:
+        text, table = suite
+        console.print(text, markup=False, soft_wrap=True)
+        if fmt == "table":
+            frame = suite_frame(table).astype(str)
+            console.print(fitted(frame, SUITE_KEY, console.width))
     failed = {
         f"{t}: {name}" if len(results) > 1 else name: reason
         for t, r in results.items()
@@ -93,3 +140,26 @@ def _print_results(results: dict[str, Any], console: Console, suite_text: str | 
         name, reason = next(iter(failed.items()))
         more = f" (and {len(failed) - 1} more framework(s))" if len(failed) > 1 else ""
         raise TooManyFailures(f"{name}: {reason}{more}")
+
+
+def _print_data(results: dict[str, Any], fmt: str, suite: tuple[str, Any] | None) -> None:
+    """The whole comparison table(s) as md, csv or json on stdout (a suite: every task's, with a task column)."""
+    import sys
+
+    import pandas as pd
+
+    from courtroom.reporting.formatting import readable_table
+    from courtroom.reporting.tables import csv_text, json_text, markdown
+
+    if fmt == "md":
+        for task, result in results.items():
+            heading = f"# {task}\n\n" if len(results) > 1 or suite is not None else ""
+            sys.stdout.write(heading + markdown(readable_table(result.table)))
+        if suite is not None:
+            sys.stdout.write("\n# suite\n\n" + suite_lines(suite[1]))
+        return
+    if len(results) == 1 and suite is None:
+        table = next(iter(results.values())).table
+    else:
+        table = pd.concat([r.table.assign(task=t) for t, r in results.items()])
+    sys.stdout.write(csv_text(table) if fmt == "csv" else json_text(table))

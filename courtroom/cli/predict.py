@@ -63,9 +63,11 @@ def predict_command(
     from courtroom.cli._values import check_providers, writable_file
     from courtroom.models.cache import configure_cache
     from courtroom.programs import all_roles
+    from courtroom.reporting.logs import quiet_dspy
     from courtroom.saving import load_program
     from courtroom.transcript import render_text
 
+    quiet_dspy()  # no progress display here to do it: DSPy's warnings (a truncated answer) only with --debug
     if (case is None) == (input_file is None):
         raise ConfigError("give exactly one of a case text or --input cases.jsonl")
     if case is not None and not case.strip():

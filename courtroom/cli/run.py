@@ -59,16 +59,26 @@ def run_command(
 
 
 def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) -> None:
-    """The summary, failures (with the command that retries them), analyses and the folder's path."""
+    """The summary, failures (with the command that retries them), analyses and the folder's path.
+
+    With ``--format md|csv|json`` stdout gets the summary alone (as ``summary.md``, one CSV row,
+    or ``summary.json``) and the other lines go to stderr.
+    """
     from courtroom import _stop
     from courtroom.eval.status import TooManyFailures
+    from courtroom.reporting.tables import stdout_console, terminal_width
     from courtroom.runner.repeats import RepeatOutcome
 
-    stdout = Console()
+    fmt = spec.output.format
+    stdout = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     if isinstance(outcome, RepeatOutcome):
         from courtroom.runner.repeats import stats_markdown
 
-        stdout.print(stats_markdown(outcome.stats, f"{len(outcome.outcomes)} repeats"), markup=False)
+        title = f"{len(outcome.outcomes)} repeats"
+        if fmt == "table":
+            stdout.print(stats_markdown(outcome.stats, title), markup=False)
+        else:
+            _print_data(fmt, outcome.stats, stats_markdown(outcome.stats, title), stats=True)
         stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
         failed = [o for o in outcome.outcomes if o.summary.get("status") == "failed"]
         if failed:
@@ -76,7 +86,12 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
         return
     from courtroom.cli.show import summary_table
 
-    stdout.print(summary_table(outcome.summary, outcome.run_dir.name))
+    if fmt == "table":
+        stdout.print(summary_table(outcome.summary, outcome.run_dir.name))
+    else:
+        from courtroom.runner.runs import summary_markdown
+
+        _print_data(fmt, outcome.summary, summary_markdown(outcome.summary, outcome.run_dir.name))
     retry = _stop.with_flags(f"courtroom run --resume {outcome.run_dir} --retry-failed")
     if outcome.summary["failures"]:
         stdout.print(
@@ -99,3 +114,22 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
         raise TooManyFailures(
             f"{outcome.summary['status_reason']}; the run folder is complete: {retry} runs them again"
         )
+
+
+def _print_data(fmt: str, data: dict[str, Any], md: str, stats: bool = False) -> None:
+    """A summary (or repeat statistics, one row per metric) whole on stdout as md, csv or json."""
+    import sys
+
+    import pandas as pd
+
+    from courtroom.reporting.tables import csv_text, json_text
+
+    if fmt == "md":
+        sys.stdout.write(md)
+    elif fmt == "json":
+        sys.stdout.write(json_text(data))
+    elif stats:
+        sys.stdout.write(csv_text(pd.DataFrame(data).T.rename_axis("metric")))
+    else:
+        flat = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+        sys.stdout.write(csv_text(pd.DataFrame([flat]), index=False))

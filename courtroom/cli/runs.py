@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
-from courtroom.cli._options import CONFIG
+from courtroom.cli._options import CONFIG, FORMAT
 
 
 @app.command("runs")
@@ -19,17 +19,23 @@ def runs_command(
         list[Path] | None, typer.Argument(help="Folders to list (default: runs and comparisons).")
     ] = None,
     config: CONFIG = None,
+    format: FORMAT = "table",  # noqa: A002 - the flag's name
 ) -> None:
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
     from courtroom.api import runs
     from courtroom.errors import ConfigError
+    from courtroom.reporting.tables import print_data
+    from courtroom.spec import check_format
 
+    check_format(format)
     missing = [str(f) for f in folders or () if not f.is_dir()]
     if missing:
         raise ConfigError(
             f"no such folder: {', '.join(missing)}: pass a folder that holds runs (e.g. runs, or the --out of a run)"
         )
     table = runs(folders or ("runs", "comparisons"))
+    if format != "table":
+        return print_data(format, table.set_index("created"))
     console = Console()
     if not console.is_terminal:  # a pipe or a log: one line per run, not a table folded to 80 columns
         console = Console(width=max(console.width, 240))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
-from courtroom.cli._options import CONFIG
+from courtroom.cli._options import CONFIG, FORMAT
 from courtroom.errors import ConfigError
 
 
@@ -83,18 +84,53 @@ def show_command(
         str | None,
         typer.Option("--example", help="Print one transcript: a position (input order, as listed) or an example id."),
     ] = None,
+    format: FORMAT = "table",  # noqa: A002 - the flag's name
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
+    from courtroom.reporting.tables import stdout_console
     from courtroom.runner.runs import load_run
+    from courtroom.spec import check_format
 
-    console = Console()
+    check_format(format)
+    console = stdout_console()
     if example is not None:
         print_example(run_dir, example, console)
         return
     meta, results, summary = load_run(run_dir)
+    if format != "table":
+        return _print_data(format, meta, results, summary)
     if summary:
         console.print(summary_table(summary, f"{meta['config']['framework']} on {meta['task']['name']}"))
     table = Table("i", "id", "gold", "prediction", "error", title="examples in input order (i: --example i)")
+    for column in table.columns:
+        column.overflow = "fold"
     for i, r in enumerate(results):
         table.add_row(str(i), r["id"], r["gold"], str(r["prediction"]), (r.get("error") or "")[:60])
     console.print(table)
+
+
+def _print_data(fmt: str, meta: dict, results: list[dict], summary: dict | None) -> None:
+    """The examples (i, id, gold, prediction, correct, error) whole as md or csv; json adds the summary."""
+    import sys
+
+    import pandas as pd
+
+    from courtroom.reporting.tables import csv_text, json_text, markdown
+
+    rows = pd.DataFrame(
+        [
+            {"i": i, "id": r["id"], "gold": r["gold"], "prediction": r["prediction"],
+             "correct": r["prediction"] == r["gold"], "error": r.get("error") or ""}
+            for i, r in enumerate(results)
+        ],
+        columns=["i", "id", "gold", "prediction", "correct", "error"],
+    ).set_index("i")  # fmt: skip
+    if fmt == "json":
+        sys.stdout.write(json_text({"summary": summary, "examples": json.loads(json_text(rows))}))
+    elif fmt == "csv":
+        sys.stdout.write(csv_text(rows))
+    else:
+        from courtroom.runner.runs import summary_markdown
+
+        title = f"{meta['config']['framework']} on {meta['task']['name']}"
+        sys.stdout.write((summary_markdown(summary, title) + "\n" if summary else "") + markdown(rows))

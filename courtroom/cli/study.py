@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from courtroom.cli._app import app
 from courtroom.cli._options import experiment
@@ -39,13 +38,18 @@ def study_command(
 
         return print_estimates(*estimate(spec=spec))
     outcome = study(spec=spec)
-    console = Console()
+    from courtroom.reporting.tables import stdout_console, terminal_width
+
+    fmt = spec.output.format
+    console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     console.print(f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
     if spec.study.trials == 0:
         return
     from courtroom.optimize.studies import is_design_study
 
-    if is_design_study(outcome.config):
+    if fmt != "table":
+        _print_data(outcome, fmt)
+    elif is_design_study(outcome.config):
         _print_designs(outcome, console)
     else:
         _print_trials(outcome, console)
@@ -72,24 +76,31 @@ def study_command(
         console.print(f"best config: {export} (use: courtroom compile --config {export})")
 
 
+TRIAL_HEADERS = {"number": "trial", "calls_per_example": "calls/ex", "macro_f1": "F1", "accuracy": "accuracy"}
+"""Headers for the terminal (``trials.csv`` keeps the column names)."""
+
+
 def _print_trials(outcome: Any, console: Console) -> None:
-    """The trials table of a study over one framework, its failures and (with cost) its Pareto front."""
+    """The trials table of a study over one framework, its failures and (with cost) its Pareto front.
+
+    The key columns (trial, state, score, calls per example) always; the searched parameters,
+    usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
+    """
     from courtroom.optimize.study_report import pareto_table
+    from courtroom.reporting.tables import fitted
 
     study, df = outcome.study, outcome.table
-    table = Table(title=f"{outcome.config.framework} on {outcome.config.task}")
-    cols = [c for c in SHOWN if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
-    cols += ["error"] if "error" in df.columns else []
-    for c in cols:
-        table.add_column(c)
-    for _, row in df.iterrows():
-        table.add_row(
-            *[
-                "" if str(row[c]) == "nan" else (f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])[:60])
-                for c in cols
-            ]
-        )
-    console.print(table)
+    first = ("number", "state", "accuracy", "calls_per_example")  # then the searched knobs, then usage
+    cols = [c for c in first if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
+    cols += [c for c in SHOWN if c in df.columns and c not in cols] + (["error"] if "error" in df.columns else [])
+
+    def cell(v: Any) -> str:
+        return "" if str(v) in ("nan", "None") else (f"{v:.3f}" if isinstance(v, float) else str(v)[:60])
+
+    shown = df[cols].set_index("number").map(cell)
+    key = ("state", "accuracy", "calls_per_example")
+    console.print(fitted(shown, key, console.width, title=f"{outcome.config.framework} on {outcome.config.task}",
+                         headers=TRIAL_HEADERS))  # fmt: skip
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     if failed:
         console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)
@@ -101,12 +112,32 @@ def _print_trials(outcome: Any, console: Console) -> None:
         console.print(pareto_table(study).to_string(index=False), markup=False)
 
 
+def _print_data(outcome: Any, fmt: str) -> None:
+    """The whole trials table (a design study: one row per design) on stdout as md, csv or json."""
+    from courtroom.optimize.studies import is_design_study
+    from courtroom.reporting.tables import print_data
+
+    if is_design_study(outcome.config):
+        from courtroom.optimize._design_report import design_table
+
+        table = design_table(outcome.study)
+        print_data(fmt, table.set_index("design") if "design" in table.columns else table)
+    elif outcome.table is not None:
+        print_data(fmt, outcome.table.set_index("number") if "number" in outcome.table.columns else outcome.table)
+
+
 def _print_designs(outcome: Any, console: Console) -> None:
     """Per design (calls, cached) and, with cost, the Pareto front across designs."""
     from courtroom.optimize._design_report import design_pareto, design_table
+    from courtroom.reporting.tables import fitted
 
     console.print("per design (calls: made by the programs; cached: served from the shared cache):")
-    console.print(design_table(outcome.study).to_string(index=False), markup=False)
+    table = design_table(outcome.study)
+    if table.empty:
+        return
+    shown = table.set_index("design").map(lambda v: f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(fitted(shown, ("trials", "complete", "best_score", "calls"), console.width,
+                         right=list(shown.columns)))  # fmt: skip
     if outcome.config.cost_objective:
         console.print(f"Pareto front across designs (score up, {outcome.config.cost} per example down):")
         console.print(design_pareto(outcome.study).to_string(index=False), markup=False)

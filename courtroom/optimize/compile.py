@@ -32,7 +32,7 @@ from courtroom.optimize._feedback import feedback_metric, label_metric
 from courtroom.optimize._knn import KNNOptimizer
 from courtroom.optimize._labeled import LabeledPrecedents, labeled_roles
 from courtroom.programs import CourtroomProgram, build_program, get_framework
-from courtroom.reporting.progress import quiet_tqdm
+from courtroom.reporting.logs import optimizer_output
 
 if TYPE_CHECKING:
     from courtroom.spec import Experiment
@@ -403,7 +403,8 @@ def compile_program(
         ctx = Context(chosen, program, helper, concurrency, seed)
         start = time.perf_counter()
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
-        with dspy.context(lm=helper, adapter=ADAPTER), quiet_tqdm(display is not None):
+        phases = optimizer_output(bar.status if bar is not None else None, label=f"{cls.name} + {opt.name}")
+        with dspy.context(lm=helper, adapter=ADAPTER), phases:
             assert opt.run is not None
             compiled = keep_prepared_demos(program, opt.run(ctx, program, trainset))
         if bar is not None:

@@ -165,6 +165,7 @@ def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[ds
         keep_prepared_demos,
         optimizer_settings,
     )
+    from courtroom.reporting.logs import optimizer_output
 
     opt = get_optimizer(str(config.compile))
     chosen = optimizer_settings(opt, config.compile_settings)
@@ -176,7 +177,8 @@ def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[ds
     roles = type(program).roles
     helper = program.lms.for_role("judge" if "judge" in roles else roles[0])
     ctx = Context(chosen, program, helper, config.concurrency, config.seed)
-    with dspy.context(lm=helper, adapter=ADAPTER):
+    label = f"{type(program).name} + {opt.name}"
+    with dspy.context(lm=helper, adapter=ADAPTER), optimizer_output(label=label):
         assert opt.run is not None
         return keep_prepared_demos(program, opt.run(ctx, program, list(train)))
 

@@ -111,6 +111,7 @@ def run_spec_study(
     from courtroom.optimize.designs import DesignStudyConfig, run_design_study
     from courtroom.optimize.study import run_study, unclaimed_name
     from courtroom.optimize.study_report import trials_table
+    from courtroom.reporting.logs import phases_to
     from courtroom.reporting.progress import ProgressDisplay
 
     config = study_config(spec)
@@ -127,18 +128,18 @@ def run_spec_study(
 
         def on_trial(study: Any, trial: Any) -> None:
             value = trial.values[0] if trial.values else None
+            bar.advance()  # counted before its line is printed: "trial 0 complete, 1/3 trials"
             bar.status(
                 f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
             )
-            bar.tokens += int(trial.user_attrs.get("tokens") or 0)  # what the trial sent
-            bar.advance()
 
-        if isinstance(config, DesignStudyConfig):
-            outcome = run_design_study(
-                config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget
-            )
-        else:
-            outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
+        with phases_to(bar.status):  # a trial's compile reports its optimizer's phases on the study's line
+            if isinstance(config, DesignStudyConfig):
+                outcome = run_design_study(
+                    config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget
+                )
+            else:
+                outcome = run_study(config, lms=lms, model_objects=model_objects, callbacks=[on_trial], budget=budget)
     if config.trials == 0:
         return outcome
     outcome.table = trials_table(outcome.study)

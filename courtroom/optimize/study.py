@@ -150,7 +150,9 @@ def _optuna() -> Any:
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise ConfigError("studies need optuna: pip install 'optuna>=5,<6'") from exc
     # ERROR: a failed trial is shown (and counted) by the study command; Optuna would add a traceback.
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    from courtroom.reporting.logs import optuna_level
+
+    optuna.logging.set_verbosity(optuna_level())
     return optuna
 
 

@@ -2,7 +2,9 @@
 
 On a terminal it is a rich bar per task, counting examples *and* LM calls, with an ETA, so a
 slow multi-call example does not sit at ``0/3``. Elsewhere (CI, ``nohup``, a notebook cell,
-a pipe) it prints one plain line per task every ``every`` seconds, and a last one at the end.
+a pipe) it prints plain lines, never a redrawn bar: one per task when it enters a new stage
+(a compile's phase, a study's trial), one every ``every`` seconds while its counts move (and
+every 30 s for the running task even when they do not), and a last one at the end.
 With ``enabled=False`` it draws nothing.
 
 LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
@@ -11,11 +13,9 @@ display; evaluation threads copy the caller's context, so they count too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["CallCounter", "ProgressDisplay", "Tracker", "quiet_tqdm"]
+__all__ = ["CallCounter", "ProgressDisplay", "Tracker"]
 
 
 class CallCounter(BaseCallback):
@@ -49,6 +49,7 @@ class CallCounter(BaseCallback):
         self._lock = threading.Lock()
         self._wire = WIRE
         self._seen = WIRE.sent
+        self._seen_tokens = WIRE.snapshot()["by_model"]
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
         with self._lock:
@@ -58,6 +59,18 @@ class CallCounter(BaseCallback):
                 self.active.own_calls += 1
                 self.active.sent += now - self._seen
             self._seen = now
+            tokens = self._wire.snapshot()["by_model"]
+            if self.active is not None and self.active.unit != "examples":
+                # No example results to read tokens from (an optimizer, a study's trials): the wire's.
+                self.active._spent({"by_model": _added(self._seen_tokens, tokens)})
+            self._seen_tokens = tokens
+
+
+def _added(before: dict[str, dict[str, int]], now: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The tokens per model the wire counted between two snapshots."""
+    return {
+        model: {k: v - int(before.get(model, {}).get(k, 0)) for k, v in counts.items()} for model, counts in now.items()
+    }
 
 
 @dataclass
@@ -84,6 +97,9 @@ class Tracker:
     printed: Any = None
     unit: str | None = "examples"
     """What ``done`` counts (``None``: nothing, only LM calls and the note)."""
+    printed_at: float = 0.0
+    stage: str = ""
+    """The note of the last stage line printed (plain lines only)."""
 
     def start(self, n: int) -> None:
         """``n`` more examples are to be evaluated (called again by each repeat)."""
@@ -123,9 +139,14 @@ class Tracker:
         self.done += 1
         self.display._refresh(self)
 
-    def status(self, note: str) -> None:
-        """A short phase note (e.g. ``dev before``, ``optimizing``)."""
+    def status(self, note: str, stage: bool = True) -> None:
+        """A short phase note (e.g. ``dev before``, ``optimizing``); ``stage=False``: a detail of the current stage.
+
+        Off a terminal, a new stage gets its line at once; a detail waits for the next periodic line.
+        """
         self.note = note
+        if not stage:
+            self.stage = note
         self.display._refresh(self)
 
     @property
@@ -177,17 +198,23 @@ class ProgressDisplay:
         self.console = console or Console(stderr=True)
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
         self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
+        self.heartbeat = 30.0
+        """Seconds after which the running task's plain line is printed again, though nothing moved."""
         self.interactive = self.console.is_terminal if interactive is None else interactive
         self.counter = CallCounter()
         self.trackers: list[Tracker] = []
         self._bar: Progress | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._print_lock = threading.Lock()
         self._context: Any = None
 
     def __enter__(self) -> ProgressDisplay:
         import dspy
 
+        from courtroom.reporting.logs import quiet_dspy
+
+        quiet_dspy()  # DSPy's own lines would bury the display (the command line's choice; --debug keeps them)
         self._context = dspy.context(callbacks=[*dspy.settings.get("callbacks", []), self.counter])
         self._context.__enter__()
         if self.enabled and self.interactive:
@@ -228,6 +255,9 @@ class ProgressDisplay:
         return tracker
 
     def _refresh(self, t: Tracker) -> None:
+        if self._bar is None and self.enabled and self._thread is not None and t.note != t.stage:
+            t.stage = t.note  # a new stage (a phase, a trial) gets its line at once, not at the next tick
+            self._print_line(t)
         if self._bar is None or t.handle is None:
             return
         bits = [t.note] if t.note else []
@@ -240,11 +270,18 @@ class ProgressDisplay:
         self._bar.update(t.handle, total=t.total, completed=t.done, status="  ".join(bits))
 
     def _print_lines(self) -> None:
-        for t in self.trackers:
-            state = (t.done, t.calls, t.note, t.total)
-            if state != t.printed:
-                self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
-                t.printed = state
+        now = time.monotonic()
+        for t in list(self.trackers):
+            # The running task gets a line at least every `heartbeat` s, even while one slow call holds it.
+            waiting = t is self.counter.active and now - t.printed_at >= self.heartbeat
+            if (t.done, t.calls, t.note, t.total) != t.printed or waiting:
+                self._print_line(t)
+
+    def _print_line(self, t: Tracker) -> None:
+        with self._print_lock:
+            self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
+            t.printed = (t.done, t.calls, t.note, t.total)
+            t.printed_at = time.monotonic()
 
     def _lines(self) -> None:
         # The bar's LM-call counts move between results too; plain lines come every `every` s.
@@ -254,21 +291,3 @@ class ProgressDisplay:
                     self._refresh(t)
             else:
                 self._print_lines()
-
-
-@contextlib.contextmanager
-def quiet_tqdm(quiet: bool) -> Iterator[None]:
-    """Silence DSPy's tqdm bars while our own display runs (one display, not two mixed)."""
-    if not quiet:
-        yield
-        return
-    from functools import partialmethod
-
-    import tqdm
-
-    original = tqdm.tqdm.__init__
-    tqdm.tqdm.__init__ = partialmethod(original, disable=True)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        tqdm.tqdm.__init__ = original  # type: ignore[method-assign]
