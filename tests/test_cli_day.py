@@ -232,3 +232,19 @@ def test_offline_hub_task_fails_in_seconds_with_the_fix(tmp_path: Path) -> None:
     # The probe found no Hub, so the Hub libraries went offline: no half-minute of retries per request
     # (this message is only written on that path). Seconds are not asserted: a loaded machine stretches them.
     assert "not reachable" in line
+
+
+def test_the_calls_line_names_the_requests_that_prepared_the_program(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    # CoT bootstraps its demos on the train split: those requests are sent, but they are not the
+    # examples' calls, so "3 calls, 6 sent" must say where the other 3 went (run and show alike).
+    with FakeServer() as server:
+        args = ["--lm", "openai/m", "--api-base", server.url, "--limit", "3", "--out", str(tmp_path / "runs")]
+        done = cli("run", "cot", *args)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+        training = summary["training_sent"]
+        assert training > 0 and summary["sent"] == summary["calls"] + training == server.counts["requests"]
+        line = f"{summary['calls']} ({summary['sent']} sent incl. {training} preparing on train, 0 cached)"
+        assert line in done.stdout
+        shown = cli("show", str(next((tmp_path / "runs").iterdir())))
+        assert line in shown.stdout

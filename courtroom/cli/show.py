@@ -17,7 +17,7 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
-    from courtroom.runner.runs import tokens_text
+    from courtroom.runner.runs import calls_text, tokens_text
 
     table = Table(title=title, show_header=True)
     table.add_column("metric")
@@ -26,7 +26,7 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
     table.add_row("examples", str(summary["n"]))
     table.add_row("failures", str(summary["failures"]))
-    table.add_row("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")
+    table.add_row("LM calls", calls_text(summary))
     session = summary.get("session") or {}
     if session and session.get("sent") != summary["sent"]:  # a resumed folder: sent counts every session
         table.add_row("sent this session", str(session["sent"]))

@@ -182,6 +182,13 @@ def tokens_text(summary: Mapping[str, Any]) -> str:
     return f"{summary['tokens']:,}" + (f" (+{cached:,} in cached answers, not spent again)" if cached else "")
 
 
+def calls_text(summary: Mapping[str, Any]) -> str:
+    """The examples' LM calls, with the requests sent (those that prepared the program on train named)."""
+    training = summary.get("training_sent") or 0
+    prepared = f" incl. {training} preparing on train" if training else ""
+    return f"{summary['calls']} ({summary['sent']} sent{prepared}, {summary['cached']} cached)"
+
+
 def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The summary as a small Markdown table."""
     rows = [
@@ -189,7 +196,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("macro-F1", f"{summary['macro_f1']:.3f}"),
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
-        ("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)"),
+        ("LM calls", calls_text(summary)),
         *(
             [("sent this session", summary["session"]["sent"])]
             if (summary.get("session") or {}).get("sent", summary["sent"]) != summary["sent"]
