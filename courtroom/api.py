@@ -59,7 +59,7 @@ def _display(spec: Experiment, progress: bool) -> Any:
 
 def run_config(spec: Experiment) -> RunConfig:
     """The run ``spec`` describes: preset applied, knobs typed by the framework, role names checked."""
-    from courtroom.programs import check_roles, get_framework
+    from courtroom.programs import check_knobs, check_roles, get_framework
     from courtroom.programs.presets import apply_preset
     from courtroom.runner.runs import RunConfig
     from courtroom.spec import typed_knobs
@@ -71,6 +71,7 @@ def run_config(spec: Experiment) -> RunConfig:
         spec.design.preset, spec.design.framework, typed_knobs(spec.design.knobs, cls.knobs())
     )
     check_roles(spec.models.roles, cls.roles)
+    check_knobs(framework, knobs)  # before the data loads and the display starts
     return RunConfig.from_spec(spec, framework, knobs=knobs)
 
 

@@ -52,6 +52,17 @@ def get_framework(name: str) -> type[CourtroomProgram]:
     return FRAMEWORKS[name]
 
 
+def check_knobs(name: str, knobs: Mapping[str, Any] | None) -> None:
+    """Refuse, in one line naming the valid ones, knobs framework ``name`` does not have."""
+    valid = get_framework(name).knobs()
+    unknown = sorted(set(knobs or {}) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"{name} has no knob {', '.join(unknown)}: its knobs are "
+            + (", ".join(f"{k}={v}" for k, v in valid.items()) or "(none)")
+        )
+
+
 def build_program(
     name: str,
     labels: Any,
@@ -64,13 +75,7 @@ def build_program(
 ) -> CourtroomProgram:
     """Instantiate a framework, refusing knobs it does not have."""
     cls = get_framework(name)
-    valid = cls.knobs()
-    unknown = sorted(set(knobs or {}) - set(valid))
-    if unknown:
-        raise ConfigError(
-            f"{name} has no knob {', '.join(unknown)}: its knobs are "
-            + (", ".join(f"{k}={v}" for k, v in valid.items()) or "(none)")
-        )
+    check_knobs(name, knobs)
     if lms is not None:
         return cls(labels, positions, roles=lms, **dict(knobs or {}))
     return cls(labels, positions, lm=lm, roles=roles, **dict(knobs or {}))
