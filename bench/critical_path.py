@@ -15,7 +15,11 @@ decisions at once and keeps at most ``--concurrency`` requests in flight. Three 
 - ``serial``: every call one after another.
 
 ``occupancy`` is the mean requests in flight at the server over the cap: calls x latency /
-(wall x concurrency). Also prints peak resident memory.
+(wall x concurrency). ``gap/step`` spreads wall - best over the best schedule's steps (ms a step
+of ``concurrency`` calls loses), beside ``ms/call``: one call's own cost at zero latency (the
+decision run alone against the same server, client and fake server sharing one interpreter).
+When the gap per step is a few calls' worth and does not grow with the latency, the rest of the
+wall time is per-call processing, not waiting for a slot. Also prints peak resident memory.
 
     python bench/critical_path.py [--latency 0.2] [--examples 8] [--concurrency 4]
 """
@@ -51,10 +55,22 @@ CASES = {
 
 
 def best_text(layers: list[int], n: int, concurrency: int, latency: float) -> tuple[str, float]:
-    """The best schedule's seconds as printed (``lo-hi`` when only bounded) and its upper end."""
+    """The best schedule as printed (seconds, ``lo-hi`` when only bounded), its seconds and steps (upper end)."""
     lo, hi = best_steps(layers, n, concurrency, open_cap=concurrency)
     text = f"{lo * latency:.2f}" if lo == hi else f"{lo * latency:.2f}-{hi * latency:.2f}"
-    return text, hi * latency
+    return text, hi * latency, hi
+
+
+def call_ms(prog: dspy.Module, server: FakeServer, name: str, calls: int) -> float:
+    """Milliseconds per call of two decisions run one after another at zero latency."""
+    latency, server.latency = server.latency, 0.0
+    try:
+        start = time.perf_counter()
+        for i in range(2):
+            prog(case=f"{name} zero-latency case {i} is")
+        return (time.perf_counter() - start) * 1000 / (2 * calls)
+    finally:
+        server.latency = latency
 
 
 def main() -> None:
@@ -69,7 +85,7 @@ def main() -> None:
         print(f"latency {args.latency:.2f} s, {args.examples} examples, concurrency {args.concurrency}")
         print(
             f"{'framework':16} {'calls':>6} {'wall s':>8} {'ideal s':>8} {'wall/ideal':>10} {'best s':>8} "
-            f"{'wall/best':>9} {'occupancy':>9} {'serial s':>9}"
+            f"{'wall/best':>9} {'occupancy':>9} {'gap/step':>8} {'ms/call':>7} {'serial s':>9}"
         )
         for name, (knobs, shape) in CASES.items():
             layers = shape(knobs)
@@ -87,11 +103,13 @@ def main() -> None:
                 print(f"{name}: {calls} calls, but its layers {layers} make {sum(layers) * args.examples}")
             by_path = math.ceil(args.examples / args.concurrency) * len(layers) * args.latency
             ideal = max(by_path, calls * args.latency / args.concurrency)
-            best, best_s = best_text(layers, args.examples, args.concurrency, args.latency)
+            best, best_s, steps = best_text(layers, args.examples, args.concurrency, args.latency)
             busy = calls * args.latency / (wall * args.concurrency)
+            gap = (wall - best_s) * 1000 / steps
+            per_call = call_ms(prog, server, name, sum(layers))
             print(
                 f"{name:16} {calls:6d} {wall:8.2f} {ideal:8.2f} {wall / ideal:10.2f} {best:>8} "
-                f"{wall / best_s:9.2f} {busy:9.2f} {calls * args.latency:9.2f}"
+                f"{wall / best_s:9.2f} {busy:9.2f} {gap:8.1f} {per_call:7.1f} {calls * args.latency:9.2f}"
             )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory: {peak:.0f} MB")
