@@ -33,3 +33,19 @@ def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert len(done.stdout.strip().splitlines()) >= 3, done.stdout
+
+
+def test_best_schedule_of_critical_path_is_exact() -> None:
+    spec = importlib.util.spec_from_file_location("bench_critical_path", BENCH / "critical_path.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # One Courtroom-LLM decision at 4 in flight: hearing, advocates, 4 judges, the fifth judge. Both
+    # old bounds say 3 latencies (the path; 8 calls over 4 slots is 2): no schedule does it in 3.
+    assert bench.best_steps([1, 2, 5], 1, 4) == (4, 4)
+    # The bench's shapes at its default size pack every step: the best is the work bound.
+    assert bench.best_steps([2, 1] * 3, 8, 4, open_cap=4) == (18, 18)
+    assert bench.best_steps([1] + [2, 2, 1, 1] * 2, 8, 4, open_cap=4) == (26, 26)
+    # Two decisions of two calls then one, one slot per decision but only one open at a time.
+    assert bench.best_steps([2, 1], 2, 2, open_cap=1) == (4, 4)
+    assert bench.best_steps([2, 1], 2, 2) == (3, 3)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
+import pytest
+
+from courtroom.models._concurrency import REQUESTS, Slots, bounded_requests
 from courtroom.programs import CourtroomLLM
 from courtroom.testing import FakeServer
 
@@ -27,3 +32,62 @@ def test_five_parallel_judges_take_about_three_latencies_not_eight() -> None:
     # asserted from above (a loaded machine stretches it), only that the path's 3 steps were waited.
     assert server.max_in_flight >= 5
     assert wall >= 3 * LATENCY
+
+
+def _waiters(slots: Any) -> int:
+    """Threads blocked on the request bound (a plain semaphore's own queue, on the code before Slots)."""
+    waiting = getattr(slots, "waiting", None)
+    return waiting if waiting is not None else len(slots._cond._waiters)
+
+
+def test_a_freed_request_slot_goes_to_the_longest_waiter() -> None:
+    # A decision that finishes a call and asks again at once (on to its next stage) must queue
+    # behind a request already waiting, not take the slot back before the waiter runs.
+    order: list[str] = []
+    with bounded_requests(1):
+        REQUESTS.on_lm_start("first", None, {})
+
+        def other() -> None:
+            REQUESTS.on_lm_start("waiter", None, {})
+            order.append("waiter")
+            REQUESTS.on_lm_end("waiter", None)
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        while not _waiters(REQUESTS._slots):
+            time.sleep(0.001)
+        REQUESTS.on_lm_end("first", None)
+        REQUESTS.on_lm_start("again", None, {})
+        order.append("again")
+        REQUESTS.on_lm_end("again", None)
+        thread.join()
+    assert order == ["waiter", "again"]
+
+
+def test_request_slots_are_fair_and_bounded_under_load() -> None:
+    slots = Slots(3)
+    held = peak = 0
+    lock = threading.Lock()
+
+    def worker() -> None:
+        nonlocal held, peak
+        for _ in range(200):
+            slots.acquire()
+            with lock:
+                held += 1
+                peak = max(peak, held)
+            with lock:
+                held -= 1
+            slots.release()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak <= 3
+    assert slots.waiting == 0
+    for _ in range(3):
+        slots.acquire()  # every slot came back
+    with pytest.raises(ValueError):
+        Slots(1).release()

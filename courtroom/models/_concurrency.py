@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -41,20 +42,71 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     return results
 
 
+class Slots:
+    """``limit`` slots, handed out in the order they were asked for (a fair semaphore).
+
+    A plain semaphore lets a thread that releases a slot and asks again at once (a decision
+    going on to its next call) take it back before the waiter it woke has run, and the waiter
+    goes to the back of the queue: decisions that happen to hold the interpreter run ahead and
+    others' requests wait. Here ``release`` hands the slot straight to the longest waiter.
+    """
+
+    def __init__(self, limit: int) -> None:  # noqa: D107
+        self.limit = limit
+        self._free = limit
+        self._lock = threading.Lock()
+        self._waiting: deque[threading.Lock] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """Callers blocked in :meth:`acquire`."""
+        return len(self._waiting)
+
+    def acquire(self) -> None:
+        """Take a slot, waiting behind everyone who asked before."""
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiting.append(gate)
+        try:
+            gate.acquire()  # released by release(), which hands this caller its slot
+        except BaseException:  # Ctrl-C while waiting: give up the place, or the slot if it came
+            with self._lock:
+                if gate in self._waiting:
+                    self._waiting.remove(gate)
+                    raise
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the longest waiter, if any."""
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+                return
+            if self._free >= self.limit:
+                raise ValueError("Slots released too many times")
+            self._free += 1
+
+
 class RequestLimit(BaseCallback):
     """The process-wide bound on LM requests in flight: a DSPy callback on every model we call.
 
     It sits in each LM's own ``callbacks`` list (not in ``dspy.context``), so it applies in
     every thread: our pools, DSPy's optimizer threads and Optuna's trial threads, which do not
-    inherit context overrides. A slot is held for the whole call, retries included. Without an
-    active :func:`bounded_requests` it lets everything through.
+    inherit context overrides. A slot is held for the whole call, retries included; slots go to
+    calls in the order they asked (:class:`Slots`). Without an active :func:`bounded_requests`
+    it lets everything through.
     """
 
     def __init__(self) -> None:  # noqa: D107
         self._lock = threading.Lock()
-        self._slots: threading.BoundedSemaphore | None = None
+        self._slots: Slots | None = None
         self._users = 0
-        self._held: dict[str, threading.BoundedSemaphore] = {}
+        self._held: dict[str, Slots] = {}
         self.limit: int | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RequestLimit:
@@ -88,7 +140,7 @@ def bounded_requests(limit: int) -> Iterator[None]:
     with REQUESTS._lock:
         if REQUESTS._users == 0:
             REQUESTS.limit = max(1, int(limit))
-            REQUESTS._slots = threading.BoundedSemaphore(REQUESTS.limit)
+            REQUESTS._slots = Slots(REQUESTS.limit)
         REQUESTS._users += 1
     try:
         yield
