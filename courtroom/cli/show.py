@@ -17,16 +17,17 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
-    from courtroom.runner.runs import calls_text, tokens_text
+    from courtroom.runner.runs import calls_rows, tokens_text
 
     table = Table(title=title, show_header=True)
-    table.add_column("metric")
+    table.add_column("metric", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_row("accuracy", f"{summary['accuracy']:.3f}")
     table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
     table.add_row("examples", str(summary["n"]))
     table.add_row("failures", str(summary["failures"]))
-    table.add_row("LM calls", calls_text(summary))
+    for name, value in calls_rows(summary):
+        table.add_row(name, value)
     session = summary.get("session") or {}
     if session and session.get("sent") != summary["sent"]:  # a resumed folder: sent counts every session
         table.add_row("sent this session", str(session["sent"]))

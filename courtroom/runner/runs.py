@@ -182,11 +182,12 @@ def tokens_text(summary: Mapping[str, Any]) -> str:
     return f"{summary['tokens']:,}" + (f" (+{cached:,} in cached answers, not spent again)" if cached else "")
 
 
-def calls_text(summary: Mapping[str, Any]) -> str:
-    """The examples' LM calls, with the requests sent (those that prepared the program on train named)."""
-    training = summary.get("training_sent") or 0
-    prepared = f" incl. {training} preparing on train" if training else ""
-    return f"{summary['calls']} ({summary['sent']} sent{prepared}, {summary['cached']} cached)"
+def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The examples' LM calls and the requests sent; a second row names those that prepared the program."""
+    rows = [("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")]
+    if summary.get("training_sent"):
+        rows.append(("  sent preparing on train", str(summary["training_sent"])))
+    return rows
 
 
 def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
@@ -196,7 +197,7 @@ def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
         ("macro-F1", f"{summary['macro_f1']:.3f}"),
         ("examples", summary["n"]),
         ("failures", summary["failures"]),
-        ("LM calls", calls_text(summary)),
+        *calls_rows(summary),
         *(
             [("sent this session", summary["session"]["sent"])]
             if (summary.get("session") or {}).get("sent", summary["sent"]) != summary["sent"]
