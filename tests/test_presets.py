@@ -212,9 +212,11 @@ def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
     code = main(
         [
             "compare", "--suite", "jot-table5", "--suite-tasks", "boolean_expressions", "--limit", "1",
-            "--set", "n_loops=1", "--max-tokens", "48", "--out", str(tmp_path),
+            "--set", "n_loops=1", "--max-tokens", "48", "--fail-on-error", "1", "--out", str(tmp_path),
         ]
     )  # fmt: skip
+    # --fail-on-error 1: what is checked is the table, not the 135M model's answers, which a 48-token
+    # limit sometimes cuts off (a cut-off answer is that example's failure, and exit 2 by default)
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "judgment-of-thought, Table 5" in out
