@@ -17,23 +17,13 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
-    from courtroom.runner.runs import calls_rows, tokens_text
+    from courtroom.runner.runs import summary_rows
 
     table = Table(title=title, show_header=True)
     table.add_column("metric", no_wrap=True)
     table.add_column("value", justify="right")
-    table.add_row("accuracy", f"{summary['accuracy']:.3f}")
-    table.add_row("macro-F1", f"{summary['macro_f1']:.3f}")
-    table.add_row("examples", str(summary["n"]))
-    table.add_row("failures", str(summary["failures"]))
-    for name, value in calls_rows(summary):
+    for name, value in summary_rows(summary):
         table.add_row(name, value)
-    session = summary.get("session") or {}
-    if session and session.get("sent") != summary["sent"]:  # a resumed folder: sent counts every session
-        table.add_row("sent this session", str(session["sent"]))
-    table.add_row("tokens (sent calls)", tokens_text(summary))
-    table.add_row("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}")
-    table.add_row("wall time", f"{summary['wall_seconds']:.1f} s")
     if summary.get("brier") is not None:
         table.add_row("Brier score / ECE", f"{summary['brier']:.4f} / {summary['ece']:.4f}")
     for label, pr in (summary.get("per_class") or {}).items():

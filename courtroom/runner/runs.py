@@ -190,24 +190,26 @@ def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
-    """The summary as a small Markdown table."""
-    rows = [
+def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The rows every summary table starts with: scores, examples, calls, spend and time."""
+    session_sent = (summary.get("session") or {}).get("sent", summary["sent"])
+    return [
         ("accuracy", f"{summary['accuracy']:.3f}"),
         ("macro-F1", f"{summary['macro_f1']:.3f}"),
-        ("examples", summary["n"]),
-        ("failures", summary["failures"]),
+        ("examples", str(summary["n"])),
+        ("failures", str(summary["failures"])),
         *calls_rows(summary),
-        *(
-            [("sent this session", summary["session"]["sent"])]
-            if (summary.get("session") or {}).get("sent", summary["sent"]) != summary["sent"]
-            else []
-        ),
+        # a resumed folder: sent counts every session
+        *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
         ("tokens (sent calls)", tokens_text(summary)),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
-        ("status", summary.get("status", "ok")),
     ]
+
+
+def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
+    """The summary as a small Markdown table."""
+    rows = [*summary_rows(summary), ("status", summary.get("status", "ok"))]
     if summary.get("brier") is not None:
         rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
     rows += bias_rows(summary) + learned_rows(summary)
