@@ -39,6 +39,7 @@ target is met, so a reader can tell the design from the sampling noise of one se
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import random
@@ -53,6 +54,7 @@ from courtroom.models._concurrency import serial  # noqa: E402
 from courtroom.programs import build_program  # noqa: E402
 from courtroom.programs.presets import get_preset  # noqa: E402
 from courtroom.testing import oracle_lm  # noqa: E402
+from settle_model import Kind, Model, bound, expected_confidence_settle  # noqa: E402
 
 LABELS = ["True", "False"]
 TRIAL = "jot-paper"
@@ -72,7 +74,14 @@ def make_cases(n: int, hard_share: float, seed: int, kind: str = "case") -> tupl
 
 def run(name: str, knobs: dict[str, Any], gold: dict[str, str], accuracy: dict[str, Any], seed: int) -> dict:
     """One design on every case, on a fresh oracle: per-case rows, correctness and calls."""
-    lm = oracle_lm(gold, LABELS, accuracy=accuracy["all"], case_accuracy=accuracy["cases"], seed=seed)
+    lm = oracle_lm(
+        gold,
+        LABELS,
+        accuracy=accuracy["all"],
+        case_accuracy=accuracy["cases"],
+        seed=seed,
+        confidence_auroc=accuracy.get("auroc"),
+    )
     program = build_program(name, LABELS, lm=lm, knobs=knobs)
     rows = []
     for case, label in gold.items():
@@ -115,88 +124,45 @@ def paired(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, float]:
     return mean, math.sqrt(var / len(d))
 
 
-# -- what the difficulty model predicts ----------------------------------------------------------------
-
-
-def _outcomes(k: int, q: float) -> list[tuple[float, float, bool]]:
-    """(probability, vote share of the majority, majority right) of a panel of ``k`` answers right w.p. ``q``.
-
-    A tie goes to the first answer (right with probability j/k when j of k are right).
-    """
-    out = []
-    for j in range(k + 1):
-        p = math.comb(k, j) * q**j * (1 - q) ** (k - j)
-        share = round(max(j, k - j) / k, 6)  # as the design rounds its agreement
-        if 2 * j == k:
-            out += [(p * j / k, share, True), (p * (k - j) / k, share, False)]
-        else:
-            out.append((p, share, 2 * j > k))
-    return out
-
-
-def expected_settle(k: int, t: float, q: float, r: float) -> tuple[float, float]:
-    """(accuracy, calls per case) of settle(k, t) on one kind of case: panel right w.p. q, trial w.p. r."""
-    acc = calls = 0.0
-    for p, share, right in _outcomes(k, q):
-        settled = share >= t
-        acc += p * (right if settled else r)
-        calls += p * (k + (0 if settled else TRIAL_CALLS))
-    return acc, calls
-
-
-def expected_vote(n: int, q: float) -> float:
-    """Accuracy of a majority of ``n`` answers right w.p. ``q`` (tie: the first answer)."""
-    return sum(p for p, _, right in _outcomes(n, q) if right)
-
-
-def expected_gap(k: int, t: float, q: float, r: float) -> tuple[float, float]:
-    """(mean, mean square) of settle(k, t)'s correctness minus the full trial's, per case of one kind.
-
-    A tried case is the full trial's own draw (difference 0); a settled one is the panel's label
-    against an independent judge right w.p. ``r``.
-    """
-    mean = square = 0.0
-    for p, share, right in _outcomes(k, q):
-        if share >= t:
-            mean += p * (right - r)
-            square += p * ((1 - r) if right else r)
-    return mean, square
-
-
-def mix(easy: float, hard: float, hard_share: float) -> float:
-    return (1 - hard_share) * easy + hard_share * hard
-
-
-def setup(args: argparse.Namespace, seed: int, kind: str = "case") -> tuple[dict[str, str], set[str], dict[str, Any]]:
-    """The cases, the hard ones and the oracle's accuracies for ``seed``."""
+def setup(
+    args: argparse.Namespace, seed: int, kind: str = "case", auroc: float | None = None
+) -> tuple[dict[str, str], set[str], dict[str, Any]]:
+    """The cases, the hard ones and the oracle's accuracies (and confidence's AUROC) for ``seed``."""
     gold, hard = make_cases(args.cases, args.hard, seed, kind)
     single = {"panel": args.hard_single, "classifier": args.hard_single, "judge": args.hard_judge}
-    return gold, hard, {"all": {"default": args.easy}, "cases": dict.fromkeys(hard, single)}
+    return gold, hard, {"all": {"default": args.easy}, "cases": dict.fromkeys(hard, single), "auroc": auroc}
 
 
-def settle_knobs(k: int, t: float) -> dict[str, Any]:
-    return {"panel_size": k, "threshold": t, "trial": "jot", "trial_preset": TRIAL}
+def settle_knobs(k: int, t: float, signal: str = "votes") -> dict[str, Any]:
+    return {"panel_size": k, "threshold": t, "signal": signal, "trial": "jot", "trial_preset": TRIAL}
 
 
-def choose_on_dev(args: argparse.Namespace, seed: int) -> tuple[int, float, settling.Design]:
-    """The most accurate (panel, threshold) within the budget, on the dev cases of test seed ``seed``."""
-    gold, _, accuracy = setup(argparse.Namespace(**vars(args) | {"cases": args.dev_cases}), seed + DEV, "dev case")
-    tried = run("settle", settle_knobs(args.dev_panel, 1.0) | {"always_try": True}, gold, accuracy, seed + DEV)
+def choose_on_dev(args: argparse.Namespace, seed: int, auroc: float | None = None) -> settling.Design:
+    """The most accurate design within the budget on the dev cases of test seed ``seed``.
+
+    With an informative confidence (``auroc``) the dev run states it, and both signals compete.
+    """
+    dev = argparse.Namespace(**vars(args) | {"cases": args.dev_cases})
+    gold, _, accuracy = setup(dev, seed + DEV, "dev case", auroc)
+    signal = "votes" if auroc is None else "confidence"
+    knobs = settle_knobs(args.dev_panel, 1.0, signal) | {"always_try": True}
+    tried = run("settle", knobs, gold, accuracy, seed + DEV)
     trial_calls = tried["calls"] - args.dev_panel
-    best = settling.choose(tried["rows"], LABELS, max_calls=args.budget * trial_calls)
+    best = settling.choose(tried["rows"], LABELS, max_calls=args.budget * trial_calls, margin=args.margin)
     assert best is not None, "a panel of one always fits"
-    return best.panel_size, best.threshold, best
+    return best
 
 
-def headline(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+def headline(args: argparse.Namespace, seed: int, auroc: float | None = None) -> dict[str, Any]:
     """The design (chosen on dev, or fixed), the full trial and the matched majority vote on one seed's cases."""
-    if args.panel is None:
-        k, t, dev = choose_on_dev(args, seed)
+    if args.panel is None or auroc is not None:
+        dev = choose_on_dev(args, seed, auroc)
+        k, t, signal = dev.panel_size, dev.threshold, dev.signal
     else:
-        k, t, dev = args.panel, args.threshold, None
-    gold, hard, accuracy = setup(args, seed)
+        k, t, signal, dev = args.panel, args.threshold, "votes", None
+    gold, hard, accuracy = setup(args, seed, auroc=auroc)
     full = run("jot", dict(get_preset(TRIAL).knobs), gold, accuracy, seed)
-    head = run("settle", settle_knobs(k, t), gold, accuracy, seed)
+    head = run("settle", settle_knobs(k, t, signal), gold, accuracy, seed)
     m = max(1, round(head["calls"]))
     vote = run("parallel-vote", {"n_models": m}, gold, accuracy, seed)
     d_full, d_full_se = paired(head["right"], full["right"])
@@ -212,6 +178,8 @@ def headline(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         "m": m,
         "k": k,
         "t": t,
+        "signal": signal,
+        "auroc": auroc,
         "dev": dev,
         "d_full": (d_full, d_full_se),
         "d_vote": (d_vote, d_vote_se),
@@ -223,31 +191,6 @@ def met(res: dict[str, Any], budget: float) -> dict[str, bool]:
     """Which targets one seed meets: within one paired SE, within the calls budget, above the vote."""
     (d, d_se), (dv, _) = res["d_full"], res["d_vote"]
     return {"within": d >= -d_se, "calls": res["share"] <= budget + 1e-9, "vote": dv > 0}
-
-
-class Model:
-    """What the difficulty model predicts for a settle design (binomial sums)."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args, self.h = args, args.hard
-        self.kinds = ((args.easy, args.easy), (args.hard_single, args.hard_judge))
-
-    def settle(self, k: int, t: float) -> tuple[float, float]:
-        e = [expected_settle(k, t, q, r) for q, r in self.kinds]
-        return mix(e[0][0], e[1][0], self.h), mix(e[0][1], e[1][1], self.h)
-
-    def full(self) -> float:
-        return mix(self.kinds[0][1], self.kinds[1][1], self.h)
-
-    def vote(self, n: int) -> float:
-        return mix(*(expected_vote(n, q) for q, _ in self.kinds), self.h)
-
-    def within(self, k: int, t: float, n: int) -> tuple[float, float]:
-        """(expected settle - full, probability a seed of ``n`` cases is within one paired SE: normal approx.)."""
-        g = [expected_gap(k, t, q, r) for q, r in self.kinds]
-        mean, square = mix(g[0][0], g[1][0], self.h), mix(g[0][1], g[1][1], self.h)
-        sd = math.sqrt(max(square - mean**2, 1e-12))
-        return mean, 0.5 * (1 + math.erf((1 + mean * math.sqrt(n) / sd) / math.sqrt(2)))
 
 
 def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) -> None:
@@ -265,6 +208,7 @@ def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) 
             f"{args.dev_panel}, "
             f"replayed): panel {k}, threshold {t:.3g}: dev accuracy {dev.accuracy:.3f} at {dev.calls:.2f} calls/case, "
             f"the most accurate within {100 * args.budget:.0f}% of the trial's calls"
+            + (f" with {args.margin:g} SE of its calls to spare" if args.margin else "")
         )
     print()
     print(f"{'design':<44} {'accuracy':>15} {'calls/case':>10} {'% of trial':>10} {'tried':>6}   expected acc, calls")
@@ -294,6 +238,82 @@ def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) 
     )
     verdict = "MET" if all(ok.values()) else "NOT met (" + ", ".join(w for w, v in ok.items() if not v) + ")"
     print(f"target on seed {res['seed']}: {verdict}")
+
+
+def print_bound(args: argparse.Namespace, model: Model) -> None:
+    """The most any design can reach under the model, at the budget and around it."""
+    kinds, full = model.as_kinds(), model.full()
+    print()
+    print(
+        "the most any design can reach under this model, in expectation (exact: knowing every panel answer and the "
+        "trial's verdict; panels up to 15, escalating, overruling the verdict: bench/settle_model.py):"
+    )
+    print(f"{'calls':>8} {'bound':>7} {'vs full':>8} {'best policy found':>18}")
+    for budget in sorted({0.35, args.budget, 0.55, 0.65}):
+        b = bound(kinds, budget * TRIAL_CALLS, TRIAL_CALLS)
+        print(
+            f"{100 * budget:>7.0f}% {b.accuracy:>7.4f} {b.accuracy - full:>+8.4f} "
+            f"{b.best_accuracy:>9.4f} at {100 * b.best_calls / TRIAL_CALLS:.1f}%"
+        )
+    gap, p = model.within(2, 1.0, args.cases)
+    print(
+        f"the full trial's expected accuracy is {full:.4f}: at {100 * args.budget:.0f}% of its calls no design beats it "
+        f"in expectation by more than the bound's margin, so a seed of {args.cases} cases is within one paired SE by "
+        f"sampling luck (panel 2, threshold 1: expected gap {gap:+.4f}, probability {p:.2f})"
+    )
+    need = auroc_to_match(kinds, full, args.budget * TRIAL_CALLS)
+    print(
+        f"what would change it: a single answer's stated confidence that tells right from wrong (AUROC >= {need:.2f}: "
+        "a panel of one settling on it matches the full trial in expectation; below)"
+    )
+
+
+def best_confidence(kinds: Sequence[Kind], auroc: float, max_calls: float) -> tuple[float, float, float]:
+    """(accuracy, calls, threshold) of the best one-answer confidence design within ``max_calls``, expected."""
+    fits = [
+        (*expected_confidence_settle(kinds, auroc, t / 1000, TRIAL_CALLS), t / 1000)
+        for t in range(500, 1000)
+    ]
+    return max((f for f in fits if f[1] <= max_calls + 1e-9), key=lambda f: f[0], default=(0.0, 1.0, 1.0))
+
+
+def auroc_to_match(kinds: Sequence[Kind], full: float, max_calls: float) -> float:
+    """The least AUROC at which a one-answer confidence design matches ``full`` in expectation (bisection)."""
+    lo, hi = 0.5, 0.999
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if best_confidence(kinds, mid, max_calls)[0] >= full else (mid, hi)
+    return hi
+
+
+def print_confidence(args: argparse.Namespace, model: Model) -> None:
+    """The target again when the oracle's stated confidence is informative, at each ``--aurocs``."""
+    print()
+    print(
+        "if a stated confidence were informative (the oracle's confidence_auroc: a right answer states more "
+        "confidence than a wrong one with that probability), the design chosen on dev among both signals:"
+    )
+    cols = ("AUROC", "seed", "design", "full", "settle", "Δ", "paired SE", "Δ/SE", "calls %", "vote", "Δ vote")
+    print(" ".join(f"{c:>10}" for c in cols) + "  met        expected")
+    for auroc, seed in itertools.product(args.aurocs, range(args.seed, args.seed + args.confidence_seeds)):
+        res = headline(args, seed, auroc)
+        (d, d_se), (dv, _), ok = res["d_full"], res["d_vote"], met(res, args.budget)
+        verdict = "yes" if all(ok.values()) else "no (" + ", ".join(w for w, v in ok.items() if not v) + ")"
+        design = f"{res['signal'][:4]} {res['k']},{res['t']:.3g}"
+        expected = "-"
+        if res["signal"] == "confidence" and res["k"] == 1:
+            expected = f"{expected_confidence_settle(model.as_kinds(), auroc, res['t'], TRIAL_CALLS)[0]:.3f}"
+        elif res["signal"] == "votes":
+            expected = f"{model.settle(res['k'], res['t'])[0]:.3f}"
+        print(
+            f"{auroc:>10.2f} {seed:>10} {design:>10} {res['full']['accuracy']:>10.3f} {res['settle']['accuracy']:>10.3f} "
+            f"{d:>+10.3f} {d_se:>10.3f} {in_se(d, d_se):>+10.2f} {100 * res['share']:>9.1f}% "
+            f"{res['vote']['accuracy']:>10.3f} {dv:>+10.3f}  {verdict:<10} {expected}"
+        )
+    print(
+        "(design: signal, panel, threshold; expected: the model's accuracy for that design; the full trial "
+        "and the vote do not read confidence)"
+    )
 
 
 def print_curve(args: argparse.Namespace, res: dict[str, Any], model: Model) -> None:
@@ -396,14 +416,29 @@ def main() -> None:
     parser.add_argument("--dev-panel", type=int, default=5, help="panel of the always-try dev run (its largest)")
     parser.add_argument("--panel", type=int, default=None, help="fix the panel size instead of choosing on dev")
     parser.add_argument("--threshold", type=float, default=1.0, help="with --panel: its threshold (vote share)")
+    parser.add_argument(
+        "--confidence-seeds", type=int, default=1, help="seeds (from --seed) of the informative-confidence runs"
+    )
+    parser.add_argument(
+        "--margin", type=float, default=0.0, help="SEs of its dev calls a chosen design keeps below the budget"
+    )
+    parser.add_argument(
+        "--aurocs",
+        type=lambda text: [float(a) for a in text.split(",") if a],
+        default=[0.7, 0.8, 0.9],
+        help="also run the target with an informative stated confidence at these AUROCs ('' for none)",
+    )
     args = parser.parse_args()
     args.dev_cases = args.dev_cases or args.cases
     token = serial.set(True)  # one call after another: the oracle's draws do not depend on thread timing
-    model = Model(args)
+    model = Model(args.easy, args.hard_single, args.hard_judge, args.hard, TRIAL_CALLS)
     first = headline(args, args.seed)
     print_headline(args, first, model)
+    print_bound(args, model)
     print_curve(args, first, model)
     print_flips(args, first)
+    if args.aurocs:
+        print_confidence(args, model)
     if args.seeds > 1:
         runs = [first] + [headline(args, s) for s in range(args.seed + 1, args.seed + args.seeds)]
         print_seeds(args, runs, model)

@@ -13,18 +13,23 @@ test cases, as the design study scores its choice on the test split.
 The trial's prompts do not depend on the panel unless it is shown the panel's answers
 (``show_panel``), so on a seeded fake called serially the replay is exactly what a run of that
 design gives; on real models it is an estimate with the sampling error of the run it replays.
-Only the ``votes`` signal replays: the ``confidence`` signal averages each member's stated
-probabilities, which the records keep in the transcript, not beside the votes.
+A run with the ``confidence`` signal also keeps each member's stated probabilities
+(``panel_p``), so it replays both signals: a panel of ``k`` settles at ``t`` when the top
+probability of its first ``k`` members' mean is at or above ``t``.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from courtroom.programs import _probability as prob
 from courtroom.programs._common import majority
+
+SIGNALS = ("votes", "confidence")
 
 
 @dataclass(frozen=True)
@@ -33,14 +38,18 @@ class Design:
 
     panel_size: int
     threshold: float
-    """Vote share at or above which a case is settled."""
+    """Agreement (vote share, or top mean probability) at or above which a case is settled."""
     accuracy: float
     calls: float
     """Mean calls per case."""
+    calls_se: float
+    """Standard error of that mean (how far another set of cases may land from it)."""
     tried: float
     """Share of the cases tried."""
     right: tuple[bool, ...]
     """Per case, in the run's order: whether the design's verdict is the gold label."""
+    signal: str = "votes"
+    """What the agreement is: ``votes`` (vote share) or ``confidence`` (stated probabilities)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,7 @@ class _Case:
     votes: tuple[str, ...]
     verdict: str | None
     trial_calls: float
+    dists: tuple[Mapping[str, float], ...] = ()
 
 
 def _cases(rows: Iterable[Any]) -> list[_Case]:
@@ -64,53 +74,92 @@ def _cases(rows: Iterable[Any]) -> list[_Case]:
         calls = row.get("calls", (row.get("usage") or {}).get("calls"))
         if calls is None:
             raise ValueError("replay needs each record's calls (its 'calls' or usage['calls'])")
-        out.append(_Case(str(row.get("gold")), votes, row.get("prediction"), float(calls) - len(votes)))
+        dists = tuple(dict(d) for d in fields.get("panel_p") or [])
+        out.append(_Case(str(row.get("gold")), votes, row.get("prediction"), float(calls) - len(votes), dists))
     if not out:
         raise ValueError("replay needs at least one record")
     return out
 
 
-def _agreement(votes: Sequence[str], labels: Sequence[str]) -> tuple[str, float]:
-    """The panel's label and its vote share, as the design computes them (rounded to 6 places)."""
+def _agreement(case: _Case, labels: Sequence[str], k: int, signal: str = "votes") -> tuple[str, float]:
+    """The label and agreement of the first ``k`` members, as the design computes them (6 places)."""
+    votes = case.votes[:k]
+    if signal == "confidence":
+        dists = case.dists[:k]
+        mean = {lab: sum(d[lab] for d in dists) / len(dists) for lab in labels}
+        label = prob.decide(mean, labels, tie=votes[0])
+        return label, round(mean[label], 6)
     label = majority(votes, labels, prefer=votes[0])
     return label, round(Counter(votes)[label] / len(votes), 6)
 
 
-def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float) -> Design:
-    right, calls, tried = [], 0.0, 0
+def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float, signal: str) -> Design:
+    right, calls, tried = [], [], 0
     for case in cases:
-        votes = case.votes[:k]
-        label, share = _agreement(votes, labels)
+        label, share = _agreement(case, labels, k, signal)
         if share >= threshold:
             right.append(label == case.gold)
-            calls += k
+            calls.append(k)
         else:
             right.append(case.verdict == case.gold)
-            calls += k + case.trial_calls
+            calls.append(k + case.trial_calls)
             tried += 1
     n = len(cases)
-    return Design(k, threshold, sum(right) / n, calls / n, tried / n, tuple(right))
+    mean = sum(calls) / n
+    spread = math.sqrt(sum((c - mean) ** 2 for c in calls) / (n - 1) / n) if n > 1 else 0.0
+    return Design(k, threshold, sum(right) / n, mean, spread, tried / n, tuple(right), signal)
 
 
-def replay(rows: Iterable[Any], labels: Sequence[str], panel_size: int, threshold: float) -> Design:
-    """What settle(``panel_size``, ``threshold``) gives on the cases of an ``always_try`` run."""
+def _signals(cases: Sequence[_Case], signal: str | None) -> tuple[str, ...]:
+    """The signals these records replay (``confidence`` needs every member's probabilities)."""
+    has = ("votes", "confidence") if all(len(c.dists) == len(c.votes) for c in cases) else ("votes",)
+    if signal is None:
+        return has
+    if signal not in SIGNALS:
+        raise ValueError(f"unknown signal {signal!r}; use one of {', '.join(SIGNALS)}")
+    if signal not in has:
+        raise ValueError("replaying the confidence signal needs a run with signal=confidence (its panel_p)")
+    return (signal,)
+
+
+def replay(
+    rows: Iterable[Any], labels: Sequence[str], panel_size: int, threshold: float, signal: str = "votes"
+) -> Design:
+    """What settle(``panel_size``, ``threshold``, ``signal``) gives on the cases of an ``always_try`` run."""
     cases = _cases(rows)
+    (signal,) = _signals(cases, signal)
     if not 1 <= panel_size <= min(len(c.votes) for c in cases):
         raise ValueError(f"the run's panel has {min(len(c.votes) for c in cases)} votes; cannot replay {panel_size}")
-    return _replay(cases, labels, panel_size, threshold)
+    return _replay(cases, labels, panel_size, threshold, signal)
 
 
-def designs(rows: Iterable[Any], labels: Sequence[str]) -> list[Design]:
-    """Every distinct design the run can replay: each panel size up to its own, each vote share seen."""
+def designs(rows: Iterable[Any], labels: Sequence[str], signal: str | None = None) -> list[Design]:
+    """Every distinct design the run can replay: each signal (``None``: all the records keep), each
+    panel size up to its own, each agreement seen."""
     cases = _cases(rows)
     out = []
-    for k in range(1, min(len(c.votes) for c in cases) + 1):
-        shares = sorted({_agreement(c.votes[:k], labels)[1] for c in cases})
-        out += [_replay(cases, labels, k, t) for t in shares]
+    for sig in _signals(cases, signal):
+        for k in range(1, min(len(c.votes) for c in cases) + 1):
+            shares = sorted({_agreement(c, labels, k, sig)[1] for c in cases})
+            out += [_replay(cases, labels, k, t, sig) for t in shares]
     return out
 
 
-def choose(rows: Iterable[Any], labels: Sequence[str], max_calls: float | None = None) -> Design | None:
-    """The most accurate design within ``max_calls`` per case (ties: fewer calls); None if none fits."""
-    fits = [d for d in designs(rows, labels) if max_calls is None or d.calls <= max_calls + 1e-9]
+def choose(
+    rows: Iterable[Any],
+    labels: Sequence[str],
+    max_calls: float | None = None,
+    signal: str | None = None,
+    margin: float = 0.0,
+) -> Design | None:
+    """The most accurate design within ``max_calls`` per case (ties: fewer calls); None if none fits.
+
+    ``margin`` standard errors of each design's calls are added before the budget is compared: a
+    design that just fits on these cases spends more on others about half the time.
+    """
+    fits = [
+        d
+        for d in designs(rows, labels, signal)
+        if max_calls is None or d.calls + margin * d.calls_se <= max_calls + 1e-9
+    ]
     return max(fits, key=lambda d: (d.accuracy, -d.calls), default=None)

@@ -103,7 +103,7 @@ class SettleThenTrial(CourtroomProgram):
 
     Output fields: ``label``, ``transcript`` (the panel's answers, the decision to settle or try,
     then the trial's own transcript), ``decided_by`` (``"panel"`` or ``"trial"``), ``panel_votes``,
-    ``panel_label``, ``agreement``, ``confidence`` (the agreement when settled, the trial's own
+    ``panel_p`` (``confidence``: each member's probability per label), ``panel_label``, ``agreement``, ``confidence`` (the agreement when settled, the trial's own
     confidence if it has one when tried), and for tried cases ``trial`` (its name) and
     ``trial_fields`` (the trial's own output fields).
     """
@@ -209,8 +209,8 @@ class SettleThenTrial(CourtroomProgram):
             return out.answer, prob.from_fields(out, self.labels)[0]
         return out.answer, None
 
-    def _hear(self, case: str) -> tuple[list[str], str, float, list[Turn]]:
-        """The panel's votes, its label, its agreement and its turns."""
+    def _hear(self, case: str) -> tuple[list[str], str, float, list[Turn], list[dict[str, float]]]:
+        """The panel's votes, its label, its agreement, its turns and (``confidence``) each member's probabilities."""
         outs = run_parallel([functools.partial(self._member, case, i) for i in range(self.panel_size)])
         votes = [v for v, _ in outs]
         turns = [
@@ -221,9 +221,9 @@ class SettleThenTrial(CourtroomProgram):
             dists = [d for _, d in outs if d is not None]
             mean = {lab: sum(d[lab] for d in dists) / len(dists) for lab in self.labels}
             label = prob.decide(mean, self.labels, tie=votes[0])
-            return votes, label, round(mean[label], 6), turns
+            return votes, label, round(mean[label], 6), turns, dists
         label = majority(votes, self.labels, prefer=votes[0])
-        return votes, label, round(Counter(votes)[label] / len(votes), 6), turns
+        return votes, label, round(Counter(votes)[label] / len(votes), 6), turns, []
 
     def _shown(self, case: str, votes: Sequence[str]) -> str:
         """The case as the trial reads it: with ``show_panel``, the panel's answers appended."""
@@ -237,8 +237,10 @@ class SettleThenTrial(CourtroomProgram):
 
     def forward(self, case: str) -> dspy.Prediction:
         """Hear the panel; settle the case, or try it."""
-        votes, label, agreement, transcript = self._hear(case)
+        votes, label, agreement, transcript, dists = self._hear(case)
         fields: dict[str, Any] = {"panel_votes": votes, "panel_label": label, "agreement": agreement}
+        if dists:
+            fields["panel_p"] = dists
         if not self.always_try and agreement >= self.threshold:
             transcript.append(
                 Turn(

@@ -28,6 +28,14 @@ the output schema the adapter sends (as a constrained-decoding server would) and
   case *is* the model of what that role achieves there, so figures measured on it show what a
   design does with such answers, not that a trial helps.
 
+  **Stated confidence**: a probability field (Debate-Feedback's ``p_1..p_K``, a settle panel's
+  confidence, a judge's probability) puts 0.9 on the chosen label by default, whether the answer
+  is right or not: confidence says nothing. ``confidence_auroc=a`` makes it informative: the
+  probability of the chosen label is ``0.5 + 0.5 * Phi(z)``, ``z ~ N(+d/2, 1)`` for a right
+  answer and ``N(-d/2, 1)`` for a wrong one, ``d = sqrt(2) * Phi^-1(a)``, so a right answer
+  states more confidence than a wrong one with probability ``a`` (the AUROC of confidence for
+  correctness; 0.5: none). The probability is monotone in ``z``, not calibrated.
+
 Which role is calling comes from :func:`courtroom.models.lms.current_role`, set by the programs. Each
 fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
 (calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
@@ -39,12 +47,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 from dspy.lm15 import Message, Response, TextPart, Usage
@@ -168,8 +178,12 @@ class OracleEngine(_Engine):
         seed: int = 0,
         latency: float = 0.0,
         case_accuracy: Mapping[str, Mapping[str, float] | float] | None = None,
+        confidence_auroc: float | None = None,
     ) -> None:
         super().__init__()
+        if confidence_auroc is not None and not 0.5 <= confidence_auroc < 1:
+            raise ValueError(f"confidence_auroc must be in [0.5, 1), got {confidence_auroc}")
+        self.separation = None if confidence_auroc is None else math.sqrt(2) * NormalDist().inv_cdf(confidence_auroc)
         self.gold = gold
         self.labels = list(labels)
         self.accuracy = accuracy
@@ -206,6 +220,13 @@ class OracleEngine(_Engine):
             return float(self.accuracy.get(role, self.accuracy.get("default", 0.5)))
         return float(self.accuracy)
 
+    def _stated(self, rng: random.Random, correct: bool) -> float:
+        """The probability stated for the chosen label (module docstring, "Stated confidence")."""
+        if self.separation is None:
+            return 0.9
+        z = rng.gauss(self.separation / 2 if correct else -self.separation / 2, 1.0)
+        return round(0.5 + 0.5 * NormalDist().cdf(z), 6)
+
     def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         with self._lock:
             k = self._seen[role + prompt]
@@ -231,19 +252,19 @@ class OracleEngine(_Engine):
                 chosen_index = rng.choice([i for i in range(len(options)) if i != idx])
             values[name] = options[chosen_index]
         chosen = next((v for v in values.values() if v in self.labels), None)
+        top = self._stated(rng, correct)
         for name, prop in (schema.get("properties") or {}).items():
             if prop.get("type") != "number" or name in values:
                 continue
             per_label = re.fullmatch(r"p_(\d+)", name)
             if per_label and chosen is not None and 1 <= int(per_label[1]) <= len(self.labels):
-                # One probability per label (Debate-Feedback's p_1..p_K): 0.9 on the chosen label.
-                share = round(0.1 / max(len(self.labels) - 1, 1), 6)
-                values[name] = 0.9 if self.labels[int(per_label[1]) - 1] == chosen else share
+                # One probability per label (Debate-Feedback's p_1..p_K): ``top`` on the chosen label.
+                share = round((1 - top) / max(len(self.labels) - 1, 1), 6)
+                values[name] = top if self.labels[int(per_label[1]) - 1] == chosen else share
                 continue
             # A probability for the first (positive) label, agreeing with the chosen answer.
             positive = self.labels.index(gold) == 0 if gold in self.labels else True
-            right = 0.9 if correct else 0.1
-            values[name] = right if positive else round(1 - right, 6)
+            values[name] = top if correct == positive else round(1 - top, 6)
         return answer_for_schema(schema, values, f"oracle {role}: {'correct' if correct else 'wrong'}")
 
 
@@ -265,12 +286,22 @@ def oracle_lm(
     model: str = "fake/oracle",
     cache: bool = False,
     case_accuracy: Mapping[str, Mapping[str, float] | float] | None = None,
+    confidence_auroc: float | None = None,
 ) -> FakeLM:
     """A seeded statistical fake: each role is right with probability ``accuracy[role]``.
 
-    ``case_accuracy`` (case text -> role -> probability) models case difficulty (module docstring).
+    ``case_accuracy`` (case text -> role -> probability) models case difficulty, ``confidence_auroc``
+    how much a stated probability says about being right (module docstring).
     """
-    engine = OracleEngine(gold, labels, accuracy, seed=seed, latency=latency, case_accuracy=case_accuracy)
+    engine = OracleEngine(
+        gold,
+        labels,
+        accuracy,
+        seed=seed,
+        latency=latency,
+        case_accuracy=case_accuracy,
+        confidence_auroc=confidence_auroc,
+    )
     lm = FakeLM(model, engine=engine, cache=cache)
     lm.engine_impl = engine
     return lm
