@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -167,6 +168,39 @@ def test_show_prints_runs_table_and_examples_by_position_or_id(tmp_path: Path, c
     assert by_position.stdout == by_id.stdout
     bad = cli("show", str(run_dir), "--example", "9")
     assert bad.returncode == 2 and "position 0..3" in bad.stderr and "input order" in bad.stderr
+
+
+def test_show_numbers_an_unfinished_runs_examples_by_input_position(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    with FakeServer() as server:
+        done = cli("run", "zero-shot", "--limit", "6", "--lm", "openai/m", "--api-base", server.url,
+                   "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    ids = json.loads((run_dir / "meta.json").read_text())["example_ids"]
+    # Stopped with three of six done, finished out of input order (as under concurrency).
+    lines = {json.loads(line)["id"]: line for line in (run_dir / "results.jsonl").read_text().splitlines()}
+    (run_dir / "results.jsonl").write_text("".join(lines[ids[n]] + "\n" for n in (4, 1, 3)))
+    (run_dir / "summary.json").unlink()
+
+    shown = cli("show", str(run_dir))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split("│")[1:3] for line in shown.stdout.splitlines() if line.count("│") > 2]
+    assert [(i.strip(), id_.strip()) for i, id_ in rows] == [(str(n), ids[n]) for n in (1, 3, 4)], shown.stdout
+    assert "3 of 6 finished" in shown.stdout
+    listed = json.loads(cli("show", str(run_dir), "--format", "json").stdout)["examples"]
+    assert [(e["i"], e["id"]) for e in listed] == [(n, ids[n]) for n in (1, 3, 4)]
+    csv_rows = pd.read_csv(io.StringIO(cli("show", str(run_dir), "--format", "csv").stdout), dtype={"id": str})
+    assert list(csv_rows["i"]) == [1, 3, 4] and list(csv_rows["id"]) == [ids[n] for n in (1, 3, 4)]
+
+    one = cli("show", str(run_dir), "--example", "3")
+    assert one.returncode == 0, one.stderr
+    assert f"example 3 (position in input order; id {ids[3]})" in one.stdout
+    assert one.stdout == cli("show", str(run_dir), "--example", ids[3]).stdout
+    pending = cli("show", str(run_dir), "--example", "2")
+    assert pending.returncode == 2 and f"id {ids[2]}" in pending.stderr and "not finished" in pending.stderr
+    assert f"courtroom run --resume {run_dir}" in pending.stderr
+    beyond = cli("show", str(run_dir), "--example", "6")
+    assert beyond.returncode == 2 and "position 0..5" in beyond.stderr
 
 
 def test_prices_take_the_names_typed_and_warn_about_strays(

@@ -278,16 +278,18 @@ def test_fakes_snippet_records_roles_in_order(tmp_path: Path, monkeypatch: pytes
     assert ast.literal_eval(printed[2]) == [("judge", 2), ("lawyer", 2), ("prosecutor", 2)]
 
 
-def test_docs_build_strict(tmp_path: Path) -> None:
-    """``make docs``: the site builds with ``mkdocs build --strict`` (no broken link or reference)."""
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``make docs``: the site built with ``mkdocs build --strict`` (no broken link or reference), once."""
     import importlib.util
     import subprocess
     import sys
 
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
         pytest.skip("mkdocs is not installed (pip install -e '.[dev]')")
+    folder = tmp_path_factory.mktemp("docs") / "site"
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -295,7 +297,11 @@ def test_docs_build_strict(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    return folder
+
+
+def test_docs_build_strict(site: Path) -> None:
+    cli = (site / "reference" / "cli" / "index.html").read_text()
     from courtroom.cli._reference import _app_command
 
     for name, command in _app_command().commands.items():
@@ -304,6 +310,46 @@ def test_docs_build_strict(tmp_path: Path) -> None:
             for opt in getattr(param, "opts", []):
                 if opt.startswith("--"):
                     assert opt in cli, f"{opt} of {name} missing from the CLI reference"
+
+
+def test_docstrings_sphinx_roles_render_as_code_or_links(site: Path) -> None:
+    api = (site / "reference" / "api" / "index.html").read_text()
+    left = re.findall(r":(?:func|class|mod|meth|data|attr|exc):\S{0,60}", api)
+    assert not left, left  # printed as literal text before docs/sphinx_roles.py
+    # :func:`compile` in estimate's docstring, resolved in courtroom.api: a link to courtroom.compile on the page.
+    assert re.search(
+        r'<a class="autorefs autorefs-internal"[^>]*href="#courtroom\.compile"><code>compile</code></a>', api
+    )
+    # :class:`~courtroom.cost.budget.BudgetExhausted`: not on the site, so code, named short.
+    assert '<span title="courtroom.cost.budget.BudgetExhausted"><code>BudgetExhausted</code></span>' in api
+
+
+def test_sphinx_roles_resolve_in_the_docstrings_scope() -> None:
+    import importlib.util
+
+    griffe = pytest.importorskip("griffe")  # with mkdocstrings (the dev extra)
+
+    spec = importlib.util.spec_from_file_location("sphinx_roles", ROOT / "docs" / "sphinx_roles.py")
+    assert spec and spec.loader
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    pkg = griffe.load("courtroom", search_paths=[str(ROOT)])
+    cases = {
+        ("programs.jot.JudgmentOfThought", "swapped"): "courtroom.programs._base.CourtroomProgram.swapped",  # inherited
+        ("api.run", "compile"): "courtroom.api.compile",  # the module's own function, from a function's docstring
+        ("optimize", "compile"): "courtroom.optimize.compile",  # a package's submodule (:mod:`.compile`)
+        ("api", "courtroom.cost.budget.Budget"): "courtroom.cost.budget.Budget",
+        ("api", "no_such_name"): None,
+    }
+    for (where, name), path in cases.items():
+        assert roles.target_path(pkg[where], name) == path, (where, name)
+    text = roles.replace_roles(
+        "See :func:`~a.b.go`, :mod:`.sub` and :class:`Gone`.", {"a.b.go": "a.b.go", "sub": "pkg.sub"}.get
+    )
+    assert text == (
+        'See <autoref identifier="a.b.go" optional><code>go</code></autoref>, '
+        '<autoref identifier="pkg.sub" optional><code>sub</code></autoref> and <code>Gone</code>.'
+    )
 
 
 def test_api_reference_covers_every_public_name() -> None:

@@ -126,6 +126,26 @@ def test_help_uses_the_terminal_width(courtroom_cli: Any, monkeypatch: pytest.Mo
     assert 80 < max(len(line) for line in piped) <= 100
 
 
+def test_help_usage_names_arguments_as_the_reference_does(courtroom_cli: Any) -> None:
+    # Typer 0.29 printed `courtroom predict [OPTIONS] {program_file} [case]`.
+    from courtroom.cli._reference import cli_reference
+
+    helped = courtroom_cli("predict", "--help")
+    assert helped.returncode == 0 and "Usage: courtroom predict [OPTIONS] PROGRAM_FILE [CASE]" in helped.stdout
+    assert "PROGRAM_FILE" in helped.stdout.split("Arguments")[1]  # the panel names it as the usage does
+    missing = courtroom_cli("predict")
+    assert missing.returncode == 2 and "Missing argument 'PROGRAM_FILE'" in missing.stderr, missing.stderr
+    reference = cli_reference()
+    for command in ("predict", "runs", "show", "report", "compile", "run", "study", "compare", "tasks"):
+        usage = next(
+            line.split("Usage: ")[1].strip()
+            for line in courtroom_cli(command, "--help").stdout.splitlines()
+            if "Usage: " in line
+        )
+        assert "{" not in usage and usage.split(" [OPTIONS]")[0] == f"courtroom {command}", usage
+        assert f"```text\n{usage}\n```" in reference, usage  # the reference prints the same usage line
+
+
 def test_fitted_adds_columns_only_while_they_fit() -> None:
     from rich.console import Console
 

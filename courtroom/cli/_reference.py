@@ -44,12 +44,7 @@ def _command_markdown(name: str, command: Any, parent: Any) -> list[str]:
     # Typer vendors its own click (typer._click): its objects are used through their methods only.
     ctx = command.context_class(command, info_name=name, parent=parent)
     params = command.get_params(ctx)
-    names = [
-        (p.name.upper() + ("..." if p.nargs == -1 else ""), p.required)
-        for p in params
-        if p.param_type_name == "argument"
-    ]
-    usage = " ".join(["[OPTIONS]", *(name if required else f"[{name}]" for name, required in names)])
+    usage = " ".join(command.collect_usage_pieces(ctx))  # the usage line of --help
     lines = [f"## `courtroom {name}`", "", "```text", f"courtroom {name} {usage}", "```", ""]
     if command.help:
         lines += [command.help.strip(), ""]
@@ -58,7 +53,7 @@ def _command_markdown(name: str, command: Any, parent: Any) -> list[str]:
     for param in params:
         if param.param_type_name == "argument":
             record = param.get_help_record(ctx)
-            arguments.append((param.name.upper(), record[1] if record else ""))
+            arguments.append((param.display_name_raw, record[1] if record else ""))  # the name without its type
             continue
         record = param.get_help_record(ctx)
         if record is None:

@@ -42,22 +42,28 @@ def print_example(run_dir: Path, example: int | str, console: Console) -> None:
     ``example`` is a position in input order (``meta.json``'s example ids, as ``show`` lists
     them; ``results.jsonl`` is in finishing order) or an example id.
     """
-    from courtroom.runner.runs import load_run
+    from courtroom.runner.runs import load_run, positions
     from courtroom.transcript import render_text
 
-    _, results, _ = load_run(run_dir)
-    ids = [r["id"] for r in results]
+    meta, results, _ = load_run(run_dir)
+    finished = {r["id"]: r for r in results}
+    ids = list(meta.get("example_ids") or finished)
     text = str(example)
-    if text in ids:
-        index = ids.index(text)
-    elif text.lstrip("-").isdigit() and 0 <= int(text) < len(results):
-        index = int(text)
+    if text in finished or text in ids:
+        wanted = text
+    elif text.isdigit() and int(text) < len(ids):
+        wanted = ids[int(text)]
     else:
         raise ConfigError(
-            f"--example {text}: not an example id of this run, nor a position 0..{len(results) - 1} "
+            f"--example {text}: not an example id of this run, nor a position 0..{len(ids) - 1} "
             "(positions are in input order, as `courtroom show RUN_DIR` lists them)"
         )
-    r = results[index]
+    if wanted not in finished:
+        raise ConfigError(
+            f"--example {text}: example {ids.index(wanted)} (id {wanted}) has not finished; "
+            f"finish the run with: courtroom run --resume {run_dir}"
+        )
+    r, index = finished[wanted], dict(zip(finished, positions(meta, results), strict=True))[wanted]
     verdict = r["prediction"] if r["prediction"] is not None else "FAILED"
     where = f"position in input order; id {r['id']}"
     console.print(f"[bold]example {index}[/bold] ({where})  gold: {r['gold']}  prediction: {verdict}")
@@ -79,7 +85,7 @@ def show_command(
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
     from courtroom.reporting.tables import stdout_console
-    from courtroom.runner.runs import load_run
+    from courtroom.runner.runs import load_run, positions
     from courtroom.spec import check_format
 
     check_format(format)
@@ -92,10 +98,14 @@ def show_command(
         return _print_data(format, meta, results, summary)
     if summary:
         console.print(summary_table(summary, f"{meta['config']['framework']} on {meta['task']['name']}"))
-    table = Table("i", "id", "gold", "prediction", "error", title="examples in input order (i: --example i)")
+    title = "examples in input order (i: --example i)"
+    total = len(meta.get("example_ids") or results)
+    if len(results) < total:
+        title += f"; {len(results)} of {total} finished"
+    table = Table("i", "id", "gold", "prediction", "error", title=title)
     for column in table.columns:
         column.overflow = "fold"
-    for i, r in enumerate(results):
+    for i, r in zip(positions(meta, results), results, strict=True):
         table.add_row(str(i), r["id"], r["gold"], str(r["prediction"]), (r.get("error") or "")[:60])
     console.print(table)
 
@@ -107,12 +117,13 @@ def _print_data(fmt: str, meta: dict, results: list[dict], summary: dict | None)
     import pandas as pd
 
     from courtroom.reporting.tables import csv_text, json_text, markdown
+    from courtroom.runner.runs import positions
 
     rows = pd.DataFrame(
         [
             {"i": i, "id": r["id"], "gold": r["gold"], "prediction": r["prediction"],
              "correct": r["prediction"] == r["gold"], "error": r.get("error") or ""}
-            for i, r in enumerate(results)
+            for i, r in zip(positions(meta, results), results, strict=True)
         ],
         columns=["i", "id", "gold", "prediction", "correct", "error"],
     ).set_index("i")  # fmt: skip

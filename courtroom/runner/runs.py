@@ -485,6 +485,17 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]],
     return meta, results, summary
 
 
+def positions(meta: Mapping[str, Any], results: list[dict[str, Any]]) -> list[int]:
+    """Each result's position in the run's input (``meta.json``'s ``example_ids``), as ``show`` numbers it.
+
+    Not its place among ``results``: an unfinished run has gaps. An id the input does not list
+    (none is written so) is numbered after the input's last.
+    """
+    order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
+    extra = iter(range(len(order), len(order) + len(results)))
+    return [order[r["id"]] if r["id"] in order else next(extra) for r in results]
+
+
 _warned: set[str] = set()
 
 
