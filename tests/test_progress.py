@@ -102,6 +102,21 @@ def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path,
     assert "6/6 examples, 6 LM calls" in last, last
 
 
+def test_run_counts_the_calls_preparing_on_train_apart_from_the_examples(tmp_path: Path, courtroom_cli: Any) -> None:
+    # Chain-of-thought writes its demos' reasoning on train first: once, the progress line added
+    # those calls to the examples' ("6 LM calls") while the summary said 3 calls.
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["run", "cot", "--limit", "3", "--lm", "openai/m", "--api-base", server.url, "--out", str(tmp_path)]
+        done = courtroom_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(next(tmp_path.glob("*_cot_*/summary.json")).read_text())
+    prepared = summary["training_sent"]
+    assert summary["calls"] == 3 and prepared > 0
+    last = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+s\] cot: ", line)][-1]
+    assert f"3/3 examples, 3 LM calls, {prepared} preparing on train," in last, last
+
+
 def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path, courtroom_cli: Any) -> None:
     env = {"COURTROOM_PROGRESS_EVERY": "0.5"}
     with FakeServer(latency=0.02, faults={"garbage": 0.3}) as server:
