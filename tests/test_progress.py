@@ -233,6 +233,29 @@ def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli:
     assert debug.returncode == 0 and "STEP 1: BOOTSTRAP" in debug.stderr and "dspy.teleprompt" in debug.stderr
 
 
+@pytest.mark.parametrize(
+    ("minibatch", "evaluations"),
+    [
+        # Without minibatches MIPROv2 says "Trial 3 / 2": the default program is its trial 1.
+        ("false", ["evaluate default program", "evaluate trial 2/3", "evaluate trial 3/3"]),
+        # With them its total counts the default program and the full evaluation at the end.
+        ("true", ["evaluate default program", "evaluate trial 2/4", "evaluate trial 3/4", "evaluate trial 4/4"]),
+    ],
+)
+def test_mipro_trial_count_never_passes_its_total(
+    tmp_path: Path, courtroom_cli: Any, minibatch: str, evaluations: list[str]
+) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["compile", "zero-shot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
+                "--opt", f"minibatch={minibatch}", "--opt", "minibatch_size=2", "--train-limit", "6", "--dev-limit",
+                "2", "--lm", "openai/m", "--api-base", server.url, "-o", str(tmp_path / "p.json")]  # fmt: skip
+        done = courtroom_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    seen = re.findall(r"\] optimizing \(mipro\): (evaluate (?:default program|trial \d+/\d+)),", done.stderr)
+    assert seen == evaluations, done.stderr
+
+
 def test_plain_lines_keep_coming_while_one_slow_call_holds_the_task() -> None:
     import time
 
