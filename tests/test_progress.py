@@ -102,6 +102,21 @@ def test_compare_prints_plain_progress_lines_when_not_a_terminal(tmp_path: Path,
     assert "6/6 examples, 6 LM calls" in last, last
 
 
+def test_run_counts_the_calls_preparing_on_train_apart_from_the_examples(tmp_path: Path, courtroom_cli: Any) -> None:
+    # Chain-of-thought writes its demos' reasoning on train first: once, the progress line added
+    # those calls to the examples' ("6 LM calls") while the summary said 3 calls.
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["run", "cot", "--limit", "3", "--lm", "openai/m", "--api-base", server.url, "--out", str(tmp_path)]
+        done = courtroom_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(next(tmp_path.glob("*_cot_*/summary.json")).read_text())
+    prepared = summary["training_sent"]
+    assert summary["calls"] == 3 and prepared > 0
+    last = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+s\] cot: ", line)][-1]
+    assert f"3/3 examples, 3 LM calls, {prepared} preparing on train," in last, last
+
+
 def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path, courtroom_cli: Any) -> None:
     env = {"COURTROOM_PROGRESS_EVERY": "0.5"}
     with FakeServer(latency=0.02, faults={"garbage": 0.3}) as server:
@@ -216,6 +231,29 @@ def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli:
     assert not LIBRARY_LINES.search(done.stderr), done.stderr
     assert "STEP" not in done.stdout + done.stderr  # MIPROv2's own step banners stay in DSPy's log
     assert debug.returncode == 0 and "STEP 1: BOOTSTRAP" in debug.stderr and "dspy.teleprompt" in debug.stderr
+
+
+@pytest.mark.parametrize(
+    ("minibatch", "evaluations"),
+    [
+        # Without minibatches MIPROv2 says "Trial 3 / 2": the default program is its trial 1.
+        ("false", ["evaluate default program", "evaluate trial 2/3", "evaluate trial 3/3"]),
+        # With them its total counts the default program and the full evaluation at the end.
+        ("true", ["evaluate default program", "evaluate trial 2/4", "evaluate trial 3/4", "evaluate trial 4/4"]),
+    ],
+)
+def test_mipro_trial_count_never_passes_its_total(
+    tmp_path: Path, courtroom_cli: Any, minibatch: str, evaluations: list[str]
+) -> None:
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["compile", "zero-shot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
+                "--opt", f"minibatch={minibatch}", "--opt", "minibatch_size=2", "--train-limit", "6", "--dev-limit",
+                "2", "--lm", "openai/m", "--api-base", server.url, "-o", str(tmp_path / "p.json")]  # fmt: skip
+        done = courtroom_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    seen = re.findall(r"\] optimizing \(mipro\): (evaluate (?:default program|trial \d+/\d+)),", done.stderr)
+    assert seen == evaluations, done.stderr
 
 
 def test_plain_lines_keep_coming_while_one_slow_call_holds_the_task() -> None:

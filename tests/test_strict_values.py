@@ -90,6 +90,14 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
             "pass --opt minibatch_size=2",
         ),
         (["compile", "zero-shot", "--optimizer", "mipro", "--opt", "auto=huge", *fake], "use light, medium, heavy"),
+        (  # once MIPROv2's "If auto is not None, num_candidates and num_trials cannot be set", mid-compile
+            ["compile", "zero-shot", "--optimizer", "mipro", "--train-limit", "6", "--opt", "num_trials=3", *fake],
+            "--opt num_trials=3 needs --opt num_candidates=N too (or drop num_trials to keep the auto=light budget)",
+        ),
+        (  # a study refuses it too, rather than failing every trial with MIPROv2's error
+            ["study", "--frameworks", "zero-shot,cot", "--compile", "mipro", "--opt", "num_trials=2", *fake],
+            "--opt num_trials=2 needs --opt num_candidates=N too",
+        ),
         (["study", "jot", "--workers", "0", *fake], "'--workers'"),
         (["study", "jot", "--export-best", str(files["a-folder"]), *fake], "is a folder"),
     ]

@@ -20,6 +20,7 @@ import dspy
 from dspy.utils.usage_tracker import UsageTracker
 
 _meter: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("courtroom_meter", default=None)
+_preparing: contextvars.ContextVar[bool] = contextvars.ContextVar("courtroom_preparing", default=False)
 
 
 @dataclass
@@ -135,3 +136,21 @@ def metered(meter: Meter | None = None) -> Iterator[Meter]:
 def current_meter() -> Meter | None:
     """The meter of the enclosing :func:`metered` block, if any."""
     return _meter.get()
+
+
+@contextlib.contextmanager
+def preparing() -> Iterator[None]:
+    """Mark the LM calls made inside the block as fitting a program on the train split, not answering examples.
+
+    The progress display counts them apart, as the run summary does (``training_sent``).
+    """
+    token = _preparing.set(True)
+    try:
+        yield
+    finally:
+        _preparing.reset(token)
+
+
+def in_preparation() -> bool:
+    """Whether this call is made inside a :func:`preparing` block (in this thread or a copied context)."""
+    return _preparing.get()

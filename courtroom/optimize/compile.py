@@ -63,6 +63,8 @@ class Optimizer:
     min_train: Callable[[Mapping[str, Any]], int] = lambda s: 1
     refuse: str | None = None
     """Why this optimizer is not supported (it would run every role on one model)."""
+    check: Callable[[Mapping[str, Any]], None] = lambda s: None
+    """Raises :class:`ConfigError` for settings the optimizer would refuse only once it runs."""
 
 
 def _labeled(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -103,18 +105,28 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
     return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
 
 
-def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
-    """MIPROv2's own checks, made before anything is spent (it raises them mid-compile)."""
+def _mipro_budget(s: Mapping[str, Any]) -> None:
+    """The budgets MIPROv2 refuses when its compile starts, refused as the settings are read."""
     if s.get("auto") not in (None, "light", "medium", "heavy"):
         raise ConfigError(f"optimizer mipro: auto={s.get('auto')!r}: use light, medium, heavy or none")
+    if s.get("auto") is not None and s.get("num_trials") is not None and s.get("num_candidates") is None:
+        # MIPROv2 takes trials by hand only with candidates by hand: an auto budget sets both.
+        raise ConfigError(
+            f"optimizer mipro: --opt num_trials={s['num_trials']} needs --opt num_candidates=N too "
+            f"(or drop num_trials to keep the auto={s['auto']} budget)"
+        )
     manual = s.get("auto") is None or s.get("num_candidates") is not None
-    if not manual:
-        return  # an auto budget sizes the candidates, trials and minibatches itself
-    if s.get("num_candidates") is None or s.get("num_trials") is None:
+    if manual and (s.get("num_candidates") is None or s.get("num_trials") is None):
         raise ConfigError(
             "optimizer mipro without an auto budget needs --opt num_candidates=N and --opt num_trials=N "
             "(or keep --opt auto=light)"
         )
+
+
+def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
+    """MIPROv2's check of its minibatch against the training set, made before anything is spent."""
+    if s.get("auto") is not None and s.get("num_candidates") is None:
+        return  # an auto budget sizes the candidates, trials and minibatches itself
     valset = min(1000, max(1, int(n_train * 0.8)))  # MIPROv2 validates on 80% of the training set
     size = int(s.get("minibatch_size") or 35)
     if s.get("minibatch") is not False and size > valset:
@@ -198,6 +210,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             },
             _mipro,
             lambda s: max(int(s["max_bootstrapped_demos"]), 2),
+            check=_mipro_budget,
         ),
         Optimizer(
             "copro",
@@ -250,7 +263,9 @@ def optimizer_settings(opt: Optimizer, overrides: Mapping[str, Any] | None) -> d
             f"optimizer {opt.name} has no setting {', '.join(unknown)}: its settings are "
             + ", ".join(f"{k}={v}" for k, v in opt.defaults.items())
         )
-    return dict(opt.defaults) | dict(overrides or {})
+    chosen = dict(opt.defaults) | dict(overrides or {})
+    opt.check(chosen)
+    return chosen
 
 
 def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:

@@ -65,12 +65,14 @@ def study_config(spec: Experiment) -> StudyConfig:
         frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
-        from courtroom.optimize.compile import get_optimizer
+        from courtroom.optimize.compile import get_optimizer, optimizer_settings
         from courtroom.spec import typed_knobs
 
         settings = dict(design.optimizer_settings)
         if design.optimizer:
-            settings = typed_knobs(settings, get_optimizer(design.optimizer).defaults, flag="--opt")
+            opt = get_optimizer(design.optimizer)
+            settings = typed_knobs(settings, opt.defaults, flag="--opt")
+            optimizer_settings(opt, settings)  # refused now, not in every trial
         return DesignStudyConfig(
             frameworks=frameworks,
             compile=design.optimizer,

@@ -76,7 +76,11 @@ PHASES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], bool]] = [
     (re.compile(r"STEP 1: BOOTSTRAP"), lambda m: "bootstrap demos", True),
     (re.compile(r"STEP 2: PROPOSE"), lambda m: "propose instructions", True),
     (re.compile(r"STEP 3: FINDING OPTIMAL"), lambda m: "evaluate candidates", True),
-    (re.compile(r"Trial (\d+) / (\d+)"), lambda m: f"evaluate trial {m[1]}/{m[2]}", True),
+    # MIPROv2 counts its evaluation of the default program as trial 1. With minibatches its total counts
+    # it too; without, the total is num_trials and the trials that follow are numbered 2 .. num_trials + 1.
+    (re.compile(r"Trial 1 / \d+ - Full Evaluation of Default Program"), lambda m: "evaluate default program", True),
+    (re.compile(r"^=+ Trial (\d+) / (\d+) =+\s*$"), lambda m: f"evaluate trial {m[1]}/{int(m[2]) + 1}", True),
+    (re.compile(r"Trial (\d+) / (\d+)"), lambda m: f"evaluate trial {m[1]}/{max(int(m[1]), int(m[2]))}", True),
     (re.compile(r"Iteration Depth: (\d+)/(\d+)"), lambda m: f"propose round {m[1]}/{m[2]}", True),
     (re.compile(r"Iteration (\d+):"), lambda m: f"iteration {m[1]}", True),  # GEPA
     (re.compile(r"Will attempt to bootstrap (\d+) candidate sets"), lambda m: f"bootstrap {m[1]} candidate sets", True),

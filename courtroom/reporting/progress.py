@@ -8,7 +8,9 @@ every 30 s for the running task even when they do not), and a last one at the en
 With ``enabled=False`` it draws nothing.
 
 LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
-display; evaluation threads copy the caller's context, so they count too.
+display; evaluation threads copy the caller's context, so they count too. Calls that prepare a
+program on the train split (:func:`courtroom.models.usage.preparing`) are shown apart from the
+examples' calls, as the run summary shows them.
 """
 
 from __future__ import annotations
@@ -52,15 +54,22 @@ class CallCounter(BaseCallback):
         self._seen_tokens = WIRE.snapshot()["by_model"]
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:  # noqa: D102
+        from courtroom.models.usage import in_preparation
+
+        prep = in_preparation()
         with self._lock:
             self.calls += 1
             now = self._wire.sent
-            if self.active is not None:
+            if self.active is not None and prep:
+                # Fitting the program on train (demos, precedents): counted apart, as the run summary does.
+                self.active.prepared += 1
+                self.active.prepared_sent += now - self._seen
+            elif self.active is not None:
                 self.active.own_calls += 1
                 self.active.sent += now - self._seen
             self._seen = now
             tokens = self._wire.snapshot()["by_model"]
-            if self.active is not None and self.active.unit != "examples":
+            if self.active is not None and self.active.unit != "examples" and not prep:
                 # No example results to read tokens from (an optimizer, a study's trials): the wire's.
                 self.active._spent({"by_model": _added(self._seen_tokens, tokens)})
             self._seen_tokens = tokens
@@ -87,6 +96,10 @@ class Tracker:
     """LM calls made while this task was the active one (see :meth:`start`)."""
     sent: int = 0
     """Requests those calls sent: fewer with cache hits, more with retries."""
+    prepared: int = 0
+    """LM calls that prepared the program on the train split (not counted in :attr:`calls`)."""
+    prepared_sent: int = 0
+    """Requests those preparing calls sent."""
     tokens: int = 0
     """Tokens of the calls its finished examples sent (cache hits spend none)."""
     cost: float | None = None
@@ -151,8 +164,16 @@ class Tracker:
 
     @property
     def calls(self) -> int:
-        """LM calls of this task: made from when it was tracked (or last started) until another was."""
+        """LM calls of this task's examples: made from when it was tracked (or last started) until another was."""
         return self.own_calls
+
+    def calls_text(self, label: str = "{} LM calls") -> list[str]:
+        """The examples' LM calls (and requests sent), then those that prepared the program, labelled apart."""
+        parts = [label.format(self.calls) + (f" ({self.sent} sent)" if self.sent != self.calls else "")]
+        if self.prepared:
+            sent = f" ({self.prepared_sent} sent)" if self.prepared_sent != self.prepared else ""
+            parts.append(f"{self.prepared} preparing on train{sent}")
+        return parts
 
     def line(self) -> str:
         """The plain-text form of the task's state."""
@@ -160,7 +181,7 @@ class Tracker:
         parts = [self.note] if self.note else []
         if self.unit:
             parts.append(f"{self.done}/{self.total if self.total is not None else '?'} {self.unit}")
-        parts.append(f"{self.calls} LM calls" + (f" ({self.sent} sent)" if self.sent != self.calls else ""))
+        parts += self.calls_text()
         parts += self.spending()
         if self.done and self.unit == "examples":
             parts.append(f"acc {self.correct / self.done:.2f}")
@@ -261,7 +282,7 @@ class ProgressDisplay:
         if self._bar is None or t.handle is None:
             return
         bits = [t.note] if t.note else []
-        bits.append(f"calls {t.calls}" + (f" ({t.sent} sent)" if t.sent != t.calls else ""))
+        bits += t.calls_text("calls {}")
         bits += t.spending()
         if t.done and t.unit == "examples":
             bits.append(f"acc {t.correct / t.done:.2f}")
@@ -274,13 +295,13 @@ class ProgressDisplay:
         for t in list(self.trackers):
             # The running task gets a line at least every `heartbeat` s, even while one slow call holds it.
             waiting = t is self.counter.active and now - t.printed_at >= self.heartbeat
-            if (t.done, t.calls, t.note, t.total) != t.printed or waiting:
+            if (t.done, t.calls, t.prepared, t.note, t.total) != t.printed or waiting:
                 self._print_line(t)
 
     def _print_line(self, t: Tracker) -> None:
         with self._print_lock:
             self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
-            t.printed = (t.done, t.calls, t.note, t.total)
+            t.printed = (t.done, t.calls, t.prepared, t.note, t.total)
             t.printed_at = time.monotonic()
 
     def _lines(self) -> None:

@@ -34,7 +34,7 @@ from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
 from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
-from courtroom.models.usage import metered
+from courtroom.models.usage import metered, preparing
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
@@ -295,6 +295,7 @@ class RunSetup:
         train = train[: config.train_limit] if config.train_limit else train
         with (
             metered() as meter,
+            preparing(),
             bounded_requests(config.concurrency),
             budget.counting() if budget is not None else contextlib.nullcontext(),
         ):
