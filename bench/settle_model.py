@@ -84,7 +84,9 @@ def expected_gap(k: int, t: float, q: float, r: float) -> tuple[float, float]:
     return mean, square
 
 
-def expected_confidence_settle(kinds: Sequence[Kind], auroc: float, t: float, trial_calls: float) -> tuple[float, float]:
+def expected_confidence_settle(
+    kinds: Sequence[Kind], auroc: float, t: float, trial_calls: float
+) -> tuple[float, float]:
     """(accuracy, calls per case) of one panel answer settling when its stated confidence is >= ``t``.
 
     The oracle states ``0.5 + 0.5 * Phi(z)`` with ``z ~ N(+-d/2, 1)`` (right/wrong), ``d`` from the AUROC.
@@ -166,7 +168,10 @@ def _policy(kinds: Sequence[Kind], trial_calls: float, lam: float, max_panel: in
         settle = max(sum(a for _, a, _ in w), sum(b for _, _, b in w)) / z
         # hold the trial, hear its verdict v, then take the more probable label given everything
         heard = sum(
-            max(sum(a * (k.r if v == "A" else 1 - k.r) for k, a, _ in w), sum(b * (k.r if v == "B" else 1 - k.r) for k, _, b in w))
+            max(
+                sum(a * (k.r if v == "A" else 1 - k.r) for k, a, _ in w),
+                sum(b * (k.r if v == "B" else 1 - k.r) for k, _, b in w),
+            )
             for v in ("A", "B")
         )
         options = [(settle, "settle"), (heard / z - lam * trial_calls, "trial")]

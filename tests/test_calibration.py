@@ -86,3 +86,31 @@ def test_oracle_states_a_probability_per_label_that_follows_its_answer(tmp_path)
     rows = [json.loads(x) for x in (outcome.run_dir / "results.jsonl").read_text().splitlines()]
     firsts = [r["fields"]["probabilities"][0] for r in rows if r["prediction"] is not None]
     assert firsts and all(sorted(o.values()) == pytest.approx([0.1, 0.9]) for o in firsts)
+
+
+@pytest.mark.parametrize("auroc", [0.6, 0.8, 0.9])
+def test_the_oracle_states_a_confidence_as_informative_as_its_auroc(auroc):
+    """``confidence_auroc``: a right answer states more confidence than a wrong one with that probability."""
+    from courtroom.programs import build_program
+    from courtroom.testing import oracle_lm
+
+    labels = ["True", "False"]
+    gold = {f"case {i:04d}: is it so?": labels[i % 2] for i in range(1200)}
+    lm = oracle_lm(gold, labels, accuracy=0.7, seed=3, confidence_auroc=auroc)
+    # A settle panel of one stating its confidence, settling every case (threshold 0).
+    panel = build_program("settle", labels, lm=lm, knobs={"panel_size": 1, "signal": "confidence", "threshold": 0.0})
+    right, wrong = [], []
+    for case, label in gold.items():
+        out = panel(case=case)
+        (right if out.label == label else wrong).append(out.agreement)
+    assert 0.6 < len(right) / len(gold) < 0.8
+    pairs = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    assert pairs / (len(right) * len(wrong)) == pytest.approx(auroc, abs=0.04)
+    assert all(0.5 <= c <= 1 for c in right + wrong)
+
+
+def test_the_oracle_confidence_says_nothing_unless_asked():
+    from courtroom.testing import oracle_lm
+
+    with pytest.raises(ValueError, match="confidence_auroc"):
+        oracle_lm({"c": "True"}, ["True", "False"], confidence_auroc=1.0)

@@ -33,11 +33,18 @@ def in_order() -> Iterator[None]:
     serial.reset(token)
 
 
-def run(n: int, seed: int, knobs: dict[str, Any], kind: str = "case") -> list[dict[str, Any]]:
-    """A settle design on ``n`` generated cases (30% hard, seeded): one record per case."""
+def run(
+    n: int, seed: int, knobs: dict[str, Any], kind: str = "case", auroc: float | None = None
+) -> list[dict[str, Any]]:
+    """A settle design on ``n`` generated cases (30% hard, seeded): one record per case.
+
+    ``auroc``: the oracle's stated confidence tells right from wrong with that AUROC.
+    """
     gold = {f"{kind} {i:04d}: is the defendant liable?": LABELS[i % 2] for i in range(n)}
     hard = random.Random(seed).sample(sorted(gold), round(0.3 * n))
-    lm = oracle_lm(gold, LABELS, accuracy=0.95, case_accuracy=dict.fromkeys(hard, HARD), seed=seed)
+    lm = oracle_lm(
+        gold, LABELS, accuracy=0.95, case_accuracy=dict.fromkeys(hard, HARD), seed=seed, confidence_auroc=auroc
+    )
     program = build_program("settle", LABELS, lm=lm, knobs=TRIAL | knobs)
     rows = []
     for case, label in gold.items():
@@ -105,3 +112,50 @@ def test_a_design_chosen_on_dev_cases_is_near_the_best_on_test_cases() -> None:
     assert scored.accuracy >= at_random + 0.025, (scored.accuracy, at_random)
     assert scored.calls <= budget + 0.2, "the dev calls were a fair estimate of the test calls"
     assert settling.choose(dev, LABELS, max_calls=0.5) is None, "nothing fits below one call"
+
+
+def test_replaying_the_confidence_signal_is_what_each_design_gives() -> None:
+    tried = run(60, 4, {"panel_size": 3, "signal": "confidence", "always_try": True}, auroc=0.8)
+    assert all(len(r["fields"]["panel_p"]) == 3 for r in tried)
+    signals = {d.signal for d in settling.designs(tried, LABELS)}
+    assert signals == {"votes", "confidence"}
+    for k, t in ((1, 0.7), (2, 0.66), (3, 0.6)):
+        real = run(60, 4, {"panel_size": k, "threshold": t, "signal": "confidence"}, auroc=0.8)
+        replayed = settling.replay(tried, LABELS, k, t, signal="confidence")
+        assert list(replayed.right) == [r["prediction"] == r["gold"] for r in real], (k, t)
+        assert replayed.calls == pytest.approx(sum(r["calls"] for r in real) / 60), (k, t)
+        assert 0 < replayed.tried < 1, "some settled, some tried"
+    with pytest.raises(ValueError, match="signal=confidence"):
+        settling.replay(run(10, 4, {"panel_size": 2, "always_try": True}), LABELS, 1, 0.7, signal="confidence")
+
+
+@pytest.mark.parametrize("auroc", [0.85, 0.5])
+def test_one_answer_settles_on_its_stated_confidence_only_when_that_confidence_is_informative(auroc: float) -> None:
+    """A panel of one has no votes to agree on: what it settles must come from its confidence.
+
+    With an informative confidence (AUROC 0.85) the answers it settles are right more often than
+    its answers overall, and the design beats settling as many cases picked at random; with an
+    uninformative one (AUROC 0.5) it does neither (the threshold alone does not learn).
+    """
+    n = 400
+    both = run(n, 5, {"panel_size": 1, "signal": "confidence", "always_try": True}, auroc=auroc)
+    panel_right = [r["fields"]["panel_label"] == r["gold"] for r in both]
+    trial_right = [r["prediction"] == r["gold"] for r in both]
+    design = next(d for d in settling.designs(both, LABELS, "confidence") if 0.6 <= 1 - d.tried <= 0.75)
+    agreement = [r["fields"]["agreement"] for r in both]
+    settled = [a >= design.threshold for a in agreement]
+    share = sum(settled) / n
+    on_settled = sum(p for p, s in zip(panel_right, settled, strict=True) if s) / sum(settled)
+    rng = random.Random(0)
+    draws = []
+    for _ in range(200):
+        pick = set(rng.sample(range(n), sum(settled)))
+        draws.append(sum(panel_right[i] if i in pick else trial_right[i] for i in range(n)) / n)
+    at_random = sum(draws) / len(draws)
+    overall = sum(panel_right) / n
+    if auroc > 0.5:
+        assert on_settled >= overall + 0.05, (on_settled, overall, share)
+        assert design.accuracy >= at_random + 0.025, (design.accuracy, at_random)
+    else:
+        assert abs(on_settled - overall) < 0.05, (on_settled, overall, share)
+        assert abs(design.accuracy - at_random) < 0.025, (design.accuracy, at_random)

@@ -94,7 +94,9 @@ def _agreement(case: _Case, labels: Sequence[str], k: int, signal: str = "votes"
 
 
 def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float, signal: str) -> Design:
-    right, calls, tried = [], [], 0
+    right: list[bool] = []
+    calls: list[float] = []
+    tried = 0
     for case in cases:
         label, share = _agreement(case, labels, k, signal)
         if share >= threshold:
@@ -134,8 +136,10 @@ def replay(
 
 
 def designs(rows: Iterable[Any], labels: Sequence[str], signal: str | None = None) -> list[Design]:
-    """Every distinct design the run can replay: each signal (``None``: all the records keep), each
-    panel size up to its own, each agreement seen."""
+    """Every distinct design the run can replay: each signal, each panel size, each agreement seen.
+
+    ``signal=None``: every signal the records keep; panel sizes up to the run's own.
+    """
     cases = _cases(rows)
     out = []
     for sig in _signals(cases, signal):

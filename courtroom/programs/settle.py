@@ -103,7 +103,8 @@ class SettleThenTrial(CourtroomProgram):
 
     Output fields: ``label``, ``transcript`` (the panel's answers, the decision to settle or try,
     then the trial's own transcript), ``decided_by`` (``"panel"`` or ``"trial"``), ``panel_votes``,
-    ``panel_p`` (``confidence``: each member's probability per label), ``panel_label``, ``agreement``, ``confidence`` (the agreement when settled, the trial's own
+    ``panel_p`` (``confidence``: each member's probability per label), ``panel_label``,
+    ``agreement``, ``confidence`` (the agreement when settled, the trial's own
     confidence if it has one when tried), and for tried cases ``trial`` (its name) and
     ``trial_fields`` (the trial's own output fields).
     """
