@@ -202,6 +202,12 @@ def test_show_numbers_an_unfinished_runs_examples_by_input_position(tmp_path: Pa
     beyond = cli("show", str(run_dir), "--example", "6")
     assert beyond.returncode == 2 and "position 0..5" in beyond.stderr
 
+    # The HTML report numbers them the same way.
+    assert cli("report", str(run_dir), "--out", str(tmp_path / "r.html")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    numbered = re.findall(r"<summary>#(\d+) ([^ ]+) —", page)
+    assert numbered == [(str(n), ids[n]) for n in (1, 3, 4)], numbered
+
 
 def test_prices_take_the_names_typed_and_warn_about_strays(
     tmp_path: Path, cli: Callable[..., Any], caplog: pytest.LogCaptureFixture

@@ -28,7 +28,7 @@ from courtroom.errors import ConfigError
 from courtroom.reporting import plots
 from courtroom.reporting.formatting import MAIN_COLUMNS, header, readable_stats, readable_summary, readable_table
 from courtroom.runner.provenance import Provenance, html_block, provenance, subtitle
-from courtroom.runner.runs import load_run
+from courtroom.runner.runs import load_run, positions
 from courtroom.transcript import render_html
 
 _CSS = """
@@ -180,12 +180,15 @@ def _transcripts(runs: Mapping[str, Sequence[Path]]) -> str:
                 + ".</p>"
             )
         for k, run_dir in enumerate(folders):
-            _, results, _ = load_run(run_dir)
+            meta, results, _ = load_run(run_dir)
+            where = positions(meta, results)  # numbered by input position, as `show` numbers them
             counts["all"] += len(results)
             counts["wrong"] += sum(r.get("prediction") != r["gold"] for r in results)
             counts["failed"] += sum(r.get("prediction") is None for r in results)
             first_wrong = next((i for i, r in enumerate(results) if r.get("prediction") != r["gold"]), 0)
-            examples = [_example(i, r, opened=k == 0 and i == first_wrong) for i, r in enumerate(results)]
+            examples = [
+                _example(where[i], r, opened=k == 0 and i == first_wrong) for i, r in enumerate(results)
+            ]
             if k == 0:
                 blocks += examples
             else:
