@@ -265,7 +265,9 @@ def print_bound(args: argparse.Namespace, model: Model) -> None:
         "the most any design can reach under this model, in expectation (exact: knowing every panel answer and the "
         "trial's verdict; panels up to 15, escalating, overruling the verdict: bench/settle_model.py):"
     )
-    print(f"{'calls':>8} {'bound':>7} {'vs full':>8} {'best policy found':>18}")
+    print(
+        f"{'calls':>8} {'bound':>7} {'vs full':>8}  one policy (a corner of the frontier: mixing two reaches the bound)"
+    )
     for budget in sorted({0.35, args.budget, 0.55, 0.65}):
         b = bound(kinds, budget * TRIAL_CALLS, TRIAL_CALLS)
         print(
@@ -279,6 +281,19 @@ def print_bound(args: argparse.Namespace, model: Model) -> None:
         f"in expectation by more than {at_budget - full:+.4f}, so whether a seed of {args.cases} cases lands within "
         f"one paired SE is sampling (panel 2, threshold 1: expected gap {gap:+.4f}, probability {p:.2f})"
     )
+    print(
+        f"the bound at {100 * args.budget:.0f}% minus the full trial's accuracy, over other difficulty models "
+        f"({100 * args.hard:.0f}% hard; rows: easy accuracy / the trial's judge on hard cases; columns: a single "
+        "answer on hard cases):"
+    )
+    singles = (0.5, 0.55, 0.6, 0.65)
+    print(f"{'':>12}" + "".join(f"{q:>9}" for q in singles))
+    for easy, judge in itertools.product((0.9, 0.95, 0.98), (0.8, 0.9)):
+        cells = []
+        for q in singles:
+            other = Model(easy, q, judge, args.hard, TRIAL_CALLS)
+            cells.append(bound(other.as_kinds(), args.budget * TRIAL_CALLS, TRIAL_CALLS).accuracy - other.full())
+        print(f"{easy:>5} / {judge:<4}  " + "".join(f"{c:>+9.4f}" for c in cells))
     need = auroc_to_match(kinds, full, args.budget * TRIAL_CALLS)
     print(
         f"what would change it: a single answer's stated confidence that tells right from wrong (AUROC >= {need:.2f}: "

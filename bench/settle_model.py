@@ -13,8 +13,8 @@ trial's verdict is right; every answer is an independent draw. Binary labels, eq
   such policies. It is exact by duality: for every price ``lam`` of a call, dynamic programming over
   the panel's vote counts gives the best ``accuracy - lam * calls``, ``V(lam)``, so no policy (nor a
   random mix of policies) spending at most ``C`` calls per case beats ``V(lam) + lam * C``; the bound
-  is the least of these over a grid of prices, and the best single policy found within ``C`` is
-  reported beside it.
+  is the least of these over the prices a bisection tries, and the best single policy found within
+  ``C`` is reported beside it.
 * :func:`expected_confidence_settle` is the settle design with one panel answer and the
   ``confidence`` signal when the stated confidence is informative (the oracle's ``confidence_auroc``).
 """
@@ -209,13 +209,29 @@ def _evaluate(kinds: Sequence[Kind], trial_calls: float, best) -> tuple[float, f
 
 
 def bound(kinds: Sequence[Kind], max_calls: float, trial_calls: float, max_panel: int = 15) -> Bound:
-    """The most accurate any design (panel answers up to ``max_panel``, at most one trial) can be."""
-    prices = [i / 4000 for i in range(0, 801)]
-    upper, found = math.inf, (0.0, 0.0)
-    for lam in prices:
+    """The most accurate any design (panel answers up to ``max_panel``, at most one trial) can be.
+
+    The calls of the best policy at price ``lam`` fall as ``lam`` rises, so bisection finds the
+    price at which they cross ``max_calls``; every price gives an upper bound, and the least of
+    those found is the bound. Beside it: the best policy found within ``max_calls``.
+    """
+
+    def at(lam: float) -> tuple[float, float, float]:
         best = _policy(kinds, trial_calls, lam, max_panel)
-        upper = min(upper, best(0, 0)[0] + lam * max_calls)
-        acc, calls = _evaluate(kinds, trial_calls, best)
-        if calls <= max_calls + 1e-9 and acc > found[0]:
-            found = (acc, calls)
+        return (best(0, 0)[0] + lam * max_calls, *_evaluate(kinds, trial_calls, best))
+
+    upper, acc, calls = at(0.0)
+    if calls <= max_calls + 1e-9:  # the most accurate policy of all fits
+        return Bound(max_calls, acc, acc, calls, max_panel)
+    found = (0.0, 0.0)
+    lo, hi = 0.0, 1.0  # at a price of 1 per call no answer is worth asking: no calls
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        value, acc, calls = at(mid)
+        upper = min(upper, value)
+        if calls <= max_calls + 1e-9:
+            hi = mid
+            found = max(found, (acc, calls))
+        else:
+            lo = mid
     return Bound(max_calls, upper, found[0], found[1], max_panel)
