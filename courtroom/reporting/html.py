@@ -186,9 +186,7 @@ def _transcripts(runs: Mapping[str, Sequence[Path]]) -> str:
             counts["wrong"] += sum(r.get("prediction") != r["gold"] for r in results)
             counts["failed"] += sum(r.get("prediction") is None for r in results)
             first_wrong = next((i for i, r in enumerate(results) if r.get("prediction") != r["gold"]), 0)
-            examples = [
-                _example(where[i], r, opened=k == 0 and i == first_wrong) for i, r in enumerate(results)
-            ]
+            examples = [_example(where[i], r, opened=k == 0 and i == first_wrong) for i, r in enumerate(results)]
             if k == 0:
                 blocks += examples
             else:
