@@ -33,7 +33,7 @@ prints its expectation under the model (binomial sums), and over ``--seeds`` see
 target is met, so a reader can tell the design from the sampling noise of one seed.
 
 **What any design can reach.** The bench prints the most accurate any design can be in expectation
-under the model within the budget (``bench/settle_model.py``: exact, for every policy that sees panel
+under the model within the budget (``bench/_settle_model.py``: exact, for every policy that sees panel
 answers one at a time and at most one trial's verdict, escalating panels and overruling the verdict
 included). Under the default model it barely clears the full trial at 45% of the calls (0.906 vs
 0.905), so there "within one SE" on one seed is a matter of sampling: the figures say so rather
@@ -64,7 +64,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from settle_model import Kind, Model, bound, expected_confidence_settle  # noqa: E402
+from _settle_model import Kind, Model, bound, expected_confidence_settle  # noqa: E402
 
 from courtroom.analysis import settling  # noqa: E402
 from courtroom.analysis.flips import flip_lines, flip_matrix  # noqa: E402
@@ -263,7 +263,7 @@ def print_bound(args: argparse.Namespace, model: Model) -> None:
     print()
     print(
         "the most any design can reach under this model, in expectation (exact: knowing every panel answer and the "
-        "trial's verdict; panels up to 15, escalating, overruling the verdict: bench/settle_model.py):"
+        "trial's verdict; panels up to 15, escalating, overruling the verdict: bench/_settle_model.py):"
     )
     print(
         f"{'calls':>8} {'bound':>7} {'vs full':>8}  one policy (a corner of the frontier: mixing two reaches the bound)"

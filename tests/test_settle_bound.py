@@ -1,4 +1,4 @@
-"""The settle bench's bound is a bound, and its best policy is what it says (bench/settle_model.py).
+"""The settle bench's bound is a bound, and its best policy is what it says (bench/_settle_model.py).
 
 The bench says no settle design can beat the full trial by more than the bound under its
 difficulty model, so the bound must hold against every fixed design, give known values where the
@@ -19,10 +19,10 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("settle_model", BENCH / "settle_model.py")
+    spec = importlib.util.spec_from_file_location("_settle_model", BENCH / "_settle_model.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules["settle_model"] = module
+    sys.modules["_settle_model"] = module
     spec.loader.exec_module(module)
     return module
 
