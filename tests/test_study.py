@@ -354,3 +354,28 @@ def test_threaded_workers_on_sqlite(data: Any, tmp_path: Path) -> None:
     trials = out.study.trials
     assert sorted(t.number for t in trials) == [0, 1, 2, 3]
     assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
+
+
+def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed 'no trial completed' and exited 0, so a script took a study of failures for a result."""
+    from courtroom.cli import main
+    from courtroom.optimize import study as study_module
+    from courtroom.testing import FakeServer
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        def build(trial: Any, params: Any) -> Any:
+            raise RuntimeError("boom in the program")
+
+        return build
+
+    monkeypatch.setattr(study_module, "framework_builder", broken)
+    with FakeServer() as server:
+        code = main(
+            ["study", "jot", "--trials", "2", "--dev-limit", "2", "--storage", f"sqlite:///{tmp_path}/f.db",
+             "--out", str(tmp_path / "rep"), "--lm", "openai/fake-model", "--api-base", server.url]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 2, captured.out + captured.err
+    assert "no trial completed: 2 of 2 failed (the last: RuntimeError: boom in the program)" in captured.err

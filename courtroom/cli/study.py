@@ -54,7 +54,16 @@ def study_command(
     else:
         _print_trials(outcome, console)
     if outcome.report_dir is None:
-        console.print("no trial completed: see the trials table for failures")
+        failed = [t for t in outcome.study.trials if t.state.name == "FAIL"]
+        if failed:  # every trial this study holds failed or was cut short: nothing to report, an error
+            from courtroom.errors import CourtroomError
+
+            why = failed[-1].user_attrs.get("error", "see the trials table")
+            raise CourtroomError(
+                f"no trial completed: {len(failed)} of {len(outcome.study.trials)} failed (the last: {why}); "
+                "fix that, then run the same command again (the study keeps its trials)"
+            )
+        console.print("no trial completed: see the trials table")
         return
     from courtroom.optimize.study_report import best_trial
 
