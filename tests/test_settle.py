@@ -323,15 +323,17 @@ def test_bench_runs_at_its_smallest_size() -> None:
         "chosen on 20 dev cases",
         "SE of the paired difference",
         "targets met: within one paired SE",
+        "the most any design can reach under this model",
+        "if a stated confidence were informative",
     ):
         assert needle in out.stdout, needle
     sys.path.insert(0, str(bench.parent))
     try:
-        from settle import expected_settle, expected_vote  # type: ignore[import-not-found]
+        from _settle_model import expected_settle, expected_vote  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(bench.parent))
     q, r = 0.55, 0.8
-    acc, calls = expected_settle(2, 1.0, q, r)
+    acc, calls = expected_settle(2, 1.0, q, r, 9)
     assert acc == pytest.approx(q**2 + 2 * q * (1 - q) * r) and calls == pytest.approx(2 + 2 * q * (1 - q) * 9)
     assert expected_vote(2, q) == pytest.approx(q), "a tie goes to the first answer"
     assert expected_vote(3, q) == pytest.approx(q**3 + 3 * q**2 * (1 - q))
