@@ -121,23 +121,27 @@ def compile_runs(
 
 
 def max_points(space: Sequence[Any]) -> list[dict[str, Any]]:
-    """The knobs of a study space at their highest integer values (the most calls a trial makes).
+    """The knobs of a study space at their dearest: the most calls and tokens a trial spends.
+
+    Integers at their highest values, choices at their declared dearest
+    (:func:`~courtroom.optimize.spaces.dearest_values`), a choice narrowed to one value at it.
 
     A space that chooses a design to convene (settle's ``trial``) gives one point per choice, each
-    with that design's integers at their highest too (packed as the design takes them).
+    with that design's knobs at their dearest too (packed as the design takes them).
     """
-    from courtroom.optimize.spaces import CONVENES, pack_convened
+    from courtroom.optimize.spaces import CONVENES, dearest_values, pack_convened
 
-    top = {p.name: int(p.high) for p in space if p.kind == "int" and ":" not in p.name and "." not in p.name}
     choosers = {c for c, _ in CONVENES.values()}
     chooser = next((p for p in space if p.kind == "cat" and p.name in choosers), None)
+    top = dearest_values([p for p in space if ":" not in p.name and "." not in p.name and p is not chooser])
     if chooser is None:
         return [top]
     return [
         pack_convened(
-            top
-            | {chooser.name: choice}
-            | {p.name: int(p.high) for p in space if p.kind == "int" and p.name.startswith(f"{choice}.")}
+            dearest_values(
+                [p for p in space if p.name.startswith(f"{choice}.")],
+                top | {chooser.name: choice},
+            )
         )
         for choice in chooser.choices
     ]

@@ -342,7 +342,7 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     settings = optimizer_settings(get_optimizer(str(config.compile)), config.compile_settings) if compiles else {}
     out = {}
     for fw in config.frameworks:
-        own = [replace(p, name=p.name[len(fw) + 1 :]) for p in space if p.name.startswith(fw + ".")]
+        own = [_unprefixed(p, fw) for p in space if p.name.startswith(fw + ".")]
         run_config = replace(study_run_config(config), framework=fw)
         point, est = dearest_point(run_config, own, prices=config.prices)
         est = replace(est, calls_exact=False)

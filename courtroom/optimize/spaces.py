@@ -32,6 +32,8 @@ class Param:
     only_if: tuple[str, tuple[Any, ...]] | None = None
     """Sampled only when another parameter takes one of these values; else fixed to ``otherwise``."""
     otherwise: Any = None
+    dearest: Any = None
+    """The choice a trial spends the most at (calls, then tokens), for the dry run; None: cost does not depend on it."""
 
     def suggest(self, trial: Any) -> Any:
         """Draw this parameter in an Optuna trial."""
@@ -92,10 +94,14 @@ def Float(name: str, low: float, high: float) -> Param:  # noqa: N802
 
 
 def Choice(  # noqa: N802
-    name: str, *choices: Any, only_if: tuple[str, tuple[Any, ...]] | None = None, otherwise: Any = None
+    name: str,
+    *choices: Any,
+    only_if: tuple[str, tuple[Any, ...]] | None = None,
+    otherwise: Any = None,
+    dearest: Any = None,
 ) -> Param:
-    """A categorical choice, optionally conditional on another parameter."""
-    return Param(name, "cat", choices=tuple(choices), only_if=only_if, otherwise=otherwise)
+    """A categorical choice, optionally conditional on another parameter (``dearest``: see :class:`Param`)."""
+    return Param(name, "cat", choices=tuple(choices), only_if=only_if, otherwise=otherwise, dearest=dearest)
 
 
 def sample(space: Sequence[Param], trial: Any) -> dict[str, Any]:
@@ -122,7 +128,12 @@ SPACES: dict[str, tuple[Param, ...]] = {
     ),
     "courtroom-llm": (
         Int("n_judges", 1, 5),
-        Choice("judge_mode", "parallel", "sequential"),
+        # Sequential judges read the earlier judges' reasons: more prompt tokens, as many calls.
+        Choice("judge_mode", "parallel", "sequential", dearest="sequential"),
+        # Which earlier judges a sequential judge reads (all: the early paper; last: the final paper).
+        Choice(
+            "previous_judges", "all", "last", only_if=("judge_mode", ("sequential",)), otherwise="all", dearest="all"
+        ),
         Int("k_precedents", 0, 3),
         Choice("assignment", "fixed", "random"),
         Int("max_argument_sentences", 0, 3),
@@ -133,7 +144,16 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Int("n_debaters", 2, 4),
         Float("smoothing", 0.0, 1.0),
         Float("threshold", 0.0, 1.0),
-        Choice("variant", "single", "assistant"),
+        # The assistant variant summarises each statement for the assistant and trains it on debates
+        # over the train split: several times the calls of the single variant.
+        Choice("variant", "single", "assistant", dearest="assistant"),
+        # The gate reads reliabilities: the single variant has none and passes every round. "any"
+        # passes whenever "mean" does, and forwards every comment where "comment" forwards some.
+        Choice("gate", "any", "mean", "comment", only_if=("variant", ("assistant",)), otherwise="any", dearest="any"),
+        # Split sides add a perspective to each debater's prompt (and multi-class training debates ask O_0).
+        Choice("sides", "split", "none", dearest="split"),
+        # Memory carries earlier rounds into each prompt: a 1-round debate has none to carry.
+        Choice("memory", False, True, only_if=("n_rounds", (2, 3, 4)), otherwise=False, dearest=True),
         Choice("stop_epsilon", 0.0, 0.02, 0.05, 0.1, only_if=("n_rounds", (2, 3, 4)), otherwise=0.0),
     ),
     "self-consistency": (Int("k_samples", 1, 5),),
@@ -173,9 +193,10 @@ def _convened(chooser: str, designs: Sequence[str]) -> tuple[Param, ...]:
 SPACES["settle"] = (
     Int("panel_size", 1, 5),
     Float("threshold", 0.5, 1.0),
-    Choice("signal", "votes", "confidence"),
+    # Stated confidences and a panel shown to the trial lengthen the prompts (the calls stay the same).
+    Choice("signal", "votes", "confidence", dearest="confidence"),
     Choice("trial", *TRIALS),
-    Choice("show_panel", False, True),
+    Choice("show_panel", False, True, dearest=True),
     *_convened("trial", TRIALS),
 )
 
@@ -235,6 +256,27 @@ def build_space(
             )
         by_name[name] = by_name[name].narrowed(str(spec))
     return [by_name[p.name] for p in space]
+
+
+def dearest_values(space: Sequence[Param], given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``given`` plus the values of ``space`` a trial spends the most at (for the dry run's bound).
+
+    Integers at their highest; a choice at its :attr:`Param.dearest` while the space still holds
+    it, else at its only value when narrowed to one; floats and other choices are left out (the
+    framework's default). A conditional parameter whose condition the point fails takes its
+    ``otherwise``, as :func:`sample` gives it.
+    """
+    out = dict(given or {})
+    for p in space:
+        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
+            out[p.name] = p.otherwise
+        elif p.kind == "int":
+            out[p.name] = int(p.high)
+        elif p.kind == "cat" and p.dearest is not None and p.dearest in p.choices:
+            out[p.name] = p.dearest
+        elif p.kind == "cat" and len(p.choices) == 1:
+            out[p.name] = p.choices[0]
+    return out
 
 
 def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
