@@ -63,7 +63,8 @@ def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
 
 
 SCRIPT = textwrap.dedent("""
-    import sys, threading, time
+    import faulthandler, signal, sys, threading, time
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's view into a child that hangs
     from courtroom.models.local import shared_server
     mode = sys.argv[1]
     if mode == "thread":  # started by a worker thread that then ends, as a command's fan-out does
@@ -93,10 +94,17 @@ def test_no_orphan_server(mode, tmp_path):
     if arg in ("wait", "thread"):  # in exit/raise the parent ends at once, and may stop the server first
         assert _alive(pid)
         proc.send_signal(getattr(signal, mode))
-    proc.wait(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)  # reads stderr meanwhile: a full pipe cannot block the child
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # every thread's stack, on its stderr
+        time.sleep(2)
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the parent did not exit within 30 s of {mode}; its threads:\n{err[-6000:]}")
     assert _wait_gone(pid, timeout=10), f"server {pid} outlived its parent ({arg}, {mode})"
     if mode == "raise":
-        assert "boom" in proc.stderr.read()
+        assert "boom" in err
 
 
 def test_server_log_is_removed_after_a_clean_stop_and_kept_and_named_after_a_failure(tmp_path, caplog):
