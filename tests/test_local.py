@@ -65,6 +65,9 @@ def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
 SCRIPT = textwrap.dedent("""
     import faulthandler, signal, sys, threading, time
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's view into a child that hangs
+    # Ctrl-C as in a terminal's foreground: a test run started in the background of a script inherits
+    # SIGINT ignored (POSIX, without job control), and the child would sleep through the SIGINT case.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from courtroom.models.local import shared_server
     mode = sys.argv[1]
     if mode == "thread":  # started by a worker thread that then ends, as a command's fan-out does
