@@ -103,6 +103,23 @@ def expected_confidence_settle(
     return acc, calls
 
 
+def best_confidence(
+    kinds: Sequence[Kind], auroc: float, max_calls: float, trial_calls: float
+) -> tuple[float, float, float]:
+    """(accuracy, calls, threshold) of the best one-answer confidence design within ``max_calls``, expected."""
+    fits = [(*expected_confidence_settle(kinds, auroc, t / 1000, trial_calls), t / 1000) for t in range(500, 1000)]
+    return max((f for f in fits if f[1] <= max_calls + 1e-9), key=lambda f: f[0], default=(0.0, 1.0, 1.0))
+
+
+def auroc_to_match(kinds: Sequence[Kind], full: float, max_calls: float, trial_calls: float) -> float:
+    """The least AUROC at which a one-answer confidence design matches ``full`` in expectation (bisection)."""
+    lo, hi = 0.5, 0.999
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if best_confidence(kinds, mid, max_calls, trial_calls)[0] >= full else (mid, hi)
+    return hi
+
+
 def mix(easy: float, hard: float, hard_share: float) -> float:
     return (1 - hard_share) * easy + hard_share * hard
 

@@ -64,7 +64,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from _settle_model import Kind, Model, bound, expected_confidence_settle  # noqa: E402
+from _settle_model import Model, auroc_to_match, bound, expected_confidence_settle  # noqa: E402
 
 from courtroom.analysis import settling  # noqa: E402
 from courtroom.analysis.flips import flip_lines, flip_matrix  # noqa: E402
@@ -294,26 +294,11 @@ def print_bound(args: argparse.Namespace, model: Model) -> None:
             other = Model(easy, q, judge, args.hard, TRIAL_CALLS)
             cells.append(bound(other.as_kinds(), args.budget * TRIAL_CALLS, TRIAL_CALLS).accuracy - other.full())
         print(f"{easy:>5} / {judge:<4}  " + "".join(f"{c:>+9.4f}" for c in cells))
-    need = auroc_to_match(kinds, full, args.budget * TRIAL_CALLS)
+    need = auroc_to_match(kinds, full, args.budget * TRIAL_CALLS, TRIAL_CALLS)
     print(
         f"what would change it: a single answer's stated confidence that tells right from wrong (AUROC >= {need:.2f}: "
         "a panel of one settling on it matches the full trial in expectation; below)"
     )
-
-
-def best_confidence(kinds: Sequence[Kind], auroc: float, max_calls: float) -> tuple[float, float, float]:
-    """(accuracy, calls, threshold) of the best one-answer confidence design within ``max_calls``, expected."""
-    fits = [(*expected_confidence_settle(kinds, auroc, t / 1000, TRIAL_CALLS), t / 1000) for t in range(500, 1000)]
-    return max((f for f in fits if f[1] <= max_calls + 1e-9), key=lambda f: f[0], default=(0.0, 1.0, 1.0))
-
-
-def auroc_to_match(kinds: Sequence[Kind], full: float, max_calls: float) -> float:
-    """The least AUROC at which a one-answer confidence design matches ``full`` in expectation (bisection)."""
-    lo, hi = 0.5, 0.999
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if best_confidence(kinds, mid, max_calls)[0] >= full else (mid, hi)
-    return hi
 
 
 def print_confidence(args: argparse.Namespace, model: Model) -> None:

@@ -94,3 +94,29 @@ def test_a_policy_scores_what_a_simulation_of_it_scores() -> None:
             break
     assert right / n == pytest.approx(acc, abs=3 * (acc * (1 - acc) / n) ** 0.5)
     assert spent / n == pytest.approx(calls, rel=0.03)
+
+
+def test_the_confidence_model_is_what_the_oracle_draws() -> None:
+    """One answer settling on its stated confidence: the closed form against the oracle's own draws."""
+    from statistics import NormalDist
+
+    auroc, t = 0.8, 0.75
+    d = 2**0.5 * NormalDist().inv_cdf(auroc)
+    rng, n, right, spent = random.Random(1), 100_000, 0, 0
+    for _ in range(n):
+        kind = DEFAULT[0] if rng.random() < DEFAULT[0].share else DEFAULT[1]
+        correct = rng.random() < kind.q
+        stated = 0.5 + 0.5 * NormalDist().cdf(rng.gauss(d / 2 if correct else -d / 2, 1.0))  # as the oracle states it
+        spent += 1
+        if stated >= t:
+            right += correct
+        else:
+            spent += TRIAL
+            right += rng.random() < kind.r
+    acc, calls = sm.expected_confidence_settle(DEFAULT, auroc, t, TRIAL)
+    assert right / n == pytest.approx(acc, abs=0.005) and spent / n == pytest.approx(calls, abs=0.05)
+    # No information: settling on it is settling at random, so it cannot beat the full trial at 45%.
+    full = sum(k.share * k.r for k in DEFAULT)
+    assert sm.best_confidence(DEFAULT, 0.5, 0.45 * TRIAL, TRIAL)[0] < full
+    need = sm.auroc_to_match(DEFAULT, full, 0.45 * TRIAL, TRIAL)
+    assert 0.6 < need < 0.9 and sm.best_confidence(DEFAULT, need, 0.45 * TRIAL, TRIAL)[0] >= full
