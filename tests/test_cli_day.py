@@ -286,6 +286,13 @@ def test_the_calls_line_names_the_requests_that_prepared_the_program(tmp_path: P
         training = summary["training_sent"]
         assert training > 0 and summary["sent"] == summary["calls"] + training == server.counts["requests"]
         shown = cli("show", str(next((tmp_path / "runs").iterdir())))
+        examples_tokens = summary["tokens"] - summary["training_tokens"]
+        assert summary["training_tokens"] > 0 and examples_tokens > 0
         for out in (done.stdout, shown.stdout):
             assert f"{summary['calls']} ({summary['sent']} sent, 0 cached)" in out
-            assert re.search(rf"sent preparing on train +│ +{training} ", out), out
+            assert re.search(
+                rf"sent preparing on train +│ +{training} \({summary['training_tokens']:,} tokens\)", out
+            ), out
+            # the tokens row names the examples' part, the figure the progress line shows
+            assert f"{summary['tokens']:,} ({examples_tokens:,} on the examples)" in out, out
+        assert f"{examples_tokens:,} tokens" in done.stderr, done.stderr

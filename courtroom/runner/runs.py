@@ -177,16 +177,25 @@ def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
 
 
 def tokens_text(summary: Mapping[str, Any]) -> str:
-    """Tokens of the sent calls, and what the cached answers cost when they were sent."""
+    """Tokens of the sent calls, and what the cached answers cost when they were sent.
+
+    Where requests also prepared the program on train, the examples' part is named.
+    """
     cached = summary.get("cached_tokens") or 0
-    return f"{summary['tokens']:,}" + (f" (+{cached:,} in cached answers, not spent again)" if cached else "")
+    training = summary.get("training_tokens") or 0
+    parts = [f"{summary['tokens'] - training:,} on the examples"] if training else []
+    parts += [f"+{cached:,} in cached answers, not spent again"] if cached else []
+    return f"{summary['tokens']:,}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The examples' LM calls and the requests sent; a second row names those that prepared the program."""
     rows = [("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")]
     if summary.get("training_sent"):
-        rows.append(("  sent preparing on train", str(summary["training_sent"])))
+        tokens = summary.get("training_tokens") or 0
+        rows.append(
+            ("  sent preparing on train", f"{summary['training_sent']}" + (f" ({tokens:,} tokens)" if tokens else ""))
+        )
     return rows
 
 
