@@ -168,19 +168,20 @@ class Bound:
     max_panel: int
 
 
+def weights(kinds: Sequence[Kind], x: int, y: int) -> list[tuple[Kind, float, float]]:
+    """(kind, P(kind, gold A, these votes), P(kind, gold B, these votes)), unnormalised: ``x`` votes said A, ``y`` B."""
+    return [(k, k.share * k.q**x * (1 - k.q) ** y / 2, k.share * k.q**y * (1 - k.q) ** x / 2) for k in kinds]
+
+
 def _policy(kinds: Sequence[Kind], trial_calls: float, lam: float, max_panel: int):  # noqa: ANN202
     """The best policy at price ``lam`` per call: ``value(x, y)`` and ``action(x, y)`` over vote counts.
 
     ``x`` answers said label A, ``y`` label B; the gold label is A or B with probability 1/2.
     """
 
-    def weights(x: int, y: int) -> list[tuple[Kind, float, float]]:
-        # (kind, P(kind, gold A, these votes), P(kind, gold B, these votes)), unnormalised
-        return [(k, k.share * k.q**x * (1 - k.q) ** y / 2, k.share * k.q**y * (1 - k.q) ** x / 2) for k in kinds]
-
     @functools.cache
     def best(x: int, y: int) -> tuple[float, str]:
-        w = weights(x, y)
+        w = weights(kinds, x, y)
         z = sum(a + b for _, a, b in w)
         settle = max(sum(a for _, a, _ in w), sum(b for _, _, b in w)) / z
         # hold the trial, hear its verdict v, then take the more probable label given everything
@@ -212,7 +213,7 @@ def _evaluate(kinds: Sequence[Kind], trial_calls: float, best) -> tuple[float, f
                 stack += [(x + 1, y, p * kind.q), (x, y + 1, p * (1 - kind.q))]
                 calls += p
                 continue
-            post = [(k, k.share * k.q**x * (1 - k.q) ** y, k.share * k.q**y * (1 - k.q) ** x) for k in kinds]
+            post = weights(kinds, x, y)
             if action == "settle":
                 a, b = sum(a for _, a, _ in post), sum(b for _, _, b in post)
                 acc += p * (1.0 if a > b else 0.5 if a == b else 0.0)

@@ -82,7 +82,7 @@ def test_a_policy_scores_what_a_simulation_of_it_scores() -> None:
                 else:
                     y += 1
                 continue
-            post = [(k, k.share * k.q**x * (1 - k.q) ** y, k.share * k.q**y * (1 - k.q) ** x) for k in DEFAULT]
+            post = sm.weights(DEFAULT, x, y)
             if action == "trial":
                 spent += TRIAL
                 says_a = rng.random() < kind.r

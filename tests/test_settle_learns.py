@@ -56,6 +56,15 @@ def run(
     return rows
 
 
+def settled_at_random(panel_right: list[bool], trial_right: list[bool], settled: int) -> float:
+    """Mean accuracy when ``settled`` cases picked at random take the panel's label, the rest the trial's."""
+    n, rng, draws = len(panel_right), random.Random(0), []
+    for _ in range(200):
+        pick = set(rng.sample(range(n), settled))
+        draws.append(sum(panel_right[i] if i in pick else trial_right[i] for i in range(n)) / n)
+    return sum(draws) / len(draws)
+
+
 def accuracy(rows: list[dict[str, Any]]) -> float:
     return sum(r["prediction"] == r["gold"] for r in rows) / len(rows)
 
@@ -85,12 +94,7 @@ def test_settling_on_agreement_beats_settling_as_many_cases_at_random(signal: st
     chosen = [r["fields"]["decided_by"] == "panel" for r in settled]
     share = sum(chosen) / n
     assert 0.6 < share < 0.9, "the panel agrees on most cases, not all"
-    rng = random.Random(0)
-    draws = []
-    for _ in range(200):
-        pick = set(rng.sample(range(n), sum(chosen)))
-        draws.append(sum(panel_right[i] if i in pick else trial_right[i] for i in range(n)) / n)
-    at_random = sum(draws) / len(draws)
+    at_random = settled_at_random(panel_right, trial_right, sum(chosen))
     # Under the model: 0.904 on agreement against 0.846 at random.
     assert accuracy(settled) >= at_random + 0.025, (accuracy(settled), at_random)
     on_settled = sum(p for p, c in zip(panel_right, chosen, strict=True) if c) / sum(chosen)
@@ -146,12 +150,7 @@ def test_one_answer_settles_on_its_stated_confidence_only_when_that_confidence_i
     settled = [a >= design.threshold for a in agreement]
     share = sum(settled) / n
     on_settled = sum(p for p, s in zip(panel_right, settled, strict=True) if s) / sum(settled)
-    rng = random.Random(0)
-    draws = []
-    for _ in range(200):
-        pick = set(rng.sample(range(n), sum(settled)))
-        draws.append(sum(panel_right[i] if i in pick else trial_right[i] for i in range(n)) / n)
-    at_random = sum(draws) / len(draws)
+    at_random = settled_at_random(panel_right, trial_right, sum(settled))
     overall = sum(panel_right) / n
     if auroc > 0.5:
         assert on_settled >= overall + 0.05, (on_settled, overall, share)

@@ -21,13 +21,11 @@ probability of its first ``k`` members' mean is at or above ``t``.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from courtroom.programs import _probability as prob
-from courtroom.programs._common import majority
+from courtroom.programs.settle import panel_agreement
 
 SIGNALS = ("votes", "confidence")
 
@@ -82,15 +80,8 @@ def _cases(rows: Iterable[Any]) -> list[_Case]:
 
 
 def _agreement(case: _Case, labels: Sequence[str], k: int, signal: str = "votes") -> tuple[str, float]:
-    """The label and agreement of the first ``k`` members, as the design computes them (6 places)."""
-    votes = case.votes[:k]
-    if signal == "confidence":
-        dists = case.dists[:k]
-        mean = {lab: sum(d[lab] for d in dists) / len(dists) for lab in labels}
-        label = prob.decide(mean, labels, tie=votes[0])
-        return label, round(mean[label], 6)
-    label = majority(votes, labels, prefer=votes[0])
-    return label, round(Counter(votes)[label] / len(votes), 6)
+    """The label and agreement of the first ``k`` members, as the design computes them."""
+    return panel_agreement(case.votes[:k], case.dists[:k] if signal == "confidence" else (), labels)
 
 
 def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float, signal: str) -> Design:

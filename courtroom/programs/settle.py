@@ -72,6 +72,22 @@ def parse_trial_knobs(text: str | Mapping[str, Any], trial: str) -> dict[str, An
     return out
 
 
+def panel_agreement(
+    votes: Sequence[str], dists: Sequence[Mapping[str, float]], labels: Sequence[str]
+) -> tuple[str, float]:
+    """The panel's label and agreement (6 places), as the design settles on them.
+
+    With stated probabilities (``dists``, the ``confidence`` signal): the top label of their mean
+    and its probability; without: the majority vote and its share. A tie goes to the first vote.
+    """
+    if dists:
+        mean = {lab: sum(d[lab] for d in dists) / len(dists) for lab in labels}
+        label = prob.decide(mean, labels, tie=votes[0])
+        return label, round(mean[label], 6)
+    label = majority(votes, labels, prefer=votes[0])
+    return label, round(Counter(votes)[label] / len(votes), 6)
+
+
 def knobs_text(knobs: Mapping[str, Any]) -> str:
     """The canonical ``trial_knobs`` text of ``knobs`` (sorted; booleans as true/false)."""
 
@@ -218,13 +234,9 @@ class SettleThenTrial(CourtroomProgram):
             Turn("panel", 0, f"answer: {v}", decision=v, extra={"member": i + 1} | ({"p": dist} if dist else {}))
             for i, (v, dist) in enumerate(outs)
         ]
-        if self.signal == "confidence":
-            dists = [d for _, d in outs if d is not None]
-            mean = {lab: sum(d[lab] for d in dists) / len(dists) for lab in self.labels}
-            label = prob.decide(mean, self.labels, tie=votes[0])
-            return votes, label, round(mean[label], 6), turns, dists
-        label = majority(votes, self.labels, prefer=votes[0])
-        return votes, label, round(Counter(votes)[label] / len(votes), 6), turns, []
+        dists = [d for _, d in outs if d is not None] if self.signal == "confidence" else []
+        label, agreement = panel_agreement(votes, dists, self.labels)
+        return votes, label, agreement, turns, dists
 
     def _shown(self, case: str, votes: Sequence[str]) -> str:
         """The case as the trial reads it: with ``show_panel``, the panel's answers appended."""
