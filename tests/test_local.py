@@ -153,6 +153,29 @@ def test_missing_weights_name_the_fix(monkeypatch):
         _server.find_weights()
 
 
+def test_shared_server_follows_the_weights_named_now(monkeypatch, tmp_path):
+    """A server started for one weights file does not answer for another, nor for a missing one.
+
+    (In one process, as the in-process CLI tests run: the suite's embedded server, started by an
+    earlier test, answered `run` with COURTROOM_LOCAL_MODEL pointing at a missing file.)
+    """
+    monkeypatch.setattr(_server, "_shared", {})
+    monkeypatch.setattr(_server.LocalServer, "start", lambda self, timeout=120.0: self)  # no process here
+    first, second = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    first.write_bytes(b"GGUF")
+    second.write_bytes(b"GGUF")
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(first))
+    server = _server.shared_server()
+    assert server.weights == first and _server.shared_server() is server
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(second))
+    assert _server.shared_server().weights == second
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelError, match="COURTROOM_LOCAL_MODEL"):
+        _server.shared_server()
+    monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(first))
+    assert _server.shared_server() is server
+
+
 def test_missing_llama_cpp_names_the_install_command(monkeypatch):
     real = _server.importlib.util.find_spec
     monkeypatch.setattr(_server.importlib.util, "find_spec", lambda name: None if name == "llama_cpp" else real(name))

@@ -209,7 +209,8 @@ class LocalServer:
 
 _servers: list[LocalServer] = []
 _lock = threading.Lock()
-_shared: LocalServer | None = None
+_shared: dict[Path, LocalServer] = {}
+"""The process-wide servers, one per weights file (``$COURTROOM_LOCAL_MODEL`` may change in a process)."""
 
 
 def stop_all() -> None:
@@ -236,9 +237,14 @@ def _register(server: LocalServer) -> None:
 
 
 def shared_server() -> LocalServer:
-    """The process-wide embedded server, started on first use."""
-    global _shared
+    """The process-wide embedded server for the weights the environment names now, started on first use.
+
+    The weights are looked up on every call, so a ``$COURTROOM_LOCAL_MODEL`` set (or broken) after
+    a first server started is honoured, not answered by that server's model.
+    """
+    weights = find_weights().resolve()
     with _lock:
-        if _shared is None:
-            _shared = LocalServer()
-    return _shared.start()
+        server = _shared.get(weights)
+        if server is None:
+            server = _shared[weights] = LocalServer(weights)
+    return server.start()
