@@ -363,8 +363,8 @@ def _with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None
     m = spec.models
     default, roles = recipe_models(recipe, m.default, m.roles, m.temperature)
     if m.temperature is None and not recipe.get("temperatures"):
-        # Roles the framework samples run at its (or the preset's) temperature, as in `courtroom run`.
-        roles = role_specs(roles, default, sampling_temperatures(cls, spec.design.preset))
+        # Roles the framework samples run at its (or the preset's, or the study's) temperature, as in `run`.
+        roles = role_specs(roles, default, sampling_temperatures(cls, spec.design.preset or recipe.get("preset")))
     return spec, (default, roles)
 
 

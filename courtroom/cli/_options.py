@@ -118,8 +118,8 @@ OPTIONS: list[Option] = [
        "searched parameter).", FRAMEWORK_PANEL, ("compare", "study")),
     _o("preset", "--preset", LIST, "A paper's configuration in one word (see `courtroom frameworks`); compare: one "
        "per framework it names. --set and --space win.", FRAMEWORK_PANEL, ALL),
-    _o("sets", "--set", LIST, "Framework knob KEY=VALUE (compare: also FRAMEWORK.KEY=VALUE); repeatable.",
-       FRAMEWORK_PANEL, ("run", "compare", "compile")),
+    _o("sets", "--set", LIST, "Framework knob KEY=VALUE (compare: also FRAMEWORK.KEY=VALUE; study: the same in "
+       "every trial); repeatable.", FRAMEWORK_PANEL, ("run", "compare", "compile", "study")),
     _o("loops", "--loops", INT, "JoT rounds (the knob n_loops).", FRAMEWORK_PANEL, ("run", "compile"), min=1),
     _o("suite", "--suite", STR, "Run a paper's comparison table (see `courtroom frameworks`) instead.",
        FRAMEWORK_PANEL, ("compare",)),

@@ -362,6 +362,8 @@ def study_run_config(config: Any) -> Any:
         train_limit=config.train,
         dataset=config.dataset,
         splits=config.splits,
+        knobs=dict(getattr(config, "knobs", None) or {}),
+        preset=getattr(config, "preset", None),
     )
 
 

@@ -58,18 +58,14 @@ def rebuild(
 ) -> Any:
     """The program ``trial`` scored: built from its parameters, prepared (and compiled) on ``train``."""
     from courtroom.optimize.designs import DESIGN, build_trial_program
-    from courtroom.optimize.spaces import split_params
-    from courtroom.optimize.study import _trial_lms
-    from courtroom.programs import build_program
+    from courtroom.optimize.study import trial_program
 
     own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
     if hasattr(config, "frameworks"):
         design = trial.user_attrs.get("design") or trial.params[DESIGN]
         params = {DESIGN: design} | {f"{design}.{k}": v for k, v in own.items()}
         return build_trial_program(config, params, base, train, labels, positions, dict(model_objects))
-    knobs, models, temps = split_params(own)
-    lms = _trial_lms(base, config, models, temps, model_objects)
-    program = build_program(config.framework, labels, positions, knobs=knobs, lms=lms)
+    program = trial_program(config, own, base, labels, positions, model_objects)
     program.prepare(train)
     return program
 

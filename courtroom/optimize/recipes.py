@@ -27,12 +27,16 @@ def export_config(
     lm: str | None = None,
     spec: Mapping[str, Any] | None = None,
     test: Mapping[int, Mapping[str, Any]] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    preset: str | None = None,
 ) -> dict[str, Any]:
     """Write the best trial as a recipe; ``framework`` None takes the trial's design (a study across designs).
 
     ``models`` (role -> model name) and ``lm`` (the default model's name) are the models the
     study ran on; a searched model choice replaces its role's. ``spec`` is the study's recorded spec.
     ``test`` (trial number -> scores, ``--test-limit``) adds the trial's test score beside ``values`` (dev).
+    ``fixed`` are the knobs every trial ran with outside the space, under the trial's own; ``preset``
+    the study's (its role temperatures apply to a compile from the recipe).
     """
     trial = best_trial(study)
     # A design without knobs has an empty config: its params hold only the design's name.
@@ -42,7 +46,8 @@ def export_config(
         "kind": "courtroom-config",
         "framework": framework or trial.user_attrs.get("design"),
         "task": task,
-        "knobs": knobs,
+        "knobs": dict(fixed or {}) | knobs,
+        "preset": preset,
         "lm": lm,
         "roles": dict(models or {}) | searched,
         "temperatures": temps,

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from courtroom.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from courtroom.optimize.study import StudyConfig, StudyOutcome
     from courtroom.spec import Experiment
 
@@ -62,6 +64,11 @@ def study_config(spec: Experiment) -> StudyConfig:
     if design.frameworks or design.optimizer:  # a study over designs (one design with --compile alone)
         if design.framework and design.frameworks:
             raise ConfigError("give a FRAMEWORK or --frameworks, not both")
+        if design.knobs:
+            raise ConfigError(
+                "--set fixes a knob in a study of one framework; a study across designs (--frameworks, "
+                "or --compile) narrows its parameters with --space FRAMEWORK.KNOB=VALUE"
+            )
         frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
@@ -83,16 +90,56 @@ def study_config(spec: Experiment) -> StudyConfig:
         )
     if design.framework is None and design.preset is None:
         raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
-    framework, fixed = apply_preset(design.preset, design.framework)
+    framework, preset_knobs = apply_preset(design.preset, design.framework)
     if framework in SPACES and not SPACES[framework]:
         raise ConfigError(
             f"{framework} has no knobs to search: run it (`courtroom run {framework}`), or put it in a study "
             f"across designs as one point (--frameworks {framework},jot)"
         )
-    in_space = {p.name for p in SPACES.get(framework, ())}
-    common["space"] = {k: str(v) for k, v in fixed.items() if k in in_space} | common["space"]
     check_roles(m.roles, get_framework(framework).roles)
-    return StudyConfig(framework=framework, **common)
+    fixed = fixed_knobs(framework, preset_knobs, design.knobs, common["space"])
+    in_space = {p.name for p in SPACES.get(framework, ())}
+    # A fixed knob the space searches narrows it to that value; the others are set on every trial.
+    common["space"] = {k: _space_value(v) for k, v in fixed.items() if k in in_space} | common["space"]
+    knobs = {k: v for k, v in fixed.items() if k not in in_space}
+    return StudyConfig(framework=framework, knobs=knobs, preset=design.preset, **common)
+
+
+def fixed_knobs(
+    framework: str, preset_knobs: Mapping[str, Any], sets: Mapping[str, Any], space: Mapping[str, str]
+) -> dict[str, Any]:
+    """The knobs a study of ``framework`` holds fixed: the preset's under ``--set``'s, typed and checked.
+
+    A knob both ``--set`` and ``--space`` name is refused (one fixes it, the other searches it).
+    """
+    from courtroom.optimize.spaces import SPACES
+    from courtroom.programs import check_knobs, get_framework
+    from courtroom.spec import typed_knobs
+
+    sets = typed_knobs(sets, get_framework(framework).knobs())
+    check_knobs(framework, sets)
+    both = sorted(set(sets) & set(space))
+    if both:
+        raise ConfigError(
+            f"{', '.join(both)}: given to --set (fixed) and --space (searched); keep one "
+            f"(--space {both[0]}=VALUE also fixes it)"
+        )
+    for param in SPACES.get(framework, ()):
+        if param.name in sets:
+            try:
+                param.narrowed(_space_value(sets[param.name]))
+            except ConfigError:
+                raise ConfigError(
+                    f"--set {param.name}={sets[param.name]}: a study of {framework} searches {param.name} in "
+                    f"{param.describe()}; fix it there, or run the value itself: courtroom run {framework} "
+                    f"--set {param.name}={sets[param.name]}"
+                ) from None
+    return dict(preset_knobs) | sets
+
+
+def _space_value(value: Any) -> str:
+    """A fixed value as a ``--space`` override (``true``, ``3``, ``0.5``, ``sequential``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def is_design_study(config: Any) -> bool:
@@ -187,7 +234,7 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
         framework = None if is_design_study(config) else config.framework
         export_config(
             study, framework, config.task, export, models=outcome.models, lm=outcome.lm, spec=config.spec,
-            test=outcome.test or stored(study),
+            test=outcome.test or stored(study), fixed=config.knobs, preset=config.preset,
         )  # fmt: skip
 
 

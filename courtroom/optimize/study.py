@@ -36,6 +36,7 @@ from courtroom.models.usage import metered
 from courtroom.optimize import _storage
 from courtroom.optimize.spaces import Param, build_space, default_params, sample, split_params
 from courtroom.programs import build_program, get_framework
+from courtroom.programs.presets import sampling_temperatures
 
 OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}
 
@@ -62,6 +63,10 @@ class StudyConfig:
     cost_objective: bool = False
     space: dict[str, str] = field(default_factory=dict)
     """Search-space overrides: name -> ``LOW:HIGH`` or ``a,b``."""
+    knobs: dict[str, Any] = field(default_factory=dict)
+    """Knobs every trial runs with that the space does not search (a ``--preset``'s and ``--set``'s)."""
+    preset: str | None = None
+    """The paper preset the study runs (its knobs are in ``space`` and ``knobs``; its role temperatures apply)."""
     models: list[str] = field(default_factory=list)
     """Model names to choose from per role (several: a per-role model choice is searched)."""
     roles: dict[str, str] = field(default_factory=dict)
@@ -113,6 +118,8 @@ class StudyConfig:
                 "--max-tokens": self.max_tokens,
                 "--search-temperature": self.search_temperature,
                 "--space": dict(self.space),
+                "--set": dict(self.knobs),
+                "--preset": self.preset,
             }
         )
 
@@ -291,6 +298,32 @@ def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: s
     return float(s[OBJECTIVES[objective]])
 
 
+def trial_program(
+    config: StudyConfig,
+    params: Mapping[str, Any],
+    base: RoleLMs,
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The program of a one-framework study's trial with ``params`` (not yet prepared on train).
+
+    Its knobs are the study's fixed ones (``config.knobs``) under the searched ones; a preset's
+    role temperatures apply, as in ``courtroom run --preset``.
+    """
+    knobs, models, temps = split_params(dict(params))
+    program = build_program(
+        config.framework,
+        labels,
+        positions,
+        knobs=config.knobs | knobs,
+        lms=_trial_lms(base, config, models, temps, model_objects),
+    )
+    if config.preset:
+        program.temperatures = sampling_temperatures(type(program), config.preset)
+    return program
+
+
 def framework_builder(
     config: StudyConfig,
     base: RoleLMs,
@@ -303,15 +336,8 @@ def framework_builder(
 
     def build(trial: Any, params: Mapping[str, Any]) -> Any:
         trial.set_user_attr("config", dict(params))
-        knobs, models, temps = split_params(dict(params))
         try:
-            program = build_program(
-                config.framework,
-                labels,
-                positions,
-                knobs=knobs,
-                lms=_trial_lms(base, config, models, temps, model_objects),
-            )
+            program = trial_program(config, params, base, labels, positions, model_objects)
             program.prepare(list(train))
         except ConfigError as exc:  # the space produced a configuration the framework refuses
             raise ConfigError(f"trial {trial.number} {dict(params)}: {exc}") from exc
