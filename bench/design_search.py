@@ -75,7 +75,7 @@ def configurations(space: Sequence[Any], design: str) -> Iterator[dict[str, Any]
             yield {name.split(".", 1)[1]: v for name, v in got.items()}
             return
         q = own[i]
-        if q.only_if and q.only_if[0] in got and got[q.only_if[0]] not in q.only_if[1]:
+        if q.off(got):
             yield from walk(i + 1, got | {q.name: q.otherwise})
             return
         values = q.choices if q.kind == "cat" else range(int(q.low), int(q.high) + 1)

@@ -56,7 +56,9 @@ def test_the_knobs_are_drawn_only_where_they_change_the_trial_and_reach_the_prog
                 assert ("gate" in trial.params) == (params["variant"] == "assistant")
                 assert ("memory" in trial.params) == (params["n_rounds"] > 1)
             else:
-                assert ("previous_judges" in trial.params) == (params["judge_mode"] == "sequential")
+                sequential = params["judge_mode"] == "sequential"
+                assert ("previous_judges" in trial.params) == (sequential and params["n_judges"] >= 3)
+                assert ("judge_mode" in trial.params) == (params["n_judges"] >= 2)
             knobs, _, _ = split_params(params)
             program = build_program(fw, LABELS, lm=oracle_lm({}, LABELS), knobs=knobs)
             for k in NEW[fw]:
@@ -154,3 +156,50 @@ def test_a_study_searches_the_knobs_and_its_recipe_round_trips_through_compile_a
     folder = Path([x for x in out.splitlines() if x.startswith("run folder:")][-1].split(":", 1)[1].strip())
     meta = json.loads((folder / "meta.json").read_text())
     assert {k: meta["framework_config"][k] for k in knobs} == got
+
+
+def _heard(framework: str, knobs: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every (role, prompt) of ``framework`` with ``knobs`` deciding three cases (seeded oracle, no cache)."""
+    lm = oracle_lm({}, LABELS, seed=1)
+    program = build_program(framework, LABELS, lm=lm, knobs=knobs)
+    if framework == "debate-feedback" and knobs.get("variant") == "assistant":
+        program.prepare([])
+    for case in ("True and not False is", "not True or False is", "False or True is"):
+        program(case=case)
+    return list(lm.engine_impl.prompts)
+
+
+DEAD = {
+    # parameter: (framework, the configuration where it does nothing, two values, where it acts)
+    "previous_judges": (
+        "courtroom-llm",
+        {"n_judges": 2, "judge_mode": "sequential", "k_precedents": 0},
+        ("all", "last"),
+        {"n_judges": 3},
+    ),
+    "judge_mode": ("courtroom-llm", {"n_judges": 1, "k_precedents": 0}, ("parallel", "sequential"), {"n_judges": 2}),
+    "threshold": (
+        "debate-feedback",
+        {"variant": "single", "n_rounds": 1, "n_debaters": 2},
+        (0.05, 0.95),
+        {"variant": "assistant", "reliability": "llm"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(DEAD))
+def test_a_parameter_is_not_drawn_where_it_changes_nothing_and_is_where_it_does(name: str) -> None:
+    """No dead dimension for the sampler: where a study does not draw a parameter, every prompt and
+    answer is the same whatever its value; where it draws it, some prompt differs."""
+    framework, dead, (a, b), live = DEAD[name]
+    assert _heard(framework, dead | {name: a}) == _heard(framework, dead | {name: b})
+    assert _heard(framework, dead | live | {name: a}) != _heard(framework, dead | live | {name: b})
+    space = build_space(
+        framework, overrides={k: str(v) for k, v in dead.items() if k in {p.name for p in build_space(framework)}}
+    )
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(10):
+        trial = study.ask()
+        params = sample(space, trial)
+        assert name not in trial.params and params[name] == FRAMEWORKS[framework].knobs()[name]
+        study.tell(trial, 0.0)

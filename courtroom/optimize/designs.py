@@ -97,12 +97,7 @@ class DesignStudyConfig(StudyConfig):
 
 def _unprefixed(p: Param, fw: str) -> Param:
     """Design ``fw``'s parameter ``p`` under its own name, its condition too (``fw.x`` -> ``x``)."""
-    cond = p.only_if
-    if cond and cond[0].startswith(fw + "."):
-        cond = (cond[0][len(fw) + 1 :], cond[1])
-    elif cond and cond[0] == DESIGN:
-        cond = None
-    return replace(p, name=p.name[len(fw) + 1 :], only_if=cond)
+    return p.renamed(lambda n: None if n == DESIGN else n[len(fw) + 1 :] if n.startswith(fw + ".") else n)
 
 
 def design_space(config: DesignStudyConfig) -> list[Param]:
@@ -132,9 +127,7 @@ def design_space(config: DesignStudyConfig) -> list[Param]:
         sub = build_space(
             fw, overrides=mine, models=models, temperatures=config.search_temperature, panels=config.panels
         )
-        for p in sub:
-            parent = (f"{fw}.{p.only_if[0]}", p.only_if[1]) if p.only_if else (DESIGN, (fw,))
-            space.append(replace(p, name=f"{fw}.{p.name}", only_if=parent))
+        space += [p.renamed(lambda n, fw=fw: f"{fw}.{n}", parent=(DESIGN, (fw,))) for p in sub]
     unknown = sorted(set(overrides) - used)
     if unknown:
         raise ConfigError(f"--space names {', '.join(unknown)}, which no design of {config.frameworks} has")

@@ -31,9 +31,31 @@ class Param:
     choices: tuple[Any, ...] = ()
     only_if: tuple[str, tuple[Any, ...]] | None = None
     """Sampled only when another parameter takes one of these values; else fixed to ``otherwise``."""
+    also_if: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """Further conditions that must hold as well (sequential judges *and* three or more of them)."""
     otherwise: Any = None
     dearest: Any = None
     """The choice a trial spends the most at (calls, then tokens), for the dry run; None: cost does not depend on it."""
+
+    @property
+    def conditions(self) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+        """Every (parameter, values it must take) this one is drawn under."""
+        return ((self.only_if,) if self.only_if else ()) + self.also_if
+
+    def off(self, drawn: Mapping[str, Any], left_out: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Whether a condition fails on the values ``drawn`` so far, or names a parameter ``left_out``."""
+        return any(n in left_out or (n in drawn and drawn[n] not in ok) for n, ok in self.conditions)
+
+    def renamed(self, rename: Any, parent: tuple[str, tuple[Any, ...]] | None = None) -> Param:
+        """This parameter and its conditions under ``rename(name)`` (None drops a condition).
+
+        ``parent`` is the condition given to a parameter that had none (a design's, in a space of designs).
+        """
+        conds = [(rename(n), ok) for n, ok in self.conditions]
+        kept = [c for c in conds if c[0] is not None]
+        if not self.conditions and parent:
+            kept = [parent]
+        return replace(self, name=rename(self.name), only_if=kept[0] if kept else None, also_if=tuple(kept[1:]))
 
     def suggest(self, trial: Any) -> Any:
         """Draw this parameter in an Optuna trial."""
@@ -97,21 +119,21 @@ def Choice(  # noqa: N802
     name: str,
     *choices: Any,
     only_if: tuple[str, tuple[Any, ...]] | None = None,
+    also_if: tuple[tuple[str, tuple[Any, ...]], ...] = (),
     otherwise: Any = None,
     dearest: Any = None,
 ) -> Param:
-    """A categorical choice, optionally conditional on another parameter (``dearest``: see :class:`Param`)."""
-    return Param(name, "cat", choices=tuple(choices), only_if=only_if, otherwise=otherwise, dearest=dearest)
+    """A categorical choice, optionally conditional on other parameters (``dearest``: see :class:`Param`)."""
+    return Param(
+        name, "cat", choices=tuple(choices), only_if=only_if, also_if=also_if, otherwise=otherwise, dearest=dearest
+    )
 
 
 def sample(space: Sequence[Param], trial: Any) -> dict[str, Any]:
     """Draw every parameter of ``space`` in order, honouring conditions (define-by-run)."""
     out: dict[str, Any] = {}
     for p in space:
-        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
-            out[p.name] = p.otherwise
-        else:
-            out[p.name] = p.suggest(trial)
+        out[p.name] = p.otherwise if p.off(out) else p.suggest(trial)
     return out
 
 
@@ -128,25 +150,48 @@ SPACES: dict[str, tuple[Param, ...]] = {
     ),
     "courtroom-llm": (
         Int("n_judges", 1, 5),
-        # Sequential judges read the earlier judges' reasons: more prompt tokens, as many calls.
-        Choice("judge_mode", "parallel", "sequential", dearest="sequential"),
-        # Which earlier judges a sequential judge reads (all: the early paper; last: the final paper).
+        # Sequential judges read the earlier judges' reasons: more prompt tokens, as many calls. One
+        # judge has no earlier judge (and no majority to settle early): it draws neither.
         Choice(
-            "previous_judges", "all", "last", only_if=("judge_mode", ("sequential",)), otherwise="all", dearest="all"
+            "judge_mode",
+            "parallel",
+            "sequential",
+            only_if=("n_judges", (2, 3, 4, 5)),
+            otherwise="parallel",
+            dearest="sequential",
+        ),
+        # Which earlier judges a sequential judge reads (all: the early paper; last: the final paper):
+        # with two judges the second reads the first either way.
+        Choice(
+            "previous_judges",
+            "all",
+            "last",
+            only_if=("judge_mode", ("sequential",)),
+            also_if=(("n_judges", (3, 4, 5)),),
+            otherwise="all",
+            dearest="all",
         ),
         Int("k_precedents", 0, 3),
         Choice("assignment", "fixed", "random"),
         Int("max_argument_sentences", 0, 3),
-        Choice("early_stop", False, True, only_if=("judge_mode", ("parallel",)), otherwise=False),
+        Choice(
+            "early_stop",
+            False,
+            True,
+            only_if=("judge_mode", ("parallel",)),
+            also_if=(("n_judges", (2, 3, 4, 5)),),
+            otherwise=False,
+        ),
     ),
     "debate-feedback": (
         Int("n_rounds", 1, 4),
         Int("n_debaters", 2, 4),
         Float("smoothing", 0.0, 1.0),
-        Float("threshold", 0.0, 1.0),
         # The assistant variant summarises each statement for the assistant and trains it on debates
         # over the train split: several times the calls of the single variant.
         Choice("variant", "single", "assistant", dearest="assistant"),
+        # The gate's threshold: the single variant has no reliabilities to hold against it.
+        Param("threshold", "float", 0.0, 1.0, only_if=("variant", ("assistant",)), otherwise=0.5),
         # The gate reads reliabilities: the single variant has none and passes every round. "any"
         # passes whenever "mean" does, and forwards every comment where "comment" forwards some.
         Choice("gate", "any", "mean", "comment", only_if=("variant", ("assistant",)), otherwise="any", dearest="any"),
@@ -182,12 +227,7 @@ chosen; :func:`split_params` packs the chosen one's into the carrier (``n_loops=
 
 def _convened(chooser: str, designs: Sequence[str]) -> tuple[Param, ...]:
     """Each design's space under ``{design}.{knob}``, conditional on ``chooser`` picking it."""
-    out = []
-    for d in designs:
-        for p in SPACES[d]:
-            parent = (f"{d}.{p.only_if[0]}", p.only_if[1]) if p.only_if else (chooser, (d,))
-            out.append(replace(p, name=f"{d}.{p.name}", only_if=parent))
-    return tuple(out)
+    return tuple(p.renamed(lambda n, d=d: f"{d}.{n}", parent=(chooser, (d,))) for d in designs for p in SPACES[d])
 
 
 SPACES["settle"] = (
@@ -268,7 +308,7 @@ def dearest_values(space: Sequence[Param], given: Mapping[str, Any] | None = Non
     """
     out = dict(given or {})
     for p in space:
-        if p.only_if and p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1]:
+        if p.off(out):
             out[p.name] = p.otherwise
         elif p.kind == "int":
             out[p.name] = int(p.high)
@@ -288,7 +328,7 @@ def default_params(framework: str, space: Sequence[Param]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     left_out: set[str] = set()
     for p in space:
-        if p.only_if and (p.only_if[0] in left_out or (p.only_if[0] in out and out[p.only_if[0]] not in p.only_if[1])):
+        if p.off(out, left_out):
             left_out.add(p.name)
             continue
         default = _default(framework, p.name)
