@@ -94,6 +94,11 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
             ["compile", "zero-shot", "--optimizer", "mipro", "--train-limit", "6", "--opt", "num_trials=3", *fake],
             "--opt num_trials=3 needs --opt num_candidates=N too (or drop num_trials to keep the auto=light budget)",
         ),
+        (  # an auto budget given beside candidates by hand was silently dropped
+            ["compile", "zero-shot", "--optimizer", "mipro", "--train-limit", "6", "--opt", "auto=medium", *fake]
+            + ["--opt", "num_candidates=2", "--opt", "num_trials=2"],
+            "--opt auto=medium and --opt num_candidates=2 both set the budget",
+        ),
         (  # a study refuses it too, rather than failing every trial with MIPROv2's error
             ["study", "--frameworks", "zero-shot,cot", "--compile", "mipro", "--opt", "num_trials=2", *fake],
             "--opt num_trials=2 needs --opt num_candidates=N too",

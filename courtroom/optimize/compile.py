@@ -63,8 +63,9 @@ class Optimizer:
     min_train: Callable[[Mapping[str, Any]], int] = lambda s: 1
     refuse: str | None = None
     """Why this optimizer is not supported (it would run every role on one model)."""
-    check: Callable[[Mapping[str, Any]], None] = lambda s: None
-    """Raises :class:`ConfigError` for settings the optimizer would refuse only once it runs."""
+    check: Callable[[Mapping[str, Any], Mapping[str, Any]], None] = lambda s, given: None
+    """Raises :class:`ConfigError` for settings (all, and those the user gave) the optimizer would
+    refuse only once it runs, or would silently override."""
 
 
 def _labeled(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -105,10 +106,19 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
     return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
 
 
-def _mipro_budget(s: Mapping[str, Any]) -> None:
-    """The budgets MIPROv2 refuses when its compile starts, refused as the settings are read."""
+def _mipro_budget(s: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """The budgets MIPROv2 refuses when its compile starts, refused as the settings are read.
+
+    Candidates by hand replace the default auto budget; an auto budget the user gave as well is
+    refused rather than dropped.
+    """
     if s.get("auto") not in (None, "light", "medium", "heavy"):
         raise ConfigError(f"optimizer mipro: auto={s.get('auto')!r}: use light, medium, heavy or none")
+    if given.get("auto") is not None and given.get("num_candidates") is not None:
+        raise ConfigError(
+            f"optimizer mipro: --opt auto={given['auto']} and --opt num_candidates={given['num_candidates']} "
+            "both set the budget: keep auto alone, or give num_candidates and num_trials without it"
+        )
     if s.get("auto") is not None and s.get("num_trials") is not None and s.get("num_candidates") is None:
         # MIPROv2 takes trials by hand only with candidates by hand: an auto budget sets both.
         raise ConfigError(
@@ -264,7 +274,7 @@ def optimizer_settings(opt: Optimizer, overrides: Mapping[str, Any] | None) -> d
             + ", ".join(f"{k}={v}" for k, v in opt.defaults.items())
         )
     chosen = dict(opt.defaults) | dict(overrides or {})
-    opt.check(chosen)
+    opt.check(chosen, dict(overrides or {}))
     return chosen
 
 
