@@ -165,7 +165,9 @@ def choose_on_dev(args: argparse.Namespace, seed: int, auroc: float | None = Non
     knobs = settle_knobs(args.dev_panel, 1.0, signal) | {"always_try": True}
     tried = run("settle", knobs, gold, accuracy, seed + DEV)
     trial_calls = tried["calls"] - args.dev_panel
-    best = settling.choose(tried["rows"], LABELS, max_calls=args.budget * trial_calls, margin=args.margin)
+    best = settling.choose(
+        tried["rows"], LABELS, max_calls=args.budget * trial_calls, margin=args.margin, new_cases=args.cases
+    )
     assert best is not None, "a panel of one always fits"
     return best
 
@@ -225,7 +227,7 @@ def print_headline(args: argparse.Namespace, res: dict[str, Any], model: Model) 
             f"{args.dev_panel}, "
             f"replayed): panel {k}, threshold {t:.3g}: dev accuracy {dev.accuracy:.3f} at {dev.calls:.2f} calls/case, "
             f"the most accurate within {100 * args.budget:.0f}% of the trial's calls"
-            + (f" with {args.margin:g} SE of its calls to spare" if args.margin else "")
+            + (f" with {args.margin:g} SE of its calls (dev minus test) to spare" if args.margin else "")
         )
     print()
     print(f"{'design':<44} {'accuracy':>15} {'calls/case':>10} {'% of trial':>10} {'tried':>6}   expected acc, calls")
@@ -436,7 +438,7 @@ def main() -> None:
         "--confidence-seeds", type=int, default=1, help="seeds (from --seed) of the informative-confidence runs"
     )
     parser.add_argument(
-        "--margin", type=float, default=0.0, help="SEs of its dev calls a chosen design keeps below the budget"
+        "--margin", type=float, default=0.0, help="SEs of its calls (dev minus test) kept below the budget"
     )
     parser.add_argument(
         "--aurocs",

@@ -158,3 +158,40 @@ def test_one_answer_settles_on_its_stated_confidence_only_when_that_confidence_i
     else:
         assert abs(on_settled - overall) < 0.05, (on_settled, overall, share)
         assert abs(design.accuracy - at_random) < 0.025, (design.accuracy, at_random)
+
+
+def _records(n: int, rng: random.Random, trial_calls: int = 9) -> list[dict[str, Any]]:
+    """Always-try records of a panel of one stating a confidence (higher when right), drawn directly."""
+    rows = []
+    for i in range(n):
+        gold = LABELS[i % 2]
+        right = rng.random() < 0.75
+        said = gold if right else LABELS[1 - i % 2]
+        p = min(0.999, max(0.5, rng.gauss(0.8 if right else 0.65, 0.1)))
+        dist = {said: p, next(lab for lab in LABELS if lab != said): 1 - p}
+        verdict = gold if rng.random() < 0.9 else LABELS[1 - i % 2]
+        fields = {"panel_votes": [said], "panel_p": [dist], "decided_by": "trial"}
+        rows.append({"gold": gold, "prediction": verdict, "fields": fields, "calls": 1 + trial_calls})
+    return rows
+
+
+def test_the_margin_keeps_a_dev_chosen_design_within_the_budget_on_new_cases() -> None:
+    """Chosen on dev among hundreds of thresholds, a design just fits there and overspends on new
+    cases often; a margin on the difference of the two means (``new_cases``) holds the budget on
+    nearly every new set."""
+    rng = random.Random(7)
+    budget, n, reps = 4.05, 200, 40
+    over: dict[str, int] = {"none": 0, "dev SE": 0, "difference SE": 0}
+    for _ in range(reps):
+        dev, new = _records(n, rng), _records(n, rng)
+        for name, kw in (
+            ("none", {}),
+            ("dev SE", {"margin": 1.645}),
+            ("difference SE", {"margin": 1.645, "new_cases": n}),
+        ):
+            d = settling.choose(dev, LABELS, max_calls=budget, signal="confidence", **kw)
+            assert d is not None
+            on_new = settling.replay(new, LABELS, d.panel_size, d.threshold, "confidence")
+            over[name] += on_new.calls > budget
+    assert over["none"] >= 0.2 * reps, over
+    assert over["difference SE"] <= 0.1 * reps and over["difference SE"] <= over["dev SE"], over

@@ -146,15 +146,27 @@ def choose(
     max_calls: float | None = None,
     signal: str | None = None,
     margin: float = 0.0,
+    new_cases: int | None = None,
 ) -> Design | None:
     """The most accurate design within ``max_calls`` per case (ties: fewer calls); None if none fits.
 
     ``margin`` standard errors of each design's calls are added before the budget is compared: a
-    design that just fits on these cases spends more on others about half the time.
+    design that just fits on these cases spends more on others about half the time. The error is
+    that of these cases' mean, or with ``new_cases`` (the number of cases the design will then
+    answer) that of the difference between the two means, which is what the budget must survive:
+    with as many new cases as these, sqrt(2) times larger. ``margin=1.645`` then keeps the new
+    cases' calls within the budget with probability about 0.95 for a design chosen alone (choosing
+    among many spends some of that: see ``bench/settle.py``).
     """
+    widen = 1.0
+    if new_cases is not None:
+        if new_cases < 1:
+            raise ValueError(f"new_cases must be >= 1, got {new_cases}")
+        cases = rows if isinstance(rows, Sequence) else list(rows)
+        rows, widen = cases, math.sqrt(1 + len(cases) / new_cases)
     fits = [
         d
         for d in designs(rows, labels, signal)
-        if max_calls is None or d.calls + margin * d.calls_se <= max_calls + 1e-9
+        if max_calls is None or d.calls + margin * widen * d.calls_se <= max_calls + 1e-9
     ]
     return max(fits, key=lambda d: (d.accuracy, -d.calls), default=None)
