@@ -26,7 +26,11 @@ logger = logging.getLogger(__name__)
 
 
 def study_config(spec: Experiment) -> StudyConfig:
-    """The study ``spec`` describes: a :class:`StudyConfig`, or a :class:`DesignStudyConfig` across designs."""
+    """The study ``spec`` describes.
+
+    A :class:`~courtroom.optimize.study.StudyConfig`, or a
+    :class:`~courtroom.optimize.designs.DesignStudyConfig` across designs.
+    """
     from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks
     from courtroom.optimize.spaces import SPACES
     from courtroom.optimize.study import StudyConfig
