@@ -11,10 +11,10 @@ speaks OpenAI's chat wire. DSPy 3.4 can send it two ways, and neither fits as is
 
 So this engine declares the server as its own lm15 provider whose compat policy sends
 ``max_tokens``, and hands every request to DSPy's native ``LM15Engine``
-(``dspy.clients.engines.lm15_engine``) under that provider's name. DSPy keeps what an engine does not own: the cache (the key is still the LM's
-own model string, so answers cached through LiteLLM stay hits), retries, history, callbacks and
-usage. The base URL and the key live here, not in the LM's ``kwargs``: a custom engine owns its
-connection.
+(``dspy.clients.engines.lm15_engine``) under that provider's name. DSPy keeps what an engine
+does not own: the cache (the key is still the LM's own model string, so answers cached through
+LiteLLM stay hits), retries, history, callbacks and usage. The base URL and the key live here,
+not in the LM's ``kwargs``: a custom engine owns its connection.
 """
 
 from __future__ import annotations
