@@ -1,0 +1,330 @@
+"""The sections of an experiment spec, each with its cheap checks.
+
+:class:`Data` (which examples), :class:`Models` (models per role), :class:`Design` (what runs),
+:class:`Execution` (how it runs), :class:`Budget` (what it may spend), :class:`Output` (where
+results go) and :class:`StudySettings` (an Optuna study's own settings), with the checks of single
+options the CLI shares (:func:`check_sizes`, :func:`check_url`, :func:`check_format`).
+
+They are the parts of :class:`~courtroom.spec.Experiment`; import them from :mod:`courtroom.spec`.
+This module imports nothing heavy: it is read by ``courtroom --help`` and by every bad-input error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from courtroom.errors import ConfigError
+
+SPLITS = ("train", "dev", "test")
+DEFAULT_FRACTIONS = (0.2, 0.2, 0.6)
+
+
+@dataclass
+class Data:
+    """Which examples: a registered task or the user's own dataset, its fields, labels and splits."""
+
+    task: str | None = None
+    """Registered task (``courtroom tasks``); None: ``boolean_expressions`` unless ``dataset`` is set."""
+    source: str = "auto"
+    """``--data``: auto | generate | hub | PATH, where a registered task's rows come from."""
+    dataset: str | None = None
+    """``--dataset``: the user's own file (CSV, JSONL, JSON, Parquet), a Hub id, or a task file (YAML)."""
+    text_field: list[str] = field(default_factory=list)
+    label_field: str | None = None
+    labels: list[str] = field(default_factory=list)
+    dataset_config: str | None = None
+    """Hub config name of ``dataset``."""
+    hub_split: str = "train"
+    """The Hub split re-split into train/dev/test when no split of its own is named."""
+    train_data: str | None = None
+    """The train split as its own file, or (with a Hub ``dataset``) the name of its Hub split."""
+    dev_data: str | None = None
+    test_data: str | None = None
+    split_sizes: list[float] | None = None
+    """``--split-sizes TRAIN,DEV,TEST``: fractions (summing to at most 1) or counts; default 0.2,0.2,0.6."""
+    seed: int = 0
+    split: str = "test"
+    """The split ``run`` and ``compare`` evaluate."""
+    limit: int | None = None
+    train_limit: int | None = None
+    """At most this many training examples (None: all for run/compare, 20 for compile/study)."""
+    dev_limit: int | None = None
+    """Dev examples scored before/after compiling or by each study trial (None: 20)."""
+    test_limit: int | None = None
+    """Study: score the chosen trial(s) on the first N test examples, beside the dev score (None: not)."""
+
+    @property
+    def task_name(self) -> str:
+        """The registered task, or ``custom:NAME`` for the user's own dataset."""
+        if self.dataset:
+            stem = Path(self.dataset).stem if _looks_local(self.dataset) else self.dataset
+            return f"custom:{stem}"
+        return self.task or "boolean_expressions"
+
+    def custom(self) -> dict[str, Any] | None:
+        """The :func:`courtroom.data.tasks.custom_task` arguments of ``dataset`` (None for a registered task)."""
+        if not self.dataset:
+            return None
+        if _is_task_file(self.dataset):
+            return {"task_file": self.dataset}
+        return {
+            "dataset": self.dataset,
+            "text_fields": list(self.text_field),
+            "label_field": str(self.label_field),
+            "labels": list(self.labels),
+            "config": self.dataset_config,
+            "hub_split": self.hub_split,
+        }
+
+    def splits(self) -> dict[str, Any] | None:
+        """How the examples are split: sizes and the splits given as their own files (None: 20/20/60)."""
+        files = {s: getattr(self, f"{s}_data") for s in SPLITS if getattr(self, f"{s}_data")}
+        if not files and self.split_sizes is None:
+            return None
+        return {"sizes": list(self.split_sizes) if self.split_sizes else None, "files": files}
+
+    def validate(self) -> None:
+        """One-line errors naming the fix, before anything is loaded."""
+        if self.split not in SPLITS:
+            raise ConfigError(f"unknown split {self.split!r}: use one of {', '.join(SPLITS)}")
+        for flag, value in (
+            ("--limit", self.limit),
+            ("--train-limit", self.train_limit),
+            ("--dev-limit", self.dev_limit),
+            ("--test-limit", self.test_limit),
+        ):
+            if value is not None and value < 1:
+                raise ConfigError(f"{flag} must be >= 1, got {value}")
+        if self.dataset and self.task:
+            raise ConfigError("give --task or --dataset, not both (--dataset names your own data)")
+        if self.dataset and not _is_task_file(self.dataset):
+            missing = [f for f, v in (("--text-field", self.text_field), ("--label-field", self.label_field),
+                                      ("--labels", self.labels)) if not v]  # fmt: skip
+            if missing:
+                raise ConfigError(
+                    f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
+                    "--label-field answer --labels yes,no (or put them in a task file: --dataset task.yaml)"
+                )
+        elif not self.dataset and (self.text_field or self.label_field or self.labels):
+            raise ConfigError("--text-field, --label-field and --labels go with --dataset FILE_OR_HUB_ID")
+        if self.split_sizes is not None:
+            check_sizes(self.split_sizes)
+
+
+def check_sizes(sizes: Sequence[float]) -> None:
+    """``--split-sizes``: three fractions summing to at most 1, or three whole counts."""
+    example = "e.g. --split-sizes 0.6,0.2,0.2 or --split-sizes 24,8,8"
+    if len(sizes) != 3 or any(s < 0 for s in sizes):
+        raise ConfigError(f"--split-sizes takes three non-negative sizes TRAIN,DEV,TEST: {example}")
+    fractions = all(s <= 1 for s in sizes) and any(0 < s < 1 for s in sizes)
+    if fractions and sum(sizes) > 1 + 1e-9:
+        raise ConfigError(f"--split-sizes fractions sum to {sum(sizes):g} > 1: {example}")
+    if not fractions and any(float(s) != int(s) for s in sizes):
+        raise ConfigError(f"--split-sizes mixes counts and fractions: {example}")
+
+
+def _looks_local(name: str) -> bool:
+    return Path(name).expanduser().exists() or Path(name).suffix.lower() in (
+        ".json", ".jsonl", ".csv", ".parquet", ".yaml", ".yml",
+    )  # fmt: skip
+
+
+def _is_task_file(name: str) -> bool:
+    return Path(name).suffix.lower() in (".yaml", ".yml")
+
+
+@dataclass
+class Models:
+    """Models per role: one default (or several for a study to choose from), overrides, and their options."""
+
+    lm: list[str] = field(default_factory=list)
+    """The default model for every role; several (a study only) let the study choose one per role."""
+    roles: dict[str, str] = field(default_factory=dict)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server; never written to disk."""
+    timeout: float | None = None
+    prompt_lm: str | None = None
+    """The optimizer's own model (compile; default: the judge's)."""
+
+    @property
+    def default(self) -> str | None:
+        """The default model's name (the first ``lm``)."""
+        return self.lm[0] if self.lm else None
+
+    def validate(self) -> None:
+        """Bounds and the ``--api-base`` URL."""
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ConfigError(f"--temperature must be in [0, 2], got {self.temperature:g}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"--timeout must be a positive number of seconds, got {self.timeout:g}")
+        check_url(self.api_base)
+
+
+def check_url(value: str | None) -> None:
+    """``--api-base`` must be an http(s) URL with a host."""
+    if value is None:
+        return
+    url = urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        got = "no host" if url.scheme in ("http", "https") else f"scheme {url.scheme!r}" if url.scheme else "no scheme"
+        raise ConfigError(
+            f"--api-base {value!r}: use an http:// or https:// URL with a host, e.g. http://localhost:8000/v1 ({got})"
+        )
+
+
+@dataclass
+class Design:
+    """What runs: one framework (or a paper preset), several (compare, design study), their knobs."""
+
+    framework: str | None = None
+    frameworks: list[str] = field(default_factory=list)
+    knobs: dict[str, Any] = field(default_factory=dict)
+    """``--set KEY=VALUE`` (compare: also ``FRAMEWORK.KEY=VALUE``)."""
+    presets: list[str] = field(default_factory=list)
+    """Paper presets (run and compile: one; compare: one per framework it names)."""
+    suite: str | None = None
+    suite_tasks: list[str] = field(default_factory=list)
+    debias: str | None = None
+    optimizer: str | None = None
+    """compile: the DSPy optimizer; study: the optimizer compiling each trial (``--compile``)."""
+    optimizer_settings: dict[str, Any] = field(default_factory=dict)
+    """``--opt KEY=VALUE``."""
+    matched_baselines: bool = True
+    """compare: a majority-vote row per framework at the same calls (or tokens) per example."""
+    baseline: str = "self-consistency"
+    match: str = "calls"
+
+    @property
+    def preset(self) -> str | None:
+        """The one preset of run, compile and study."""
+        return self.presets[0] if self.presets else None
+
+    def validate(self, command: str) -> None:
+        """Cheap checks; names are checked against the registries once they are imported."""
+        if command in ("run", "compile", "study") and len(self.presets) > 1:
+            raise ConfigError(f"`courtroom {command}` takes one --preset (compare takes one per framework)")
+        if self.debias not in (None, "swap", "swap-vote"):
+            raise ConfigError(f"--debias {self.debias!r}: use one of swap, swap-vote")
+
+
+@dataclass
+class Execution:
+    """How it runs: concurrency, failures tolerated, repeats, and a study's trials and workers."""
+
+    concurrency: int | None = None
+    """LM requests in flight in all (None: 4; on resume, the run's)."""
+    fail_on_error: float | None = None
+    """Fail when more than this fraction of examples failed (None: 0.1)."""
+    repeats: int = 1
+    workers: int = 1
+
+    def validate(self) -> None:
+        """Bounds."""
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.fail_on_error is not None and not 0 <= self.fail_on_error <= 1:
+            raise ConfigError(
+                f"--fail-on-error must be a fraction in [0, 1] (got {self.fail_on_error:g}): "
+                "e.g. 0.1, or 1 to never fail"
+            )
+        if self.repeats < 1 or self.workers < 1:
+            raise ConfigError("--repeats and --workers must be >= 1")
+
+    @property
+    def threshold(self) -> float:
+        """``fail_on_error`` with its default."""
+        from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
+
+        return DEFAULT_FAIL_ON_ERROR if self.fail_on_error is None else float(self.fail_on_error)
+
+
+@dataclass
+class Budget:
+    """What it may spend, and the prices that turn tokens into dollars."""
+
+    max_calls: int | None = None
+    max_cost: float | None = None
+    prices: str | dict[str, list[float]] | None = None
+    """A price table file (JSON or CSV) or its mapping: model -> [input, output] dollars per 1M tokens."""
+    dry_run: bool = False
+
+    def validate(self) -> None:
+        """Positive limits and a readable price table."""
+        if self.max_calls is not None and self.max_calls < 1:
+            raise ConfigError(f"--max-calls must be >= 1, got {self.max_calls}")
+        if self.max_cost is not None and self.max_cost <= 0:
+            raise ConfigError(f"--max-cost must be a positive number of dollars, got {self.max_cost:g}")
+        if isinstance(self.prices, str | Path) and not Path(self.prices).is_file():
+            raise ConfigError(f"--prices {self.prices}: no such file; pass a JSON or CSV price table")
+
+    def table(self) -> dict[str, list[float]] | None:
+        """The price table as a mapping (the file read once)."""
+        if self.prices is None:
+            return None
+        if isinstance(self.prices, Mapping):
+            return {k: [float(x) for x in v] for k, v in self.prices.items()}
+        from courtroom.eval.metrics import load_prices
+
+        return load_prices(self.prices)
+
+
+FORMATS = ("table", "md", "csv", "json")
+"""The values of ``--format``."""
+
+
+def check_format(value: str) -> str:
+    """``value`` if it is one of :data:`FORMATS`."""
+    if value not in FORMATS:
+        raise ConfigError(f"--format {value!r}: use {', '.join(FORMATS)}")
+    return value
+
+
+@dataclass
+class Output:
+    """Where results go, and what is printed or analysed after."""
+
+    out: str | None = None
+    """run: the folder of run folders (runs); compare: comparisons; compile: the program file
+    (program.json); study: the report folder (studies/NAME); predict: a JSONL file (stdout)."""
+    show: int | None = None
+    ambiguity_k: int = 0
+    theta: float = 0.5
+    export_best: str | None = None
+    format: str = "table"
+    """What the command prints on stdout: table (key columns at the terminal's width), md, csv or json."""
+
+    def validate(self) -> None:
+        """A known ``--format``."""
+        check_format(self.format)
+
+
+@dataclass
+class StudySettings:
+    """An Optuna study's own settings (``courtroom study``)."""
+
+    trials: int = 20
+    storage: str | None = None
+    study_name: str | None = None
+    objective: str = "accuracy"
+    cost_objective: bool = False
+    cost_unit: str | None = None
+    space: dict[str, str] = field(default_factory=dict)
+    search_temperature: bool = False
+    prune: bool = True
+
+    def validate(self) -> None:
+        """Known objective and cost unit."""
+        if self.objective not in ("accuracy", "f1"):
+            raise ConfigError(f"unknown objective {self.objective!r}: use accuracy or f1")
+        if self.cost_unit not in (None, "calls", "tokens", "dollars"):
+            raise ConfigError(f"unknown cost unit {self.cost_unit!r}: use calls, tokens or dollars")
+        if self.trials < 0:
+            raise ConfigError(f"--trials must be >= 0, got {self.trials}")
