@@ -20,7 +20,7 @@ from courtroom.spec import Experiment
 if TYPE_CHECKING:
     import pandas as pd
 
-    from courtroom.comparison.compare import Comparison
+    from courtroom.comparison.table import Comparison
     from courtroom.cost.estimate import Estimate
     from courtroom.optimize.compile import CompileResult
     from courtroom.optimize.study import StudyOutcome
@@ -187,8 +187,8 @@ def estimate(
         planned = run_config(spec)
         return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
     if spec.command == "compare":
-        from courtroom.comparison.compare import comparison_configs
         from courtroom.comparison.options import compare_options
+        from courtroom.comparison.plan import comparison_configs
 
         out: dict[str, Any] = {}
         for task, rows in _compared(spec).items():

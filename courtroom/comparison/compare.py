@@ -3,6 +3,10 @@
 A comparison folder holds one run folder (or repeat group) per framework, ``comparison.json``,
 ``table.csv`` / ``table.md`` (rows: frameworks; columns: accuracy, macro-F1, failures, calls,
 tokens, cost, time), ``analyses.json`` and ``plots/*.png``.
+
+This module runs the rows (:func:`compare`, :func:`run_comparison`); what they are and
+``plan.json`` come from :mod:`courtroom.comparison.plan`, the table and the files beside it
+from :mod:`courtroom.comparison.table`.
 """
 
 from __future__ import annotations
@@ -10,214 +14,28 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import json
 import logging
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from courtroom import _stop
-from courtroom._files import read_json, write_atomic, write_json
 from courtroom._lock import FolderLock
-from courtroom.analysis import papers as analysis
 from courtroom.analysis.ambiguity import split_comparison
-from courtroom.analysis.bias import check_debias, swappable_frameworks
-from courtroom.analysis.calibration import scores
-from courtroom.analysis.flips import flip_matrix
+from courtroom.comparison.plan import comparison_configs, split_knobs, write_plan
 from courtroom.comparison.plots import comparison_runs, draw_plots, load_comparison
-from courtroom.errors import ConfigError
+from courtroom.comparison.table import Comparison, first_results, table_row, write_tables
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
-from courtroom.models.cache import without_base_url
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import get_framework
-from courtroom.reporting.formatting import readable_table
 from courtroom.runner.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.runner.resume import resume
 from courtroom.runner.runs import RunConfig, RunOutcome, run
-from courtroom.runner.sessions import evaluation_spend
 
 logger = logging.getLogger(__name__)
-COLUMNS = (
-    "accuracy",
-    "macro_f1",
-    "n",
-    "failures",
-    "calls",
-    "sent",
-    "cached",
-    "tokens",
-    "cached_tokens",
-    "cost",
-    "wall_seconds",
-    "brier",
-    "ece",
-)
-
-
-@dataclass
-class Comparison:
-    """A finished comparison."""
-
-    out_dir: Path
-    table: pd.DataFrame
-    runs: dict[str, str]
-    """Framework -> its run folder or repeat group (relative to ``out_dir``)."""
-    analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
-    plots: dict[str, Path] = field(default_factory=dict)
-    failed: dict[str, str] = field(default_factory=dict)
-    """Framework -> why its run failed (more failed examples than ``fail_on_error`` allows)."""
-
-
-def split_knobs(
-    sets: Mapping[str, Any] | None, frameworks: Sequence[str], of: Mapping[str, str] | None = None
-) -> dict[str, dict[str, Any]]:
-    """``{"jot.n_loops": 2, "seed": 1}`` -> knobs per framework (or per row, ``of`` naming its framework).
-
-    An unprefixed knob goes to every
-    framework that has it, and must belong to at least one.
-    """
-    of = dict(of or {})
-    out: dict[str, dict[str, Any]] = {f: {} for f in frameworks}
-    for key, value in (sets or {}).items():
-        fw, dot, knob = key.rpartition(".")
-        if dot:
-            if fw not in out:
-                raise ConfigError(f"--set {key}: {fw!r} is not one of the compared frameworks {', '.join(frameworks)}")
-            out[fw][knob] = value
-            continue
-        takers = [f for f in frameworks if key in get_framework(of.get(f, f)).knobs()]
-        if not takers:
-            raise ConfigError(f"--set {key}: no compared framework has that knob; write FRAMEWORK.{key}=VALUE")
-        for f in takers:
-            out[f][key] = value
-    return out
-
-
-def _row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
-    # The evaluation's spend: a run's one-off training calls (prepare) stay out of per-example figures.
-    if isinstance(outcome, RunOutcome):
-        return {c: outcome.summary.get(c) for c in COLUMNS} | evaluation_spend(outcome.summary)
-    row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
-    for c in ("cached", "cached_tokens"):
-        row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
-    spends = [evaluation_spend(o.summary) for o in outcome.outcomes]
-    for c in ("sent", "tokens"):
-        row[c] = sum(s[c] for s in spends) / len(spends)
-    costs = [s["cost"] for s in spends]
-    row["cost"] = None if any(c is None for c in costs) else sum(costs) / len(costs)
-    row["n"] = outcome.outcomes[0].summary.get("n")
-    for c in ("brier", "ece"):
-        values = [o.summary[c] for o in outcome.outcomes if o.summary.get(c) is not None]
-        row[c] = sum(values) / len(values) if values else None
-    acc = outcome.stats["accuracy"]
-    row.update(
-        accuracy_sd=acc["sd"],
-        accuracy_ci_low=acc["ci_low"],
-        accuracy_ci_high=acc["ci_high"],
-        macro_f1_sd=outcome.stats["macro_f1"]["sd"],
-        repeats=len(outcome.outcomes),
-    )
-    return row
-
-
-def _results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleResult]]:
-    first = outcome if isinstance(outcome, RunOutcome) else outcome.outcomes[0]
-    return first.run_dir, first.results
-
-
-def comparison_configs(
-    task: str,
-    frameworks: Sequence[str],
-    *,
-    limit: int | None = None,
-    roles: Mapping[str, str] | None = None,
-    data: str = "auto",
-    split: str = "test",
-    seed: int = 0,
-    knobs: Mapping[str, Any] | None = None,
-    lm: str | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    api_base: str | None = None,
-    timeout: float | None = None,
-    concurrency: int = 4,
-    out: str | Path = "comparisons",
-    dataset: Mapping[str, Any] | None = None,
-    prices: Mapping[str, Sequence[float]] | None = None,
-    train_limit: int | None = None,
-    presets: Sequence[str] = (),
-    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
-    fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
-    debias: str | None = None,
-    splits: Mapping[str, Any] | None = None,
-    spec: Mapping[str, Any] | None = None,
-) -> dict[str, RunConfig]:
-    """The run config of each compared row (same examples, models and settings).
-
-    ``presets`` apply to the compared frameworks they name. ``rows`` (row name -> (framework,
-    knobs, preset)) compares named configurations, several of one framework if need be (suites);
-    ``frameworks`` then lists row names. ``debias`` applies to the rows whose framework has sides
-    to swap (:mod:`courtroom.analysis.bias`); the others run once per case, as usual.
-    """
-    from courtroom.programs.presets import apply_preset, get_preset
-
-    frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
-    if not frameworks:
-        raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    planned = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
-    for name in presets:
-        matched = [f for f in frameworks if planned[f][0] == get_preset(name).framework]
-        if not matched:
-            raise ConfigError(f"--preset {name} is for {get_preset(name).framework}, which is not compared")
-        for f in matched:
-            planned[f] = (planned[f][0], planned[f][1], name)
-    base = {f: apply_preset(p, fw, k) for f, (fw, k, p) in planned.items()}
-    classes = {f: get_framework(fw) for f, (fw, _) in base.items()}
-    per_fw = split_knobs(knobs, frameworks, {f: fw for f, (fw, _) in base.items()})
-    check_debias(debias)
-    swapped = {f for f, c in classes.items() if c.swappable} if debias is not None else set()
-    if debias is not None and not swapped:
-        raise ConfigError(
-            f"--debias {debias}: none of {', '.join(frameworks)} has sides to swap; "
-            f"position swap works with {', '.join(swappable_frameworks())}"
-        )
-    unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
-    if unknown_roles:
-        raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
-    return {
-        f: RunConfig(
-            base[f][0],
-            task,
-            data=data,
-            split=split,
-            limit=limit,
-            seed=seed,
-            knobs=base[f][1] | per_fw[f],
-            lm=lm,
-            roles={r: m for r, m in (roles or {}).items() if r in classes[f].roles},
-            temperature=temperature,
-            max_tokens=max_tokens,
-            api_base=api_base,
-            timeout=timeout,
-            concurrency=concurrency,
-            out=str(out),
-            dataset=dict(dataset) if dataset else None,
-            prices={k: list(v) for k, v in prices.items()} if prices else None,
-            train_limit=train_limit,
-            preset=planned[f][2],
-            fail_on_error=fail_on_error,
-            debias=debias if f in swapped else None,
-            splits=dict(splits) if splits else None,
-            spec=dict(spec) if spec else None,
-        )
-        for f in frameworks
-    }
 
 
 def compare(
@@ -358,22 +176,6 @@ def compare(
     )
 
 
-PLAN = "plan.json"
-"""What a comparison will run, written before its first run: enough for ``compare --resume``."""
-
-
-def write_plan(
-    out_dir: Path,
-    task: str,
-    frameworks: Sequence[str],
-    options: Mapping[str, Any],
-    spec: Mapping[str, Any] | None = None,
-) -> None:
-    """Write ``plan.json``: the task, the compared rows, the options and the spec (never the base URL)."""
-    plan = {"kind": "courtroom-comparison", "task": task, "frameworks": list(frameworks), "spec": spec}
-    write_json(out_dir / PLAN, plan | {"options": without_base_url(options)})
-
-
 def run_comparison(
     out_dir: Path,
     task: str,
@@ -474,7 +276,7 @@ def _run_rows(
     if matched_baselines:
         from courtroom.comparison import matched
 
-        table_rows = {f: _row(outcomes[f]) for f in frameworks}
+        table_rows = {f: table_row(outcomes[f]) for f in frameworks}
         first = configs[frameworks[0]]
         per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
         knob = matched.BASELINES[baseline]
@@ -497,9 +299,9 @@ def _run_rows(
         for row_name in added:
             run_one(row_name, configs[row_name], [m for m in added if m not in outcomes and m != row_name])
     frameworks = [*frameworks, *(m for m in matches if m not in frameworks)]
-    comparison = _write(out_dir, task, frameworks, outcomes, configs, matches)
+    comparison = write_tables(out_dir, task, frameworks, outcomes, configs, matches)
     if ambiguity_k:
-        rows = {f: _results(o)[1] for f, o in outcomes.items()}
+        rows = {f: first_results(o)[1] for f, o in outcomes.items()}
         split_comparison(out_dir, comparison.analyses, rows, configs, lms, ambiguity_k, theta, concurrency)
     comparison.plots = draw_plots(out_dir)
     for f, o in outcomes.items():
@@ -515,72 +317,9 @@ def _clear(folder: Path, resuming: Mapping[str, Any] | None) -> None:
         shutil.rmtree(folder)
 
 
-def _write(
-    out_dir: Path,
-    task: str,
-    frameworks: Sequence[str],
-    outcomes: Mapping[str, Any],
-    configs: Mapping[str, RunConfig],
-    matches: Mapping[str, Sequence[str]] | None = None,
-) -> Comparison:
-    from courtroom.comparison.matched import cost_columns
-
-    table = pd.DataFrame([_row(outcomes[f]) for f in frameworks], index=pd.Index(frameworks, name="framework"))
-    table = cost_columns(table)
-    if matches:
-        from courtroom.comparison.significance import add_mcnemar
-
-        table["matches"] = [", ".join(matches.get(f, ())) for f in frameworks]
-        table = add_mcnemar(table, {f: _results(outcomes[f])[1] for f in frameworks}, matches)
-    table.to_csv(out_dir / "table.csv")
-    write_atomic(out_dir / "table.md", f"# {task}\n\n" + analysis.markdown_table(readable_table(table)))
-    runs, analyses = {}, {}
-    for f in frameworks:
-        o = outcomes[f]
-        runs[f] = str((o.run_dir if isinstance(o, RunOutcome) else o.group_dir).relative_to(out_dir))
-        run_dir, results = _results(o)
-        meta = read_json(run_dir / "meta.json", "start a new comparison")
-        analyses[f] = _jsonable(analysis.analyze(results, meta.get("framework_config")))
-        flipped = flip_matrix(results, configs[f].framework, meta["task"]["labels"], meta["task"].get("positions"))
-        if flipped is not None:
-            analyses[f]["flips"] = flipped
-        calibration = scores([r.to_dict() for r in results])
-        if calibration:
-            analyses[f]["calibration"] = calibration
-        if isinstance(o, RepeatOutcome):
-            analyses[f]["repeat_accuracies"] = [x.summary["accuracy"] for x in o.outcomes]
-    write_json(out_dir / "analyses.json", analyses)
-    first = configs[frameworks[0]]
-    (out_dir / "comparison.json").write_text(
-        json.dumps(
-            {
-                "task": task,
-                "frameworks": list(frameworks),
-                "runs": runs,
-                "matched_baselines": {k: list(v) for k, v in (matches or {}).items()},
-                "config": without_base_url(
-                    {k: v for k, v in vars(first).items() if k not in ("framework", "knobs", "spec")}
-                )
-                | {"knobs": {f: c.knobs for f, c in configs.items()}},
-                "spec": first.spec,
-            },
-            indent=2,
-        )
-    )
-    return Comparison(out_dir, table, runs, analyses)
-
-
 def _folder(name: str) -> str:
     """A run folder name for a table row (``self-consistency k=9`` -> ``self-consistency_k9``)."""
     return name.replace(" k=", "_k").replace(" ", "_")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, pd.DataFrame):
-        return value.to_dict("records")
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
 
 
 __all__ = [
@@ -590,4 +329,5 @@ __all__ = [
     "comparison_runs",
     "draw_plots",
     "load_comparison",
+    "split_knobs",
 ]

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from courtroom.comparison.compare import PLAN, Comparison, comparison_configs, run_comparison
+from courtroom.comparison.compare import run_comparison
+from courtroom.comparison.plan import PLAN, comparison_configs
+from courtroom.comparison.table import Comparison
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
 from courtroom.models.cache import require_base_url
@@ -23,7 +25,7 @@ CONFIG_KEYS = (
     "limit", "roles", "data", "split", "seed", "knobs", "lm", "temperature", "max_tokens", "timeout",
     "concurrency", "dataset", "prices", "train_limit", "presets", "rows", "fail_on_error",
 )  # fmt: skip
-"""Plan options that :func:`~courtroom.comparison.compare.comparison_configs` takes."""
+"""Plan options that :func:`~courtroom.comparison.plan.comparison_configs` takes."""
 
 
 def read_plan(path: str | Path) -> dict[str, Any]:

@@ -377,7 +377,7 @@ def run_suite(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run suite ``name`` (optionally only some of its ``tasks``): one comparison per task.
 
-    Returns (the paper-vs-measured table, task -> :class:`courtroom.comparison.compare.Comparison`).
+    Returns (the paper-vs-measured table, task -> :class:`courtroom.comparison.table.Comparison`).
     ``compare_kwargs`` go to :func:`courtroom.comparison.compare.compare` (models, limit, repeats, ...).
     """
     from courtroom.comparison.compare import compare

@@ -23,7 +23,7 @@ import pandas as pd
 from courtroom.analysis import papers as analysis
 from courtroom.analysis.calibration import scores
 from courtroom.analysis.flips import flip_matrix, flip_table
-from courtroom.comparison.compare import load_comparison
+from courtroom.comparison.plots import load_comparison
 from courtroom.errors import ConfigError
 from courtroom.reporting import plots
 from courtroom.reporting.formatting import MAIN_COLUMNS, header, readable_stats, readable_summary, readable_table
