@@ -4,7 +4,10 @@ Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same optio
 (the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``), draws
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
-re-exported at the top level: ``courtroom.run(...)``.
+re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
+this module: :mod:`courtroom._run_api` (:func:`run_config`, what a resume takes),
+:mod:`courtroom._compare_api` (a suite's rows, the per-row progress) and :mod:`courtroom._compile_api`
+(a study's recipe, the compile's dry run, the dev runs written next to the program).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from courtroom import _stop
+from courtroom._compare_api import compared, row_hooks
+from courtroom._compile_api import compile_estimate, with_recipe, write_dev_runs
+from courtroom._run_api import resume_overrides, run_config
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment
 
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from courtroom.optimize.study import StudyOutcome
     from courtroom.programs import CourtroomProgram
     from courtroom.runner.repeats import RepeatOutcome
-    from courtroom.runner.runs import RunConfig, RunOutcome
+    from courtroom.runner.runs import RunOutcome
 
 __all__ = ["Verdict", "compare", "compile", "estimate", "experiment", "predict", "report", "run", "runs", "study"]
 
@@ -55,24 +61,6 @@ def _display(spec: Experiment, progress: bool) -> Any:
     from courtroom.reporting.progress import ProgressDisplay
 
     return ProgressDisplay(progress, prices=spec.budget.table())
-
-
-def run_config(spec: Experiment) -> RunConfig:
-    """The run ``spec`` describes: preset applied, knobs typed by the framework, role names checked."""
-    from courtroom.programs import check_knobs, check_roles, get_framework
-    from courtroom.programs.presets import apply_preset
-    from courtroom.runner.runs import RunConfig
-    from courtroom.spec import typed_knobs
-
-    if spec.design.framework is None and spec.design.preset is None:
-        raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
-    cls = get_framework(apply_preset(spec.design.preset, spec.design.framework)[0])
-    framework, knobs = apply_preset(
-        spec.design.preset, spec.design.framework, typed_knobs(spec.design.knobs, cls.knobs())
-    )
-    check_roles(spec.models.roles, cls.roles)
-    check_knobs(framework, knobs)  # before the data loads and the display starts
-    return RunConfig.from_spec(spec, framework, knobs=knobs)
 
 
 def run(
@@ -135,36 +123,6 @@ def run(
     return outcome
 
 
-RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit", "seed": "seed",
-           "train_limit": "train_limit", "framework": "framework", "knobs": "knobs", "lm": "lm", "roles": "roles",
-           "temperature": "temperature", "max_tokens": "max_tokens", "api_base": "api_base", "timeout": "timeout",
-           "concurrency": "concurrency", "prices": "prices", "fail_on_error": "fail_on_error", "debias": "debias",
-           "dataset": "dataset", "split_sizes": "splits", "train_data": "splits", "dev_data": "splits",
-           "test_data": "splits"}  # fmt: skip
-"""Spec field -> the run's config field a resume compares (answer-changing) or takes (safe)."""
-
-
-def resume_overrides(spec: Experiment) -> dict[str, Any]:
-    """The options given with a resume, as run-config fields: safe ones are taken, others must match."""
-    from courtroom.runner.runs import RunConfig
-    from courtroom.spec import parse_value
-
-    full = RunConfig.from_spec(spec, spec.design.framework or "")
-    out: dict[str, Any] = {}
-    for name in spec.given:
-        if name in RESUMED:
-            out[RESUMED[name]] = getattr(full, RESUMED[name])
-    if "api_base" not in out and spec.models.api_base is not None:
-        out["api_base"] = spec.models.api_base
-    if "prices" in out:
-        out["prices"] = spec.budget.table()
-    if "knobs" in out:  # texts from --set, typed as the run's own knobs are (the framework is the folder's)
-        out["knobs"] = {k: parse_value(v) if isinstance(v, str) else v for k, v in out["knobs"].items()}
-    if "fail_on_error" in out:
-        out["fail_on_error"] = spec.execution.threshold
-    return out
-
-
 def estimate(
     framework: str | None = None,
     *,
@@ -191,7 +149,7 @@ def estimate(
         from courtroom.comparison.plan import comparison_configs
 
         out: dict[str, Any] = {}
-        for task, rows in _compared(spec).items():
+        for task, rows in compared(spec).items():
             fws = list(dict.fromkeys(fw for fw, _, _ in rows.values())) if rows else None
             opts = compare_options(spec.updated(task=task) if task else spec, fws)
             row_plan = {k: opts.pop(k) for k in ("repeats", "matched_baselines", "baseline", "match")}
@@ -200,28 +158,17 @@ def estimate(
             names = list(rows) if rows else spec.design.frameworks
             configs = comparison_configs(opts.pop("task"), names, rows=rows, **opts)
             found = dry_run.estimate_comparison(configs, **row_plan)
-            out |= {f"{task}: {k}" if len(_compared(spec)) > 1 else k: v for k, v in found.items()}
+            out |= {f"{task}: {k}" if len(compared(spec)) > 1 else k: v for k, v in found.items()}
         return out, []
     if spec.command == "compile":
-        spec, models = _with_recipe(spec, config)
-        est, note = _compile_estimate(spec, models)
+        spec, models = with_recipe(spec, config)
+        est, note = compile_estimate(spec, models)
         return {str(spec.design.framework): est}, [note]
     if spec.command == "study":
         from courtroom.optimize.studies import study_estimates
 
         return study_estimates(spec)
     raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile or study")
-
-
-def _compared(spec: Experiment) -> dict[str, Any]:
-    """Task -> the suite's rows on it (None without a suite: the spec's frameworks on its task)."""
-    if not spec.design.suite:
-        return {"": None}
-    from courtroom.comparison.suites import get_suite
-
-    about = get_suite(spec.design.suite)
-    rows = {r.name: (r.framework, dict(r.knobs), r.preset) for r in about.rows}
-    return {t: rows for t in (spec.design.suite_tasks or list(about.tasks))}
 
 
 def compare(
@@ -252,25 +199,13 @@ def compare(
         raise ConfigError("pass frameworks (e.g. --frameworks jot,cot), or resume a comparison folder")
     _stop.note_flags(spec.runtime_flags())
     with _display(spec, progress) as display:
-        hooks = _row_hooks(display) | {"budget": _budget(spec), "lms": lms}
+        hooks = row_hooks(display) | {"budget": _budget(spec), "lms": lms}
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
             return resume_comparison(resume, **hooks, **given_options(spec))
         opts = compare_options(spec)
         return run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts)
-
-
-def _row_hooks(display: Any) -> dict[str, Any]:
-    """A comparison's progress: one bar per row, made when the row starts."""
-    bars: dict[str, Any] = {}
-
-    def bar(row: str) -> Any:
-        if row not in bars:
-            bars[row] = display.track(row)
-        return bars[row]
-
-    return {"progress": lambda f, res: bar(f).result(res), "on_start": lambda f, n: bar(f).start(n)}
 
 
 def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -286,7 +221,7 @@ def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -
         opts = compare_options(each, list(dict.fromkeys(fw for fw, _, _ in rows.values())) or None)
         opts.pop("task")
         with _display(each, progress) as display:
-            return run_compare(task, names, lms=lms, budget=_budget(spec), **_row_hooks(display), **opts, **kw)
+            return run_compare(task, names, lms=lms, budget=_budget(spec), **row_hooks(display), **opts, **kw)
 
     _stop.note_flags(spec.runtime_flags())
     assert spec.design.suite is not None
@@ -317,11 +252,11 @@ def compile(  # noqa: A001 - the command's name
     spec = experiment("compile", spec, framework=framework, **options)
     if spec.budget.dry_run:
         raise ConfigError("a dry run returns estimates, not a program: call courtroom.estimate(...)")
-    spec, recipe_models = _with_recipe(spec, config)
+    spec, recipe_models = with_recipe(spec, config)
     if spec.budget.max_calls is not None or spec.budget.max_cost is not None:
         from courtroom.cost.budget import check_compile
 
-        est, _ = _compile_estimate(spec, recipe_models)
+        est, _ = compile_estimate(spec, recipe_models)
         check_compile(est, str(spec.design.optimizer), spec.budget.max_calls, spec.budget.max_cost)
     _stop.note_flags(spec.runtime_flags())
     with _display(spec, progress) as display:
@@ -332,93 +267,8 @@ def compile(  # noqa: A001 - the command's name
         out = Path(spec.output.out or "program.json")
         result.metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
         result.path = save_program(result.program, out, result.metadata)
-        result.dev_dirs = _write_dev_runs(result, out, spec)
+        result.dev_dirs = write_dev_runs(result, out, spec)
     return result
-
-
-def _with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None) -> tuple[Experiment, Any]:
-    """The spec with a study recipe's framework, task and knobs filled in; and its models per role."""
-    from courtroom.optimize.recipes import read_config, recipe_models
-    from courtroom.programs import check_roles, get_framework
-    from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
-
-    recipe: Mapping[str, Any] = (read_config(config) if isinstance(config, str | Path) else config) or {}
-    framework = spec.design.framework or recipe.get("framework")
-    if spec.design.preset:
-        framework = apply_preset(spec.design.preset, framework)[0]
-    if not framework:
-        raise ConfigError("name a framework: `courtroom compile jot ...`, a --preset, or --config best.json")
-    if recipe.get("framework") and recipe["framework"] != framework:
-        raise ConfigError(f"--config is for {recipe['framework']}, not {framework}")
-    cls = get_framework(framework)
-    check_roles(spec.models.roles, cls.roles)
-    _, preset_knobs = apply_preset(spec.design.preset, framework) if spec.design.preset else (framework, {})
-    from courtroom.spec import typed_knobs
-
-    knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
-    filled = {"framework": framework, "knobs": knobs}
-    if not spec.data.task and not spec.data.dataset and recipe.get("task"):
-        filled["task"] = recipe["task"]
-    spec = spec.replace(**filled)
-    m = spec.models
-    default, roles = recipe_models(recipe, m.default, m.roles, m.temperature)
-    if m.temperature is None and not recipe.get("temperatures"):
-        # Roles the framework samples run at its (or the preset's, or the study's) temperature, as in `run`.
-        roles = role_specs(roles, default, sampling_temperatures(cls, spec.design.preset or recipe.get("preset")))
-    return spec, (default, roles)
-
-
-def _compile_estimate(spec: Experiment, models: tuple[Any, Mapping[str, Any]]) -> tuple[Any, str]:
-    """The dry run of a compile: dev scored before and after, plus the optimizer's program runs."""
-    from courtroom.cost.dry_run import estimate_compile
-    from courtroom.optimize.compile import get_optimizer
-    from courtroom.runner.runs import RunConfig
-
-    default, roles = models
-    config = RunConfig.from_spec(spec, spec.design.framework)
-    config.lm = None if default is None else str(getattr(default, "model", default))
-    config.roles = {r: str(getattr(m, "model", m)) for r, m in roles.items()}
-    optimizer = spec.design.optimizer or "bootstrap"
-    settings = {**get_optimizer(optimizer).defaults, **dict(spec.design.optimizer_settings)}
-    train, dev = spec.data.train_limit or 20, spec.data.dev_limit or 20
-    return estimate_compile(config, optimizer, settings, train=train, dev=dev, prices=spec.budget.table())
-
-
-def _write_dev_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[str, Path]:
-    """The dev evaluations before and after as run folders next to the program (``show``, ``report``)."""
-    import json
-    import shutil
-
-    from courtroom.eval.harness import summarize
-    from courtroom.runner.runs import RunConfig, summary_markdown, write_meta
-    from courtroom.saving import role_models
-
-    task = result.metadata["task"]
-    framework = str(spec.design.framework)
-    written = {}
-    for when, results in result.dev_results.items():
-        folder = out.with_name(f"{out.stem}-dev-{when}")
-        if (folder / "meta.json").is_file():
-            shutil.rmtree(folder)  # the folder of an earlier compile to the same file
-        folder.mkdir(parents=True, exist_ok=True)
-        config = RunConfig.from_spec(spec, framework)
-        config.split, config.limit = "dev", spec.data.dev_limit
-        write_meta(
-            folder,
-            config,
-            framework_config=result.program.config(),
-            models=role_models(result.program),
-            task={"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
-            example_ids=[r.id for r in results],
-            extra={"compiled": when == "after"},
-        )
-        (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
-        summary = summarize(results, task["labels"], result.dev_wall.get(when, 0.0))
-        (folder / "summary.json").write_text(json.dumps(summary, indent=2))
-        title = f"{framework} on {task['name']}, dev {when} compiling"
-        (folder / "summary.md").write_text(summary_markdown(summary, title))
-        written[when] = folder
-    return written
 
 
 def study(
