@@ -160,12 +160,18 @@ def test_a_study_searches_the_knobs_and_its_recipe_round_trips_through_compile_a
 
 def _heard(framework: str, knobs: dict[str, Any]) -> list[tuple[str, str]]:
     """Every (role, prompt) of ``framework`` with ``knobs`` deciding three cases (seeded oracle, no cache)."""
+    from courtroom.models._concurrency import serial
+
     lm = oracle_lm({}, LABELS, seed=1)
     program = build_program(framework, LABELS, lm=lm, knobs=knobs)
-    if framework == "debate-feedback" and knobs.get("variant") == "assistant":
-        program.prepare([])
-    for case in ("True and not False is", "not True or False is", "False or True is"):
-        program(case=case)
+    token = serial.set(True)  # one call after another: the same draws in every run, recorded in one order
+    try:
+        if framework == "debate-feedback" and knobs.get("variant") == "assistant":
+            program.prepare([])
+        for case in ("True and not False is", "not True or False is", "False or True is"):
+            program(case=case)
+    finally:
+        serial.reset(token)
     return list(lm.engine_impl.prompts)
 
 
