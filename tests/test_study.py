@@ -361,7 +361,7 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
 ) -> None:
     """It printed 'no trial completed' and exited 0, so a script took a study of failures for a result."""
     from courtroom.cli import main
-    from courtroom.optimize import study as study_module
+    from courtroom.optimize import _trials
     from courtroom.testing import FakeServer
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -370,7 +370,7 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
 
         return build
 
-    monkeypatch.setattr(study_module, "framework_builder", broken)
+    monkeypatch.setattr(_trials, "framework_builder", broken)
     with FakeServer() as server:
         code = main(
             ["study", "jot", "--trials", "2", "--dev-limit", "2", "--storage", f"sqlite:///{tmp_path}/f.db",

@@ -75,9 +75,9 @@ def _config(tmp_path: Path, **kw: Any) -> StudyConfig:
 
 
 def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, monkeypatch):
-    from courtroom.optimize import study as study_mod
+    from courtroom.optimize import _trials as trials_mod
 
-    real = study_mod.build_program
+    real = trials_mod.build_program
     calls = {"n": 0}
 
     def flaky(*a: Any, **k: Any) -> Any:
@@ -86,7 +86,7 @@ def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, 
             raise RuntimeError("the model server went away")
         return real(*a, **k)
 
-    monkeypatch.setattr(study_mod, "build_program", flaky)
+    monkeypatch.setattr(trials_mod, "build_program", flaky)
     with FakeServer() as server:
         code = main(
             [
@@ -116,12 +116,12 @@ def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, 
 
 
 def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, capsys, monkeypatch):
-    from courtroom.optimize import study as study_mod
+    from courtroom.optimize import _trials as trials_mod
 
     def broken(*a: Any, **k: Any) -> Any:
         raise ConfigError("jot: n_loops must be >= 1")
 
-    monkeypatch.setattr(study_mod, "build_program", broken)
+    monkeypatch.setattr(trials_mod, "build_program", broken)
     with FakeServer() as server:
         code = main(
             [
@@ -147,12 +147,12 @@ def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, cap
 
 
 def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):
-    from courtroom.optimize import study as study_mod
+    from courtroom.optimize import _trials as trials_mod
 
     def broken(*a: Any, **k: Any) -> Any:
         raise ConfigError("jot: n_loops must be >= 1")
 
-    monkeypatch.setattr(study_mod, "build_program", broken)
+    monkeypatch.setattr(trials_mod, "build_program", broken)
     from courtroom.models.lms import resolve_roles
 
     lm = oracle_lm({}, LABELS)

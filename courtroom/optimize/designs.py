@@ -29,17 +29,10 @@ from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
 from courtroom.optimize import _storage
+from courtroom.optimize._study_config import StudyConfig, _portable
+from courtroom.optimize._trials import TrialFailed, _trial_lms, make_objective
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, split_params
-from courtroom.optimize.study import (
-    StudyConfig,
-    StudyOutcome,
-    TrialFailed,
-    _portable,
-    _trial_lms,
-    create_study,
-    make_objective,
-    study_data,
-)
+from courtroom.optimize.study import StudyOutcome, create_study, study_data
 from courtroom.programs import build_program, get_framework
 
 DESIGN = "design"

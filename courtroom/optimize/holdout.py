@@ -57,8 +57,8 @@ def rebuild(
     model_objects: Mapping[str, Any],
 ) -> Any:
     """The program ``trial`` scored: built from its parameters, prepared (and compiled) on ``train``."""
+    from courtroom.optimize._trials import trial_program
     from courtroom.optimize.designs import DESIGN, build_trial_program
-    from courtroom.optimize.study import trial_program
 
     own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
     if hasattr(config, "frameworks"):

@@ -19,7 +19,8 @@ from courtroom.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from courtroom.optimize.study import StudyConfig, StudyOutcome
+    from courtroom.optimize._study_config import StudyConfig
+    from courtroom.optimize.study import StudyOutcome
     from courtroom.spec import Experiment
 
 logger = logging.getLogger(__name__)
@@ -31,9 +32,9 @@ def study_config(spec: Experiment) -> StudyConfig:
     A :class:`~courtroom.optimize.study.StudyConfig`, or a
     :class:`~courtroom.optimize.designs.DesignStudyConfig` across designs.
     """
+    from courtroom.optimize._study_config import StudyConfig
     from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks
     from courtroom.optimize.spaces import SPACES
-    from courtroom.optimize.study import StudyConfig
     from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset
 

@@ -1,0 +1,241 @@
+"""A study's trials: build each trial's program, score it on dev in chunks, record what it cost.
+
+:func:`make_objective` is the one Optuna objective of every study. A trial's parameters become its
+program (:func:`trial_program`, or a study across designs' own builder); the running score is
+reported after each chunk of dev examples so Optuna can prune; the trial records its scores, the
+calls its program made (``calls``), those that reached a model (``sent``) and those served from
+the cache (``cached``), its tokens and seconds, and for a study across designs its cost in that
+study's unit (:func:`trial_cost`). A trial that raises is recorded as failed
+(:class:`TrialFailed`) and the study goes on; a configuration error or too many failed examples
+stops it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dspy
+
+from courtroom.errors import ConfigError, CourtroomError
+from courtroom.eval.harness import ExampleResult, evaluate, total_usage
+from courtroom.eval.metrics import score
+from courtroom.eval.status import TooManyFailures, status
+from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
+from courtroom.models.usage import metered
+from courtroom.optimize import _storage
+from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
+from courtroom.optimize.spaces import Param, sample, split_params
+from courtroom.programs import build_program
+from courtroom.programs.presets import sampling_temperatures
+
+
+class TrialFailed(Exception):
+    """A trial raised: it is recorded as FAIL with its error (``user_attrs["error"]``) and the study goes on."""
+
+
+def _trial_lms(
+    base: RoleLMs,
+    config: StudyConfig,
+    models: Mapping[str, str],
+    temps: Mapping[str, float],
+    choices: Mapping[str, Any],
+) -> RoleLMs:
+    if not models and not temps:
+        return base
+    lms = RoleLMs(base)
+    for role in set(models) | set(temps):
+        value: Any = choices.get(models[role], models[role]) if role in models else base.serving(role)
+        if role in temps:
+            if isinstance(value, str):
+                value = LMSpec(
+                    value,
+                    temperature=temps[role],
+                    max_tokens=config.max_tokens,
+                    api_base=config.api_base,
+                    timeout=config.timeout,
+                )
+            else:
+                value = value.copy(temperature=temps[role])
+        lms[role] = (
+            resolve_roles(
+                value, temperature=config.temperature, max_tokens=config.max_tokens, api_base=config.api_base
+            ).serving(role)
+            if isinstance(value, str | LMSpec)
+            else value
+        )
+    return lms
+
+
+def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: str) -> float:
+    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    return float(s[OBJECTIVES[objective]])
+
+
+def trial_program(
+    config: StudyConfig,
+    params: Mapping[str, Any],
+    base: RoleLMs,
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The program of a one-framework study's trial with ``params`` (not yet prepared on train).
+
+    Its knobs are the study's fixed ones (``config.knobs``) under the searched ones; a preset's
+    role temperatures apply, as in ``courtroom run --preset``.
+    """
+    knobs, models, temps = split_params(dict(params))
+    program = build_program(
+        config.framework,
+        labels,
+        positions,
+        knobs=config.knobs | knobs,
+        lms=_trial_lms(base, config, models, temps, model_objects),
+    )
+    if config.preset:
+        program.temperatures = sampling_temperatures(type(program), config.preset)
+    return program
+
+
+def framework_builder(
+    config: StudyConfig,
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """A study of one framework: a trial's parameters are its knobs (and searched models, temperatures)."""
+
+    def build(trial: Any, params: Mapping[str, Any]) -> Any:
+        trial.set_user_attr("config", dict(params))
+        try:
+            program = trial_program(config, params, base, labels, positions, model_objects)
+            program.prepare(list(train))
+        except ConfigError as exc:  # the space produced a configuration the framework refuses
+            raise ConfigError(f"trial {trial.number} {dict(params)}: {exc}") from exc
+        return program
+
+    return build
+
+
+def make_objective(
+    config: StudyConfig,
+    space: Sequence[Param],
+    base: RoleLMs,
+    train: Sequence[dspy.Example],
+    dev: Sequence[dspy.Example],
+    labels: Sequence[str],
+    positions: Sequence[str] | None,
+    model_objects: Mapping[str, Any],
+    build: Any = None,
+) -> Any:
+    """The one Optuna objective of every study: build the trial's program, score it on dev in chunks.
+
+    ``build(trial, params) -> program`` makes the trial's program (default: one framework's,
+    :func:`framework_builder`; a study across designs passes its own). Each trial records its usage;
+    a trial whose failed examples exceed ``config.fail_on_error`` stops the study
+    (:class:`TooManyFailures`); any other error is recorded on the trial and the study goes on.
+    The second objective (``cost_objective``) is calls per example, or for a study across designs
+    the cost in its unit (:func:`trial_cost`).
+    """
+    optuna = _optuna()
+    single = not config.cost_objective
+    size = max(1, -(-len(dev) // max(1, config.chunks)))
+    build = build or framework_builder(config, base, train, labels, positions, model_objects)
+
+    def objective(trial: Any) -> Any:
+        try:
+            return run_trial(trial)
+        except (optuna.TrialPruned, CourtroomError) as exc:
+            if isinstance(exc, CourtroomError):  # a configuration error or too many failures: stop
+                trial.set_user_attr("error", f"{type(exc).__name__}: {exc}")
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on the trial (shown and counted), the study goes on
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+            trial.set_user_attr("error", error)
+            raise TrialFailed(error) from exc
+
+    def run_trial(trial: Any) -> Any:
+        from courtroom.cost.tally import TokenTally, tallied
+
+        trial.set_user_attr("worker", _storage.WORKER)
+        trial.set_user_attr("heartbeat", time.time())
+        params = sample(space, trial)
+        start = time.perf_counter()
+        prep_tally, tally = TokenTally(), TokenTally()
+        with metered() as prep, tallied(prep_tally):
+            program = build(trial, params)
+        results: list[ExampleResult] = []
+        with tallied(tally):
+            for i in range(0, len(dev), size):
+                results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
+                trial.set_user_attr("heartbeat", time.time())
+                if single and config.prune and len(results) < len(dev):
+                    trial.report(_value(results, labels, config.objective), step=len(results))
+                    if trial.should_prune():
+                        _record(trial, results, labels, prep.usage, start)
+                        raise optuna.TrialPruned(f"pruned after {len(results)} of {len(dev)} examples")
+        _record(trial, results, labels, prep.usage, start)
+        errors = [r.error for r in results if r.prediction is None]
+        verdict = status(len(errors), len(results), config.fail_on_error, errors)
+        if verdict["status"] == "failed":
+            raise TooManyFailures(f"trial {trial.number}: {verdict['status_reason']}")
+        cost = trial.user_attrs["calls_per_example"]
+        if getattr(config, "cost", None) is not None:  # a study across designs: cost in its unit
+            cost = trial_cost(trial, config, results, prep_tally, tally)
+        value = _value(results, labels, config.objective)
+        return (value, cost) if config.cost_objective else value
+
+    return objective
+
+
+def trial_cost(trial: Any, config: Any, results: Sequence[ExampleResult], prep_tally: Any, tally: Any) -> float:
+    """Cost per example in ``config.cost`` (calls, tokens or dollars), compile included; recorded on the trial."""
+    from courtroom.cost.tally import TokenTally
+
+    n = max(len(results), 1)
+    compile_calls = sum(row[0] for row in prep_tally.by_model.values())
+    calls = total_usage(results).calls + compile_calls
+    trial.set_user_attr("compile_calls", compile_calls)
+    trial.set_user_attr("tokens_per_example", round((tally.tokens + prep_tally.tokens) / n, 2))
+    merged = TokenTally()
+    for t in (tally, prep_tally):
+        for m, row in t.by_model.items():
+            merged.by_model[m] = [a + b for a, b in zip(merged.by_model.get(m, [0, 0, 0]), row, strict=True)]
+    if config.cost == "calls":
+        total = float(calls)
+    elif config.cost == "tokens":
+        total = float(merged.tokens)
+    else:
+        prices = {m: (float(p[0]), float(p[1])) for m, p in (config.prices or {}).items()}
+        dollars = merged.dollars(prices)
+        if dollars is None:
+            raise ConfigError(
+                f"no price for {', '.join(merged.by_model)}: pass --prices FILE or use --cost-unit tokens"
+            )
+        total = dollars
+    cost = total / n
+    trial.set_user_attr("cost_per_example", round(cost, 8))
+    trial.set_user_attr("cost_unit", config.cost)
+    return cost
+
+
+def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
+    usage = total_usage(results)
+    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
+    trial.set_user_attr("examples", len(results))
+    trial.set_user_attr("accuracy", s["accuracy"])
+    trial.set_user_attr("macro_f1", s["macro_f1"])
+    trial.set_user_attr("failures", s["failures"])
+    trial.set_user_attr("calls", calls)
+    trial.set_user_attr("sent", sent)
+    trial.set_user_attr("cached", usage.cached + prep.cached)
+    trial.set_user_attr("calls_per_example", round(usage.calls / max(len(results), 1), 4))
+    trial.set_user_attr(
+        "tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens + prep.completion_tokens
+    )
+    trial.set_user_attr("seconds", round(time.perf_counter() - start, 3))
