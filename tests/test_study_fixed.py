@@ -91,7 +91,9 @@ def test_fixed_knobs_are_checked_before_any_request(tmp_path, courtroom_cli) -> 
         ("jot", "--set", "n_loops=2", "--space", "n_loops=1:3"): "--set (fixed) and --space (searched)",
         ("jot", "--set", "n_loops=9"): "searches n_loops in",
         ("jot", "--set", "nope=1"): "jot has no knob nope",
-        ("--frameworks", "jot,cot", "--set", "n_loops=2"): "--space FRAMEWORK.KNOB=VALUE",
+        ("--frameworks", "jot,cot", "--set", "nope=1"): "no design of jot, cot has it",
+        ("--frameworks", "jot,cot", "--set", "khan-debate.n_rounds=2"): "no design of jot, cot has it",
+        ("--frameworks", "jot,cot", "--preset", "debate-feedback-paper"): "not among the designs (jot, cot)",
     }
     for args, message in cases.items():
         proc = courtroom_cli("study", *args, *storage)
@@ -106,3 +108,44 @@ def test_a_study_continued_with_other_fixed_knobs_is_refused(tmp_path, courtroom
         again = _study(courtroom_cli, tmp_path, server, "debate-feedback", "--set", "word_limit=50",
                        "--space", "n_rounds=1", "--study-name", "fixed")  # fmt: skip
     assert again.returncode == 2 and "--set" in again.stderr and "word_limit" in again.stderr
+
+
+def test_a_study_across_designs_holds_each_designs_preset_and_set(tmp_path, courtroom_cli) -> None:
+    """The same fixed knobs across designs (and with --compile, a study of one design that compiles)."""
+
+    def dry(*args: str) -> dict[str, int]:
+        proc = courtroom_cli(
+            "study", "--frameworks", "jot,cot", "--task", "boolean_expressions", "--trials", "2", "--dev-limit", "2",
+            "--lm", "openai/gpt-4o-mini", "--dry-run", *args,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        rows = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| jot")]
+        return {r[1].strip(): int(re.sub(r"\D", "", r[3].split("(")[0])) for r in rows}
+
+    # jot at its dearest: 5 rounds of 3 calls; the paper's 3 rounds; --set n_loops=2 wins over it.
+    assert dry() == {"jot (1 trial)": 30}
+    assert dry("--preset", "jot-paper") == {"jot (1 trial)": 18}
+    assert dry("--preset", "jot-paper", "--set", "jot.n_loops=2") == {"jot (1 trial)": 12}
+
+    with FakeServer() as server:
+        proc = _study(
+            courtroom_cli, tmp_path, server, "jot", "--compile", "labeled", "--opt", "k=1", "--preset", "jot-paper",
+            "--space", "jot.use_lawyer=true",
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    temps = [o.get("temperature") for o in server.options]
+    assert temps and set(temps) == {1.0}, set(temps)
+    judges = [m for m in server.served if "feedback_to_lawyer" in m]
+    assert judges and len(server.served) % 9 == 0  # 3 rounds of lawyer, prosecutor, judge per case
+
+    with FakeServer() as server:
+        proc = _study(
+            courtroom_cli, tmp_path / "df", server, "--frameworks", "jot,debate-feedback",
+            "--set", "debate-feedback.word_limit=37", "--space", "design=debate-feedback",
+            "--space", "debate-feedback.n_rounds=1",
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    served = "".join(server.served)
+    assert "at most 37 words" in served and "at most 200 words" not in served
+    recipe = json.loads((tmp_path / "df" / "best.json").read_text())
+    assert recipe["framework"] == "debate-feedback" and recipe["knobs"]["word_limit"] == 37

@@ -344,12 +344,17 @@ def stopped_comparison(out_dir: Any, framework: str, later: Sequence[str]) -> It
         raise BudgetExhausted(f"{head}{rest}; finish with: {resume}", stop.budget, stop.left, resume) from None
 
 
-def study_run_config(config: Any) -> Any:
-    """The run config one study trial evaluates (dev split, train limit, first model)."""
+def study_run_config(config: Any, framework: str | None = None) -> Any:
+    """The run config one study trial of ``framework`` evaluates (dev split, train limit, first model).
+
+    ``framework``: the design, in a study across designs (default: the study's framework).
+    """
     from courtroom.runner.runs import RunConfig
 
+    framework = framework or config.framework
+    knobs, preset = config.fixed_for(framework) if hasattr(config, "fixed_for") else ({}, None)
     return RunConfig(
-        config.framework,
+        framework,
         config.task,
         data=config.data,
         split="dev",
@@ -362,8 +367,8 @@ def study_run_config(config: Any) -> Any:
         train_limit=config.train,
         dataset=config.dataset,
         splits=config.splits,
-        knobs=dict(getattr(config, "knobs", None) or {}),
-        preset=getattr(config, "preset", None),
+        knobs=knobs,
+        preset=preset,
     )
 
 

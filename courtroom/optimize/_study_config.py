@@ -72,6 +72,10 @@ class StudyConfig:
         """The trials enqueued when the study is created: the paper's configuration."""
         return [default_params(self.framework, space)]
 
+    def fixed_for(self, framework: str) -> tuple[dict[str, Any], str | None]:
+        """(knobs held outside the space, preset) of ``framework``'s trials."""
+        return dict(self.knobs), self.preset
+
     def identity(self) -> dict[str, Any]:
         """What a continued study must match: everything that changes a trial's answers or score."""
         return _jsonable(

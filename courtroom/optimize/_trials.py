@@ -87,15 +87,16 @@ def trial_program(
     role temperatures apply, as in ``courtroom run --preset``.
     """
     knobs, models, temps = split_params(dict(params))
+    fixed, preset = config.fixed_for(config.framework)
     program = build_program(
         config.framework,
         labels,
         positions,
-        knobs=config.knobs | knobs,
+        knobs=fixed | knobs,
         lms=_trial_lms(base, config, models, temps, model_objects),
     )
-    if config.preset:
-        program.temperatures = sampling_temperatures(type(program), config.preset)
+    if preset:
+        program.temperatures = sampling_temperatures(type(program), preset)
     return program
 
 

@@ -34,6 +34,7 @@ from courtroom.optimize._trials import TrialFailed, _trial_lms, make_objective
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, split_params
 from courtroom.optimize.study import StudyOutcome, create_study, study_data
 from courtroom.programs import build_program, get_framework
+from courtroom.programs.presets import sampling_temperatures
 
 DESIGN = "design"
 
@@ -69,6 +70,8 @@ class DesignStudyConfig(StudyConfig):
     prices: dict[str, list[float]] | None = None
     panels: bool = True
     """With several models, let repeated roles draw the mixed panel of all of them."""
+    presets: dict[str, str] = field(default_factory=dict)
+    """Design -> the paper preset its trials run (``knobs`` holds each design's as ``{design}.{knob}``)."""
 
     @property
     def name(self) -> str:
@@ -85,7 +88,17 @@ class DesignStudyConfig(StudyConfig):
 
     def identity(self) -> dict[str, Any]:
         """What a resumed study must match."""
-        return super().identity() | {"frameworks": list(self.frameworks), "compile": self.compile, "cost": self.cost}
+        return super().identity() | {
+            "frameworks": list(self.frameworks),
+            "compile": self.compile,
+            "cost": self.cost,
+            "--preset": dict(self.presets),
+        }
+
+    def fixed_for(self, framework: str) -> tuple[dict[str, Any], str | None]:
+        """(knobs held outside the space, preset) of design ``framework``'s trials."""
+        mine = {k[len(framework) + 1 :]: v for k, v in self.knobs.items() if k.startswith(framework + ".")}
+        return mine, self.presets.get(framework)
 
 
 def _unprefixed(p: Param, fw: str) -> Param:
@@ -181,11 +194,14 @@ def build_trial_program(
     """The trial's program: built, prepared on ``train`` and, with ``config.compile``, compiled."""
     fw, own = trial_design(params)
     knobs, models, temps = split_params(own)
+    fixed, preset = config.fixed_for(fw)
     objects = _with_panels(model_objects, list(dict.fromkeys(config.models)))
     trial_config = replace(config, framework=fw)
     program = build_program(
-        fw, labels, positions, knobs=knobs, lms=_trial_lms(base, trial_config, models, temps, objects)
+        fw, labels, positions, knobs=fixed | knobs, lms=_trial_lms(base, trial_config, models, temps, objects)
     )
+    if preset:  # the roles it samples run at its temperatures, as in `courtroom run --preset`
+        program.temperatures = sampling_temperatures(type(program), preset)
     program.prepare(list(train))
     return compile_in_trial(program, config, train) if config.compile else program
 
@@ -329,7 +345,7 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     out = {}
     for fw in config.frameworks:
         own = [_unprefixed(p, fw) for p in space if p.name.startswith(fw + ".")]
-        run_config = replace(study_run_config(config), framework=fw)
+        run_config = study_run_config(config, fw)
         point, est = dearest_point(run_config, own, prices=config.prices)
         est = replace(est, calls_exact=False)
         if compiles:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from courtroom.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from courtroom.optimize._study_config import StudyConfig
     from courtroom.optimize.study import StudyOutcome
@@ -69,11 +69,6 @@ def study_config(spec: Experiment) -> StudyConfig:
     if design.frameworks or design.optimizer:  # a study over designs (one design with --compile alone)
         if design.framework and design.frameworks:
             raise ConfigError("give a FRAMEWORK or --frameworks, not both")
-        if design.knobs:
-            raise ConfigError(
-                "--set fixes a knob in a study of one framework; a study across designs (--frameworks, "
-                "or --compile) narrows its parameters with --space FRAMEWORK.KNOB=VALUE"
-            )
         frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
@@ -85,8 +80,13 @@ def study_config(spec: Experiment) -> StudyConfig:
             opt = get_optimizer(design.optimizer)
             settings = typed_knobs(settings, opt.defaults, flag="--opt")
             optimizer_settings(opt, settings)  # refused now, not in every trial
+        presets, fixed = design_fixed(frameworks, design.presets, design.knobs, common["space"])
+        in_space = {f"{fw}.{p.name}" for fw in frameworks for p in SPACES[fw]}
+        common["space"] = {k: _space_value(v) for k, v in fixed.items() if k in in_space} | common["space"]
         return DesignStudyConfig(
             frameworks=frameworks,
+            presets=presets,
+            knobs={k: v for k, v in fixed.items() if k not in in_space},
             compile=design.optimizer,
             compile_settings=settings,
             cost=st.cost_unit or ("dollars" if prices else "tokens"),
@@ -140,6 +140,46 @@ def fixed_knobs(
                     f"--set {param.name}={sets[param.name]}"
                 ) from None
     return dict(preset_knobs) | sets
+
+
+def design_fixed(
+    frameworks: Sequence[str], presets: Sequence[str], sets: Mapping[str, Any], space: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """(design -> preset, ``{design}.{knob}`` -> value) a study across designs holds fixed.
+
+    A preset applies to its framework, which must be one of the designs (one preset per design).
+    ``--set design.knob=V`` fixes one design's knob; ``--set knob=V`` every design that has it, as
+    ``--space`` narrows them.
+    """
+    from courtroom.programs import get_framework
+    from courtroom.programs.presets import get_preset
+
+    chosen: dict[str, str] = {}
+    for name in presets:
+        fw = get_preset(name).framework
+        if fw not in frameworks:
+            raise ConfigError(f"--preset {name} is for {fw}, which is not among the designs ({', '.join(frameworks)})")
+        if fw in chosen:
+            raise ConfigError(f"--preset {chosen[fw]} and --preset {name} are both for {fw}: keep one")
+        chosen[fw] = name
+    unknown = [k for k in sets if "." not in k and not any(k in get_framework(fw).knobs() for fw in frameworks)]
+    unknown += [k for k in sets if "." in k and k.split(".", 1)[0] not in frameworks]
+    if unknown:
+        raise ConfigError(
+            f"--set {', '.join(unknown)}: no design of {', '.join(frameworks)} has it "
+            "(give DESIGN.KNOB=VALUE, or a knob some design has)"
+        )
+    out: dict[str, Any] = {}
+    for fw in frameworks:
+        knobs = get_framework(fw).knobs()
+        mine = {k: v for k, v in sets.items() if "." not in k and k in knobs}
+        mine |= {k.split(".", 1)[1]: v for k, v in sets.items() if k.startswith(fw + ".")}
+        searched = {k: v for k, v in space.items() if "." not in k} | {
+            k.split(".", 1)[1]: v for k, v in space.items() if k.startswith(fw + ".")
+        }
+        preset_knobs = get_preset(chosen[fw]).knobs if fw in chosen else {}
+        out |= {f"{fw}.{k}": v for k, v in fixed_knobs(fw, preset_knobs, mine, searched).items()}
+    return chosen, out
 
 
 def _space_value(value: Any) -> str:
@@ -213,7 +253,7 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
     from courtroom.optimize._design_report import write_design_report
     from courtroom.optimize.recipes import export_config
     from courtroom.optimize.study import report_dir, study_config_dict
-    from courtroom.optimize.study_report import write_report
+    from courtroom.optimize.study_report import best_trial, write_report
 
     config, study = outcome.config, outcome.study
     folder = report_dir(config, spec.output.out)
@@ -237,9 +277,10 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
             outcome.program_path = _export_program(outcome, spec, export, lms, model_objects)
             return
         framework = None if is_design_study(config) else config.framework
+        fixed, preset = config.fixed_for(framework or best_trial(study).user_attrs.get("design"))
         export_config(
             study, framework, config.task, export, models=outcome.models, lm=outcome.lm, spec=config.spec,
-            test=outcome.test or stored(study), fixed=config.knobs, preset=config.preset,
+            test=outcome.test or stored(study), fixed=fixed, preset=preset,
         )  # fmt: skip
 
 
@@ -329,7 +370,7 @@ def _test_estimate(spec: Experiment, config: Any, spaces: dict[str, Any]) -> dic
     chosen = config.trials if config.cost_objective else 1
     worst = None
     for fw, space in spaces.items():
-        run_config = replace(study_run_config(config), framework=fw, split="test", limit=spec.data.test_limit)
+        run_config = replace(study_run_config(config, fw), split="test", limit=spec.data.test_limit)
         est = dearest_point(run_config, space, prices=spec.budget.table())[1]
         worst = est if worst is None or (est.calls, est.cost or 0.0) > (worst.calls, worst.cost or 0.0) else worst
     if worst is None or chosen < 1:
