@@ -1,7 +1,9 @@
 """Run folders: ``{created}_{framework}_{task}_{id}/`` with meta.json, results.jsonl, summary.json/.md.
 
 :func:`run` is what ``courtroom run`` calls: load the task, build the program, evaluate, and
-write the folder as results arrive (one JSONL line per example, flushed).
+write the folder as results arrive (one JSONL line per example, flushed). What defines a run is
+:class:`~courtroom.runner.config.RunConfig` and the summary's text is
+:mod:`courtroom.runner.summaries`; their names are importable from here too.
 """
 
 from __future__ import annotations
@@ -16,19 +18,19 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from courtroom import _stop
 from courtroom._files import JsonLines, read_json, read_jsonl, skipped_text, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
-from courtroom.analysis.bias import bias_rows, check_debias, debiased
-from courtroom.data.tasks import TaskData, load_splits, load_task
+from courtroom.analysis.bias import check_debias, debiased
+from courtroom.data.tasks import load_splits
 from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
 from courtroom.eval.metrics import price_aliases
-from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, status
+from courtroom.eval.status import status
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
@@ -36,105 +38,12 @@ from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered, preparing
 from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
-
-if TYPE_CHECKING:
-    from courtroom.spec import Experiment
+from courtroom.runner.summaries import calls_rows, learned_rows, summary_markdown, summary_rows, tokens_text
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class RunConfig:
-    """Everything that defines a run (stored in meta.json, and read back by ``--resume``)."""
-
-    framework: str
-    task: str
-    data: str = "auto"
-    split: str = "test"
-    limit: int | None = None
-    seed: int = 0
-    knobs: dict[str, Any] = field(default_factory=dict)
-    lm: str | None = None
-    roles: dict[str, str] = field(default_factory=dict)
-    temperature: float | None = None
-    max_tokens: int | None = None
-    api_base: str | None = None
-    concurrency: int = 4
-    out: str = "runs"
-    dataset: dict[str, Any] | None = None
-    """:func:`courtroom.data.tasks.custom_task` arguments for a dataset outside the registry."""
-    prices: dict[str, list[float]] | None = None
-    """Model -> [input, output] dollars per 1M tokens, for models LiteLLM has no price for."""
-    repeat: int = 0
-    """Which repeat this is: repeats above 0 sample fresh answers (see :mod:`courtroom.runner.repeats`)."""
-    train_limit: int | None = None
-    """Use at most this many training cases for ``program.prepare`` (precedents, reliability model)."""
-    preset: str | None = None
-    """The paper preset the knobs came from (:mod:`courtroom.programs.presets`); sets sampling temperatures."""
-    timeout: float | None = None
-    """Seconds per LM request (None: 30, or 300 for ``local``); answers do not depend on it."""
-    fail_on_error: float = DEFAULT_FAIL_ON_ERROR
-    """The run fails (``summary["status"] == "failed"``) when more than this fraction of examples failed."""
-    debias: str | None = None
-    """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.analysis.bias`)."""
-    splits: dict[str, Any] | None = None
-    """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
-    spec: dict[str, Any] | None = None
-    """The experiment spec the run came from (:meth:`courtroom.spec.Experiment.to_dict`), as recorded."""
-
-    @classmethod
-    def from_spec(
-        cls,
-        spec: Experiment,
-        framework: str | None = None,
-        *,
-        knobs: Mapping[str, Any] | None = None,
-        preset: str | None = None,
-        roles: Mapping[str, str] | None = None,
-    ) -> RunConfig:
-        """The run of ``framework`` (default: the spec's) that ``spec`` describes; the one place the two meet."""
-        d, m = spec.data, spec.models
-        return cls(
-            framework=str(framework or spec.design.framework),
-            task=d.task_name,
-            data=d.source,
-            split=d.split,
-            limit=d.limit,
-            seed=d.seed,
-            knobs=dict(spec.design.knobs if knobs is None else knobs),
-            lm=m.default,
-            roles=dict(m.roles if roles is None else roles),
-            temperature=m.temperature,
-            max_tokens=m.max_tokens,
-            api_base=m.api_base,
-            concurrency=spec.execution.concurrency or 4,
-            out=str(spec.output.out or "runs"),
-            dataset=d.custom(),
-            prices=spec.budget.table(),
-            train_limit=d.train_limit,
-            preset=spec.design.preset if preset is None else preset,
-            timeout=m.timeout,
-            fail_on_error=spec.execution.threshold,
-            debias=spec.design.debias,
-            splits=d.splits(),
-            spec=spec.to_dict(),
-        )
-
-    def load(self, limit_flag: str = "--limit", short: str = "error") -> TaskData:
-        """The examples the run evaluates (``limit_flag``, ``short``: see :func:`load_task`)."""
-        return load_task(
-            self.task,
-            data=self.data,
-            split=self.split,
-            limit=self.limit,
-            seed=self.seed,
-            dataset=self.dataset,
-            splits=self.splits,
-            limit_flag=limit_flag,
-            short=short,
-        )
 
 
 @dataclass
@@ -174,63 +83,6 @@ def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     path = Path(out) / f"{created}_{framework}_{task}_{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True, exist_ok=False)
     return path
-
-
-def tokens_text(summary: Mapping[str, Any]) -> str:
-    """Tokens of the sent calls, and what the cached answers cost when they were sent.
-
-    Where requests also prepared the program on train, the examples' part is named.
-    """
-    cached = summary.get("cached_tokens") or 0
-    training = summary.get("training_tokens") or 0
-    parts = [f"{summary['tokens'] - training:,} on the examples"] if training else []
-    parts += [f"+{cached:,} in cached answers, not spent again"] if cached else []
-    return f"{summary['tokens']:,}" + (f" ({'; '.join(parts)})" if parts else "")
-
-
-def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The examples' LM calls and the requests sent; a second row names those that prepared the program."""
-    rows = [("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")]
-    if summary.get("training_sent"):
-        tokens = summary.get("training_tokens") or 0
-        rows.append(
-            ("  sent preparing on train", f"{summary['training_sent']}" + (f" ({tokens:,} tokens)" if tokens else ""))
-        )
-    return rows
-
-
-def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The rows every summary table starts with: scores, examples, calls, spend and time."""
-    session_sent = (summary.get("session") or {}).get("sent", summary["sent"])
-    return [
-        ("accuracy", f"{summary['accuracy']:.3f}"),
-        ("macro-F1", f"{summary['macro_f1']:.3f}"),
-        ("examples", str(summary["n"])),
-        ("failures", str(summary["failures"])),
-        *calls_rows(summary),
-        # a resumed folder: sent counts every session
-        *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
-        ("tokens (sent calls)", tokens_text(summary)),
-        ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
-        ("wall time", f"{summary['wall_seconds']:.1f} s"),
-    ]
-
-
-def summary_markdown(summary: Mapping[str, Any], title: str) -> str:
-    """The summary as a small Markdown table."""
-    rows = [*summary_rows(summary), ("status", summary.get("status", "ok"))]
-    if summary.get("brier") is not None:
-        rows += [("Brier score", f"{summary['brier']:.4f}"), ("ECE", f"{summary['ece']:.4f}")]
-    rows += bias_rows(summary) + learned_rows(summary)
-    return f"# {title}\n\n| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
-
-
-def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """What the program learned on the train split, measured (``summary["learned"]``), as table rows."""
-    return [
-        (name, str(value) if isinstance(value, int) else f"{value:.3f}")
-        for name, value in (summary.get("learned") or {}).items()
-    ]
 
 
 @dataclass
@@ -513,3 +365,21 @@ def _warn_once(line: str) -> None:
     if line not in _warned:
         _warned.add(line)
         logger.warning(line)
+
+
+__all__ = [
+    "RunConfig",
+    "RunOutcome",
+    "RunSetup",
+    "calls_rows",
+    "check_reachable",
+    "learned_rows",
+    "load_run",
+    "new_run_dir",
+    "positions",
+    "run",
+    "summary_markdown",
+    "summary_rows",
+    "tokens_text",
+    "write_meta",
+]
