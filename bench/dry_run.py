@@ -40,7 +40,8 @@ def main() -> None:
     from courtroom.data.generators import boolean_expressions
     from courtroom.models.cache import configure_cache
     from courtroom.models.lms import RoleLMs
-    from courtroom.runner.runs import RunConfig, run
+    from courtroom.runner.config import RunConfig
+    from courtroom.runner.runs import run
     from courtroom.testing import FakeServer
 
     imports = time.perf_counter() - start

@@ -55,8 +55,8 @@ def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None)
 def compile_estimate(spec: Experiment, models: tuple[Any, Mapping[str, Any]]) -> tuple[Any, str]:
     """The dry run of a compile: dev scored before and after, plus the optimizer's program runs."""
     from courtroom.cost.dry_run import estimate_compile
-    from courtroom.optimize.compile import get_optimizer
-    from courtroom.runner.runs import RunConfig
+    from courtroom.optimize.optimizers import get_optimizer
+    from courtroom.runner.config import RunConfig
 
     default, roles = models
     config = RunConfig.from_spec(spec, spec.design.framework)
@@ -74,7 +74,9 @@ def write_dev_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[s
     import shutil
 
     from courtroom.eval.harness import summarize
-    from courtroom.runner.runs import RunConfig, summary_markdown, write_meta
+    from courtroom.runner.config import RunConfig
+    from courtroom.runner.runs import write_meta
+    from courtroom.runner.summaries import summary_markdown
     from courtroom.saving import role_models
 
     task = result.metadata["task"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from courtroom.errors import ConfigError
 
 if TYPE_CHECKING:
-    from courtroom.runner.runs import RunConfig
+    from courtroom.runner.config import RunConfig
     from courtroom.spec import Experiment
 
 __all__ = ["RESUMED", "resume_overrides", "run_config"]
@@ -23,7 +23,7 @@ def run_config(spec: Experiment) -> RunConfig:
     from courtroom._spec_values import typed_knobs
     from courtroom.programs import check_knobs, check_roles, get_framework
     from courtroom.programs.presets import apply_preset
-    from courtroom.runner.runs import RunConfig
+    from courtroom.runner.config import RunConfig
 
     if spec.design.framework is None and spec.design.preset is None:
         raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
@@ -48,7 +48,7 @@ RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit",
 def resume_overrides(spec: Experiment) -> dict[str, Any]:
     """The options given with a resume, as run-config fields: safe ones are taken, others must match."""
     from courtroom._spec_values import parse_value
-    from courtroom.runner.runs import RunConfig
+    from courtroom.runner.config import RunConfig
 
     full = RunConfig.from_spec(spec, spec.design.framework or "")
     out: dict[str, Any] = {}

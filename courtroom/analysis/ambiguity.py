@@ -18,7 +18,8 @@ from courtroom.analysis import papers as analysis
 from courtroom.eval.harness import ExampleResult
 from courtroom.models.cache import require_base_url
 from courtroom.models.lms import RoleLMs
-from courtroom.runner.runs import RunConfig, RunSetup, load_run
+from courtroom.runner.config import RunConfig
+from courtroom.runner.runs import RunSetup, load_run
 
 logger = logging.getLogger(__name__)
 

@@ -89,7 +89,7 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
     if fmt == "table":
         stdout.print(summary_table(outcome.summary, outcome.run_dir.name))
     else:
-        from courtroom.runner.runs import summary_markdown
+        from courtroom.runner.summaries import summary_markdown
 
         _print_data(fmt, outcome.summary, summary_markdown(outcome.summary, outcome.run_dir.name))
     retry = _stop.with_flags(f"courtroom run --resume {outcome.run_dir} --retry-failed")

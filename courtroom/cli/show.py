@@ -17,7 +17,7 @@ from courtroom.errors import ConfigError
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary as a rich table."""
-    from courtroom.runner.runs import summary_rows
+    from courtroom.runner.summaries import summary_rows
 
     table = Table(title=title, show_header=True)
     table.add_column("metric", no_wrap=True)
@@ -29,7 +29,7 @@ def summary_table(summary: dict, title: str) -> Table:
     for label, pr in (summary.get("per_class") or {}).items():
         table.add_row(f"  {label}: precision / recall", f"{pr['precision']:.3f} / {pr['recall']:.3f}")
     from courtroom.analysis.bias import bias_rows
-    from courtroom.runner.runs import learned_rows
+    from courtroom.runner.summaries import learned_rows
 
     for metric, value in bias_rows(summary) + learned_rows(summary):
         table.add_row(metric, value)
@@ -132,7 +132,7 @@ def _print_data(fmt: str, meta: dict, results: list[dict], summary: dict | None)
     elif fmt == "csv":
         sys.stdout.write(csv_text(rows))
     else:
-        from courtroom.runner.runs import summary_markdown
+        from courtroom.runner.summaries import summary_markdown
 
         title = f"{meta['config']['framework']} on {meta['task']['name']}"
         sys.stdout.write((summary_markdown(summary, title) + "\n" if summary else "") + markdown(rows))

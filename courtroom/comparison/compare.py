@@ -31,9 +31,10 @@ from courtroom.eval.harness import ExampleResult
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import get_framework
+from courtroom.runner.config import RunConfig
 from courtroom.runner.repeats import RepeatOutcome, is_repeat_group, resume_repeats, run_repeats
 from courtroom.runner.resume import resume
-from courtroom.runner.runs import RunConfig, RunOutcome, run
+from courtroom.runner.runs import RunOutcome, run
 
 logger = logging.getLogger(__name__)
 

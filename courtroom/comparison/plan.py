@@ -17,7 +17,7 @@ from courtroom.errors import ConfigError
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.models.cache import without_base_url
 from courtroom.programs import get_framework
-from courtroom.runner.runs import RunConfig
+from courtroom.runner.config import RunConfig
 
 
 def split_knobs(

@@ -23,8 +23,9 @@ from courtroom.analysis.flips import flip_matrix
 from courtroom.eval.harness import ExampleResult
 from courtroom.models.cache import without_base_url
 from courtroom.reporting.formatting import readable_table
+from courtroom.runner.config import RunConfig
 from courtroom.runner.repeats import RepeatOutcome
-from courtroom.runner.runs import RunConfig, RunOutcome
+from courtroom.runner.runs import RunOutcome
 from courtroom.runner.sessions import evaluation_spend
 
 COLUMNS = (

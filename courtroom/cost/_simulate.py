@@ -22,7 +22,7 @@ from courtroom.models._adapter import output_schema
 from courtroom.models._concurrency import serial
 from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
 from courtroom.programs import CourtroomProgram, build_program
-from courtroom.runner.runs import RunConfig
+from courtroom.runner.config import RunConfig
 from courtroom.testing._fakes import FakeLM, answer_for_schema
 
 PATTERNS: tuple[dict[str, Any], ...] = (

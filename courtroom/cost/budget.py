@@ -349,7 +349,7 @@ def study_run_config(config: Any, framework: str | None = None) -> Any:
 
     ``framework``: the design, in a study across designs (default: the study's framework).
     """
-    from courtroom.runner.runs import RunConfig
+    from courtroom.runner.config import RunConfig
 
     framework = framework or config.framework
     knobs, preset = config.fixed_for(framework) if hasattr(config, "fixed_for") else ({}, None)

@@ -12,7 +12,7 @@ from typing import Any
 
 from courtroom.cost.estimate import Estimate, estimate_run
 from courtroom.reporting.formatting import count
-from courtroom.runner.runs import RunConfig
+from courtroom.runner.config import RunConfig
 
 PROGRAM_RUNS: dict[str, Any] = {
     "labeled": lambda s, train: 0,

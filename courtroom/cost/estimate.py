@@ -49,7 +49,7 @@ from courtroom.models._concurrency import serial
 from courtroom.models.lms import DEFAULT, LOCAL
 from courtroom.models.usage import price_per_token
 from courtroom.programs import CourtroomProgram, build_program, get_framework
-from courtroom.runner.runs import RunConfig
+from courtroom.runner.config import RunConfig
 
 LOCAL_MAX_TOKENS = 384
 RENDER_CALLS = 60

@@ -157,13 +157,8 @@ def _with_panels(model_objects: Mapping[str, Any], models: Sequence[str]) -> dic
 def compile_in_trial(program: Any, config: DesignStudyConfig, train: Sequence[dspy.Example]) -> Any:
     """``program`` compiled with ``config.compile`` on ``train`` (no dev scoring: the trial scores)."""
     from courtroom.models._adapter import ADAPTER
-    from courtroom.optimize.compile import (
-        Context,
-        check_compatible,
-        get_optimizer,
-        keep_prepared_demos,
-        optimizer_settings,
-    )
+    from courtroom.optimize.compile import keep_prepared_demos
+    from courtroom.optimize.optimizers import Context, check_compatible, get_optimizer, optimizer_settings
     from courtroom.reporting.logs import optimizer_output
 
     opt = get_optimizer(str(config.compile))
@@ -336,7 +331,7 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     """
     from courtroom.cost.budget import study_run_config
     from courtroom.cost.dry_run import added, compile_runs, dearest_point
-    from courtroom.optimize.compile import get_optimizer, optimizer_settings
+    from courtroom.optimize.optimizers import get_optimizer, optimizer_settings
 
     config.frameworks = parse_frameworks(config.frameworks)
     space = list(space or design_space(config))

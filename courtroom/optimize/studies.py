@@ -73,7 +73,7 @@ def study_config(spec: Experiment) -> StudyConfig:
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
         from courtroom._spec_values import typed_knobs
-        from courtroom.optimize.compile import get_optimizer, optimizer_settings
+        from courtroom.optimize.optimizers import get_optimizer, optimizer_settings
 
         settings = dict(design.optimizer_settings)
         if design.optimizer:

@@ -28,8 +28,9 @@ from courtroom.errors import ConfigError
 from courtroom.eval.harness import ExampleResult
 from courtroom.models.cache import require_base_url, without_base_url
 from courtroom.models.lms import RoleLMs
+from courtroom.runner.config import RunConfig
 from courtroom.runner.resume import check_same, resume
-from courtroom.runner.runs import RunConfig, RunOutcome, run
+from courtroom.runner.runs import RunOutcome, run
 
 STAT_METRICS = ("accuracy", "macro_f1", "failures", "calls", "sent", "tokens", "cost", "wall_seconds")
 

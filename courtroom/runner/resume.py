@@ -19,7 +19,8 @@ from courtroom.eval.harness import ExampleResult
 from courtroom.models.cache import require_base_url
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import CourtroomProgram
-from courtroom.runner.runs import RunConfig, RunOutcome, RunSetup, load_run
+from courtroom.runner.config import RunConfig
+from courtroom.runner.runs import RunOutcome, RunSetup, load_run
 
 RETRY_SALT = 10_000
 """Rollout offset of ``--retry-failed`` attempt n (n x this), for bad answers asked again; below the
