@@ -180,7 +180,7 @@ def test_the_margin_keeps_a_dev_chosen_design_within_the_budget_on_new_cases() -
     cases often; a margin on the difference of the two means (``new_cases``) holds the budget on
     nearly every new set."""
     rng = random.Random(7)
-    budget, n, reps = 4.05, 200, 40
+    budget, n, reps = 4.05, 200, 100
     over: dict[str, int] = {"none": 0, "dev SE": 0, "difference SE": 0}
     for _ in range(reps):
         dev, new = _records(n, rng), _records(n, rng)

@@ -84,12 +84,20 @@ def _agreement(case: _Case, labels: Sequence[str], k: int, signal: str = "votes"
     return panel_agreement(case.votes[:k], case.dists[:k] if signal == "confidence" else (), labels)
 
 
-def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float, signal: str) -> Design:
+def _replay(
+    cases: Sequence[_Case],
+    labels: Sequence[str],
+    k: int,
+    threshold: float,
+    signal: str,
+    agreements: Sequence[tuple[str, float]] | None = None,
+) -> Design:
+    """The design on ``cases``; ``agreements`` (per case, :func:`_agreement`) when already computed."""
+    agreements = agreements or [_agreement(case, labels, k, signal) for case in cases]
     right: list[bool] = []
     calls: list[float] = []
     tried = 0
-    for case in cases:
-        label, share = _agreement(case, labels, k, signal)
+    for case, (label, share) in zip(cases, agreements, strict=True):
         if share >= threshold:
             right.append(label == case.gold)
             calls.append(k)
@@ -135,8 +143,8 @@ def designs(rows: Iterable[Any], labels: Sequence[str], signal: str | None = Non
     out = []
     for sig in _signals(cases, signal):
         for k in range(1, min(len(c.votes) for c in cases) + 1):
-            shares = sorted({_agreement(c, labels, k, sig)[1] for c in cases})
-            out += [_replay(cases, labels, k, t, sig) for t in shares]
+            agreements = [_agreement(c, labels, k, sig) for c in cases]
+            out += [_replay(cases, labels, k, t, sig, agreements) for t in sorted({a[1] for a in agreements})]
     return out
 
 
