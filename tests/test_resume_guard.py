@@ -117,6 +117,8 @@ def test_two_resumes_at_once_one_writes_the_other_fails(tmp_path):
             time.sleep(0.05)
         ids = json.loads((folder / "meta.json").read_text())["example_ids"]
         served_before = len(server.served)
+        # The resume that wins needs only to outlast the other's start-up (a few seconds), not 2 s a call.
+        server.latency = 1.0
 
         a, b = _cli("run", "--resume", str(folder), *common), _cli("run", "--resume", str(folder), *common)
         (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
