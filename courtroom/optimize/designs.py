@@ -30,11 +30,10 @@ from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, sa
 from courtroom.models.panels import Panel
 from courtroom.optimize import _storage
 from courtroom.optimize._study_config import StudyConfig, _portable
-from courtroom.optimize._trials import TrialFailed, _trial_lms, make_objective
-from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params, split_params
+from courtroom.optimize._trials import TrialFailed, make_objective, trial_program
+from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
 from courtroom.optimize.study import StudyOutcome, create_study, study_data
-from courtroom.programs import build_program, get_framework
-from courtroom.programs.presets import sampling_temperatures
+from courtroom.programs import get_framework
 
 DESIGN = "design"
 
@@ -188,15 +187,8 @@ def build_trial_program(
 ) -> Any:
     """The trial's program: built, prepared on ``train`` and, with ``config.compile``, compiled."""
     fw, own = trial_design(params)
-    knobs, models, temps = split_params(own)
-    fixed, preset = config.fixed_for(fw)
     objects = _with_panels(model_objects, list(dict.fromkeys(config.models)))
-    trial_config = replace(config, framework=fw)
-    program = build_program(
-        fw, labels, positions, knobs=fixed | knobs, lms=_trial_lms(base, trial_config, models, temps, objects)
-    )
-    if preset:  # the roles it samples run at its temperatures, as in `courtroom run --preset`
-        program.temperatures = sampling_temperatures(type(program), preset)
+    program = trial_program(replace(config, framework=fw), own, base, labels, positions, objects)
     program.prepare(list(train))
     return compile_in_trial(program, config, train) if config.compile else program
 
