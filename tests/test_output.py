@@ -100,8 +100,20 @@ def test_run_show_runs_and_study_take_format(tmp_path: Path, courtroom_cli: Any,
     bad = courtroom_cli("runs", str(tmp_path / "runs"), "--format", "xml")
     assert bad.returncode != 0 and "--format 'xml'" in bad.stderr
 
+    compiled = [
+        courtroom_cli("compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
+                      "--dev-limit", "2", *common, "-o", str(tmp_path / f"p-{fmt}.json"), "--format", fmt)
+        for fmt in ("json", "csv", "md")
+    ]  # fmt: skip
+    assert all(c.returncode == 0 for c in compiled), [c.stderr for c in compiled]
+    scores = {r["metric"]: r for r in json.loads(compiled[0].stdout)}
+    assert scores["n"]["before"] == scores["n"]["after"] == 2 and 0 <= scores["accuracy"]["after"] <= 1
+    assert f"program: {tmp_path / 'p-json.json'}" in compiled[0].stderr  # the other lines leave stdout
+    assert list(pd.read_csv(io.StringIO(compiled[1].stdout)).columns) == ["metric", "before", "after"]
+    assert compiled[2].stdout.startswith("| metric | before | after |")
 
-@pytest.mark.parametrize("command", ["run", "compare", "study", "show", "runs"])
+
+@pytest.mark.parametrize("command", ["run", "compare", "compile", "study", "show", "runs"])
 def test_every_command_that_prints_a_table_takes_format(command: str, courtroom_cli: Any) -> None:
     helped = courtroom_cli(command, "--help")
     assert helped.returncode == 0 and "--format" in helped.stdout, helped.stdout

@@ -167,7 +167,7 @@ OPTIONS: list[Option] = [
        min=0.0, max=1.0),
     _o("format", "--format", str, "What stdout gets: table (the key columns, at the terminal's width) | md | csv "
        "| json (the whole table; other lines go to stderr).", OUTPUT_PANEL,
-       dict.fromkeys(("run", "compare", "study", "show", "runs"), "table"), metavar="table|md|csv|json"),
+       dict.fromkeys(("run", "compare", "compile", "study", "show", "runs"), "table"), metavar="table|md|csv|json"),
     _o("export_best", "--export-best", STR, "Write the best config (or, with --compile, the best program).",
        OUTPUT_PANEL, ("study",)),
     # Execution

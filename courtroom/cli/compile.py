@@ -29,6 +29,15 @@ def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> T
     return table
 
 
+def scores_frame(before: dict[str, Any], after: dict[str, Any]) -> Any:
+    """The dev scores before and after compiling, one row per metric (``--format md|csv|json``)."""
+    import pandas as pd
+
+    keys = ("accuracy", "macro_f1", "failures", "n", "status")
+    frame = pd.DataFrame({"before": [before.get(k) for k in keys], "after": [after.get(k) for k in keys]}, index=keys)
+    return frame.rename_axis("metric")
+
+
 @app.command("compile")
 @experiment("compile")
 def compile_command(
@@ -42,6 +51,7 @@ def compile_command(
     from courtroom.cli._values import check_providers, writable_file
     from courtroom.eval.status import TooManyFailures
     from courtroom.optimize.recipes import read_config
+    from courtroom.reporting.tables import print_data, stdout_console, terminal_width
 
     recipe = read_config(config) if config else {}
     check_providers(spec.models.lm or recipe.get("lm"), [f"{r}={m}" for r, m in spec.models.roles.items()])
@@ -52,10 +62,14 @@ def compile_command(
 
         return print_estimates(*estimate(spec=spec, config=recipe))
     result = compile(spec=spec, config=recipe)
-    console = Console()
+    fmt = spec.output.format
+    console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     title = f"{type(result.program).name} + {spec.design.optimizer}"
-    console.print(scores_table(result.before, result.after, title))
-    console.print(f"program: {result.path}")
+    if fmt == "table":
+        console.print(scores_table(result.before, result.after, title))
+    else:
+        print_data(fmt, scores_frame(result.before, result.after))
+    console.print(f"program: {result.path}", markup=False, soft_wrap=True)
     for when, folder in result.dev_dirs.items():
         console.print(f"dev {when}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)
     if result.after["status"] == "failed":
