@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from courtroom.testing import FakeServer
 
 
@@ -149,3 +151,32 @@ def test_a_study_across_designs_holds_each_designs_preset_and_set(tmp_path, cour
     assert "at most 37 words" in served and "at most 200 words" not in served
     recipe = json.loads((tmp_path / "df" / "best.json").read_text())
     assert recipe["framework"] == "debate-feedback" and recipe["knobs"]["word_limit"] == 37
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "compile", "study", "study-across-designs"])
+def test_loops_means_n_loops_in_every_command(command: str, courtroom_cli) -> None:
+    """One option, one meaning: ``--loops 2`` is JoT at two rounds (6 calls a case) wherever it is taken."""
+    args = {
+        "run": ["run", "jot", "--limit", "2"],
+        "compare": ["compare", "--frameworks", "jot,cot", "--limit", "2"],
+        "compile": [
+            "compile",
+            "jot",
+            "--optimizer",
+            "labeled",
+            "--opt",
+            "k=1",
+            "--train-limit",
+            "2",
+            "--dev-limit",
+            "2",
+        ],
+        "study": ["study", "jot", "--trials", "1", "--dev-limit", "2"],
+        "study-across-designs": ["study", "--frameworks", "jot,cot", "--trials", "1", "--dev-limit", "2"],
+    }[command]
+    proc = courtroom_cli(
+        *args, "--task", "boolean_expressions", "--loops", "2", "--lm", "openai/gpt-4o-mini", "--dry-run"
+    )
+    assert proc.returncode == 0, proc.stderr
+    jot = next(line for line in proc.stdout.splitlines() if line.startswith("| jot"))
+    assert jot.split("|")[4].strip() == "6.00", jot

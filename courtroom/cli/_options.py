@@ -121,7 +121,8 @@ OPTIONS: list[Option] = [
        "per framework it names. --set and --space win.", FRAMEWORK_PANEL, ALL),
     _o("sets", "--set", LIST, "Framework knob KEY=VALUE (compare: also FRAMEWORK.KEY=VALUE; study: the same in "
        "every trial); repeatable.", FRAMEWORK_PANEL, ("run", "compare", "compile", "study")),
-    _o("loops", "--loops", INT, "JoT rounds (the knob n_loops).", FRAMEWORK_PANEL, ("run", "compile"), min=1),
+    _o("loops", "--loops", INT, "JoT rounds (the knob n_loops; study: fixed in every trial).", FRAMEWORK_PANEL,
+       ("run", "compare", "compile", "study"), min=1),
     _o("suite", "--suite", STR, "Run a paper's comparison table (see `courtroom frameworks`) instead.",
        FRAMEWORK_PANEL, ("compare",)),
     _o("suite_tasks", "--suite-tasks", STR, "With --suite: only these of its tasks, comma-separated.",
