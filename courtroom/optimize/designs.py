@@ -280,7 +280,7 @@ def run_design_study(
         build=design_builder(config, lms, train, labels, positions, objects),
     )  # fmt: skip
     if budget is not None:
-        from courtroom.cost.budget import guard_objective
+        from courtroom.cost.study_budget import guard_objective
 
         if config.compile and not compile_bounded(config):
             raise ConfigError(
@@ -296,7 +296,7 @@ def run_design_study(
         for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
             _optimize(study, objective, n_trials, n_jobs, callbacks)
     if budget is not None and budget.stopped:
-        from courtroom.cost.budget import stopped_study
+        from courtroom.cost.study_budget import stopped_study
 
         raise stopped_study(budget, config, budget.admitted)
     names = {role: saved_name(lms.for_role(role)) for role in sorted(roles_of(config))}
@@ -321,8 +321,8 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
     A trial's compile on the train split is included when its optimizer has a bound
     (:func:`compile_bounded`); otherwise the estimate covers the dev scoring only.
     """
-    from courtroom.cost.budget import study_run_config
     from courtroom.cost.dry_run import added, compile_runs, dearest_point
+    from courtroom.cost.study_budget import study_run_config
     from courtroom.optimize.optimizers import get_optimizer, optimizer_settings
 
     config.frameworks = parse_frameworks(config.frameworks)

@@ -318,8 +318,8 @@ def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any
 
 def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     """The dry run of a study: per design, one trial at its most expensive point, and the total bound."""
-    from courtroom.cost.budget import study_run_config
     from courtroom.cost.dry_run import estimate_study, scaled
+    from courtroom.cost.study_budget import study_run_config
     from courtroom.optimize.designs import compile_bounded, design_estimates
     from courtroom.optimize.spaces import build_space
 
@@ -362,8 +362,8 @@ def _test_estimate(spec: Experiment, config: Any, spaces: dict[str, Any]) -> dic
 
     One trial for a single objective; a Pareto front has at most one point per trial.
     """
-    from courtroom.cost.budget import study_run_config
     from courtroom.cost.dry_run import dearest_point, scaled
+    from courtroom.cost.study_budget import study_run_config
 
     if not spec.data.test_limit:
         return {}

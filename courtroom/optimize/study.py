@@ -226,14 +226,14 @@ def run_study(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
     if budget is not None:
-        from courtroom.cost.budget import guard_objective
+        from courtroom.cost.study_budget import guard_objective
 
         objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
         _optimize(study, objective, config, callbacks)
     if budget is not None and budget.stopped:
-        from courtroom.cost.budget import stopped_study
+        from courtroom.cost.study_budget import stopped_study
 
         raise stopped_study(budget, config, budget.admitted)
     return StudyOutcome(study, config, space, models, default)
