@@ -3,7 +3,8 @@
 Data comes from a seeded generator, the Hugging Face Hub (through ``datasets``), or a local
 JSON/JSONL/CSV/Parquet file. Any other dataset becomes a task with :func:`custom_task`
 (``--dataset ID_OR_PATH --text-field ... --label-field ... --labels a,b,c``). Every example gets
-a stable id, recorded by each run.
+a stable id, recorded by each run. The user's own dataset (custom tasks, task files, local files)
+is read by :mod:`courtroom.data.custom`; its public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ from typing import Any
 import dspy
 
 from courtroom.data._hub import load_hub
-from courtroom.data._validate import check_file, quiet_datasets
-from courtroom.data.catalog import BUILTIN_TASKS, Record, Task, canonical_label, field_text, fields_text
+from courtroom.data.catalog import BUILTIN_TASKS, Record, Task, canonical_label
+from courtroom.data.custom import (
+    FILE_FORMATS,
+    custom_task,
+    from_task_file,
+    is_local_path,
+    read_file,
+    read_task_file,
+    split_source,
+)
 from courtroom.data.generators import GENERATORS
 from courtroom.errors import ConfigError, DataError
 
@@ -29,7 +38,6 @@ _WARNED: set[str] = set()
 SPLITS = ("train", "dev", "test")
 FRACTIONS = {"train": 0.2, "dev": 0.2, "test": 0.6}
 GENERATED_POOL = 500
-FILE_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 
 TASKS: dict[str, Task] = {t.name: t for t in BUILTIN_TASKS}
 
@@ -47,46 +55,6 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-def is_local_path(dataset: str) -> bool:
-    """Whether ``dataset`` names a local file rather than a Hub id."""
-    return Path(dataset).expanduser().exists() or Path(dataset).suffix.lower() in FILE_FORMATS
-
-
-def custom_task(
-    dataset: str,
-    *,
-    text_fields: Sequence[str],
-    label_field: str,
-    labels: Sequence[str],
-    positions: Sequence[str] | None = None,
-    config: str | None = None,
-    hub_split: str = "train",
-) -> tuple[Task, str]:
-    """A task for any Hub or local dataset, and the ``data`` argument that loads it.
-
-    Several text fields are joined as ``Field: value`` lines. Integer labels index ``labels``.
-    """
-    labels = tuple(str(x).strip() for x in labels if str(x).strip())
-    if len(labels) < 2:
-        raise ConfigError(f"--labels needs at least two labels, got {list(labels)}: e.g. --labels yes,no")
-    text_fields = [f.strip() for f in text_fields if f.strip()]
-    if not text_fields or not label_field.strip():
-        raise ConfigError("--dataset needs --text-field FIELD[,FIELD...] and --label-field FIELD")
-    local = is_local_path(dataset)
-    name = f"custom:{Path(dataset).stem if local else dataset}"
-    task = Task(
-        name,
-        labels,
-        tuple(positions) if positions else None,
-        hub=None if local else (dataset, config, hub_split),
-        fields=(*text_fields, label_field.strip()),
-        text=fields_text(text_fields),
-        label=field_text(label_field.strip()),
-        description=f"custom dataset {dataset}",
-    )
-    return task, (dataset if local else "hub")
-
-
 @dataclass
 class TaskData:
     """Examples of one split, with where they came from."""
@@ -96,37 +64,6 @@ class TaskData:
     examples: list[dspy.Example]
     source: str
     seed: int
-
-
-def _read_file(path: Path) -> list[dict[str, Any]]:
-    import datasets
-
-    fmt = FILE_FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise DataError(f"cannot read {path}: use a .json, .jsonl, .csv or .parquet file")
-    if not path.is_file():
-        raise DataError(f"cannot read {path}: no such file")
-    kwargs: dict[str, Any] = {}
-    if fmt != "parquet":
-        raw = path.read_bytes()
-        if not raw.strip():
-            raise DataError(f"cannot read {path}: the file is empty; put at least one row in it")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"cannot read {path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-                "save it as UTF-8"
-            ) from None
-        kwargs = check_file(path, fmt, text)  # names the line or row that breaks, before datasets does
-    try:
-        with quiet_datasets():
-            ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
-    except Exception as exc:  # datasets raises many types for unreadable files
-        if "corresponds to no data" in str(exc):
-            raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc
-        raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
-    return [dict(r) for r in ds]
 
 
 def _read_hub(task: Task) -> list[dict[str, Any]]:
@@ -153,7 +90,7 @@ def load_records(
         return GENERATORS[task.name](pool, seed), f"generated (seed {seed}, pool {pool})"
     if data == "hub":
         return _read_hub(task), f"hub {task.source}"
-    return _read_file(Path(data).expanduser()), f"file {data}"
+    return read_file(Path(data).expanduser()), f"file {data}"
 
 
 def _check_fields(task: Task, records: Sequence[Record]) -> None:
@@ -239,72 +176,11 @@ def split_examples(
     return out
 
 
-def read_task_file(path: str | Path) -> dict[str, Any]:
-    """A task file (YAML) naming the user's dataset, its fields and labels.
-
-    Keys: ``dataset``, ``text_field``, ``label_field``, ``labels`` and optional ``positions``,
-    ``dataset_config``, ``hub_split``; a relative ``dataset`` path is read from the file's folder.
-    """
-    import yaml
-
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read task file {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"cannot parse task file {path}: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, Mapping) or "dataset" not in data:
-        raise ConfigError(
-            f"task file {path}: write a mapping with dataset, text_field, label_field and labels, "
-            "e.g. dataset: reviews.csv"
-        )
-    known = {"dataset", "text_field", "label_field", "labels", "positions", "dataset_config", "hub_split"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(
-            f"task file {path}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}"
-        )
-    out = dict(data)
-    value = str(out["dataset"])
-    if not Path(value).is_absolute() and (path.parent / value).exists():
-        out["dataset"] = str(path.parent / value)
-    for key in ("text_field", "labels", "positions"):
-        if isinstance(out.get(key), str):
-            out[key] = [x.strip() for x in out[key].split(",") if x.strip()]
-    return out
-
-
-def _from_task_file(path: str) -> dict[str, Any]:
-    data = read_task_file(path)
-    missing = [k for k in ("text_field", "label_field", "labels") if not data.get(k)]
-    if missing:
-        raise ConfigError(f"task file {path}: missing {', '.join(missing)}")
-    return {
-        "dataset": str(data["dataset"]),
-        "text_fields": list(data["text_field"]),
-        "label_field": str(data["label_field"]),
-        "labels": list(data["labels"]),
-        "positions": data.get("positions"),
-        "config": data.get("dataset_config"),
-        "hub_split": data.get("hub_split") or "train",
-    }
-
-
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
     if dataset:
-        args = _from_task_file(dataset["task_file"]) if "task_file" in dataset else dict(dataset)
+        args = from_task_file(dataset["task_file"]) if "task_file" in dataset else dict(dataset)
         return custom_task(**args)
     return (name if isinstance(name, Task) else get_task(name)), data
-
-
-def _split_source(task: Task, value: str) -> tuple[list[dict[str, Any]], str, str]:
-    """Records of a split given on its own: a file, or (for a Hub dataset) the name of one of its Hub splits."""
-    if is_local_path(value) or task.hub is None:
-        return _read_file(Path(value).expanduser()), f"file {value}", Path(value).stem
-    path, config, _ = task.hub
-    ds = load_hub(path, config, value, task=task.name, has_generator=task.has_generator)
-    return [dict(r) for r in ds], f"hub {path} split {value}", f"{task.name}-{value}"
 
 
 def load_splits(
@@ -325,7 +201,7 @@ def load_splits(
     files = dict((splits or {}).get("files") or {})
     sizes = (splits or {}).get("sizes")
     records, source = load_records(task, data, seed=seed)
-    own = {s: _split_source(task, str(v)) for s, v in files.items()}
+    own = {s: split_source(task, str(v)) for s, v in files.items()}
     every = [*records, *(r for rows, _, _ in own.values() for r in rows)]
     if every:
         _check_fields(task, every)
@@ -409,6 +285,7 @@ def load_sized(
 
 
 __all__ = [
+    "FILE_FORMATS",
     "FRACTIONS",
     "SPLITS",
     "TASKS",
@@ -416,6 +293,7 @@ __all__ = [
     "TaskData",
     "custom_task",
     "get_task",
+    "is_local_path",
     "load_records",
     "load_sized",
     "load_splits",
