@@ -22,7 +22,7 @@ def study_run_config(config: Any, framework: str | None = None) -> Any:
     from courtroom.runner.config import RunConfig
 
     framework = framework or config.framework
-    knobs, preset = config.fixed_for(framework) if hasattr(config, "fixed_for") else ({}, None)
+    knobs, preset = config.fixed_for(framework)
     return RunConfig(
         framework,
         config.task,
