@@ -136,8 +136,7 @@ def fixed_knobs(
             except ConfigError:
                 raise ConfigError(
                     f"--set {param.name}={sets[param.name]}: a study of {framework} searches {param.name} in "
-                    f"{param.describe()}; fix it there, or run the value itself: courtroom run {framework} "
-                    f"--set {param.name}={sets[param.name]}"
+                    f"{param.describe()}; give a value there"
                 ) from None
     return dict(preset_knobs) | sets
 
