@@ -19,12 +19,12 @@ from typing import Annotated, Any
 
 import typer
 
-from courtroom._spec_sections import check_url
 from courtroom.cli import _config_file
 from courtroom.cli._names import check_names
 from courtroom.cli._values import parse_sets, parse_value
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment
+from courtroom.spec._sections import check_url
 
 DATA_PANEL = "Data"
 MODELS_PANEL = "Models"

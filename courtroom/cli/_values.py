@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from courtroom._spec_values import parse_value, typed_knobs, typed_value
 from courtroom.errors import ConfigError
+from courtroom.spec._values import parse_value, typed_knobs, typed_value
 
 __all__ = ["parse_value", "typed_knobs", "typed_value"]
 

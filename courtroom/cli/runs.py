@@ -22,10 +22,10 @@ def runs_command(
     format: FORMAT = "table",  # noqa: A002 - the flag's name
 ) -> None:
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
-    from courtroom._spec_sections import check_format
     from courtroom.api import runs
     from courtroom.errors import ConfigError
     from courtroom.reporting.tables import print_data
+    from courtroom.spec._sections import check_format
 
     check_format(format)
     missing = [str(f) for f in folders or () if not f.is_dir()]

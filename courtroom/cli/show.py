@@ -84,9 +84,9 @@ def show_command(
     format: FORMAT = "table",  # noqa: A002 - the flag's name
 ) -> None:
     """Print a run's summary and examples, or one example's transcript."""
-    from courtroom._spec_sections import check_format
     from courtroom.reporting.tables import stdout_console
     from courtroom.runner.runs import load_run, positions
+    from courtroom.spec._sections import check_format
 
     check_format(format)
     console = stdout_console()

@@ -32,7 +32,7 @@ def compare_options(spec: Experiment, frameworks: Sequence[str] | None = None) -
 
     ``frameworks`` are the frameworks compared when the rows have other names (a suite's rows).
     """
-    from courtroom._spec_values import typed_knobs
+    from courtroom.spec._values import typed_knobs
 
     d, m, design = spec.data, spec.models, spec.design
     names = list(frameworks or design.frameworks)
@@ -96,7 +96,7 @@ def given_options(spec: Experiment) -> dict[str, Any]:
 
 def _light_options(spec: Experiment) -> dict[str, Any]:
     """:func:`compare_options` without knowing the compared frameworks (a resume names none)."""
-    from courtroom._spec_values import parse_value
+    from courtroom.spec._values import parse_value
 
     shadow = spec.replace(frameworks=["zero-shot"])
     out = compare_options(shadow)

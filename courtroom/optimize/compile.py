@@ -216,7 +216,7 @@ def keep_prepared_demos(prepared: CourtroomProgram, compiled: CourtroomProgram) 
 
 def compile_spec(spec: Experiment, models: tuple[Any, Mapping[str, Any]], *, display: Any = None) -> CompileResult:
     """:func:`compile_program` as ``spec`` describes it; ``models`` is (default model, role -> model)."""
-    from courtroom._spec_values import typed_knobs
+    from courtroom.spec._values import typed_knobs
 
     opt = get_optimizer(spec.design.optimizer or "bootstrap")
     d, m = spec.data, spec.models

@@ -72,8 +72,8 @@ def study_config(spec: Experiment) -> StudyConfig:
         frameworks = parse_frameworks(design.frameworks or [str(design.framework)])
         check_roles(m.roles, sorted({r for fw in frameworks for r in get_framework(fw).roles}))
         prices = spec.budget.table()
-        from courtroom._spec_values import typed_knobs
         from courtroom.optimize.optimizers import get_optimizer, optimizer_settings
+        from courtroom.spec._values import typed_knobs
 
         settings = dict(design.optimizer_settings)
         if design.optimizer:
@@ -117,9 +117,9 @@ def fixed_knobs(
 
     A knob both ``--set`` and ``--space`` name is refused (one fixes it, the other searches it).
     """
-    from courtroom._spec_values import typed_knobs
     from courtroom.optimize.spaces import SPACES
     from courtroom.programs import check_knobs, get_framework
+    from courtroom.spec._values import typed_knobs
 
     sets = typed_knobs(sets, get_framework(framework).knobs())
     check_knobs(framework, sets)

@@ -47,7 +47,7 @@ def parse_trial_knobs(text: str | Mapping[str, Any], trial: str) -> dict[str, An
 
     Refuses a knob the trial does not have, in one line naming its knobs.
     """
-    from courtroom._spec_values import typed_value
+    from courtroom.spec._values import typed_value
 
     defaults = TRIALS[trial].knobs()
     if isinstance(text, Mapping):

@@ -14,9 +14,9 @@ differ (:func:`differences`). Hints (resume, retry, export) are rendered from it
 Here: :class:`Experiment`, the tables of its answer-changing fields and flags (``IDENTITY``,
 ``FLAGS``) and :func:`differences`. Its sections (:class:`Data`, :class:`Models`, :class:`Design`,
 :class:`Execution`, :class:`Budget`, :class:`Output`, :class:`StudySettings`) and their checks are
-defined in :mod:`courtroom._spec_sections`, the parsing of setting values given as text
-(:func:`parse_value`, :func:`typed_value`, :func:`typed_knobs`) in :mod:`courtroom._spec_values`;
-all are importable from here.
+defined in :mod:`courtroom.spec._sections`, the parsing of setting values given as text
+(:func:`parse_value`, :func:`typed_value`, :func:`typed_knobs`) in :mod:`courtroom.spec._values`;
+all are importable from :mod:`courtroom.spec`.
 
 This module imports nothing heavy: it is read by ``courtroom --help`` and by every bad-input error.
 """
@@ -32,31 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-# The sections and the value helpers, importable from here (their own modules are private).
-from courtroom._spec_sections import DEFAULT_FRACTIONS as DEFAULT_FRACTIONS
-from courtroom._spec_sections import FORMATS as FORMATS
-from courtroom._spec_sections import SPLITS as SPLITS
-from courtroom._spec_sections import Budget, Data, Design, Execution, Models, Output, StudySettings
-from courtroom._spec_sections import check_format as check_format
-from courtroom._spec_sections import check_sizes as check_sizes
-from courtroom._spec_sections import check_url as check_url
-from courtroom._spec_values import parse_value as parse_value
-from courtroom._spec_values import typed_knobs as typed_knobs
-from courtroom._spec_values import typed_value as typed_value
 from courtroom.errors import ConfigError
-
-__all__ = [
-    "Budget",
-    "Data",
-    "Design",
-    "Execution",
-    "Experiment",
-    "Models",
-    "Output",
-    "StudySettings",
-    "differences",
-]
-
+from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings
 
 SECTIONS = {
     "data": Data,

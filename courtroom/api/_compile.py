@@ -37,7 +37,7 @@ def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None)
     cls = get_framework(framework)
     check_roles(spec.models.roles, cls.roles)
     _, preset_knobs = apply_preset(spec.design.preset, framework) if spec.design.preset else (framework, {})
-    from courtroom._spec_values import typed_knobs
+    from courtroom.spec._values import typed_knobs
 
     knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
     filled = {"framework": framework, "knobs": knobs}

@@ -5,8 +5,8 @@ Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same optio
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
 re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
-this module: :mod:`courtroom._run_api` (:func:`run_config`, what a resume takes),
-:mod:`courtroom._compare_api` (a suite's rows, the per-row progress) and :mod:`courtroom._compile_api`
+this module: :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
+:mod:`courtroom.api._compare` (a suite's rows, the per-row progress) and :mod:`courtroom.api._compile`
 (a study's recipe, the compile's dry run, the dev runs written next to the program).
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from courtroom import _stop
-from courtroom._compare_api import compared, row_hooks
-from courtroom._compile_api import compile_estimate, with_recipe, write_dev_runs
-from courtroom._run_api import resume_overrides, run_config
+from courtroom.api._compare import compared, row_hooks
+from courtroom.api._compile import compile_estimate, with_recipe, write_dev_runs
+from courtroom.api._run import resume_overrides, run_config
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment
 

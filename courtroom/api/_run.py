@@ -20,10 +20,10 @@ __all__ = ["RESUMED", "resume_overrides", "run_config"]
 
 def run_config(spec: Experiment) -> RunConfig:
     """The run ``spec`` describes: preset applied, knobs typed by the framework, role names checked."""
-    from courtroom._spec_values import typed_knobs
     from courtroom.programs import check_knobs, check_roles, get_framework
     from courtroom.programs.presets import apply_preset
     from courtroom.runner.config import RunConfig
+    from courtroom.spec._values import typed_knobs
 
     if spec.design.framework is None and spec.design.preset is None:
         raise ConfigError("name a framework (see `courtroom frameworks`), a --preset, or pass --resume RUN_DIR")
@@ -47,8 +47,8 @@ RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit",
 
 def resume_overrides(spec: Experiment) -> dict[str, Any]:
     """The options given with a resume, as run-config fields: safe ones are taken, others must match."""
-    from courtroom._spec_values import parse_value
     from courtroom.runner.config import RunConfig
+    from courtroom.spec._values import parse_value
 
     full = RunConfig.from_spec(spec, spec.design.framework or "")
     out: dict[str, Any] = {}

@@ -1,0 +1,51 @@
+"""The one description of an experiment (SPEC §12): :class:`Experiment`, its sections and checks.
+
+:class:`Experiment` and :func:`differences` live in :mod:`courtroom.spec._experiment`, the
+sections (:class:`Data`, :class:`Models`, :class:`Design`, :class:`Execution`, :class:`Budget`,
+:class:`Output`, :class:`StudySettings`) and their checks in :mod:`courtroom.spec._sections`, the
+parsing of setting values given as text in :mod:`courtroom.spec._values`. All are imported from
+here. Nothing heavy is imported: ``courtroom --help`` and every bad-input error read this package.
+"""
+
+from courtroom.spec._experiment import FLAGS, IDENTITY, SECTIONS, Experiment, differences, flag_of
+from courtroom.spec._sections import (
+    DEFAULT_FRACTIONS,
+    FORMATS,
+    SPLITS,
+    Budget,
+    Data,
+    Design,
+    Execution,
+    Models,
+    Output,
+    StudySettings,
+    check_format,
+    check_sizes,
+    check_url,
+)
+from courtroom.spec._values import parse_value, typed_knobs, typed_value
+
+__all__ = [
+    "DEFAULT_FRACTIONS",
+    "FLAGS",
+    "FORMATS",
+    "IDENTITY",
+    "SECTIONS",
+    "SPLITS",
+    "Budget",
+    "Data",
+    "Design",
+    "Execution",
+    "Experiment",
+    "Models",
+    "Output",
+    "StudySettings",
+    "check_format",
+    "check_sizes",
+    "check_url",
+    "differences",
+    "flag_of",
+    "parse_value",
+    "typed_knobs",
+    "typed_value",
+]
