@@ -73,6 +73,9 @@ def reset() -> None:
     _code.clear()
     _saving.clear()
     _flags.clear()
+    from courtroom.models import _breaker
+
+    _breaker.reset()  # a new command's first requests are judged afresh
 
 
 @functools.cache

@@ -78,6 +78,7 @@ def run_main(argv: list[str] | None) -> int:
     """Parse ``argv`` (default: ``sys.argv``), run the command, and return its exit status."""
     from courtroom import _stop
     from courtroom.cli import _failures
+    from courtroom.models._breaker import Unreachable
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["--version"], ["-V"]):
@@ -116,6 +117,9 @@ def run_main(argv: list[str] | None) -> int:
         return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Unreachable as exc:  # the first requests all failed alike (a compile's optimizer lets it through)
+        print(f"error: {exc.text()}", file=sys.stderr)
+        return 2
     except (KeyboardInterrupt, click.exceptions.Abort):
         print(_interrupted_message(), file=sys.stderr)
         return _stop.stop_code()

@@ -18,6 +18,7 @@ import dspy
 from courtroom.analysis.bias import bias_summary
 from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
+from courtroom.models._breaker import Unreachable, converted
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import OverBudget
 from courtroom.models.usage import Usage, metered
@@ -140,11 +141,13 @@ def evaluate(
                     in_callback = True
                     on_result(res)
                     in_callback = False
-        except BaseException:
+        except BaseException as exc:
             pool.shutdown(wait=True, cancel_futures=True)
             if not in_callback:
                 # A stop (signal) while waiting: examples that finished during the wait are kept too.
                 _drain(futures, results, on_result)
+            if isinstance(exc, Unreachable):
+                raise converted(exc) from exc
             raise
         pool.shutdown(wait=True)
     return [results[i] for i in range(len(examples)) if i in results]

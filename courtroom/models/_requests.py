@@ -28,6 +28,7 @@ from dspy.clients import execution
 from dspy.utils.exceptions import LMProviderError, LMTransportError, is_retryable_lm_error
 
 from courtroom import _stop
+from courtroom.models._breaker import BREAKER
 
 DEFAULT_RETRIES = 3
 """Retries of a failed request (429, 5xx, time-out, connection error) for models courtroom builds."""
@@ -172,6 +173,7 @@ def _execute(lm: Any, call: Any) -> Any:
     for attempt in itertools.count():
         if attempt and _stop.stop_requested():
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
+        BREAKER.check()  # the first requests all failed alike: send nothing more
         ticket = gate.reserve(lm, call) if gate is not None else None
         try:
             result = _original_execute(lm, call)
@@ -180,6 +182,7 @@ def _execute(lm: Any, call: Any) -> Any:
                 gate.release(ticket, None)
             if _reached_wire(exc):
                 _count_failed(lm)
+                BREAKER.failure(str(lm.model), exc)
             if attempt >= retries or not is_retryable_lm_error(exc):
                 raise
             if _stop.wait(_delay(exc, attempt)):
@@ -194,6 +197,7 @@ def _execute(lm: Any, call: Any) -> Any:
             gate.release(ticket, None if hit else dict(result.usage or {}), hit=hit)
         if not hit:
             WIRE.add(str(lm.model), result.usage)
+            BREAKER.success()
         return result
     raise AssertionError("unreachable")
 
