@@ -234,6 +234,28 @@ def test_a_task_file_names_the_fields(tmp_path: Path, cli: Any) -> None:
     assert len(meta["example_ids"]) == 10 and meta["spec"]["data"]["split_sizes"] == [0.5, 0.25, 0.25]
 
 
+def test_yes_no_labels_in_yaml_stay_text(tmp_path: Path, cli: Any) -> None:
+    # YAML 1.1 reads Yes/No (and on/off) as booleans: the labels became True/False and every row
+    # ("Yes", "No") was refused. A task file is read as text; a --config file keeps only true/false.
+    from courtroom.data.custom import read_task_file
+    from courtroom.testing import FakeServer
+
+    with (tmp_path / "answers.csv").open("w") as f:
+        f.write("question,answer\n" + "".join(f"q{i},{'Yes' if i % 2 else 'No'}\n" for i in range(12)))
+    (tmp_path / "answers.yaml").write_text(
+        "dataset: answers.csv\ntext_field: question\nlabel_field: answer\nlabels: [Yes, No]\npositions: null\n"
+    )
+    data = read_task_file(tmp_path / "answers.yaml")
+    assert data["labels"] == ["Yes", "No"] and data["positions"] is None
+    (tmp_path / "options.yaml").write_text(
+        f"dataset: {tmp_path / 'answers.csv'}\ntext-field: question\nlabel-field: answer\nlabels: [Yes, No]\nlimit: 4\n"
+    )
+    with FakeServer() as server:
+        for source in (["--dataset", str(tmp_path / "answers.yaml")], ["--config", str(tmp_path / "options.yaml")]):
+            done = cli("run", "zero-shot", *source, "--limit", "4", "--lm", "openai/m", "--api-base", server.url)
+            assert done.returncode == 0, done.stderr
+
+
 # --- identity: studies, resumes ----------------------------------------------------------------
 
 

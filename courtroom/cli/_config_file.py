@@ -37,9 +37,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
         elif path.suffix.lower() == ".json":
             data = json.loads(text)
         else:
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = _yaml(text)
     except Exception as exc:  # noqa: BLE001 - yaml, toml and json each raise their own error
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise typer.BadParameter(f"cannot parse {path}: {first}") from None
@@ -132,3 +130,26 @@ def recipe_or_load(ctx: typer.Context, param: Any, value: str | None) -> str | N
         return None
     apply(ctx, value)
     return None
+
+
+def _yaml(text: str) -> Any:
+    """YAML with YAML 1.2's booleans only (``true``/``false``): ``labels: [Yes, No]`` stays text.
+
+    PyYAML follows YAML 1.1, where ``yes``, ``no``, ``on`` and ``off`` are booleans too, so a label
+    list ``[Yes, No]`` became ``[True, False]`` and every row was refused.
+    """
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass

@@ -97,12 +97,14 @@ def read_task_file(path: str | Path) -> dict[str, Any]:
 
     Keys: ``dataset``, ``text_field``, ``label_field``, ``labels`` and optional ``positions``,
     ``dataset_config``, ``hub_split``; a relative ``dataset`` path is read from the file's folder.
+    Every value is read as text, as written: YAML 1.1 would turn ``labels: [Yes, No]`` into two
+    booleans (and ``1.0`` into a number), which no row's label equals.
     """
     import yaml
 
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=yaml.BaseLoader)  # noqa: S506 - BaseLoader builds only str, list, dict
     except OSError as exc:
         raise ConfigError(f"cannot read task file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
@@ -118,7 +120,7 @@ def read_task_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"task file {path}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}"
         )
-    out = dict(data)
+    out = {k: (None if v in ("", "~", "null", "Null", "NULL") else v) for k, v in data.items()}
     value = str(out["dataset"])
     if not Path(value).is_absolute() and (path.parent / value).exists():
         out["dataset"] = str(path.parent / value)
