@@ -192,3 +192,40 @@ def test_oracle_single_judge_accuracy():
     acc = sum(r.correct for r in evaluate(prog, exs, concurrency=8)) / len(exs)
     # binomial sd at p=0.7, n=400 is 0.023; 3 sd
     assert abs(acc - 0.7) < 0.07
+
+
+COMPILED = (
+    "MARKER-7: weigh the lawyer (for the positive position) and the prosecutor (for the negative position) "
+    "by the rules of Boolean algebra. Give both advocates feedback. Distrust the prosecutor's first claim. "
+    "State the decision last."
+)
+
+
+@pytest.mark.parametrize(
+    ("flag", "present", "absent"), [("use_prosecutor", "lawyer", "prosecutor"), ("use_lawyer", "prosecutor", "lawyer")]
+)
+def test_the_solo_judge_of_a_compiled_program_keeps_its_instructions(tmp_path, flag, present, absent):
+    """A saved program's judge instructions survive the ablation; only what names the absent advocate changes."""
+    from courtroom.saving import load_program, save_program
+
+    compiled = JudgmentOfThought(LABELS, lm=scripted_lm({}), n_loops=1)
+    compiled.judge.signature = compiled.judge.signature.with_instructions(COMPILED)
+    path = save_program(compiled, tmp_path / "p.json")
+    lm = scripted_lm({"judge": {"decision": "True"}})
+    program = load_program(path, lm=lm)
+    setattr(program, flag, False)
+    program(case=CASE)
+    (system,) = [s for r, s in lm.engine_impl.systems if r == "judge"]
+    assert "MARKER-7" in system and "by the rules of Boolean algebra" in system and "State the decision last." in system
+    assert f"the {present} (for the" in system and f"Give the {present} feedback." in system
+    assert absent not in system.lower(), "the judge's prompt mentions the absent advocate"
+    # A sentence naming only the absent advocate is dropped; one naming the present one is kept.
+    assert ("Distrust the prosecutor's first claim." in system) == (present == "prosecutor")
+    assert "NO TIE" not in system  # not the paper's solo instructions: the compiled ones
+
+
+def test_the_solo_judge_without_compiling_keeps_the_papers_solo_instructions():
+    lm = scripted_lm({"judge": {"decision": "True"}})
+    JudgmentOfThought(LABELS, lm=lm, n_loops=1, use_prosecutor=False)(case=CASE)
+    (system,) = [s for r, s in lm.engine_impl.systems if r == "judge"]
+    assert "argument of the lawyer (for the positive position)" in system and "NO TIE" in system

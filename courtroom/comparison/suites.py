@@ -203,7 +203,10 @@ SUITES: dict[str, Suite] = {
             _JOT_TASKS,
             _JOT_BASELINES,
             _JOT1[0],
-            "baselines: GPT-3.5-Turbo; averages over 10 runs",
+            "baselines: GPT-3.5-Turbo (--lm openai/gpt-3.5-turbo); averages over 10 runs; JoT's judge is GPT-4o "
+            "and its advocates GPT-3.5-Turbo (§3: 'a higher-level model (e.g., GPT-4 Omni) is assigned to the judge "
+            "role, while lower-level models (e.g., GPT-3.5-turbo) serve as the lawyer and prosecutor'): add "
+            "--role judge=openai/gpt-4o",
             _JOT1[1],
         ),
         Suite(

@@ -172,6 +172,18 @@ SPACES: dict[str, tuple[Param, ...]] = {
             dearest="all",
         ),
         Int("k_precedents", 0, 3),
+        # Which training cases the judges read, and how long their reasons are: nothing without precedents.
+        # Per label gives as many or more precedents (each a reason to write) than per candidate or global.
+        Choice(
+            "precedent_scope",
+            "candidate",
+            "label",
+            "global",
+            only_if=("k_precedents", (1, 2, 3)),
+            otherwise="candidate",
+            dearest="label",
+        ),
+        Choice("reason_sentences", 1, 2, 3, 0, only_if=("k_precedents", (1, 2, 3)), otherwise=1, dearest=0),
         Choice("assignment", "fixed", "random"),
         Int("max_argument_sentences", 0, 3),
         Choice(
@@ -200,6 +212,8 @@ SPACES: dict[str, tuple[Param, ...]] = {
         # Memory carries earlier rounds into each prompt: a 1-round debate has none to carry.
         Choice("memory", False, True, only_if=("n_rounds", (2, 3, 4)), otherwise=False, dearest=True),
         Choice("stop_epsilon", 0.0, 0.02, 0.05, 0.1, only_if=("n_rounds", (2, 3, 4)), otherwise=0.0),
+        # Where a tie in O_n goes (the paper states no rule; "initial" is what its Table 5 implies).
+        Choice("tie", "initial", "previous", "last"),
     ),
     "self-consistency": (Int("k_samples", 1, 5),),
     "parallel-vote": (Int("n_models", 1, 5),),

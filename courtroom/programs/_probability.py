@@ -12,6 +12,7 @@ import dspy
 from courtroom.errors import ConfigError
 
 PROB_METHODS = ("field", "votes", "logprobs")
+TIES = ("initial", "previous", "last")
 
 
 def add_probability_fields(signature: type[dspy.Signature], labels: Sequence[str]) -> type[dspy.Signature]:
@@ -123,6 +124,29 @@ def decide(dist: Mapping[str, float], labels: Sequence[str], tie: str | None = N
     top = max(dist[lab] for lab in labels)
     tied = [lab for lab in labels if math.isclose(dist[lab], top, abs_tol=1e-12)]
     return tie if tie in tied else tied[0]
+
+
+def tie_winner(rule: str, initial: str, previous: str, last: str) -> str:
+    """The label a tie in O goes to under ``rule`` (Debate-Feedback's ``tie`` knob).
+
+    ``initial``: O_0's label. ``previous``: the label standing before the round, O_{i-1}'s. ``last``:
+    the label the judge wrote in the latest estimate smoothed into O (O_0's after a round that did
+    not pass, which resets O to O_0).
+
+    The paper states no tie rule; its Table 5 implies ``initial``. With one-hot answers (its judge
+    outputs a label) and T = 0.5, O_n = 0.5^n O_0 + sum_i 0.5^(n-i+1) LM_i: the last answer weighs
+    0.5, as much as O_0 and every earlier answer together, so it decides unless they all oppose it,
+    a tie. Under ``last`` the verdict is then always the last answer, as at T = 1 (a round that does
+    not pass resets O to O_0 at either T): Table 5's two rows would be one rule, yet it reports 102
+    corrections and 115 degradations at T = 1 against 93 and 11 at T = 0.5. Under ``initial``, two
+    rounds leave O_0 only when both answers oppose it: a single stray flip (a,b) gives
+    O_2 = 0.25 + 0.25 + 0 = 0.5 for O_0's label, a tie that keeps it; a judge persuaded in both
+    rounds still corrects. Both rows start from the same first answers: 0.628 * 3000 - 102 + 115 =
+    1897 and 0.657 * 3000 - 93 + 11 = 1889 of the 3000 cases right at O_0 (63.2% and 63.0%).
+    One-hot answers tie only when every earlier estimate sides with O_0, so ``previous`` is
+    ``initial`` there; the two differ with stated probabilities.
+    """
+    return {"initial": initial, "previous": previous, "last": last}[rule]
 
 
 def smooth(previous: Mapping[str, float], new: Mapping[str, float], t: float) -> dict[str, float]:

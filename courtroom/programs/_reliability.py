@@ -1,14 +1,17 @@
 """The Debate-Feedback assistant: how likely a debater's stated stance is right *for this case*.
 
-The paper's Table 1 trains it on (case + debater's statement) -> whether the stated stance equals the
-gold label. A single linear model over those words cannot tell "this case AND this stance": the
-case's words add the same amount to every debater of a case, so its scores rank debaters by their
-wording, not by whether their stance fits the case (measured: chance). This model conditions on the
-stance with interaction features: a TF-IDF vector x of the text (words and word pairs) is fed as
+The paper's Table 1 trains it on (case + debater's statement) -> "Ground_truth XOR Debater's
+position", 1 when the stance is wrong. The target here is its complement, whether the stated stance
+equals the gold label, so that a high score means reliable, as §3's "if the reliability exceeds a
+threshold" reads it. The paper does not name the assistant's learner. A single linear model over
+those words cannot tell "this case AND this stance": the case's words add the same amount to every
+debater of a case, so its scores rank debaters by their wording, not by whether their stance fits
+the case (measured: chance). This model conditions on the stance with interaction features: a
+TF-IDF vector x of the text (words and word pairs) is fed as
 ``[x, x * [stance == s1], ..., x * [stance == sK]]`` to one scikit-learn ``LogisticRegression``. The
 shared block learns what reads reliable whatever the stance; each stance's block learns which facts
-of a case make that stance right (the paper's BiLSTM learns such interactions too). A stance never
-seen in training is scored by the shared block alone.
+of a case make that stance right. A stance never seen in training is scored by the shared block
+alone.
 
 Why this learner: scikit-learn is already a dependency, the fit takes milliseconds, it is
 deterministic, needs no network or weights, and saves as plain JSON (vocabulary, idf, stances,

@@ -81,7 +81,8 @@ class Verification:
         """Train the assistant (``reliability="assistant"``) on single-variant debates over ``trainset``.
 
         Each debater's statement in every round is one sample: (case + statement, stated stance) ->
-        whether the stance equals the gold label (Table 1). The statement is what the assistant will
+        whether the stance equals the gold label (Table 1's "Ground_truth XOR Debater's position",
+        complemented so that high means reliable). The statement is what the assistant will
         read (``assistant_input``). A fifth of the cases is held out to measure the model first
         (:func:`courtroom.programs._reliability.train_assistant`).
         """

@@ -29,6 +29,7 @@ NONE = "(none)"
 JUDGE_MODES = ("parallel", "sequential")
 ASSIGNMENTS = ("fixed", "random")
 PREVIOUS_JUDGES = ("all", "last")
+PRECEDENT_SCOPES = ("candidate", "label", "global")
 
 
 class CourtroomLLM(CourtroomProgram):
@@ -42,10 +43,14 @@ class CourtroomLLM(CourtroomProgram):
       swaps them (``assignment="random"``, final paper). Arguments are cut to
       ``max_argument_sentences`` sentences (0: no limit) by a real sentence splitter (pysbd); a cut
       is marked in the transcript.
-    * **Precedents**: for each candidate, the ``k_precedents`` most similar training cases whose gold
-      label is that candidate (the papers' "precedent size 1" shows one for A1 and one for A2), see
-      :mod:`courtroom.programs._precedents`, each with a reason written once per training case by
-      the ``reasoner`` and cached on the program.
+    * **Precedents** (``precedent_scope``): the ``k_precedents`` most similar training cases whose
+      gold label is each candidate, A1's first (``"candidate"``, default: the final paper's Table 11,
+      Emotion, shows A1's and A2's), or each label of the task in label order (``"label"``: its
+      Table 9, ANLI, shows all three), or the ``k_precedents`` most similar of any label
+      (``"global"``: the early paper's Algorithm 1, one argmax over all data), see
+      :mod:`courtroom.programs._precedents`. Each has a reason written once per training case by the
+      ``reasoner`` and cached on the program, asked for and cut to ``reason_sentences`` sentences
+      (1, ours; 0: no limit, as the papers' Tables 7, 9 and 11 show reasons of three or four).
     * **Judges** choose between A1 and A2 only (the hearing makes the main trial binary, §3.1): the
       decision's schema enum is those two, framed as two opposite arguments of which one is correct.
       ``n_judges`` calls of one ``judge`` predictor (rollout ids make them distinct samples).
@@ -103,6 +108,8 @@ class CourtroomLLM(CourtroomProgram):
         embedder: str = TFIDF,
         early_stop: bool = False,
         previous_judges: str = "all",
+        precedent_scope: str = "candidate",
+        reason_sentences: int = 1,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_judges) < 1:
@@ -123,6 +130,14 @@ class CourtroomLLM(CourtroomProgram):
             raise ConfigError(
                 f"courtroom-llm: unknown previous_judges {previous_judges!r}; use one of {', '.join(PREVIOUS_JUDGES)}"
             )
+        if precedent_scope not in PRECEDENT_SCOPES:
+            raise ConfigError(
+                f"courtroom-llm: unknown precedent_scope {precedent_scope!r}; use one of {', '.join(PRECEDENT_SCOPES)}"
+            )
+        if isinstance(reason_sentences, bool) or int(reason_sentences) < 0:
+            raise ConfigError(
+                f"courtroom-llm: reason_sentences must be >= 0 (0 means no limit), got {reason_sentences}"
+            )
         if early_stop and judge_mode != "parallel":
             raise ConfigError(
                 "courtroom-llm: early_stop needs judge_mode='parallel' (in sequential mode the last judge "
@@ -132,14 +147,15 @@ class CourtroomLLM(CourtroomProgram):
         self.early_stop, self.previous_judges = early_stop, previous_judges
         self.assignment, self.seed = assignment, int(seed)
         self.max_argument_sentences, self.embedder = int(max_argument_sentences), str(embedder)
-        if self.max_argument_sentences:
+        self.precedent_scope, self.reason_sentences = precedent_scope, int(reason_sentences)
+        if self.max_argument_sentences or self.reason_sentences:
             sentence_splitter()  # pysbd imported here, not by the first concurrent hearing in a worker thread
         self.precedent_index: PrecedentIndex | None = None
         self.clerk = dspy.Predict(self._typed_hearing(sig.PreliminaryHearing))
         self.prosecutor = dspy.Predict(sig.Prosecutor)
         self.attorney = dspy.Predict(sig.Attorney)
         self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=label_type(self.labels)))
-        self.reasoner = dspy.Predict(sig.PrecedentReason)
+        self.reasoner = dspy.Predict(sig.precedent_reason(self.reason_sentences))
 
     def _typed_hearing(self, signature: type[dspy.Signature]) -> type[dspy.Signature]:
         lt = label_type(self.labels)
@@ -209,7 +225,7 @@ class CourtroomLLM(CourtroomProgram):
         return text, Turn(role, 1, text, extra=extra)
 
     def _precedents(self, case: str, candidates: Sequence[str]) -> list[Precedent]:
-        """``k_precedents`` nearest training cases for each candidate, A1's first."""
+        """``k_precedents`` nearest training cases for each candidate (A1's first), each label, or of any label."""
         if self.k_precedents == 0:
             return []
         if self.precedent_index is None:
@@ -218,10 +234,16 @@ class CourtroomLLM(CourtroomProgram):
                 "program.prepare(trainset) first or set k_precedents=0"
             )
         index = self.precedent_index
-        found = [p for label in candidates for p in index.search(case, self.k_precedents, label=label)]
-        return self.precedent_index.with_reasons(
-            found, lambda p: self.ask("reasoner", self.reasoner, case=p.case, label=p.label).reason
-        )
+        groups: Sequence[str | None] = {"candidate": candidates, "label": self.labels, "global": [None]}[
+            self.precedent_scope
+        ]
+        found = [p for label in groups for p in index.search(case, self.k_precedents, label=label)]
+        return index.with_reasons(found, self._reason)
+
+    def _reason(self, precedent: Precedent) -> str:
+        """Why a precedent's gold label fits it, within ``reason_sentences`` sentences."""
+        out = self.ask("reasoner", self.reasoner, case=precedent.case, label=precedent.label)
+        return limit_sentences(out.reason, self.reason_sentences)[0]
 
     @staticmethod
     def _precedents_text(precedents: Sequence[Precedent]) -> str:
@@ -264,7 +286,7 @@ class CourtroomLLM(CourtroomProgram):
             "signature": judge_sig,
             "case": case,
             "labels": labels_text(self.labels),
-            "candidates": labels_text([a1, a2]),
+            "candidates": labels_text(pair),
             "prosecutor_argument": f"[{assigned['prosecutor']}] {p_text}",
             "attorney_argument": f"[{assigned['attorney']}] {d_text}",
             "precedents": self._precedents_text(precedents),

@@ -30,6 +30,7 @@ NONE = deb.NONE
 RELIABILITY = ("none", "assistant", "llm")
 VARIANTS = ("single", "assistant")
 GATES = ("any", "mean", "comment")
+TIES = prob.TIES
 _STATE_KEY = "courtroom_reliability_model"
 
 
@@ -73,8 +74,9 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
       then replies seeing its own opinion and the others', and states its final stance (a label).
       ``memory=False``: every round starts again from the case (Algorithm 1), so more rounds are
       fresh samples. ``memory=True``: each debater and the judge keep their conversation across
-      rounds (Table 4's "Follow the conversation from Step 1"): a debater reads what it said and read
-      in the earlier rounds, the judge the summaries it read and its answers.
+      rounds (the judge's: Table 4's "Follow the conversation from Step 1"; the debaters': the
+      authors' code, not the paper): a debater reads what it said and read in the earlier rounds,
+      the judge the summaries it read and its answers.
     * **Verification** (``variant="assistant"``): each debater's statement gets a reliability, how
       likely its stated stance is right for this case. The assistant reads the per-debater summary of
       the statement (``assistant_input="summary"``, Table 4 step 3, written by the ``summarizer``)
@@ -93,8 +95,12 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
       prediction, the summary and every comment's reliability, gives LM(x, sum). ``summarize=False``
       merges the two for cost: the judge reads the comments themselves.
       O_i = (1 - T) * O_{i-1} + T * LM(x, sum) with T = ``smoothing``.
-    * **Label**: the most probable label of O_n; a tie (exactly 0.5 on a binary task) goes to the
-      initial prediction.
+    * **Label** (``tie``): the most probable label of O_n. The paper states no tie rule; a tie (exactly
+      0.5 on a binary task, common with its one-hot judge at T = 0.5) goes to O_0's label
+      (``"initial"``, default: what Table 5's figures imply, worked out in
+      :func:`courtroom.programs._probability.tie_winner`), to the label standing before the round
+      (``"previous"``) or to the label the judge wrote in the latest estimate smoothed into O
+      (``"last"``).
     * **Early stop** (``stop_epsilon``; 0: off, the paper): the rounds stop once O moves less than
       epsilon in a round, the move being max over labels of |O_i - O_{i-1}|
       (:func:`courtroom.programs._probability.max_change`); the label is then that of O_i. The
@@ -136,6 +142,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         k_samples: int = 3,
         summarize: bool = True,
         stop_epsilon: float = 0.0,
+        tie: str = "initial",
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         checks = [
@@ -158,6 +165,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
                 f"unknown prob_method {prob_method!r}; use one of {', '.join(prob.PROB_METHODS)}",
             ),
             (int(k_samples) >= 1, f"k_samples must be >= 1, got {k_samples}"),
+            (tie in TIES, f"unknown tie {tie!r}; use one of {', '.join(TIES)}"),
             (
                 isinstance(stop_epsilon, int | float)
                 and not isinstance(stop_epsilon, bool)
@@ -173,6 +181,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         self.variant, self.reliability, self.assistant_input = variant, reliability, assistant_input
         self.sides, self.memory, self.prob_method = sides, memory, prob_method
         self.k_samples, self.summarize, self.stop_epsilon = int(k_samples), bool(summarize), float(stop_epsilon)
+        self.tie = tie
         if "summarizer" not in self.lms and "judge" in self.lms:
             # The paper's judge writes the summary: same model unless the summarizer is routed elsewhere.
             self.lms = RoleLMs({**self.lms, "summarizer": self.lms["judge"]})
@@ -294,6 +303,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         o0, written, agreed = self._estimate(case, NONE, NONE, NONE, 0)
         initial = prob.decide(o0, self.labels, tie=written)
         o, history = o0, [o0]
+        decision = latest = initial  # the label standing; the judge's latest label in O
         transcript = [
             Turn(
                 "judge",
@@ -319,13 +329,14 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
             reliabilities.append([rel[c.debater] for c in comments] if rel else [])
             passed_by_round.append([c.debater + 1 for c in heard])
             if not heard:
-                o = o0  # Algorithm 1's else branch: O_i = LM(x), the initial prediction, reused
+                o, latest = o0, initial  # Algorithm 1's else branch: O_i = LM(x), the initial prediction, reused
+                decision = prob.decide(o, self.labels, tie=prob.tie_winner(self.tie, initial, decision, latest))
                 transcript.append(
                     Turn(
                         "judge",
                         r,
                         "the round did not pass the gate: O_i = O_0 (no new call)",
-                        decision=prob.decide(o, self.labels, tie=initial),
+                        decision=decision,
                         extra={"O": o, "gate": False},
                     )
                 )
@@ -334,13 +345,14 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
                 earlier = deb.judge_memory(judged)
                 new, written, agreed = self._estimate(case, self._initial_text(initial, o0), summary, earlier, r)
                 judged.append((r, summary, written))
-                o = prob.smooth(o, new, self.smoothing)
+                o, latest = prob.smooth(o, new, self.smoothing), written if self.smoothing else latest
+                decision = prob.decide(o, self.labels, tie=prob.tie_winner(self.tie, initial, decision, latest))
                 transcript.append(
                     Turn(
                         "judge",
                         r,
                         f"estimate after the debate: {written}",
-                        decision=prob.decide(o, self.labels, tie=initial),
+                        decision=decision,
                         extra={"estimate": new, "O": o, "gate": True, "written_label": written, "agreed": agreed},
                     )
                 )
@@ -349,7 +361,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
                 break
         stopped = {"stopped_early": len(history) <= self.n_rounds} if self.stop_epsilon else {}
         return self.verdict(
-            prob.decide(o, self.labels, tie=initial),
+            decision,
             transcript,
             probabilities=history,
             initial_label=initial,

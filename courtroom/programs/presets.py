@@ -35,6 +35,8 @@ _COURTROOM_COMMON = {
     "judge_mode": "sequential judges do best (early §4.1; final §4.2.2)",
     "k_precedents": "few-shot (precedent) size 1 (early Table 4 caption; final Figure 3)",
     "max_argument_sentences": "'The result should be one sentence' (early Figure 4 prompt)",
+    "reason_sentences": "no limit: the papers give no prompt for a precedent's reason, and the reasons their "
+    "judges read run to three or four sentences (final Tables 7, 9, 11; early Tables 8, 10, 12)",
 }
 
 PRESETS: dict[str, Preset] = {
@@ -63,6 +65,8 @@ PRESETS: dict[str, Preset] = {
                 "assignment": "fixed",
                 "max_argument_sentences": 1,
                 "previous_judges": "all",
+                "precedent_scope": "global",
+                "reason_sentences": 0,
             },
             {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
             "courtroom-llm-early §3-4: prosecutor argues A1; one-sentence arguments; 5 judges, "
@@ -71,6 +75,8 @@ PRESETS: dict[str, Preset] = {
             | {
                 "assignment": "§3.1: 'A_1 is allocated to the prosecution, and A_2 to the defense'",
                 "previous_judges": "§3.3.2: each judge considers 'the evaluations of their predecessors'",
+                "precedent_scope": "Algorithm 1 (SELECT_PRECEDENTS): 'BestIndex <- argmax(Distances)' over all "
+                "Data, of any label (its Figure 5 and appendix Tables 8, 10 show one precedent per label)",
             },
         ),
         Preset(
@@ -83,6 +89,8 @@ PRESETS: dict[str, Preset] = {
                 "assignment": "random",
                 "max_argument_sentences": 1,
                 "previous_judges": "last",
+                "precedent_scope": "label",
+                "reason_sentences": 0,
             },
             {"clerk": 0.5, "prosecutor": 0.5, "attorney": 0.5, "judge": 0.5},
             "courtroom-llm §3.2-4.2: random A1/A2 assignment; 1-shot best; judges 0-4 (Tables 8-12); "
@@ -91,6 +99,10 @@ PRESETS: dict[str, Preset] = {
             | {
                 "assignment": "§3.2: A_1 and A_2 'randomly assigned' to prosecutor and attorney",
                 "previous_judges": "§3.3: each judge 'considers the conclusions of the previous Judge-LLM'",
+                "precedent_scope": "Table 9 (ANLI R1, 'precedent size is 1', A_1 neutral, A_2 contradiction): one "
+                "precedent per label, entailment too ('All the data included in the natural language inference "
+                "task share the same input format'); Table 11 (Emotion) shows only A_1's and A_2's: "
+                "precedent_scope=candidate",
             },
         ),
         Preset(
@@ -111,10 +123,12 @@ PRESETS: dict[str, Preset] = {
                 "prob_method": "votes",
                 "k_samples": 1,
                 "summarize": True,
+                "tie": "initial",
             },
             {},
             "debate-feedback Algorithm 1, Table 2 (T = 0.5, assistant), Table 4 (prompts, 3 debaters, "
-            "200 words), Appendix A.1 (2-3 rounds); the authors' code (Xi7997/Adversarial-Model-for-Law)",
+            "200 words), Appendix A.1 (2-3 rounds); the authors' code: the paper links Xi7997/Debate_Feedback, "
+            "the code read here is their Xi7997/Adversarial-Model-for-Law (Multi_Classification.py)",
             {
                 "n_rounds": "Appendix A.1: 2-3 rounds do well",
                 "n_debaters": "Table 4: three debaters (Appendix A.1: 2-4)",
@@ -124,15 +138,22 @@ PRESETS: dict[str, Preset] = {
                 "gate": "ours: Algorithm 1 gates the round (Threshold(v)) without saying how v is read; "
                 "'any' passes it when some comment reaches the threshold",
                 "variant": "Tables 2-3: Debate-Feedback (assistant)",
-                "reliability": "§3 Reliability Analysis, Table 1: a trained assistant model",
+                "reliability": "§3 Reliability Analysis, Table 1: a trained assistant model; its target here is "
+                "stance == gold, the complement of Table 1's literal 'Ground_truth XOR Debater's position' (1 "
+                "when they differ), so that a high score means reliable, as 'if the reliability exceeds a "
+                "threshold' (§3) reads it",
                 "assistant_input": "Table 4 step 3: 'the summary of Debater i's statement to the assistant model'",
                 "sides": "Table 4 and the authors' code: every debater the same prompt, no side "
                 "(Algorithm 1's 'opposing perspectives' is sides=split)",
-                "memory": "Table 4 step 4: 'Follow the conversation from Step 1'; the authors' code keeps "
-                "each debater's and the judge's conversation",
+                "memory": "the judge: Table 4 step 4, 'Follow the conversation from Step 1'; the debaters: taken "
+                "from the authors' code, not the paper (Xi7997/Adversarial-Model-for-Law, Multi_Classification.py "
+                "keeps each debater's conversation across rounds)",
                 "prob_method": "Table 4: 'ONLY output the one of the labels' (a label, smoothed as one-hot)",
                 "k_samples": "Table 4: one answer per step",
                 "summarize": "Algorithm 1: sum = LM(a, e, v); Table 4 step 4: 'here is the debate summary'",
+                "tie": "ours (the paper states no tie rule), from Table 5's figures: with one-hot answers at T = 0.5 "
+                "a tie given to the last answer decides exactly as T = 1, yet Table 5 reports 115 degradations at "
+                "T = 1 against 11 at T = 0.5; ties to O_0 fit (the arithmetic: _probability.tie_winner)",
             },
         ),
     )

@@ -3,6 +3,8 @@
 Case text is data: the instructions tell every role to ignore instructions inside it.
 """
 
+import re
+
 import dspy
 
 STAGES = {
@@ -76,12 +78,37 @@ they contain."""
 def solo_judge(judge: type[dspy.Signature], role: str) -> type[dspy.Signature]:
     """``judge`` for an ablation with only ``role`` (lawyer or prosecutor) present.
 
-    The absent advocate's argument and feedback fields are removed and the instructions name only
-    the advocate present, so the prompt neither mentions the absent one nor asks for feedback to it.
+    The absent advocate's argument and feedback fields are removed, and the instructions are kept
+    but for what names the absent advocate, so the prompt neither mentions the absent one nor asks
+    for feedback to it. The paper's instructions (:class:`Judge`'s own) have a solo form written out
+    (:data:`SOLO_JUDGE`); any other, such as a compiled judge's, is rewritten by
+    :func:`solo_instructions`.
     """
     absent = "prosecutor" if role == "lawyer" else "lawyer"
     side = "positive" if role == "lawyer" else "negative"
     sig = judge.delete(f"{absent}_argument").delete(f"feedback_to_{absent}")
     sig = sig.with_updated_fields("positive_position", desc="the positive position")
     sig = sig.with_updated_fields("negative_position", desc="the negative position")
-    return sig.with_instructions(SOLO_JUDGE.format(role=role, side=side))
+    if judge.instructions == Judge.instructions:
+        return sig.with_instructions(SOLO_JUDGE.format(role=role, side=side))
+    return sig.with_instructions(solo_instructions(judge.instructions, role))
+
+
+_ROLE_SIDE = {"lawyer": "positive", "prosecutor": "negative"}
+
+
+def solo_instructions(text: str, role: str) -> str:
+    """``text`` with what names the advocate other than ``role`` rewritten; everything else kept.
+
+    "the lawyer (for the positive position) and the prosecutor (...)", in either order, becomes the
+    ``role`` alone; "both advocates", "the two advocates", "each advocate" and "the advocates"
+    become "the {role}"; a sentence that still names the absent advocate is dropped.
+    """
+    absent = "prosecutor" if role == "lawyer" else "lawyer"
+    who = r"(?:the\s+)?(?:lawyer|prosecutor)s?(?:\s*\([^)]*\))?"
+    pair = re.compile(rf"(?:both\s+)?{who}\s*(?:,\s*)?(?:and|or|&)\s+{who}", re.I)
+    present = f"the {role} (for the {_ROLE_SIDE[role]} position)"
+    text = pair.sub(present, text)
+    text = re.sub(r"\b(?:both|the two|each|the)\s+advocates?\b", f"the {role}", text, flags=re.I)
+    kept = [s for s in re.split(r"(?<=[.!?])\s+", text) if not re.search(rf"\b{absent}", s, re.I)]
+    return " ".join(kept)
