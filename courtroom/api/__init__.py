@@ -259,7 +259,9 @@ def compile(  # noqa: A001 - the command's name
         est, _ = compile_estimate(spec, recipe_models)
         check_compile(est, str(spec.design.optimizer), spec.budget.max_calls, spec.budget.max_cost)
     _stop.note_flags(spec.runtime_flags())
-    with _display(spec, progress) as display:
+    from courtroom.cost.budget import compiling
+
+    with _display(spec, progress) as display, compiling(_budget(spec)):
         result = compile_spec(spec, recipe_models, display=display)
     if save:
         from courtroom.saving import save_program
