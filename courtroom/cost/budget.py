@@ -105,8 +105,8 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_calls is not None and self.max_calls < 0:
             raise ConfigError(f"--max-calls must be >= 0, got {self.max_calls}")
-        if self.max_cost is not None and self.max_cost < 0:
-            raise ConfigError(f"--max-cost must be >= 0, got {self.max_cost}")
+        if self.max_cost is not None and not 0 <= self.max_cost < float("inf"):  # NaN too
+            raise ConfigError(f"--max-cost must be a finite number >= 0, got {self.max_cost}")
 
     @property
     def active(self) -> bool:
