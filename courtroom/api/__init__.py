@@ -253,6 +253,10 @@ def compile(  # noqa: A001 - the command's name
     if spec.budget.dry_run:
         raise ConfigError("a dry run returns estimates, not a program: call courtroom.estimate(...)")
     spec, recipe_models = with_recipe(spec, config)
+    if save:
+        from courtroom._files import check_output
+
+        check_output(spec.output.out or "program.json", "out", [config if isinstance(config, str | Path) else None])
     if spec.budget.max_calls is not None or spec.budget.max_cost is not None:
         from courtroom.cost.budget import check_compile
 
@@ -390,8 +394,10 @@ def _check_keys(program: Any) -> None:
 
 def report(source: str | Path, out: str | Path = "report.html") -> Path:
     """Write the self-contained HTML report of a run, repeat group or comparison (``courtroom report``)."""
+    from courtroom._files import check_output
     from courtroom.reporting.html import write_report
 
+    check_output(out, "out", [source])
     return write_report(source, out)
 
 

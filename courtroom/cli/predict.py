@@ -60,7 +60,7 @@ def predict_command(
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
     from courtroom.api import predict
-    from courtroom.cli._values import check_providers, writable_file
+    from courtroom.cli._values import check_providers, inputs_of, writable_file
     from courtroom.models.cache import configure_cache
     from courtroom.programs import all_roles
     from courtroom.reporting.logs import quiet_dspy
@@ -74,7 +74,7 @@ def predict_command(
         raise ConfigError("the case text is empty")
     output = spec.output.out
     if output:
-        writable_file(output, "--out", "results.jsonl")
+        writable_file(output, "--out", "results.jsonl", inputs_of(spec, program_file, input_file))
     m = spec.models
     check_providers(m.lm, [f"{r}={v}" for r, v in m.roles.items()])
     from courtroom.programs import check_roles
