@@ -11,6 +11,8 @@
 * :func:`write_atomic` writes a small state file (``meta.json``, ``summary.json``) through a
   temporary file and a rename, so a reader sees the old file or the new one, never half of one.
 * :func:`read_json` reads one, naming the file and the fix when it is damaged.
+* :func:`read_text` reads a small input file (``--input``, ``--prices``, ``--config``) as UTF-8,
+  naming it when it is not a regular file (a FIFO would block), unreadable or not UTF-8.
 * :func:`check_output` refuses an output path that would overwrite a command's input or a file of
   a run, comparison or study folder.
 """
@@ -199,6 +201,19 @@ def read_json(path: str | Path, fix: str = "") -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise DataError(f"{path} is damaged{where}: it is not UTF-8 JSON; {fix or 'restore it from a copy'}") from None
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of the input file ``path``; ``what`` names it in errors (``--input``, ``price table``)."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            raise DataError(f"{what} {path} is not a regular file (a folder, a FIFO or a device): pass a file")
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{what} {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
 
 
 FOLDER_FILES = {"meta.json": "run", "comparison.json": "comparison", "plan.json": "comparison",

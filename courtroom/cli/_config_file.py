@@ -23,6 +23,8 @@ def read_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
         raise typer.BadParameter(f"{path}: use a .yaml, .yml, .toml or .json file")
+    if path.exists() and not path.is_file():  # a FIFO would block the command for good
+        raise typer.BadParameter(f"{path} is not a regular file (a folder, a FIFO or a device): pass a file")
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,11 +17,10 @@ from courtroom.spec import Experiment
 
 def read_cases(path: str) -> list[dict[str, Any]]:
     """JSONL lines with ``case`` (and optionally ``id``); a plain string line is a case too."""
+    from courtroom._files import read_text
+
     rows = []
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lines = read_text(path, "--input").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

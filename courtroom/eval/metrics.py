@@ -135,11 +135,10 @@ def load_prices(path: str | Path) -> dict[str, list[float]]:
     JSON ``{"model": [input, output]}`` or ``{"model": {"input":..,"output":..}}``
     (dollars per 1M tokens), or CSV with columns ``model,input,output``.
     """
+    from courtroom._files import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read price table {path}: {exc.strerror or exc}") from exc
+    text = read_text(path, "price table")
     rows: dict[str, Any]
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())

@@ -182,6 +182,10 @@ def check_url(value: str | None) -> None:
     if value is None:
         return
     url = urlsplit(value)
+    try:
+        url.port  # noqa: B018 - raises on a port out of range (http://127.0.0.1:99999/v1)
+    except ValueError:
+        raise ConfigError(f"--api-base {value!r}: the port must be a number from 1 to 65535") from None
     if url.scheme not in ("http", "https") or not url.hostname:
         got = "no host" if url.scheme in ("http", "https") else f"scheme {url.scheme!r}" if url.scheme else "no scheme"
         raise ConfigError(
@@ -340,3 +344,7 @@ class StudySettings:
             raise ConfigError(f"unknown cost unit {self.cost_unit!r}: use calls, tokens or dollars")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
+        if self.study_name is not None and not 0 < len(self.study_name.encode()) <= 200:
+            raise ConfigError(
+                f"--study-name is {len(self.study_name)} characters: use 1 to 200 (it names the folder studies/NAME)"
+            )
