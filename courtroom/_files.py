@@ -11,6 +11,10 @@
 * :func:`write_atomic` writes a small state file (``meta.json``, ``summary.json``) through a
   temporary file and a rename, so a reader sees the old file or the new one, never half of one.
 * :func:`read_json` reads one, naming the file and the fix when it is damaged.
+* :func:`read_text` reads a small input file (``--input``, ``--prices``, ``--config``) as UTF-8,
+  naming it when it is not a regular file (a FIFO would block), unreadable or not UTF-8.
+* :func:`check_output` refuses an output path that would overwrite a command's input or a file of
+  a run, comparison or study folder.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from courtroom.errors import DataError
+from courtroom.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
@@ -197,3 +201,61 @@ def read_json(path: str | Path, fix: str = "") -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise DataError(f"{path} is damaged{where}: it is not UTF-8 JSON; {fix or 'restore it from a copy'}") from None
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of the input file ``path``; ``what`` names it in errors (``--input``, ``price table``)."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            raise DataError(f"{what} {path} is not a regular file (a folder, a FIFO or a device): pass a file")
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{what} {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+
+
+FOLDER_FILES = {"meta.json": "run", "comparison.json": "comparison", "plan.json": "comparison",
+                "group.json": "repeat group", "study.json": "study report"}  # fmt: skip
+"""A file that makes a folder one of courtroom's: a run, comparison, repeat group or study report."""
+
+
+def folder_kind(folder: Path) -> str | None:
+    """What courtroom folder ``folder`` is (run, comparison, repeat group, study report), or None."""
+    return next((kind for name, kind in FOLDER_FILES.items() if (folder / name).is_file()), None)
+
+
+def resolved(path: str | Path, flag: str) -> Path:
+    """``path`` made absolute, symlinks followed; a path that cannot be followed (a loop) is bad input."""
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
+        raise ConfigError(f"{flag} {path}: cannot follow the path ({exc}); pass another path") from None
+
+
+def check_output(path: str | Path, flag: str, inputs: Sequence[str | Path | None] = ()) -> Path:
+    """Refuse an output that is one of the command's ``inputs`` or a file of a run, comparison or study folder.
+
+    One check for every command that writes a path (``-o``, ``--out``, ``--export-best``): a report
+    written over ``results.jsonl``, a program over a run's ``meta.json`` or a recipe over the study's
+    own database lost the user's data without a word.
+    """
+    target = resolved(path, flag)
+    for given in inputs:
+        if given and _same(target, resolved(given, flag)):
+            raise ConfigError(f"{flag} {path} is an input of this command ({given}): write the output to another file")
+    kind = folder_kind(target.parent)
+    if kind is not None:
+        raise ConfigError(
+            f"{flag} {path} is inside the {kind} folder {target.parent}, whose files courtroom reads: "
+            "write the output outside it"
+        )
+    return target
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a == b or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return a == b

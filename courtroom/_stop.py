@@ -198,10 +198,9 @@ def on_stop_signal(signum: int, frame: object) -> None:
 
 
 def _grace() -> float:
-    try:
-        return max(0.0, float(os.environ.get("COURTROOM_STOP_GRACE", GRACE)))
-    except ValueError:
-        return GRACE
+    from courtroom._env import env_seconds
+
+    return env_seconds("COURTROOM_STOP_GRACE", GRACE, strict=False)
 
 
 def exit_now(code: int, what: str) -> None:

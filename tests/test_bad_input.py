@@ -161,3 +161,82 @@ def test_batch_predict_fails_when_the_cases_fail(cli: Any, program_file: Path, t
     assert failed.returncode == 2 and "4 of 4 cases failed" in failed.errors[0]  # before: exit 0
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 4  # the verdicts are written first
     assert tolerated.returncode == 0, tolerated.stderr  # before: no --fail-on-error for predict
+
+
+def _unblock_fifo(fifo: Path, after: float) -> Any:
+    """Open ``fifo`` for writing after ``after`` s, so a reader stuck on it (the old code) ends instead of hanging."""
+    import os
+    import threading
+
+    def release() -> None:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        except OSError:
+            pass  # no reader: nothing was stuck
+
+    timer = threading.Timer(after, release)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def test_input_at_fault_is_exit_2_naming_the_path_or_option(
+    cli: Any, server: FakeServer, program_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    latin1 = tmp_path / "cases.jsonl"
+    latin1.write_bytes('{"case": "\u00e9t\u00e9"}\n'.encode("latin-1"))
+    prices = tmp_path / "prices.json"
+    prices.write_bytes('{"openai/fake": [1, 2], "caf\u00e9": [1, 1]}'.encode("latin-1"))
+    fifo = tmp_path / "options.yaml"
+    os.mkfifo(fifo)
+    fifo_input = tmp_path / "cases-fifo.jsonl"
+    os.mkfifo(fifo_input)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    fake = ("--lm", "openai/fake", "--api-base", server.url)
+    run = ("run", "zero-shot", "--limit", "1", *fake, "--out", str(tmp_path / "runs"))
+    cases: list[tuple[tuple[str, ...], dict[str, str], str]] = [
+        (("predict", str(program_file), "--input", str(latin1), *fake), {}, f"--input {latin1} is not UTF-8"),
+        ((*run, "--max-cost", "1", "--prices", str(prices)), {}, f"price table {prices} is not UTF-8"),
+        (("run", "zero-shot", "--lm", "openai/fake", "--api-base", "http://127.0.0.1:99999/v1"), {}, "65535"),
+        (("run", "zero-shot", "--limit", "1", *fake, "--out", str(loop)), {}, f"--out {loop}: cannot follow"),
+        (("study", "zero-shot", "--trials", "1", *fake, "--study-name", "s" * 10_000), {}, "use 1 to 200"),
+        (run, {"COURTROOM_RETRY_WAIT": "soon"}, "COURTROOM_RETRY_WAIT='soon' is not a number of seconds"),
+        (run, {"COURTROOM_STOP_GRACE": "inf"}, "COURTROOM_STOP_GRACE='inf'"),
+        (run, {"COURTROOM_CACHE_DIR": str(prices)}, "COURTROOM_CACHE_DIR"),
+        (("run", "zero-shot", "--config", str(fifo)), {}, f"{fifo} is not a regular file"),
+        (
+            ("predict", str(program_file), "--input", str(fifo_input), *fake),
+            {},
+            f"--input {fifo_input} is not a regular",
+        ),
+    ]
+    wrong = []
+    for args, env, needle in cases:
+        timers = [_unblock_fifo(fifo, 10.0), _unblock_fifo(fifo_input, 10.0)]  # before: blocked for good
+        with monkeypatch.context() as m:
+            for key, value in env.items():
+                m.setenv(key, value)
+            got = cli(*args)
+        for timer in timers:
+            timer.cancel()
+        if not (got.returncode == 2 and len(got.errors) == 1 and needle in got.errors[0]):
+            wrong.append(f"{' '.join(args)[:200]} {env} -> exit {got.returncode}: {got.stderr.strip()[:300]}")
+    assert not wrong, "\n".join(wrong)  # before: each exit 1 with a bare Python error (or a hang)
+
+
+def test_an_unreadable_input_is_not_reported_as_cannot_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    from courtroom.cli._failures import describe
+
+    secret = tmp_path / "data.csv"
+    secret.write_text("text,label\n")
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(secret) else real(p, mode))  # as root
+    code, line = describe(PermissionError(errno.EACCES, "Permission denied", str(secret))) or (1, "")
+    assert code == 2 and line.startswith(f"error: cannot read {secret}") and "make it readable" in line

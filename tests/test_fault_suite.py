@@ -214,3 +214,92 @@ def test_retry_failed_reuses_every_answer_that_parsed_and_counts_what_it_replace
     assert not twice  # before: every call of a failed example was sent again
     assert outcome.summary["failures"] < first.summary["failures"]
     assert outcome.summary["sent"] == received  # the attempts it replaced stay counted
+
+
+def test_a_study_never_passes_max_calls_under_faults(tmp_path: Path) -> None:
+    from courtroom.cost.dry_run import estimate_study
+    from courtroom.cost.study_budget import study_run_config
+    from courtroom.optimize.spaces import build_space
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    with FakeServer(responder, faults={"429": 0.15, "500": 0.15}, retry_after=0.01, seed=13) as server:
+        config = StudyConfig(
+            "self-consistency",
+            trials=10,
+            dev=4,
+            train=4,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/s.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+            fail_on_error=1.0,
+        )
+        # The dry run's bound of one trial: the first trial is admitted, and its retries are what could pass it.
+        max_calls = estimate_study(study_run_config(config), build_space("self-consistency"), 1).calls
+        with pytest.raises(BudgetExhausted) as stop:
+            run_study(config, budget=Budget(max_calls=max_calls))
+        received = server.counts["requests"]
+    counted = stop.value.budget.spent_calls
+    print(f"study --max-calls {max_calls}: server received {received}, budget counted {counted}; {stop.value.line}")
+    assert server.counts["429"] + server.counts["500"] > 0
+    assert received <= max_calls and counted == received  # before: 25 of 23 at the server
+    assert stop.value.left == 10  # the trial cut short is run again by the resume command
+
+
+def test_a_study_with_prices_and_no_max_tokens_stays_within_max_cost(tmp_path: Path) -> None:
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    max_cost = 6.0
+    with FakeServer(responder) as server:
+        config = StudyConfig(
+            "self-consistency",
+            trials=10,
+            dev=4,
+            train=4,
+            data="generate",
+            storage=f"sqlite:///{tmp_path}/s.db",
+            models=["openai/fake"],
+            api_base=server.url,
+            prune=False,
+        )
+        with pytest.raises(BudgetExhausted) as stop:
+            run_study(config, budget=Budget(max_cost=max_cost, prices=PRICES))
+    price_in, price_out = (p / 1e6 for p in PRICES["openai/fake"])
+    costs = [p * price_in + c * price_out for _, p, c in server.billed]
+    print(f"study --max-cost {max_cost}: spent ${sum(costs):.2f} in {len(costs)} requests")
+    assert len(costs) > 1
+    assert sum(costs) <= max_cost + max(costs)  # before: the first trial went out unbounded (14x)
+    assert stop.value.budget.spent_cost == pytest.approx(sum(costs))
+
+
+def test_a_compile_never_passes_max_calls_under_faults(tmp_path: Path) -> None:
+    import courtroom
+    from courtroom.api import experiment
+    from courtroom.api._compile import compile_estimate, with_recipe
+
+    options: dict[str, Any] = {
+        "task": "boolean_expressions",
+        "data": "generate",
+        "optimizer": "bootstrap",
+        "train_limit": 6,
+        "dev_limit": 6,
+        "lm": "openai/fake",
+        "knobs": {"n_loops": 1},
+        "fail_on_error": 1.0,
+    }
+    with FakeServer(responder, faults={"429": 0.15, "500": 0.15}, retry_after=0.01, seed=14) as server:
+        spec, models = with_recipe(experiment("compile", framework="jot", api_base=server.url, **options), None)
+        bound = compile_estimate(spec, models)[0].calls  # the dry run's bound: the compile is allowed to start
+        try:
+            courtroom.compile(
+                "jot", api_base=server.url, max_calls=bound, out=str(tmp_path / "p.json"), progress=False, **options
+            )
+            outcome = "finished"
+        except BudgetExhausted as stop:
+            outcome = stop.line
+            assert stop.budget is not None and stop.budget.spent_calls == server.counts["requests"]
+        received = server.counts["requests"]
+    print(f"compile --max-calls {bound}: server received {received}; {outcome}")
+    assert received <= bound  # before: past its own dry-run bound under retries, exit 0
+    assert server.counts["429"] + server.counts["500"] > 0

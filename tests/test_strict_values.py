@@ -30,6 +30,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
         "latin1.csv": "input,target\n\u00e9t\u00e9 is,True\n".encode("latin-1"),
         "latin1.jsonl": '{"input": "\u00e9", "target": "True"}\n'.encode("latin-1"),
         "a-file": b"x",
+        "nan-prices.json": b'{"openai/fake-strict": [NaN, 1]}',
+        "negative-prices.json": b'{"openai/fake-strict": [1, -0.5]}',
+        "nan-prices.csv": b"model,input,output\nopenai/fake-strict,nan,1\n",
     }
     for name, raw in paths.items():
         (root / name).write_bytes(raw)
@@ -52,6 +55,14 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
         ([*run, "--max-tokens", "-1"], "'--max-tokens'"),
         ([*run, "--temperature", "-5"], "'--temperature'"),
         ([*run, "--fail-on-error", "1.5"], "[0, 1]"),
+        # NaN, infinite or negative amounts once switched a budget off (30 requests, exit 0).
+        ([*run, "--max-cost", "nan"], "--max-cost must be a finite number > 0 (dollars), got nan"),
+        ([*run, "--max-cost", "inf"], "--max-cost must be a finite number > 0 (dollars), got inf"),
+        ([*run, "--max-cost", "-1"], "--max-cost must be a finite number > 0 (dollars), got -1"),
+        ([*run, "--timeout", "inf"], "--timeout must be a finite number > 0 (seconds), got inf"),
+        ([*run, "--max-cost", "1", "--prices", str(files["nan-prices.json"])], "must be finite and >= 0"),
+        ([*run, "--max-cost", "1", "--prices", str(files["negative-prices.json"])], "must be finite and >= 0"),
+        ([*run, "--max-cost", "1", "--prices", str(files["nan-prices.csv"])], "must be finite and >= 0"),
         (["run", "jot", "--lm", "openai/x", "--api-base", "ftp://127.0.0.1/v1"], "http:// or https:// URL"),
         (["run", "jot", "--lm", "openai/x", "--api-base", "not-a-url"], "http:// or https:// URL"),
         (["run", "jot", "--lm", "nosuchprovider/model", "--limit", "1"], "unknown provider 'nosuchprovider'"),
@@ -187,3 +198,14 @@ def test_crafted_artefacts_are_refused(program_file: Path, change: Any, needle: 
     _craft(program_file, change)
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace("'", "'")):
         load_program(program_file, lm=lm)
+
+
+def test_the_python_api_refuses_nan_budgets_and_prices() -> None:
+    import courtroom
+
+    with pytest.raises(ConfigError, match="--max-cost must be a finite number"):
+        courtroom.run("jot", lm="openai/x", max_cost=float("nan"), progress=False)
+    with pytest.raises(ConfigError, match="--theta must be a finite number >= 0"):
+        courtroom.run("jot", lm="openai/x", theta=float("nan"), progress=False)
+    with pytest.raises(ValueError, match="must be finite and >= 0"):
+        courtroom.run("jot", lm="openai/x", max_cost=1.0, prices={"openai/x": [float("nan"), 1.0]}, progress=False)

@@ -253,13 +253,19 @@ def compile(  # noqa: A001 - the command's name
     if spec.budget.dry_run:
         raise ConfigError("a dry run returns estimates, not a program: call courtroom.estimate(...)")
     spec, recipe_models = with_recipe(spec, config)
+    if save:
+        from courtroom._files import check_output
+
+        check_output(spec.output.out or "program.json", "out", [config if isinstance(config, str | Path) else None])
     if spec.budget.max_calls is not None or spec.budget.max_cost is not None:
         from courtroom.cost.budget import check_compile
 
         est, _ = compile_estimate(spec, recipe_models)
         check_compile(est, str(spec.design.optimizer), spec.budget.max_calls, spec.budget.max_cost)
     _stop.note_flags(spec.runtime_flags())
-    with _display(spec, progress) as display:
+    from courtroom.cost.budget import compiling
+
+    with _display(spec, progress) as display, compiling(_budget(spec)):
         result = compile_spec(spec, recipe_models, display=display)
     if save:
         from courtroom.saving import save_program
@@ -388,8 +394,10 @@ def _check_keys(program: Any) -> None:
 
 def report(source: str | Path, out: str | Path = "report.html") -> Path:
     """Write the self-contained HTML report of a run, repeat group or comparison (``courtroom report``)."""
+    from courtroom._files import check_output
     from courtroom.reporting.html import write_report
 
+    check_output(out, "out", [source])
     return write_report(source, out)
 
 

@@ -23,6 +23,8 @@ def read_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
         raise typer.BadParameter(f"{path}: use a .yaml, .yml, .toml or .json file")
+    if path.exists() and not path.is_file():  # a FIFO would block the command for good
+        raise typer.BadParameter(f"{path} is not a regular file (a folder, a FIFO or a device): pass a file")
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:
@@ -106,8 +108,13 @@ def default_map(command: Any, path: str | Path, data: Mapping[str, Any]) -> dict
     return out
 
 
+CONFIG_KEY = "courtroom_config_file"
+"""Where the ``--config`` file's path is kept in the click context (an input no output may overwrite)."""
+
+
 def apply(ctx: typer.Context, path: str | Path, data: Mapping[str, Any] | None = None) -> None:
     """Make the options in ``path`` the defaults of the command being parsed."""
+    ctx.meta[CONFIG_KEY] = str(path)
     values = default_map(ctx.command, path, read_file(path) if data is None else data)
     ctx.default_map = {**(ctx.default_map or {}), **values}
 

@@ -20,6 +20,8 @@ FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 """A full disk, a file-size limit, a quota: the write did not fit."""
 DENIED = {errno.EROFS, errno.EACCES, errno.EPERM}
 """A read-only file system or a file the user may not write."""
+BAD_PATH = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.ENOENT}
+"""A path that cannot be used as given: too long, a symlink loop, a file where a folder should be, gone."""
 
 
 def resume_line() -> str:
@@ -29,6 +31,18 @@ def resume_line() -> str:
     folder = _stop.saved_folder()
     hint = _stop.resume_hint() or (_stop.with_flags(f"courtroom run --resume {folder}") if folder else None)
     return f"; then resume with: {hint}" if hint else ""
+
+
+def _unreadable(path: Any) -> bool:
+    import os
+
+    return os.path.exists(path) and not os.access(path, os.R_OK)
+
+
+def _short(path: Any, most: int = 160) -> str:
+    """A path for a one-line message (a 10,000-character name is cut in the middle)."""
+    text = str(path)
+    return text if len(text) <= most else f"{text[: most // 2]}...{text[-most // 2 :]}"
 
 
 def _storage_error(exc: BaseException) -> bool:
@@ -50,10 +64,14 @@ def describe(exc: BaseException) -> tuple[int, str] | None:
             f"free some space{resume_line() or ', then run the command again'}"
         )
     if isinstance(exc, OSError) and exc.errno in DENIED and exc.filename:
+        if _unreadable(exc.filename):
+            return 2, f"error: cannot read {_short(exc.filename)}: {exc.strerror or exc}: make it readable"
         return 2, (
-            f"error: cannot write {exc.filename}: {exc.strerror or exc}: make it writable or choose another "
+            f"error: cannot write {_short(exc.filename)}: {exc.strerror or exc}: make it writable or choose another "
             f"place (--out, --storage){resume_line()}"
         )
+    if isinstance(exc, OSError) and exc.errno in BAD_PATH and exc.filename:
+        return 2, f"error: {_short(exc.filename)}: {exc.strerror or exc}: pass another path{resume_line()}"
     if _storage_error(exc):
         from courtroom.optimize._storage import reason_of
 

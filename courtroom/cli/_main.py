@@ -102,6 +102,10 @@ def run_main(argv: list[str] | None) -> int:
     typer.rich_utils.MAX_WIDTH = terminal_width()
     try:
         _register()
+        if args and not args[0].startswith("-"):  # a command runs (not --help): its environment must be usable
+            from courtroom._env import check_environment
+
+            check_environment()
         command = typer.main.get_command(app)
         code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from courtroom._files import check_output, folder_kind, resolved
 from courtroom.errors import ConfigError
 from courtroom.spec._values import parse_value, typed_knobs, typed_value
 
-__all__ = ["parse_value", "typed_knobs", "typed_value"]
+__all__ = ["check_output", "parse_value", "typed_knobs", "typed_value"]
 
 
 def parse_sets(
@@ -34,20 +35,46 @@ def parse_sets(
     return out
 
 
+def inputs_of(spec: Any, *more: str | Path | None) -> list[str]:
+    """The files a command reads: ``more``, the ``--config`` file, and ``spec``'s data, prices and storage."""
+    import click
+
+    from courtroom.cli._config_file import CONFIG_KEY
+    from courtroom.optimize._storage import storage_file
+
+    found: list[Any] = list(more)
+    if spec is not None:
+        d = spec.data
+        found += [d.dataset, d.train_data, d.dev_data, d.test_data]
+        if isinstance(spec.budget.prices, str | Path):
+            found.append(spec.budget.prices)
+        if spec.command == "study":
+            found.append(storage_file(spec.study.storage))
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        found.append(ctx.meta.get(CONFIG_KEY))
+        ctx = ctx.parent
+    return [str(f) for f in found if f]
+
+
 def writable_folder(path: str | Path, flag: str) -> Path:
     """A folder a command may create and write into: checked before any model is called."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{flag} {folder} is a file: pass a folder (it is created if missing)")
+    kind = folder_kind(resolved(folder, flag))
+    if kind in ("run", "comparison", "repeat group"):
+        raise ConfigError(f"{flag} {folder} is a {kind} folder: pass a folder of your own (it is created if missing)")
     _check_writable(folder, flag)
     return folder
 
 
-def writable_file(path: str | Path, flag: str, example: str) -> Path:
-    """A file a command will write at the end: checked before anything is spent."""
+def writable_file(path: str | Path, flag: str, example: str, inputs: Sequence[str | Path | None] = ()) -> Path:
+    """A file a command will write at the end: checked before anything is spent (:func:`check_output`)."""
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{flag} {target} is a folder: pass a file name, e.g. {flag} {target / example}")
+    check_output(target, flag, inputs)
     _check_writable(target.parent, flag)
     return target
 

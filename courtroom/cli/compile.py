@@ -48,7 +48,7 @@ def compile_command(
 ) -> None:
     """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
     from courtroom.api import compile, estimate
-    from courtroom.cli._values import check_providers, writable_file
+    from courtroom.cli._values import check_providers, inputs_of, writable_file
     from courtroom.eval.status import TooManyFailures
     from courtroom.optimize.recipes import read_config
     from courtroom.reporting.tables import print_data, stdout_console, terminal_width
@@ -56,7 +56,7 @@ def compile_command(
     recipe = read_config(config) if config else {}
     check_providers(spec.models.lm or recipe.get("lm"), [f"{r}={m}" for r, m in spec.models.roles.items()])
     out = spec.output.out or "program.json"
-    writable_file(out, "-o", "program.json")
+    writable_file(out, "-o", "program.json", inputs_of(spec, config))
     if spec.budget.dry_run:
         from courtroom.cli._cost import print_estimates
 

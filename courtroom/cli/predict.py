@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,11 +17,10 @@ from courtroom.spec import Experiment
 
 def read_cases(path: str) -> list[dict[str, Any]]:
     """JSONL lines with ``case`` (and optionally ``id``); a plain string line is a case too."""
+    from courtroom._files import read_text
+
     rows = []
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lines = read_text(path, "--input").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -60,7 +58,7 @@ def predict_command(
 ) -> None:
     """Give the verdict for one case (label and transcript) or for every line of --input."""
     from courtroom.api import predict
-    from courtroom.cli._values import check_providers, writable_file
+    from courtroom.cli._values import check_providers, inputs_of, writable_file
     from courtroom.models.cache import configure_cache
     from courtroom.programs import all_roles
     from courtroom.reporting.logs import quiet_dspy
@@ -74,7 +72,7 @@ def predict_command(
         raise ConfigError("the case text is empty")
     output = spec.output.out
     if output:
-        writable_file(output, "--out", "results.jsonl")
+        writable_file(output, "--out", "results.jsonl", inputs_of(spec, program_file, input_file))
     m = spec.models
     check_providers(m.lm, [f"{r}={v}" for r, v in m.roles.items()])
     from courtroom.programs import check_roles

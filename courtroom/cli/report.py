@@ -20,8 +20,8 @@ def report_command(
 ) -> None:
     """Write an HTML report: summary tables, plots, analyses and every transcript, with filters."""
     from courtroom.api import report
-    from courtroom.cli._values import writable_file
+    from courtroom.cli._values import inputs_of, writable_file
 
-    writable_file(out, "-o", "report.html")
+    writable_file(out, "-o", "report.html", inputs_of(None, source))
     path = report(source, out)
     Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)

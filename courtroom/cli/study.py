@@ -26,13 +26,13 @@ def study_command(
 ) -> None:
     """Search FRAMEWORK's knobs (or several designs) with Optuna; print the trials, write the report and export."""
     from courtroom.api import estimate, study
-    from courtroom.cli._values import check_providers, writable_file, writable_folder
+    from courtroom.cli._values import check_providers, inputs_of, writable_file, writable_folder
 
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
     if spec.output.out:
         writable_folder(spec.output.out, "--out")
     if spec.output.export_best:
-        writable_file(spec.output.export_best, "--export-best", "best.json")
+        writable_file(spec.output.export_best, "--export-best", "best.json", inputs_of(spec))
     if spec.budget.dry_run:
         from courtroom.cli._cost import print_estimates
 

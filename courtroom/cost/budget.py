@@ -105,8 +105,8 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_calls is not None and self.max_calls < 0:
             raise ConfigError(f"--max-calls must be >= 0, got {self.max_calls}")
-        if self.max_cost is not None and self.max_cost < 0:
-            raise ConfigError(f"--max-cost must be >= 0, got {self.max_cost}")
+        if self.max_cost is not None and not 0 <= self.max_cost < float("inf"):  # NaN too
+            raise ConfigError(f"--max-cost must be a finite number >= 0, got {self.max_cost}")
 
     @property
     def active(self) -> bool:
@@ -363,3 +363,27 @@ def check_compile(est: Any, optimizer: str, max_calls: int | None, max_cost: flo
     if why:
         line = f"budget: compile not started, {why}; nothing was sent (see --dry-run; lower --train-limit/--dev-limit)"
         raise BudgetExhausted(line, None, 0)
+
+
+@contextlib.contextmanager
+def compiling(budget: Budget | None) -> Iterator[None]:
+    """Every request of a compile reserved from ``budget`` before it goes out, as in a run.
+
+    The dry-run bound (:func:`check_compile`) decides whether a compile starts; this holds the
+    limit whatever the bound said (retries included). A refused request stops the compile with
+    :class:`BudgetExhausted` (nothing is saved; the answers so far are cached for a rerun).
+    """
+    if budget is None:
+        yield
+        return
+    try:
+        with budget.counting():
+            yield
+    except OverBudget:
+        pass
+    if budget.stopped:  # refused here, or refused inside an optimizer that kept going without those calls
+        line = (
+            f"budget reached ({budget.limit_text()}): compile stopped after {budget.spent_text()}; nothing saved; "
+            "its answers so far are cached: rerun with a larger budget"
+        )
+        raise BudgetExhausted(line, budget, 0)

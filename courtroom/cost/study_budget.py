@@ -46,31 +46,36 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
     """An Optuna objective that starts a trial only if the budget admits it (else stops the study).
 
     Each trial is bounded by ``unit`` (an estimate of one trial), by default the dry run at the
-    space's most expensive point. A refused trial ends pruned with the user attribute ``budget``
-    and the study stops starting trials.
+    space's most expensive point. While a trial runs, every request is reserved before it goes
+    out, as in a run (:meth:`Budget.counting`): retries and unknown completion lengths cannot
+    pass a limit. A refused trial, or one cut off by a refused request, ends pruned with the
+    user attribute ``budget`` and the study stops starting trials; a cut trial gives its place
+    back (``budget.admitted``), so the resume command runs it again (its answers are cached).
     """
     import optuna
 
     from courtroom.cost.dry_run import estimate_study
+    from courtroom.models._requests import OverBudget
 
     est = unit or estimate_study(study_run_config(config), space, 1, prices=budget.prices)
     budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
-    dearest = max((budget._price(m) or (0.0, 0.0) for m in est.models.values()), key=lambda p: p[0] + p[1])
 
     def guarded(trial: Any) -> Any:
-        if not budget.admit():
-            trial.set_user_attr("budget", "not run: budget reached")
-            trial.study.stop()
-            raise optuna.TrialPruned("budget reached")
-        try:
-            return objective(trial)
-        finally:
-            attrs = trial.user_attrs
-            # Trials record tokens, not tokens per model: price them at the dearest model (an upper bound).
-            tokens = int(attrs.get("tokens", 0))
-            budget.settle({"sent": attrs.get("sent", 0)})
-            with budget._lock:
-                budget.spent_cost += tokens * max(dearest)
+        with budget.counting():
+            if not budget.admit():
+                trial.set_user_attr("budget", "not run: budget reached")
+                trial.study.stop()
+                raise optuna.TrialPruned("budget reached")
+            try:
+                return objective(trial)
+            except OverBudget:
+                with budget._lock:
+                    budget.admitted -= 1
+                trial.set_user_attr("budget", "stopped: budget reached")
+                trial.study.stop()
+                raise optuna.TrialPruned("budget reached") from None
+            finally:
+                budget.settle(None)
 
     return guarded
 

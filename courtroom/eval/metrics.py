@@ -111,17 +111,34 @@ def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dic
     return out
 
 
+def price_pair(model: Any, price: Any, where: str) -> list[float]:
+    """``[input, output]`` dollars per 1M tokens of one price-table row: finite numbers >= 0.
+
+    A NaN or negative price would turn every dollar total (and ``--max-cost``) into nonsense.
+    """
+    if isinstance(price, Mapping):
+        price = [price.get("input"), price.get("output")]
+    try:
+        inp, outp = (float(x) for x in price)
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"{where}: bad price for {model!r} ({price!r}); write [input, output] dollars per 1M tokens"
+        ) from exc
+    if not all(math.isfinite(x) and x >= 0 for x in (inp, outp)):
+        raise DataError(f"{where}: the price of {model!r} must be finite and >= 0 dollars per 1M tokens, got {price!r}")
+    return [inp, outp]
+
+
 def load_prices(path: str | Path) -> dict[str, list[float]]:
     """Read a price table.
 
     JSON ``{"model": [input, output]}`` or ``{"model": {"input":..,"output":..}}``
     (dollars per 1M tokens), or CSV with columns ``model,input,output``.
     """
+    from courtroom._files import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read price table {path}: {exc.strerror or exc}") from exc
+    text = read_text(path, "price table")
     rows: dict[str, Any]
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
@@ -139,18 +156,7 @@ def load_prices(path: str | Path) -> dict[str, list[float]]:
             raise DataError(f"price table {path}: not valid JSON ({exc}); use a .json or .csv file") from exc
         if not isinstance(rows, dict):
             raise DataError(f"price table {path}: expected an object of model -> [input, output]")
-    out: dict[str, list[float]] = {}
-    for model, price in rows.items():
-        if isinstance(price, Mapping):
-            price = [price.get("input"), price.get("output")]
-        try:
-            inp, outp = (float(x) for x in price)
-        except (TypeError, ValueError) as exc:
-            raise DataError(
-                f"price table {path}: bad price for {model!r} ({price!r}); write [input, output] dollars per 1M tokens"
-            ) from exc
-        out[str(model)] = [inp, outp]
-    return out
+    return {str(model): price_pair(model, price, f"price table {path}") for model, price in rows.items()}
 
 
 def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -36,10 +35,9 @@ DEFAULT_RETRIES = 3
 
 def retry_wait() -> float:
     """Base seconds between retries (``COURTROOM_RETRY_WAIT``, default 1): attempt n waits base x 2^n."""
-    try:
-        return max(0.0, float(os.environ.get("COURTROOM_RETRY_WAIT", "1")))
-    except ValueError:
-        return 1.0
+    from courtroom._env import env_seconds
+
+    return env_seconds("COURTROOM_RETRY_WAIT", 1.0, strict=False)
 
 
 class Tally:

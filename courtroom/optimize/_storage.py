@@ -99,6 +99,16 @@ def storage_failure(url: str | None, exc: BaseException) -> str:
     return f"cannot reach storage {redact(url)}: {reason}; check the URL and that the server runs"
 
 
+def storage_file(url: str | None) -> Path | None:
+    """The file of a SQLite or journal storage (default: the default storage's); None for a server."""
+    url = url or DEFAULT_STORAGE
+    if url.startswith("journal:") or url.endswith((".journal", ".log")):
+        return Path(url.removeprefix("journal:"))
+    if url.startswith("sqlite:///") and ":memory:" not in url:
+        return Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    return None
+
+
 def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
     """A lock next to a SQLite or journal file, held while a study is created (or its queue popped).
 
@@ -107,12 +117,7 @@ def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
     """
     from courtroom._lock import FolderLock
 
-    url = url or DEFAULT_STORAGE
-    path = None
-    if url.startswith("journal:") or url.endswith((".journal", ".log")):
-        path = Path(url.removeprefix("journal:"))
-    elif url.startswith("sqlite:///") and ":memory:" not in url:
-        path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    path = storage_file(url)
     if path is None:
         return contextlib.nullcontext()
     # Not FILE.lock: Optuna's journal backend takes that name for its own lock (a symlink), and an

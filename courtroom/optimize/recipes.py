@@ -65,9 +65,11 @@ def export_config(
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """A config written by :func:`export_config` (``courtroom study --export-best``)."""
+    from courtroom._files import read_text
+
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text(path, "--config"))
+    except json.JSONDecodeError as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     if not isinstance(data, dict) or data.get("kind") != "courtroom-config":
         raise ConfigError(f"{path} is not a courtroom config: write one with `courtroom study --export-best`")

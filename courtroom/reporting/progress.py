@@ -15,7 +15,6 @@ examples' calls, as the run summary shows them.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -218,7 +217,9 @@ class ProgressDisplay:
         self.prices = prices
         self.console = console or Console(stderr=True)
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
-        self.every = float(os.environ.get("COURTROOM_PROGRESS_EVERY") or every)
+        from courtroom._env import env_seconds
+
+        self.every = env_seconds("COURTROOM_PROGRESS_EVERY", every, strict=False)
         self.heartbeat = 30.0
         """Seconds after which the running task's plain line is printed again, though nothing moved."""
         self.interactive = self.console.is_terminal if interactive is None else interactive

@@ -3,7 +3,7 @@
 :class:`Data` (which examples), :class:`Models` (models per role), :class:`Design` (what runs),
 :class:`Execution` (how it runs), :class:`Budget` (what it may spend), :class:`Output` (where
 results go) and :class:`StudySettings` (an Optuna study's own settings), with the checks of single
-options the CLI shares (:func:`check_sizes`, :func:`check_url`, :func:`check_format`).
+options the CLI shares (:func:`check_amount`, :func:`check_sizes`, :func:`check_url`, :func:`check_format`).
 
 They are the parts of :class:`~courtroom.spec.Experiment`; import them from :mod:`courtroom.spec`.
 This module imports nothing heavy: it is read by ``courtroom --help`` and by every bad-input error.
@@ -11,6 +11,7 @@ This module imports nothing heavy: it is read by ``courtroom --help`` and by eve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,10 +116,19 @@ class Data:
             check_sizes(self.split_sizes)
 
 
+def check_amount(flag: str, value: float | None, unit: str, *, zero: bool = False) -> None:
+    """``value`` must be a finite number above 0 (``zero``: at least 0); NaN and infinity switch limits off."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise ConfigError(f"{flag} must be a finite number {bound} ({unit}), got {value:g}")
+
+
 def check_sizes(sizes: Sequence[float]) -> None:
     """``--split-sizes``: three fractions summing to at most 1, or three whole counts."""
     example = "e.g. --split-sizes 0.6,0.2,0.2 or --split-sizes 24,8,8"
-    if len(sizes) != 3 or any(s < 0 for s in sizes):
+    if len(sizes) != 3 or not all(math.isfinite(s) and s >= 0 for s in sizes):
         raise ConfigError(f"--split-sizes takes three non-negative sizes TRAIN,DEV,TEST: {example}")
     fractions = all(s <= 1 for s in sizes) and any(0 < s < 1 for s in sizes)
     if fractions and sum(sizes) > 1 + 1e-9:
@@ -163,8 +173,7 @@ class Models:
             raise ConfigError(f"--temperature must be in [0, 2], got {self.temperature:g}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"--max-tokens must be >= 1, got {self.max_tokens}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"--timeout must be a positive number of seconds, got {self.timeout:g}")
+        check_amount("--timeout", self.timeout, "seconds")
         check_url(self.api_base)
 
 
@@ -173,6 +182,10 @@ def check_url(value: str | None) -> None:
     if value is None:
         return
     url = urlsplit(value)
+    try:
+        url.port  # noqa: B018 - raises on a port out of range (http://127.0.0.1:99999/v1)
+    except ValueError:
+        raise ConfigError(f"--api-base {value!r}: the port must be a number from 1 to 65535") from None
     if url.scheme not in ("http", "https") or not url.hostname:
         got = "no host" if url.scheme in ("http", "https") else f"scheme {url.scheme!r}" if url.scheme else "no scheme"
         raise ConfigError(
@@ -260,18 +273,20 @@ class Budget:
         """Positive limits and a readable price table."""
         if self.max_calls is not None and self.max_calls < 1:
             raise ConfigError(f"--max-calls must be >= 1, got {self.max_calls}")
-        if self.max_cost is not None and self.max_cost <= 0:
-            raise ConfigError(f"--max-cost must be a positive number of dollars, got {self.max_cost:g}")
+        check_amount("--max-cost", self.max_cost, "dollars")
         if isinstance(self.prices, str | Path) and not Path(self.prices).is_file():
             raise ConfigError(f"--prices {self.prices}: no such file; pass a JSON or CSV price table")
+        if isinstance(self.prices, Mapping):
+            self.table()  # a NaN or negative price would switch --max-cost off
 
     def table(self) -> dict[str, list[float]] | None:
         """The price table as a mapping (the file read once)."""
         if self.prices is None:
             return None
+        from courtroom.eval.metrics import load_prices, price_pair
+
         if isinstance(self.prices, Mapping):
-            return {k: [float(x) for x in v] for k, v in self.prices.items()}
-        from courtroom.eval.metrics import load_prices
+            return {str(k): price_pair(k, v, "prices") for k, v in self.prices.items()}
 
         return load_prices(self.prices)
 
@@ -302,8 +317,9 @@ class Output:
     """What the command prints on stdout: table (key columns at the terminal's width), md, csv or json."""
 
     def validate(self) -> None:
-        """A known ``--format``."""
+        """A known ``--format`` and a finite ``--theta``."""
         check_format(self.format)
+        check_amount("--theta", self.theta, "a D_rate threshold", zero=True)
 
 
 @dataclass
@@ -328,3 +344,7 @@ class StudySettings:
             raise ConfigError(f"unknown cost unit {self.cost_unit!r}: use calls, tokens or dollars")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
+        if self.study_name is not None and not 0 < len(self.study_name.encode()) <= 200:
+            raise ConfigError(
+                f"--study-name is {len(self.study_name)} characters: use 1 to 200 (it names the folder studies/NAME)"
+            )
