@@ -107,3 +107,86 @@ def test_a_missing_postgresql_driver_is_named(monkeypatch: pytest.MonkeyPatch) -
     line = str(named.value)
     assert "'psycopg'" in line and "pip install 'psycopg[binary]'" in line and "s3cret" not in line
     assert "\n" not in line
+
+
+# -- passwords --------------------------------------------------------------------------------------------
+
+PASSWORD = "pgS3cretPW"
+
+
+def _database_text(url: str) -> str:
+    """Every row of every table of the study database, as text."""
+    import psycopg2
+
+    with psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://")) as conn, conn.cursor() as cur:
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        text = []
+        for (table,) in cur.fetchall():
+            cur.execute(f'SELECT CAST(t AS text) FROM "{table}" t')
+            text += [row[0] for row in cur.fetchall()]
+    return "\n".join(text)
+
+
+def test_no_storage_password_in_any_file_database_or_line_a_study_writes(
+    postgres: str, tmp_path: Path, courtroom_cli: Any
+) -> None:
+    from courtroom.testing import FakeServer
+
+    # The session's server trusts loopback, so any password gets in: it only has to be kept secret.
+    storage = postgres.replace("postgres@", f"postgres:{PASSWORD}@").replace("postgresql+psycopg2://", "postgresql://")
+    name = f"secret-{time.time_ns()}"
+    study = [
+        "study", "jot", "--task", "boolean_expressions", "--dev-limit", "2", "--train-limit", "2", "--no-prune",
+        "--space", "n_loops=1:2", "--lm", "openai/storage-secret", "--storage", storage, "--study-name", name,
+    ]  # fmt: skip
+    with FakeServer() as server:
+        study += ["--api-base", server.url]
+        done = courtroom_cli(
+            *study, "--trials", "1", "--out", str(tmp_path / "report"), "--export-best", str(tmp_path / "best.json"),
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        stopped = courtroom_cli(*study, "--trials", "2", "--max-calls", "1", cwd=tmp_path)
+    assert stopped.returncode == 3, stopped.stderr
+    budget_line = stopped.stderr.strip().splitlines()[-1]
+    assert "--storage " in budget_line and f"postgres:PASSWORD@{postgres.split('@', 1)[1]}" in budget_line
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {"study.json", "best.json"} <= {p.name for p in files}
+    for path in files:
+        assert PASSWORD.encode() not in path.read_bytes(), path  # before: study.json and best.json
+    for out in (done, stopped):
+        assert PASSWORD not in out.stdout + out.stderr  # before: the budget line's resume command
+    database = _database_text(postgres)
+    assert name in database and PASSWORD not in database  # before: three copies in the study's attributes
+
+
+def test_every_writer_of_a_storage_url_redacts_it_with_the_one_function() -> None:
+    from courtroom._secrets import without_password
+    from courtroom.cost.budget import Budget
+    from courtroom.cost.study_budget import stopped_study
+    from courtroom.errors import ConfigError
+    from courtroom.optimize._storage import open_storage, storage_failure
+    from courtroom.optimize.study import StudyConfig, study_config_dict
+    from courtroom.spec import Experiment
+
+    url = f"postgresql://me:{PASSWORD}@db.example:5432/studies?sslmode=require"
+    assert without_password(url) == "postgresql://me:PASSWORD@db.example:5432/studies?sslmode=require"
+    assert without_password(f"postgresql://db.example/s?user=me&password={PASSWORD}") == (
+        "postgresql://db.example/s?user=me&password=PASSWORD"
+    )
+    for plain in ("sqlite:///studies.db", "journal:/tmp/x.journal", "x.journal", "postgresql://me@db/s"):
+        assert without_password(plain) == plain
+
+    spec = Experiment.build("study", framework="jot", task="boolean_expressions", storage=url)
+    config = StudyConfig("jot", storage=url, spec=spec.to_dict())
+    written = {
+        "spec (study.json, the study's attributes, the recipe)": json.dumps(spec.to_dict()),
+        "study.json's config": json.dumps(study_config_dict(config)),
+        "the budget line": str(stopped_study(Budget(max_calls=1), config, 0)),
+        "a storage failure": storage_failure(url, OSError("connection refused")),
+    }
+    for what, text in written.items():
+        assert PASSWORD not in text and "me:PASSWORD@db.example" in text, what
+    with pytest.raises(ConfigError) as unsupported:
+        open_storage(url.replace("postgresql", "redis"))
+    assert PASSWORD not in str(unsupported.value)
