@@ -32,8 +32,11 @@ from courtroom.errors import ConfigError, DataError
 logger = logging.getLogger(__name__)
 
 
-def repair_tail(path: str | Path) -> Path | None:
-    """Move a torn last line (no trailing newline) of ``path`` aside; return where it went (None: none)."""
+def repair_tail(path: str | Path, lost: str = "the example it held runs again") -> Path | None:
+    """Move a torn last line (no trailing newline) of ``path`` aside; return where it went (None: none).
+
+    ``lost`` ends the warning: what the fragment held and what becomes of it.
+    """
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -65,11 +68,11 @@ def repair_tail(path: str | Path) -> Path | None:
         f.flush()
         os.fsync(f.fileno())
     logger.warning(
-        "%s ended in a cut-off line (%d bytes, e.g. after a full disk or a kill): moved it to %s; "
-        "the example it held runs again",
+        "%s ended in a cut-off line (%d bytes, e.g. after a full disk or a kill): moved it to %s; %s",
         path,
         len(fragment),
         aside.name,
+        lost,
     )
     return aside
 

@@ -7,9 +7,11 @@ study stopped at its budget (:func:`stopped_study`).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from courtroom._secrets import without_password
 from courtroom._stop import with_flags
 from courtroom.cost.budget import Budget, BudgetExhausted
 
@@ -86,8 +88,8 @@ def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     designs = getattr(config, "frameworks", None)
     what = f"--frameworks {','.join(designs)}" if designs else config.framework
     resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
-    if config.storage:
-        resume += f" --storage {config.storage}"
+    if config.storage:  # its password never printed: the hint shows where it goes
+        resume += f" --storage {shlex.quote(without_password(config.storage))}"
     resume = with_flags(resume)
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "

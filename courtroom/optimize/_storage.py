@@ -16,8 +16,9 @@ import socket
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from courtroom._secrets import without_password
 from courtroom.errors import ConfigError
 
 DEFAULT_STORAGE = "sqlite:///courtroom-studies.db"
@@ -29,12 +30,13 @@ WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages and reports)."""
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    """``url`` with any password replaced by ``PASSWORD`` (:func:`courtroom._secrets.without_password`)."""
+    return without_password(url)
+
+
+def is_journal(url: str) -> bool:
+    """Whether ``url`` names Optuna's journal file (``journal:PATH``, or a path ending in .journal/.log)."""
+    return url.startswith("journal:") or url.endswith((".journal", ".log"))
 
 
 def open_storage(url: str | None) -> Any:
@@ -42,33 +44,104 @@ def open_storage(url: str | None) -> Any:
     import optuna
 
     url = url or DEFAULT_STORAGE
-    if url.startswith("journal:") or url.endswith((".journal", ".log")):
-        from optuna.storages.journal import JournalFileBackend
-
-        path = url.removeprefix("journal:")
-        return optuna.storages.JournalStorage(JournalFileBackend(path))
+    if is_journal(url):
+        return _open_journal(Path(url.removeprefix("journal:")))
     scheme = urlsplit(url).scheme.split("+")[0]
-    if scheme not in ("sqlite", "postgresql", "mysql"):
+    if scheme not in ("sqlite", "postgresql", "postgres", "mysql"):
         raise ConfigError(
             f"unsupported storage {redact(url)!r}: use sqlite:///FILE.db, journal:FILE or "
             "postgresql://USER:PASSWORD@HOST/DB"
         )
     kwargs: dict[str, Any] = {}
-    if scheme == "postgresql":
-        try:
-            import psycopg2  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError("PostgreSQL storage needs a driver: pip install 'courtroom[postgres]'") from exc
+    engine_url = url
+    if scheme in ("postgresql", "postgres"):
+        engine_url = with_postgres_driver(url)
         kwargs["engine_kwargs"] = {"connect_args": {"connect_timeout": 5}, "pool_pre_ping": True}
     import warnings
 
     warnings.filterwarnings("ignore", message=".*heartbeat_interval.*")
     try:
         return optuna.storages.RDBStorage(
-            url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS, **kwargs
+            engine_url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS, **kwargs
         )
     except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
         raise ConfigError(storage_failure(url, exc)) from exc
+
+
+POSTGRES_DRIVERS = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "pg8000": "pg8000"}
+"""SQLAlchemy's PostgreSQL drivers (module -> the pip package that installs it), the preferred first:
+``pip install 'courtroom[postgres]'`` installs psycopg2."""
+
+
+def with_postgres_driver(url: str) -> str:
+    """``url`` naming an installed driver: ``postgresql://`` becomes ``postgresql+psycopg2://`` (or psycopg).
+
+    SQLAlchemy 2.1 reads a bare ``postgresql://`` as psycopg 3, while the ``[postgres]`` extra
+    installs psycopg2; the first installed driver is taken. A driver the URL names, or none at
+    all, missing: a ConfigError naming it and the package that installs it.
+    """
+    import importlib
+
+    scheme, _, rest = url.partition("://")
+    driver = scheme.partition("+")[2]
+    for module in [driver] if driver else list(POSTGRES_DRIVERS):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+        return f"postgresql+{module}://{rest}"
+    if driver:
+        raise ConfigError(
+            f"the storage {redact(url)} needs the Python driver {driver!r}, which is not installed: "
+            f"pip install {POSTGRES_DRIVERS.get(driver, driver)!r}, or write postgresql:// to use psycopg2"
+        )
+    raise ConfigError(
+        "a PostgreSQL storage needs a driver (psycopg2 or psycopg) and none is installed: "
+        "pip install 'courtroom[postgres]'"
+    )
+
+
+def _open_journal(path: Path) -> Any:
+    """Optuna's journal storage on ``path``, a torn last line set aside first (:func:`repair_journal`)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    repair_journal(path)
+    try:
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+    except ValueError as exc:  # json.JSONDecodeError, or Optuna's "Invalid log format"
+        raise ConfigError(
+            f"the study journal {path} is damaged ({reason_of(exc)}): move it aside and start the study "
+            "again, or pass --storage journal:NEW.journal"
+        ) from exc
+
+
+def repair_journal(path: Path) -> Path | None:
+    """Set a torn last line of the journal ``path`` aside (to ``PATH.torn-N``); where it went, or None.
+
+    A full disk or a kill mid-append leaves a line without its newline; Optuna skips it when
+    reading, but its next append glues a record onto it and every later read fails. The repair
+    holds Optuna's own journal lock, so an append in progress in another worker is never cut.
+    """
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    from courtroom._files import repair_tail
+
+    try:
+        with path.open("rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return None
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return None
+    except FileNotFoundError:
+        return None
+    lock = JournalFileSymlinkLock(str(path))
+    lock.acquire()
+    try:
+        return repair_tail(path, lost="the change it held (a trial's record) is lost; the study goes on")
+    finally:
+        lock.release()
 
 
 def reason_of(exc: BaseException) -> str:

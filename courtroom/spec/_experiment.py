@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from courtroom._secrets import without_password
 from courtroom.errors import ConfigError
 from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings
 
@@ -152,6 +152,8 @@ class Experiment:
         for name in SECTIONS:
             out[name] = dataclasses.asdict(getattr(self, name))
         out["models"].pop("api_base")  # a server URL may carry credentials; never on disk
+        if out["study"]["storage"]:  # nor a storage's password
+            out["study"]["storage"] = without_password(out["study"]["storage"])
         if isinstance(out["budget"]["prices"], Path):
             out["budget"]["prices"] = str(out["budget"]["prices"])
         return json.loads(json.dumps(out, default=str))
@@ -183,7 +185,7 @@ class Experiment:
                             ("concurrency", self.execution.concurrency),
                             ("prices", b.prices if isinstance(b.prices, str | Path) else None)):  # fmt: skip
             if value is not None and (name == "api_base" or name in self.given):
-                out += [flag_of(name), _without_password(_shown(value))]
+                out += [flag_of(name), without_password(_shown(value))]
         return out
 
     def command_line(self, *args: str) -> str:
@@ -250,14 +252,6 @@ def _coerce(current: Any, value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, sort_keys=True))
-
-
-def _without_password(text: str) -> str:
-    """A URL's password as the placeholder PASSWORD: a hint is printed, and never shows a secret."""
-    url = urlsplit(text)
-    if not url.password:
-        return text
-    return text.replace(f":{url.password}@", ":PASSWORD@", 1)
 
 
 def _shown(value: Any) -> str:
