@@ -5,7 +5,8 @@ Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same optio
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
 re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
-this module: :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
+this module: :mod:`courtroom.api._score` (:func:`score`, a saved program on labelled data),
+:mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
 :mod:`courtroom.api._compare` (a suite's rows, the per-row progress) and :mod:`courtroom.api._compile`
 (a study's recipe, the compile's dry run, the dev runs written next to the program).
 """
@@ -20,6 +21,7 @@ from courtroom import _stop
 from courtroom.api._compare import compared, row_hooks
 from courtroom.api._compile import compile_estimate, with_recipe, write_dev_runs
 from courtroom.api._run import resume_overrides, run_config
+from courtroom.api._score import ScoreOutcome, score, score_estimate
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment
 
@@ -34,7 +36,20 @@ if TYPE_CHECKING:
     from courtroom.runner.repeats import RepeatOutcome
     from courtroom.runner.runs import RunOutcome
 
-__all__ = ["Verdict", "compare", "compile", "estimate", "experiment", "predict", "report", "run", "runs", "study"]
+__all__ = [
+    "ScoreOutcome",
+    "Verdict",
+    "compare",
+    "compile",
+    "estimate",
+    "experiment",
+    "predict",
+    "report",
+    "run",
+    "runs",
+    "score",
+    "study",
+]
 
 
 def experiment(command: str = "run", spec: Experiment | None = None, **options: Any) -> Experiment:
@@ -129,13 +144,15 @@ def estimate(
     command: str = "run",
     spec: Experiment | None = None,
     config: str | Path | Mapping[str, Any] | None = None,
+    program: str | Path | None = None,
     **options: Any,
 ) -> tuple[dict[str, Estimate], list[str]]:
     """Every command's dry run: (row -> :class:`~courtroom.cost.estimate.Estimate`, notes); nothing is sent.
 
-    ``command`` is ``run``, ``compare``, ``compile`` or ``study`` (``spec.command`` when a spec is
-    given); calls, tokens and dollars are exact for fixed structures and maxima where data decides.
-    ``config`` is a compile's recipe (as in :func:`compile`).
+    ``command`` is ``run``, ``compare``, ``compile``, ``study`` or ``score`` (``spec.command`` when a
+    spec is given); calls, tokens and dollars are exact for fixed structures and maxima where data
+    decides. ``config`` is a compile's recipe (as in :func:`compile`), ``program`` the program a
+    score scores (as in :func:`score`).
     """
     from courtroom.cost import dry_run
 
@@ -168,7 +185,11 @@ def estimate(
         from courtroom.optimize.studies import study_estimates
 
         return study_estimates(spec)
-    raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile or study")
+    if spec.command == "score":
+        if program is None:
+            raise ConfigError("the dry run of a score needs the program: estimate(program=PATH, command='score')")
+        return score_estimate(spec, program), []
+    raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile, study or score")
 
 
 def compare(

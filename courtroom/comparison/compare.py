@@ -65,7 +65,7 @@ def compare(
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
     presets: Sequence[str] = (),
-    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
+    rows: Mapping[str, tuple[Any, ...]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
     budget: Any = None,
@@ -75,6 +75,8 @@ def compare(
     debias: str | None = None,
     splits: Mapping[str, Any] | None = None,
     spec: Mapping[str, Any] | None = None,
+    kind: str = "compare",
+    baseline_knobs: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -87,7 +89,9 @@ def compare(
 
     With ``matched_baselines``, a majority-vote ``baseline`` row is added per framework, its
     samples set to match the framework's mean calls (or tokens) per example
-    (:mod:`courtroom.comparison.matched`). ``debias``: see :func:`comparison_configs`.
+    (:mod:`courtroom.comparison.matched`). ``debias``: see :func:`comparison_configs`. ``kind``
+    names the folder (``{created}_{kind}_{task}_{id}``; ``courtroom score`` writes ``score``);
+    ``baseline_knobs`` are given to every matched vote row (``k_shots=0`` where the data has no train split).
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if matched_baselines:
@@ -121,7 +125,7 @@ def compare(
     )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
+    out_dir = Path(out) / f"{created}_{kind}_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
     out_dir.mkdir(parents=True)
     for config in configs.values():
         config.out = str(out_dir)
@@ -155,6 +159,7 @@ def compare(
             "baseline": baseline,
             "match": match,
             "splits": dict(splits) if splits else None,
+            "baseline_knobs": dict(baseline_knobs or {}),
         },
         spec,
     )
@@ -174,6 +179,7 @@ def compare(
         ambiguity_k=ambiguity_k,
         theta=theta,
         concurrency=concurrency,
+        baseline_knobs=baseline_knobs,
     )
 
 
@@ -195,6 +201,7 @@ def run_comparison(
     theta: float = 0.5,
     concurrency: int = 4,
     resuming: Mapping[str, Any] | None = None,
+    baseline_knobs: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Run each row of ``configs`` into ``out_dir`` (row folders named after the rows), then write the tables.
 
@@ -213,7 +220,7 @@ def run_comparison(
             progress,
             on_start,
             budget,
-            (matched_baselines, baseline, match),
+            (matched_baselines, baseline, match, dict(baseline_knobs or {})),
             ambiguity_k,
             theta,
             concurrency,
@@ -231,7 +238,7 @@ def _run_rows(
     progress: Callable[[str, ExampleResult], None] | None,
     on_start: Callable[[str, int], None] | None,
     budget: Any,
-    matching: tuple[bool, str, str],
+    matching: tuple[bool, str, str, dict[str, Any]],
     ambiguity_k: int,
     theta: float,
     concurrency: int,
@@ -272,7 +279,7 @@ def _run_rows(
 
     for i, (f, config) in enumerate(configs.items()):
         run_one(f, config, list(configs)[i + 1 :])
-    matched_baselines, baseline, match = matching
+    matched_baselines, baseline, match, vote_knobs = matching
     matches: dict[str, list[str]] = {}
     if matched_baselines:
         from courtroom.comparison import matched
@@ -290,7 +297,8 @@ def _run_rows(
             configs[row_name] = dataclasses.replace(
                 first,
                 framework=baseline,
-                knobs={knob: k},
+                knobs={knob: k} | vote_knobs,
+                program=None,
                 preset=None,
                 debias=None,
                 roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},

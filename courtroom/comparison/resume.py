@@ -108,5 +108,6 @@ def resume_comparison(
         ambiguity_k=options["ambiguity_k"],
         theta=options["theta"],
         concurrency=options["concurrency"],
+        baseline_knobs=options.get("baseline_knobs"),
         resuming={"api_base": api_base} | safe,
     )

@@ -75,15 +75,25 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
     return guarded
 
 
+def continue_line(config: Any, *args: str) -> str:
+    """``courtroom study ...`` that continues the study of ``config``: its whole spec, data included, as flags."""
+    from courtroom.spec import Experiment
+
+    spec = Experiment.from_dict(config.spec or {"command": "study"})
+    spec.command = "study"
+    if not spec.design.frameworks and not spec.design.framework:
+        spec.design.framework = config.framework
+    if not spec.data.dataset and not spec.data.task:
+        spec.data.task = config.task  # a spec recorded before the data section travelled
+    head = [spec.design.framework] if spec.design.framework and not spec.design.frameworks else []
+    tail = ["--study-name", config.name, *args, *(["--storage", config.storage] if config.storage else [])]
+    return spec.command_line(*head, *tail, identity=True)
+
+
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     """The one-line outcome of a study stopped at its budget."""
     left = max(0, config.trials - done)
-    designs = getattr(config, "frameworks", None)
-    what = f"--frameworks {','.join(designs)}" if designs else config.framework
-    resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
-    if config.storage:
-        resume += f" --storage {config.storage}"
-    resume = with_flags(resume)
+    resume = with_flags(continue_line(config, "--trials", str(left)))
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
         f"continue with: {resume}"
