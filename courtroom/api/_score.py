@@ -1,4 +1,4 @@
-"""``courtroom score PROGRAM``: a saved program scored on labelled data (:func:`score`).
+"""``courtroom score PROGRAM``: a saved program scored on labelled data (:func:`courtroom.api.score`).
 
 The program runs as one row of a comparison, through the harness ``run`` uses (results, transcripts,
 cost), and a majority vote at the program's calls per case runs beside it on the same cases, paired
@@ -14,6 +14,7 @@ unless ``lm`` replaces them all or ``roles`` some.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from courtroom.cost.estimate import Estimate
     from courtroom.spec import Experiment
 
-__all__ = ["ScoreOutcome", "score", "score_estimate"]
+__all__ = ["ScoreOutcome", "run_score", "score_estimate"]
 
 DATA_FIELDS = ("task", "source", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split",
                "train_data", "dev_data", "test_data", "split_sizes", "seed")  # fmt: skip
@@ -137,6 +138,7 @@ def _plan(spec: Experiment, program: str | Path) -> tuple[Experiment, dict[str, 
         "roles": roles,
         "knobs": {},
         "repeats": 1,
+        "plots": False,
     }
     sizes = spec.data.split_sizes
     if sizes is not None and not sizes[0] and not spec.data.train_data:
@@ -151,45 +153,23 @@ def score_estimate(spec: Experiment, program: str | Path) -> dict[str, Estimate]
 
     _, opts = _plan(spec, program)
     plan = {k: opts.pop(k) for k in ("matched_baselines", "baseline", "match", "baseline_knobs") if k in opts}
-    for key in ("repeats", "spec", "out"):
+    for key in ("repeats", "spec", "out", "plots"):
         opts.pop(key)
     task = opts.pop("task")
     return estimate_comparison(comparison_configs(task, opts.pop("frameworks"), **opts), **plan)
 
 
-def score(
-    program: str | Path,
-    *,
-    spec: Experiment | None = None,
-    progress: bool = True,
-    lms: Any = None,
-    **options: Any,
+def run_score(
+    spec: Experiment, program: str | Path, *, lms: Any = None, budget: Any = None, hooks: Mapping[str, Any]
 ) -> ScoreOutcome:
-    """Score a saved program on labelled data beside the majority vote at its calls (``courtroom score``).
-
-    ``program`` is a file written by ``courtroom compile``. Options are the spec's: the data as for
-    :func:`courtroom.run` (``task`` or ``dataset`` with ``text_field``, ``label_field``, ``labels``;
-    ``split``, ``limit``, ``split_sizes``, ...; none: the program's own test split; a new
-    ``dataset``: every row), ``lm``/``roles`` replacing the saved models, ``api_base``, ``out``
-    (default ``runs``), ``matched_baselines``, ``baseline``, ``match``, ``max_calls``/``max_cost``.
-    ``lms`` (a ready role map, e.g. fakes) replaces every model. At a budget the folder is left
-    resumable (``courtroom compare --resume``) and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
-    """
-    from courtroom import _stop
+    """Score ``program`` as ``spec`` says (validated by :func:`courtroom.api.score`): the row, its vote, the folder."""
     from courtroom._files import read_json
-    from courtroom.api import _budget, _display, experiment, row_hooks
     from courtroom.comparison.compare import compare
 
-    spec = experiment("score", spec, **options)
-    if spec.budget.dry_run:
-        raise ConfigError("a dry run returns estimates, not a score: call courtroom.estimate(..., program=...)")
     spec, opts = _plan(spec, program)
-    _stop.note_flags(spec.runtime_flags())
-    with _display(spec, progress) as display:
-        comparison = compare(
-            opts.pop("task"), opts.pop("frameworks"), kind="score", budget=_budget(spec), lms=lms,
-            **row_hooks(display), **opts,
-        )  # fmt: skip
+    comparison = compare(
+        opts.pop("task"), opts.pop("frameworks"), kind="score", budget=budget, lms=lms, **hooks, **opts
+    )
     row = Path(program).stem
     run_dir = comparison.out_dir / comparison.runs[row]
     summary = read_json(run_dir / "summary.json", "score the program again")

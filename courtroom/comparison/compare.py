@@ -77,6 +77,7 @@ def compare(
     spec: Mapping[str, Any] | None = None,
     kind: str = "compare",
     baseline_knobs: Mapping[str, Any] | None = None,
+    plots: bool = True,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -91,7 +92,8 @@ def compare(
     samples set to match the framework's mean calls (or tokens) per example
     (:mod:`courtroom.comparison.matched`). ``debias``: see :func:`comparison_configs`. ``kind``
     names the folder (``{created}_{kind}_{task}_{id}``; ``courtroom score`` writes ``score``);
-    ``baseline_knobs`` are given to every matched vote row (``k_shots=0`` where the data has no train split).
+    ``baseline_knobs`` are given to every matched vote row (``k_shots=0`` where the data has no train split);
+    ``plots=False`` draws none (a score's two rows: the table says it).
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if matched_baselines:
@@ -160,6 +162,7 @@ def compare(
             "match": match,
             "splits": dict(splits) if splits else None,
             "baseline_knobs": dict(baseline_knobs or {}),
+            "plots": plots,
         },
         spec,
     )
@@ -180,6 +183,7 @@ def compare(
         theta=theta,
         concurrency=concurrency,
         baseline_knobs=baseline_knobs,
+        plots=plots,
     )
 
 
@@ -202,6 +206,7 @@ def run_comparison(
     concurrency: int = 4,
     resuming: Mapping[str, Any] | None = None,
     baseline_knobs: Mapping[str, Any] | None = None,
+    plots: bool = True,
 ) -> Comparison:
     """Run each row of ``configs`` into ``out_dir`` (row folders named after the rows), then write the tables.
 
@@ -225,6 +230,7 @@ def run_comparison(
             theta,
             concurrency,
             resuming,
+            plots,
         )
 
 
@@ -243,6 +249,7 @@ def _run_rows(
     theta: float,
     concurrency: int,
     resuming: Mapping[str, Any] | None,
+    plots: bool = True,
 ) -> Comparison:
     frameworks = list(configs)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
@@ -312,7 +319,7 @@ def _run_rows(
     if ambiguity_k:
         rows = {f: first_results(o)[1] for f, o in outcomes.items()}
         split_comparison(out_dir, comparison.analyses, rows, configs, lms, ambiguity_k, theta, concurrency)
-    comparison.plots = draw_plots(out_dir)
+    comparison.plots = draw_plots(out_dir) if plots else {}
     for f, o in outcomes.items():
         failed = [x for x in (o.outcomes if isinstance(o, RepeatOutcome) else [o]) if x.summary["status"] == "failed"]
         if failed:

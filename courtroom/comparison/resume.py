@@ -109,5 +109,6 @@ def resume_comparison(
         theta=options["theta"],
         concurrency=options["concurrency"],
         baseline_knobs=options.get("baseline_knobs"),
+        plots=options.get("plots", True),
         resuming={"api_base": api_base} | safe,
     )

@@ -87,6 +87,8 @@ def continue_line(config: Any, *args: str) -> str:
         spec.data.task = config.task  # a spec recorded before the data section travelled
     head = [spec.design.framework] if spec.design.framework and not spec.design.frameworks else []
     tail = ["--study-name", config.name, *args, *(["--storage", config.storage] if config.storage else [])]
+    if spec.output.export_best:
+        tail += ["--export-best", spec.output.export_best]  # the continued study writes what this one would have
     return spec.command_line(*head, *tail, identity=True)
 
 
