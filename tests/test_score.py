@@ -101,6 +101,9 @@ def test_score_a_compiled_program_on_a_separate_csv(
     assert main(["show", str(run_dir)]) == 0
     shown = capsys.readouterr().out
     assert "accuracy" in shown and "new-claim" not in shown
+    assert main(["show", str(folder)]) == 0  # the score folder: both rows, and the show line of each
+    shown = capsys.readouterr().out
+    assert "self-consistency k=1" in shown and f"program: courtroom show {run_dir}" in shown
     report = tmp_path / "report.html"
     assert main(["report", str(folder), "-o", str(report)]) == 0
     assert "self-consistency k=1" in report.read_text()
