@@ -79,12 +79,18 @@ def continue_line(config: Any, *args: str) -> str:
     """``courtroom study ...`` that continues the study of ``config``: its whole spec, data included, as flags."""
     from courtroom.spec import Experiment
 
-    spec = Experiment.from_dict(config.spec or {"command": "study"})
+    if config.spec:
+        spec = Experiment.from_dict(config.spec)
+    else:  # a study run from a bare StudyConfig: what it names
+        models = list(getattr(config, "models", None) or [])
+        spec = Experiment.build("study", lm=models or None, source=getattr(config, "data", "auto"))
     spec.command = "study"
+    if not spec.design.frameworks and getattr(config, "frameworks", None):
+        spec.design.frameworks = list(config.frameworks)  # a study across designs
     if not spec.design.frameworks and not spec.design.framework:
         spec.design.framework = config.framework
     if not spec.data.dataset and not spec.data.task:
-        spec.data.task = config.task  # a spec recorded before the data section travelled
+        spec.data.task = config.task
     head = [spec.design.framework] if spec.design.framework and not spec.design.frameworks else []
     tail = ["--study-name", config.name, *args, *(["--storage", config.storage] if config.storage else [])]
     if spec.output.export_best:
