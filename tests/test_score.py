@@ -165,3 +165,21 @@ def test_a_study_on_a_csv_continues_and_compiles_as_printed(
     assert main(compile_hint[1:]) == 0  # no --dataset: the recipe carries the data section whole
     meta = json.loads((tmp_path / "program.json").read_text())["metadata"]["courtroom"]
     assert meta["framework"] == "self-consistency" and meta["task"]["name"] == "custom:causal"
+
+
+def test_a_run_on_a_csv_stopped_by_its_budget_resumes_as_printed(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _csv(tmp_path / "claims.csv", 20, "claim", wrong=4)
+    capsys.readouterr()
+    code = main(["run", "zero-shot", "--dataset", "claims.csv", *FIELDS, "--limit", "4", "--lm", "openai/fake-m",
+                 "--api-base", server.url, "--max-calls", "2"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code != 0 and "finish with: " in err
+    hint = shlex.split(err[err.index("finish with: ") + len("finish with: ") :].splitlines()[0])
+    assert hint[:3] == ["courtroom", "run", "--resume"]
+    assert main(hint[1:]) == 0
+    summary = json.loads((Path(hint[3]) / "summary.json").read_text())
+    rows = [json.loads(x) for x in (Path(hint[3]) / "results.jsonl").read_text().splitlines()]
+    assert summary["n"] == 4 and summary["accuracy"] == sum(f"leans {r['gold']}" in r["input"] for r in rows) / 4

@@ -231,6 +231,10 @@ OUT_DEFAULT = {"study": "studies/NAME", "predict": "stdout"}
 
 BY_NAME = {o.name: o for o in OPTIONS}
 
+SCORE_DEFAULTS = {"task": "the data the program was compiled on", "lm": "the program's saved models",
+                  "split_sizes": "the program's; a new --dataset: 0,0,1 (every row)"}  # fmt: skip
+"""What ``score`` takes when an option is left out: the program's own, not every command's default."""
+
 
 def _annotated(option: Option, command: str) -> Any:
     extra = dict(option.extra)
@@ -241,6 +245,8 @@ def _annotated(option: Option, command: str) -> Any:
         extra["show_default"] = OUT_DEFAULT[command]
     if option.name == "task" and command == "compile":
         extra["show_default"] = "the recipe's, else boolean_expressions"
+    if command == "score" and option.name in SCORE_DEFAULTS:
+        extra["show_default"] = SCORE_DEFAULTS[option.name]
     info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
     return Annotated[option.type, info]
 

@@ -55,10 +55,10 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
     console = stdout_console() if spec.output.format == "table" else Console(stderr=True, highlight=False)
     table, row = outcome.table, outcome.row
     low, high = outcome.interval
-    calls = table.at[row, "calls_per_example"]
+    calls = float(table.at[row, "calls_per_example"])
     line = (
         f"{row}: accuracy {outcome.accuracy:.3f} [{low:.3f}, {high:.3f}] (95% Wilson interval, "
-        f"{outcome.summary['n']} cases), {calls:.1f} calls per case"
+        f"{outcome.summary['n']} cases)" + ("" if math.isnan(calls) else f", {calls:.1f} calls per case")
     )
     vote = outcome.matched_vote
     if vote is not None and vote in table.index:
@@ -73,7 +73,5 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
         )
     elif spec.design.matched_baselines:
         line += "; no matched vote (no calls were counted)"
-    if isinstance(calls, float) and math.isnan(calls):
-        line = line.replace(", nan calls per case", "")
     console.print(line, markup=False, soft_wrap=True)
     console.print(f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})", markup=False, soft_wrap=True)
