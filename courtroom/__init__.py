@@ -16,6 +16,7 @@ from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError 
 
 if TYPE_CHECKING:
     from courtroom.api import (
+        ScoreOutcome,
         Verdict,
         compare,
         compile,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         report,
         run,
         runs,
+        score,
         study,
     )
     from courtroom.models._adapter import INJECTION_GUARD
@@ -63,6 +65,9 @@ _LAZY = {
     "estimate": ("courtroom.api", "estimate"),
     "predict": ("courtroom.api", "predict"),
     "Verdict": ("courtroom.api", "Verdict"),
+    # A saved program scored on labelled data, beside the majority vote at its calls.
+    "score": ("courtroom.api", "score"),
+    "ScoreOutcome": ("courtroom.api", "ScoreOutcome"),
     "experiment": ("courtroom.api", "experiment"),
 }
 
@@ -95,6 +100,7 @@ __all__ = [
     "LMSpec",
     "ModelError",
     "RoleLMs",
+    "ScoreOutcome",
     "Turn",
     "Verdict",
     "__version__",
@@ -112,5 +118,6 @@ __all__ = [
     "run",
     "run_study",
     "runs",
+    "score",
     "study",
 ]

@@ -207,13 +207,18 @@ def _qualname(t: type) -> str:
 
 
 def load_program(
-    path: str | Path, *, lm: Any = None, roles: Mapping[str, Any] | None = None, **lm_options: Any
+    path: str | Path,
+    *,
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
+    lms: Any = None,
+    **lm_options: Any,
 ) -> CourtroomProgram:
     """A ready program from a file written by :func:`save_program`.
 
     Models: ``lm`` for every role and ``roles`` per role; with neither, the role models the
     program was compiled with (keys from the environment). ``lm_options`` (temperature,
-    max_tokens, api_base) apply to models given by name.
+    max_tokens, api_base) apply to models given by name. ``lms`` (a ready :class:`RoleLMs`) replaces them all.
     """
     state, meta = read_program_file(path)
     name = meta.get("framework")
@@ -223,14 +228,15 @@ def load_program(
             f"valid frameworks are {', '.join(sorted(FRAMEWORKS))}"
         )
     cls = FRAMEWORKS[name]
-    if lm is None and not roles:
+    if lms is None and lm is None and not roles:
         saved = dict(meta.get("models") or {})
         named = [m for v in saved.values() for m in (v if isinstance(v, list) else [v])]
         fakes = sorted({m for m in named if str(m).startswith("fake/")})
         if fakes:
             raise ConfigError(f"{path} was compiled on test fakes ({', '.join(fakes)}): pass lm=... (or --lm)")
         lm, roles = saved.pop("default", None), {r: m for r, m in saved.items() if r in cls.roles}
-    lms = resolve_roles(lm, roles, valid_roles=cls.roles, **lm_options)
+    if lms is None:
+        lms = resolve_roles(lm, roles, valid_roles=cls.roles, **lm_options)
     task = meta.get("task") or {}
     unknown = sorted(set(meta.get("config") or {}) - set(cls.knobs()))
     if unknown:

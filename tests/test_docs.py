@@ -260,7 +260,7 @@ def test_readme_is_a_front_door() -> None:
 def test_the_tour_covers_every_experiment_command() -> None:
     tour = [c for b in blocks(README) if b.runs and b.lang == "bash" and not b.local for c, _ in commands(b)]
     verbs = {c.split()[1] for c in tour}
-    assert {"run", "study", "compile", "predict"} <= verbs
+    assert {"run", "study", "compile", "predict", "score"} <= verbs
     assert any("--dataset" in c for c in tour)
 
 

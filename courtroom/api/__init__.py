@@ -5,7 +5,8 @@ Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same optio
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
 re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
-this module: :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
+this module: :mod:`courtroom.api._score` (a saved program on labelled data: its data, models, vote),
+:mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
 :mod:`courtroom.api._compare` (a suite's rows, the per-row progress) and :mod:`courtroom.api._compile`
 (a study's recipe, the compile's dry run, the dev runs written next to the program).
 """
@@ -20,6 +21,7 @@ from courtroom import _stop
 from courtroom.api._compare import compared, row_hooks
 from courtroom.api._compile import compile_estimate, with_recipe, write_dev_runs
 from courtroom.api._run import resume_overrides, run_config
+from courtroom.api._score import ScoreOutcome, run_score, score_estimate
 from courtroom.errors import ConfigError
 from courtroom.spec import Experiment
 
@@ -34,7 +36,20 @@ if TYPE_CHECKING:
     from courtroom.runner.repeats import RepeatOutcome
     from courtroom.runner.runs import RunOutcome
 
-__all__ = ["Verdict", "compare", "compile", "estimate", "experiment", "predict", "report", "run", "runs", "study"]
+__all__ = [
+    "ScoreOutcome",
+    "Verdict",
+    "compare",
+    "compile",
+    "estimate",
+    "experiment",
+    "predict",
+    "report",
+    "run",
+    "runs",
+    "score",
+    "study",
+]
 
 
 def experiment(command: str = "run", spec: Experiment | None = None, **options: Any) -> Experiment:
@@ -129,13 +144,15 @@ def estimate(
     command: str = "run",
     spec: Experiment | None = None,
     config: str | Path | Mapping[str, Any] | None = None,
+    program: str | Path | None = None,
     **options: Any,
 ) -> tuple[dict[str, Estimate], list[str]]:
     """Every command's dry run: (row -> :class:`~courtroom.cost.estimate.Estimate`, notes); nothing is sent.
 
-    ``command`` is ``run``, ``compare``, ``compile`` or ``study`` (``spec.command`` when a spec is
-    given); calls, tokens and dollars are exact for fixed structures and maxima where data decides.
-    ``config`` is a compile's recipe (as in :func:`compile`).
+    ``command`` is ``run``, ``compare``, ``compile``, ``study`` or ``score`` (``spec.command`` when a
+    spec is given); calls, tokens and dollars are exact for fixed structures and maxima where data
+    decides. ``config`` is a compile's recipe (as in :func:`compile`), ``program`` the program a
+    score scores (as in :func:`score`).
     """
     from courtroom.cost import dry_run
 
@@ -168,7 +185,11 @@ def estimate(
         from courtroom.optimize.studies import study_estimates
 
         return study_estimates(spec)
-    raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile or study")
+    if spec.command == "score":
+        if program is None:
+            raise ConfigError("the dry run of a score needs the program: estimate(program=PATH, command='score')")
+        return score_estimate(spec, program), []
+    raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile, study or score")
 
 
 def compare(
@@ -312,6 +333,33 @@ def study(
         from courtroom.optimize._storage import storage_failure
 
         raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
+
+
+def score(
+    program: str | Path,
+    *,
+    spec: Experiment | None = None,
+    progress: bool = True,
+    lms: Any = None,
+    **options: Any,
+) -> ScoreOutcome:
+    """Score a saved program on labelled data beside the majority vote at its calls (``courtroom score``).
+
+    ``program`` is a file written by :func:`compile`. Options are the spec's: the data as for
+    :func:`run` (``task`` or ``dataset`` with ``text_field``, ``label_field``, ``labels``; ``split``,
+    ``limit``, ``split_sizes``, ...; none: the program's own test split; another ``dataset``: every
+    row), ``lm``/``roles`` replacing the saved models, ``api_base``, ``out`` (``runs``),
+    ``matched_baselines``, ``baseline``, ``match``, ``max_calls``/``max_cost``. ``lms`` (a ready role
+    map, e.g. fakes) replaces every model. Returns a :class:`ScoreOutcome` (``accuracy``,
+    ``interval``, ``matched_vote``, ``table``, ``run_dir``, ``out_dir``). At a budget the folder is
+    left resumable (``courtroom compare --resume``) and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
+    """
+    spec = experiment("score", spec, **options)
+    if spec.budget.dry_run:
+        raise ConfigError("a dry run returns estimates, not a score: call courtroom.estimate(..., program=...)")
+    _stop.note_flags(spec.runtime_flags())
+    with _display(spec, progress) as display:
+        return run_score(spec, program, lms=lms, budget=_budget(spec), hooks=row_hooks(display))
 
 
 class Verdict(dict):  # type: ignore[type-arg]

@@ -22,7 +22,7 @@ __all__ = ["compile_estimate", "with_recipe", "write_dev_runs"]
 
 def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None) -> tuple[Experiment, Any]:
     """The spec with a study recipe's framework, task and knobs filled in; and its models per role."""
-    from courtroom.optimize.recipes import read_config, recipe_models
+    from courtroom.optimize.recipes import read_config, recipe_data, recipe_models
     from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset, role_specs, sampling_temperatures
 
@@ -41,8 +41,8 @@ def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None)
 
     knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
     filled = {"framework": framework, "knobs": knobs}
-    if not spec.data.task and not spec.data.dataset and recipe.get("task"):
-        filled["task"] = recipe["task"]
+    if not spec.data.task and not spec.data.dataset:
+        filled |= recipe_data(recipe, spec.given)  # the study's data section, whole
     spec = spec.replace(**filled)
     m = spec.models
     default, roles = recipe_models(recipe, m.default, m.roles, m.temperature)

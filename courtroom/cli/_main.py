@@ -17,7 +17,7 @@ from courtroom.cli._app import app
 
 def _register() -> None:
     # Importing the command modules registers them on `app`.
-    from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, show, study, tasks  # noqa: F401
+    from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, score, show, study, tasks  # noqa: F401
 
 
 class _RedactingStream:

@@ -36,6 +36,8 @@ STUDY_PANEL = "Study"
 
 ALL = ("run", "compare", "compile", "study")
 """The four experiment commands."""
+SCORED = (*ALL, "score")
+"""The commands that read labelled data (``score``: a saved program on it) and take the budget options."""
 
 
 @dataclass
@@ -60,36 +62,38 @@ def _o(name: str, flags: str, type_: Any, help_: str, panel: str, commands: Any,
 
 
 STR, INT, FLOAT, LIST = str | None, int | None, float | None, list[str] | None
-SPEC_COMMANDS = (*ALL, "predict")
+SPEC_COMMANDS = (*ALL, "predict", "score")
 
 OPTIONS: list[Option] = [
     # Data
-    _o("task", "--task", STR, "Registered task (see `courtroom tasks`).", DATA_PANEL, ALL,
+    _o("task", "--task", STR, "Registered task (see `courtroom tasks`).", DATA_PANEL, SCORED,
        show_default="boolean_expressions"),
     _o("data", "--data", str, "Where a registered task's rows come from: auto | generate | hub | PATH.", DATA_PANEL,
-       dict.fromkeys(ALL, "auto")),
+       dict.fromkeys(SCORED, "auto")),
     _o("dataset", "--dataset", STR, "Your own data instead of --task: a CSV, JSONL, JSON or Parquet file, a Hub id, "
-       "or a task file (YAML) naming the fields and labels.", DATA_PANEL, ALL, metavar="FILE|HUB_ID"),
-    _o("text_field", "--text-field", STR, "--dataset field(s) that make the case text, comma-separated.", DATA_PANEL,
-       ALL),
-    _o("label_field", "--label-field", STR, "--dataset field holding the label.", DATA_PANEL, ALL),
+       "or a task file (YAML) naming the fields and labels.", DATA_PANEL, SCORED, metavar="FILE|HUB_ID"),
+    _o("text_field", "--text-field", STR, "--dataset (predict: --input) field(s) that make the case text, "
+       "comma-separated.", DATA_PANEL, (*SCORED, "predict")),
+    _o("label_field", "--label-field", STR, "--dataset (predict: --input) field holding the label.", DATA_PANEL,
+       (*SCORED, "predict")),
     _o("labels", "--labels", STR, "--dataset label space, comma-separated (integer labels index it).", DATA_PANEL,
-       ALL),
-    _o("dataset_config", "--dataset-config", STR, "Hub config name of --dataset.", DATA_PANEL, ALL),
+       SCORED),
+    _o("dataset_config", "--dataset-config", STR, "Hub config name of --dataset.", DATA_PANEL, SCORED),
     _o("hub_split", "--hub-split", str, "Hub split of --dataset re-split into train/dev/test.", DATA_PANEL,
-       dict.fromkeys(ALL, "train")),
+       dict.fromkeys(SCORED, "train")),
     _o("train_data", "--train-data", STR, "The train split as its own file (or, with a Hub --dataset, its split "
-       "name).", DATA_PANEL, ALL, metavar="FILE|SPLIT"),
-    _o("dev_data", "--dev-data", STR, "The dev split as its own file (or Hub split name).", DATA_PANEL, ALL,
+       "name).", DATA_PANEL, SCORED, metavar="FILE|SPLIT"),
+    _o("dev_data", "--dev-data", STR, "The dev split as its own file (or Hub split name).", DATA_PANEL, SCORED,
        metavar="FILE|SPLIT"),
-    _o("test_data", "--test-data", STR, "The test split as its own file (or Hub split name).", DATA_PANEL, ALL,
+    _o("test_data", "--test-data", STR, "The test split as its own file (or Hub split name).", DATA_PANEL, SCORED,
        metavar="FILE|SPLIT"),
     _o("split_sizes", "--split-sizes", STR, "Seeded split sizes TRAIN,DEV,TEST: fractions (0.6,0.2,0.2) or counts "
-       "(24,8,8).", DATA_PANEL, ALL, show_default="0.2,0.2,0.6"),
-    _o("seed", "--seed", int, "Seed for data generation, splits and sampling.", DATA_PANEL, dict.fromkeys(ALL, 0)),
+       "(24,8,8).", DATA_PANEL, SCORED, show_default="0.2,0.2,0.6"),
+    _o("seed", "--seed", int, "Seed for data generation, splits and sampling.", DATA_PANEL, dict.fromkeys(SCORED, 0)),
     _o("split", "--split", str, "The split evaluated: train | dev | test.", DATA_PANEL,
-       {"run": "test", "compare": "test"}),
-    _o("limit", "--limit", INT, "Evaluation examples: the first N of the split.", DATA_PANEL, ("run", "compare"),
+       {"run": "test", "compare": "test", "score": "test"}),
+    _o("limit", "--limit", INT, "Evaluation examples: the first N of the split.", DATA_PANEL,
+       ("run", "compare", "score"),
        min=1, show_default="all"),
     _o("train_limit", "--train-limit", INT, "Training examples: fit precedents, the reliability assistant, demos "
        "(or compile) on at most N.", DATA_PANEL, {"run": None, "compare": None, "compile": 20, "study": 20}, min=1,
@@ -137,11 +141,11 @@ OPTIONS: list[Option] = [
     _o("opt", "--opt", LIST, "Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.",
        FRAMEWORK_PANEL, ("compile", "study")),
     _o("matched_baselines", "--matched-baselines/--no-matched-baselines", bool, "Add a majority-vote row per "
-       "framework at the same calls (or tokens) per example.", BUDGET_PANEL, {"compare": True}),
+       "framework at the same calls (or tokens) per example.", BUDGET_PANEL, {"compare": True, "score": True}),
     _o("baseline", "--baseline", str, "Majority-vote baseline: self-consistency | parallel-vote.", BUDGET_PANEL,
-       {"compare": "self-consistency"}),
+       {"compare": "self-consistency", "score": "self-consistency"}),
     _o("match", "--match", str, "What the matched baseline matches: calls | tokens.", BUDGET_PANEL,
-       {"compare": "calls"}),
+       {"compare": "calls", "score": "calls"}),
     # Study
     _o("space", "--space", LIST, "Narrow a parameter: NAME=LOW:HIGH or NAME=a,b; repeatable.", STUDY_PANEL,
        ("study",)),
@@ -160,7 +164,7 @@ OPTIONS: list[Option] = [
     _o("no_prune", "--no-prune", bool, "Evaluate every trial fully.", STUDY_PANEL, {"study": False}),
     # Output
     _o("out", "-o --out", STR, "Where results go.", OUTPUT_PANEL, {"run": "runs", "compare": "comparisons",
-       "compile": "program.json", "study": None, "predict": None}),
+       "compile": "program.json", "study": None, "predict": None, "score": "runs"}),
     _o("show", "--show", INT, "Print the transcript of example i afterwards.", OUTPUT_PANEL, ("run",), min=0),
     _o("ambiguity_k", "--ambiguity-k", int, "courtroom-llm: hear each case K times and print the ambiguity split "
        "(0: off).", OUTPUT_PANEL, {"run": 0, "compare": 0}, min=0),
@@ -168,25 +172,26 @@ OPTIONS: list[Option] = [
        min=0.0, max=1.0),
     _o("format", "--format", str, "What stdout gets: table (the key columns, at the terminal's width) | md | csv "
        "| json (the whole table; other lines go to stderr).", OUTPUT_PANEL,
-       dict.fromkeys(("run", "compare", "compile", "study", "show", "runs"), "table"), metavar="table|md|csv|json"),
+       dict.fromkeys(("run", "compare", "compile", "study", "score", "show", "runs"), "table"),
+       metavar="table|md|csv|json"),
     _o("export_best", "--export-best", STR, "Write the best config (or, with --compile, the best program).",
        OUTPUT_PANEL, ("study",)),
     # Execution
     _o("concurrency", "--concurrency", INT, "LM requests in flight at once, in all (examples, trials, cases).",
        EXECUTION_PANEL, SPEC_COMMANDS, min=1, show_default="4; on --resume, the run's"),
     _o("repeats", "--repeats", int, "Runs per framework; report mean, sd and 95% CI.", EXECUTION_PANEL,
-       {"run": 1, "compare": 1}, min=1),
+       {"run": 1, "compare": 1, "score": 1}, min=1),
     _o("fail_on_error", "--fail-on-error", FLOAT, "Exit non-zero when more than this fraction of examples "
        "(predict: cases) failed (1: never).", EXECUTION_PANEL, SPEC_COMMANDS, show_default="0.1"),
     # Budget
     _o("dry_run", "--dry-run", bool, "Print the LM calls, tokens and dollars this would spend; send nothing.",
-       BUDGET_PANEL, dict.fromkeys(ALL, False)),
+       BUDGET_PANEL, dict.fromkeys(SCORED, False)),
     _o("max_calls", "--max-calls", INT, "Start no new example (or trial) that could take LM requests past N.",
-       BUDGET_PANEL, ALL, metavar="N"),
+       BUDGET_PANEL, SCORED, metavar="N"),
     _o("max_cost", "--max-cost", FLOAT, "Start no new example (or trial) that could take spending past DOLLARS.",
-       BUDGET_PANEL, ALL, metavar="DOLLARS"),
+       BUDGET_PANEL, SCORED, metavar="DOLLARS"),
     _o("prices", "--prices", STR, "Price table (JSON or CSV): model -> input, output dollars per 1M tokens.",
-       BUDGET_PANEL, ALL, metavar="FILE"),
+       BUDGET_PANEL, SCORED, metavar="FILE"),
 ]  # fmt: skip
 
 CONFIG = Annotated[
@@ -220,10 +225,15 @@ OUT_HELP = {
     "compile": "Program file to write.",
     "study": "Report folder.",
     "predict": "Write JSONL results to this file.",
+    "score": "Folder that receives the score folder.",
 }
 OUT_DEFAULT = {"study": "studies/NAME", "predict": "stdout"}
 
 BY_NAME = {o.name: o for o in OPTIONS}
+
+SCORE_DEFAULTS = {"task": "the data the program was compiled on", "lm": "the program's saved models",
+                  "split_sizes": "the program's; a new --dataset: 0,0,1 (every row)"}  # fmt: skip
+"""What ``score`` takes when an option is left out: the program's own, not every command's default."""
 
 
 def _annotated(option: Option, command: str) -> Any:
@@ -235,6 +245,8 @@ def _annotated(option: Option, command: str) -> Any:
         extra["show_default"] = OUT_DEFAULT[command]
     if option.name == "task" and command == "compile":
         extra["show_default"] = "the recipe's, else boolean_expressions"
+    if command == "score" and option.name in SCORE_DEFAULTS:
+        extra["show_default"] = SCORE_DEFAULTS[option.name]
     info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
     return Annotated[option.type, info]
 

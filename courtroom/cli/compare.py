@@ -76,7 +76,7 @@ def compare_command(
     if resume_dir is not None:
         if spec.budget.dry_run:
             raise ConfigError("--dry-run estimates a new comparison: drop --resume")
-        return _print_results({"comparison": compare(spec=spec, resume=resume_dir)}, spec)
+        return print_results({"comparison": compare(spec=spec, resume=resume_dir)}, spec)
     if bool(spec.design.frameworks) == bool(spec.design.suite):
         raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
@@ -86,18 +86,20 @@ def compare_command(
 
         return print_estimates(*estimate(spec=spec))
     if not spec.design.suite:
-        return _print_results({spec.data.task_name: compare(spec=spec)}, spec)
+        return print_results({spec.data.task_name: compare(spec=spec)}, spec)
     from courtroom.comparison.suites import get_suite
 
     table, results = compare_suite(spec)
     about = get_suite(spec.design.suite)
     note = f"; {about.note}" if about.note else ""
     suite_text = f"{about.paper}, {about.table}: the paper's accuracy beside yours (95% CI){note}"
-    _print_results(results, spec, (suite_text, table))
+    print_results(results, spec, (suite_text, table))
 
 
-def _print_results(results: dict[str, Any], spec: Experiment, suite: tuple[str, Any] | None = None) -> None:
-    """Print each comparison (table, analyses, plots, folder) and a suite's table; fail on failed rows.
+def print_results(
+    results: dict[str, Any], spec: Experiment, suite: tuple[str, Any] | None = None, folder: str = "comparison folder"
+) -> None:
+    """Print each comparison (table, analyses, plots, ``folder``) and a suite's table; fail on failed rows.
 
     ``--format table`` draws the key columns at the terminal's width; ``md``, ``csv`` and ``json``
     print the whole table on stdout and the other lines on stderr.
@@ -124,7 +126,7 @@ def _print_results(results: dict[str, Any], spec: Experiment, suite: tuple[str, 
                 console.print(line, markup=False, soft_wrap=True)
         for name, path in result.plots.items():
             console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
-        console.print(f"comparison folder: {result.out_dir}", markup=False, soft_wrap=True)
+        console.print(f"{folder}: {result.out_dir}", markup=False, soft_wrap=True)
     if suite is not None:
         text, table = suite
         console.print(text, markup=False, soft_wrap=True)

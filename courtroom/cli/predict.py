@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,10 +16,16 @@ from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.spec import Experiment
 
 
-def read_cases(path: str) -> list[dict[str, Any]]:
-    """JSONL lines with ``case`` (and optionally ``id``); a plain string line is a case too."""
+def read_cases(path: str, text_fields: list[str] | None = None, label_field: str | None = None) -> list[dict[str, Any]]:
+    """JSONL lines with ``case`` (and optionally ``id``); a plain string line is a case too.
+
+    With ``text_fields`` (``--text-field``), any file ``--dataset`` reads (CSV, JSONL, JSON, Parquet):
+    the case is those fields, joined as every command joins them, and ``gold`` is ``label_field``'s value.
+    """
     from courtroom._files import read_text
 
+    if text_fields:
+        return _field_cases(path, text_fields, label_field)
     rows = []
     lines = read_text(path, "--input").splitlines()
     for n, line in enumerate(lines, 1):
@@ -38,6 +45,31 @@ def read_cases(path: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _field_cases(path: str, text_fields: list[str], label_field: str | None) -> list[dict[str, Any]]:
+    from courtroom.data.catalog import fields_text
+    from courtroom.data.custom import read_file
+
+    records = read_file(Path(path))
+    wanted = [*text_fields, *([label_field] if label_field else [])]
+    missing = [f for f in wanted if f not in records[0]]
+    if missing:
+        raise DataError(
+            f"{path} has no field {', '.join(missing)}: its fields are {', '.join(map(str, records[0]))}; "
+            "fix --text-field/--label-field"
+        )
+    text = fields_text(text_fields)
+    rows = []
+    for n, record in enumerate(records, 1):
+        case = text(record)
+        if not case.strip():
+            raise DataError(f"{path} row {n}: {', '.join(text_fields)} is empty")
+        row = {"id": str(record.get("id", n)), "case": case}
+        if label_field:
+            row["gold"] = record[label_field]
+        rows.append(row)
+    return rows
+
+
 @app.command("predict")
 @experiment("predict")
 def predict_command(
@@ -45,7 +77,11 @@ def predict_command(
     case: Annotated[str | None, typer.Argument(help="Case text (or use --input).")] = None,
     input_file: Annotated[
         str | None,
-        typer.Option("--input", help='JSONL file, one {"case": ...} per line.', rich_help_panel=DATA_PANEL),
+        typer.Option(
+            "--input",
+            help='JSONL file, one {"case": ...} per line; with --text-field, any CSV, JSONL, JSON or Parquet file.',
+            rich_help_panel=DATA_PANEL,
+        ),
     ] = None,
     transcript: Annotated[
         bool,
@@ -70,6 +106,8 @@ def predict_command(
         raise ConfigError("give exactly one of a case text or --input cases.jsonl")
     if case is not None and not case.strip():
         raise ConfigError("the case text is empty")
+    if case is not None and spec.data.text_field:
+        raise ConfigError("--text-field names fields of --input: drop it with a case text")
     output = spec.output.out
     if output:
         writable_file(output, "--out", "results.jsonl", inputs_of(spec, program_file, input_file))
@@ -99,23 +137,41 @@ def predict_command(
             console.print(render_text(verdict.transcript), markup=False, highlight=False)
         console.print(f"label: {verdict.label}", markup=False, highlight=False)
         return
-    rows = read_cases(str(input_file))
+    rows = read_cases(str(input_file), spec.data.text_field, spec.data.label_field)
     verdicts = predict(program, rows, concurrency=spec.execution.concurrency or 4)
+    golds = _golds(rows, program.labels) if spec.data.label_field else None
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
-        for v in verdicts:
-            sink.write(
-                json.dumps({"id": v["id"], "label": v.label, "error": v.error, "transcript": v.transcript}) + "\n"
-            )
+        for n, v in enumerate(verdicts):
+            line = {"id": v["id"], "label": v.label, "error": v.error, "transcript": v.transcript}
+            if golds is not None:
+                line |= {"gold": golds[n], "correct": v.label is not None and v.label == golds[n]}
+            sink.write(json.dumps(line) + "\n")
     finally:
         if output:
             sink.close()
     failed = sum(v.label is None for v in verdicts)
-    Console(stderr=True).print(
-        f"{len(verdicts)} case(s), {failed} failed" + (f"; results in {output}" if output else "")
-    )
+    said = f"{len(verdicts)} case(s), {failed} failed"
+    if golds is not None:
+        right = sum(v.label is not None and v.label == g for v, g in zip(verdicts, golds, strict=True))
+        said += f"; {right} right ({right / len(verdicts):.3f}; with its interval and the vote at the same calls: "
+        said += "courtroom score)"
+    Console(stderr=True).print(said + (f"; results in {output}" if output else ""), soft_wrap=True)
     from courtroom.eval.status import TooManyFailures, status
 
     outcome = status(failed, len(verdicts), spec.execution.threshold, [v.error for v in verdicts])
     if outcome["status"] == "failed":
         raise TooManyFailures(str(outcome["status_reason"]).replace("examples", "cases"))
+
+
+def _golds(rows: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """Each row's gold label in the program's label space (integer labels index it); one line if one is not."""
+    from courtroom.data.catalog import canonical_label
+
+    out = []
+    for row in rows:
+        gold = canonical_label(row["gold"], labels)
+        if gold is None:
+            raise DataError(f"case {row['id']}: label {row['gold']!r} is not one of the program's {', '.join(labels)}")
+        out.append(gold)
+    return out

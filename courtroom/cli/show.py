@@ -75,7 +75,9 @@ def print_example(run_dir: Path, example: int | str, console: Console) -> None:
 
 @app.command("show")
 def show_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder printed by `courtroom run`.")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="A run folder printed by `courtroom run` (or a comparison or score folder).")
+    ],
     config: CONFIG = None,
     example: Annotated[
         str | None,
@@ -90,6 +92,8 @@ def show_command(
 
     check_format(format)
     console = stdout_console()
+    if not (run_dir / "meta.json").is_file() and (run_dir / "comparison.json").is_file():
+        return _show_comparison(run_dir, format, console, example)
     if example is not None:
         print_example(run_dir, example, console)
         return
@@ -136,3 +140,23 @@ def _print_data(fmt: str, meta: dict, results: list[dict], summary: dict | None)
 
         title = f"{meta['config']['framework']} on {meta['task']['name']}"
         sys.stdout.write((summary_markdown(summary, title) + "\n" if summary else "") + markdown(rows))
+
+
+def _show_comparison(folder: Path, fmt: str, console: Console, example: str | None) -> None:
+    """A comparison or score folder: its table, then each row's run folder (what ``show`` reads)."""
+    import pandas as pd
+
+    from courtroom.cli.compare import KEY_COLUMNS, RIGHT, SHORT
+    from courtroom.reporting.formatting import readable_table
+    from courtroom.reporting.tables import fitted, print_data
+
+    info = json.loads((folder / "comparison.json").read_text())
+    if example is not None:
+        raise ConfigError(f"{folder} is a comparison: show one row's example with `courtroom show {folder}/ROW`")
+    table = pd.read_csv(folder / "table.csv", index_col=0)
+    if fmt != "table":
+        return print_data(fmt, table, readable=readable_table(table))
+    console.print(fitted(readable_table(table), KEY_COLUMNS, console.width, title=info.get("task"), headers=SHORT,
+                         right=RIGHT))  # fmt: skip
+    for row, path in (info.get("runs") or {}).items():
+        console.print(f"{row}: courtroom show {folder / path}", markup=False, soft_wrap=True)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from courtroom import _stop
 from courtroom.cli._app import app
 from courtroom.cli._options import experiment
 from courtroom.spec import Experiment
@@ -80,9 +81,10 @@ def study_command(
     export = spec.output.export_best
     if outcome.program_path is not None:
         path = outcome.program_path
-        console.print(f"best program: {path} (use: courtroom.load({str(path)!r}) or courtroom predict {path})")
+        predict = _stop.with_flags(f"courtroom predict {path}")  # --api-base: never on disk, so in every hint
+        console.print(f"best program: {path} (use: courtroom.load({str(path)!r}) or {predict})")
     elif export:
-        console.print(f"best config: {export} (use: courtroom compile --config {export})")
+        console.print(f"best config: {export} (use: {_stop.with_flags(f'courtroom compile --config {export}')})")
 
 
 TRIAL_HEADERS = {"number": "trial", "calls_per_example": "calls/ex", "macro_f1": "F1", "accuracy": "accuracy"}

@@ -65,7 +65,7 @@ def compare(
     progress: Callable[[str, ExampleResult], None] | None = None,
     train_limit: int | None = None,
     presets: Sequence[str] = (),
-    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
+    rows: Mapping[str, tuple[Any, ...]] | None = None,
     on_start: Callable[[str, int], None] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
     budget: Any = None,
@@ -75,6 +75,9 @@ def compare(
     debias: str | None = None,
     splits: Mapping[str, Any] | None = None,
     spec: Mapping[str, Any] | None = None,
+    kind: str = "compare",
+    baseline_knobs: Mapping[str, Any] | None = None,
+    plots: bool = True,
 ) -> Comparison:
     """Run every framework on the same examples and write the comparison folder.
 
@@ -87,7 +90,10 @@ def compare(
 
     With ``matched_baselines``, a majority-vote ``baseline`` row is added per framework, its
     samples set to match the framework's mean calls (or tokens) per example
-    (:mod:`courtroom.comparison.matched`). ``debias``: see :func:`comparison_configs`.
+    (:mod:`courtroom.comparison.matched`). ``debias``: see :func:`comparison_configs`. ``kind``
+    names the folder (``{created}_{kind}_{task}_{id}``; ``courtroom score`` writes ``score``);
+    ``baseline_knobs`` are given to every matched vote row (``k_shots=0`` where the data has no train split);
+    ``plots=False`` draws none (a score's two rows: the table says it).
     """
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if matched_baselines:
@@ -121,7 +127,7 @@ def compare(
     )
     name = task if not dataset else "custom"
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(out) / f"{created}_compare_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
+    out_dir = Path(out) / f"{created}_{kind}_{name.replace('/', '-')}_{uuid.uuid4().hex[:6]}"
     out_dir.mkdir(parents=True)
     for config in configs.values():
         config.out = str(out_dir)
@@ -155,6 +161,8 @@ def compare(
             "baseline": baseline,
             "match": match,
             "splits": dict(splits) if splits else None,
+            "baseline_knobs": dict(baseline_knobs or {}),
+            "plots": plots,
         },
         spec,
     )
@@ -174,6 +182,8 @@ def compare(
         ambiguity_k=ambiguity_k,
         theta=theta,
         concurrency=concurrency,
+        baseline_knobs=baseline_knobs,
+        plots=plots,
     )
 
 
@@ -195,6 +205,8 @@ def run_comparison(
     theta: float = 0.5,
     concurrency: int = 4,
     resuming: Mapping[str, Any] | None = None,
+    baseline_knobs: Mapping[str, Any] | None = None,
+    plots: bool = True,
 ) -> Comparison:
     """Run each row of ``configs`` into ``out_dir`` (row folders named after the rows), then write the tables.
 
@@ -213,11 +225,12 @@ def run_comparison(
             progress,
             on_start,
             budget,
-            (matched_baselines, baseline, match),
+            (matched_baselines, baseline, match, dict(baseline_knobs or {})),
             ambiguity_k,
             theta,
             concurrency,
             resuming,
+            plots,
         )
 
 
@@ -231,11 +244,12 @@ def _run_rows(
     progress: Callable[[str, ExampleResult], None] | None,
     on_start: Callable[[str, int], None] | None,
     budget: Any,
-    matching: tuple[bool, str, str],
+    matching: tuple[bool, str, str, dict[str, Any]],
     ambiguity_k: int,
     theta: float,
     concurrency: int,
     resuming: Mapping[str, Any] | None,
+    plots: bool = True,
 ) -> Comparison:
     frameworks = list(configs)
     outcomes: dict[str, RunOutcome | RepeatOutcome] = {}
@@ -272,7 +286,7 @@ def _run_rows(
 
     for i, (f, config) in enumerate(configs.items()):
         run_one(f, config, list(configs)[i + 1 :])
-    matched_baselines, baseline, match = matching
+    matched_baselines, baseline, match, vote_knobs = matching
     matches: dict[str, list[str]] = {}
     if matched_baselines:
         from courtroom.comparison import matched
@@ -290,7 +304,8 @@ def _run_rows(
             configs[row_name] = dataclasses.replace(
                 first,
                 framework=baseline,
-                knobs={knob: k},
+                knobs={knob: k} | vote_knobs,
+                program=None,
                 preset=None,
                 debias=None,
                 roles={r: m for r, m in (roles or {}).items() if r in get_framework(baseline).roles},
@@ -304,7 +319,7 @@ def _run_rows(
     if ambiguity_k:
         rows = {f: first_results(o)[1] for f, o in outcomes.items()}
         split_comparison(out_dir, comparison.analyses, rows, configs, lms, ambiguity_k, theta, concurrency)
-    comparison.plots = draw_plots(out_dir)
+    comparison.plots = draw_plots(out_dir) if plots else {}
     for f, o in outcomes.items():
         failed = [x for x in (o.outcomes if isinstance(o, RepeatOutcome) else [o]) if x.summary["status"] == "failed"]
         if failed:

@@ -66,7 +66,7 @@ def comparison_configs(
     prices: Mapping[str, Sequence[float]] | None = None,
     train_limit: int | None = None,
     presets: Sequence[str] = (),
-    rows: Mapping[str, tuple[str, Mapping[str, Any], str | None]] | None = None,
+    rows: Mapping[str, tuple[Any, ...]] | None = None,
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR,
     debias: str | None = None,
     splits: Mapping[str, Any] | None = None,
@@ -84,7 +84,8 @@ def comparison_configs(
     frameworks = list(dict.fromkeys(f.strip() for f in frameworks if f.strip()))
     if not frameworks:
         raise ConfigError("--frameworks is empty: e.g. --frameworks jot,zero-shot,cot")
-    planned = {f: (rows[f] if rows and f in rows else (f, {}, None)) for f in frameworks}
+    planned = {f: (tuple(rows[f][:3]) if rows and f in rows else (f, {}, None)) for f in frameworks}
+    saved = {f: rows[f][3] for f in frameworks if rows and f in rows and len(rows[f]) > 3}
     for name in presets:
         matched = [f for f in frameworks if planned[f][0] == get_preset(name).framework]
         if not matched:
@@ -129,6 +130,7 @@ def comparison_configs(
             debias=debias if f in swapped else None,
             splits=dict(splits) if splits else None,
             spec=dict(spec) if spec else None,
+            program=saved.get(f),
         )
         for f in frameworks
     }

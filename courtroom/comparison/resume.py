@@ -108,5 +108,7 @@ def resume_comparison(
         ambiguity_k=options["ambiguity_k"],
         theta=options["theta"],
         concurrency=options["concurrency"],
+        baseline_knobs=options.get("baseline_knobs"),
+        plots=options.get("plots", True),
         resuming={"api_base": api_base} | safe,
     )

@@ -208,6 +208,7 @@ def estimate_comparison(
     matched_baselines: bool = True,
     baseline: str = "self-consistency",
     match: str = "calls",
+    baseline_knobs: Mapping[str, Any] | None = None,
 ) -> dict[str, Estimate]:
     """What ``compare`` would spend, its matched majority-vote rows included (planned from the estimates)."""
     from courtroom.comparison import matched
@@ -228,7 +229,12 @@ def estimate_comparison(
         if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
             continue  # a compared row already is that vote
         config = dataclasses.replace(
-            first, framework=baseline, knobs={matched.BASELINES[baseline]: k}, roles={}, debias=None
+            first,
+            framework=baseline,
+            knobs={matched.BASELINES[baseline]: k} | dict(baseline_knobs or {}),
+            roles={},
+            debias=None,
+            program=None,
         )
         out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
     return out

@@ -199,7 +199,7 @@ def estimate_run(
         )
     learns = type(probe).prepare
     train = None
-    if learns is not CourtroomProgram.prepare:
+    if config.program is None and learns is not CourtroomProgram.prepare:  # a saved program was fitted
         splits = _SPLITS.get(_data_key(config))
         if splits is None:
             splits = _SPLITS[_data_key(config)] = load_splits(
@@ -211,7 +211,7 @@ def estimate_run(
     # Render the real prompts of a sample through the real adapter.
     default_model = role_models(config, [DEFAULT])[DEFAULT]
     lms, engine = recording_lms(models)
-    program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=lms)
+    program = config.build_program(labels, positions, lms)  # a saved program's demos are in its prompts
     if train is not None:
         CallCounter(PATTERNS[0]).attach(program)
         program.prepare(train)

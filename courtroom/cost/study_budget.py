@@ -7,7 +7,6 @@ study stopped at its budget (:func:`stopped_study`).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,15 +81,38 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
     return guarded
 
 
+def continue_line(config: Any, *args: str) -> str:
+    """``courtroom study ...`` that continues the study of ``config``: its whole spec, data included, as flags."""
+    from courtroom.spec import Experiment
+
+    if config.spec:
+        spec = Experiment.from_dict(config.spec)
+    else:  # a study run from a bare StudyConfig: what it names
+        models = list(getattr(config, "models", None) or [])
+        spec = Experiment.build("study", lm=models or None, source=getattr(config, "data", "auto"))
+    spec.command = "study"
+    if not spec.design.frameworks and getattr(config, "frameworks", None):
+        spec.design.frameworks = list(config.frameworks)  # a study across designs
+    if not spec.design.frameworks and not spec.design.framework:
+        spec.design.framework = config.framework
+    if not spec.data.dataset and not spec.data.task:
+        spec.data.task = config.task
+    head = [spec.design.framework] if spec.design.framework and not spec.design.frameworks else []
+    tail = [
+        "--study-name",
+        config.name,
+        *args,
+        *(["--storage", without_password(config.storage)] if config.storage else []),
+    ]
+    if spec.output.export_best:
+        tail += ["--export-best", spec.output.export_best]  # the continued study writes what this one would have
+    return spec.command_line(*head, *tail, identity=True)
+
+
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     """The one-line outcome of a study stopped at its budget."""
     left = max(0, config.trials - done)
-    designs = getattr(config, "frameworks", None)
-    what = f"--frameworks {','.join(designs)}" if designs else config.framework
-    resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
-    if config.storage:  # its password never printed: the hint shows where it goes
-        resume += f" --storage {shlex.quote(without_password(config.storage))}"
-    resume = with_flags(resume)
+    resume = with_flags(continue_line(config, "--trials", str(left)))
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
         f"continue with: {resume}"

@@ -8,7 +8,7 @@ role models. Names only: never keys or URLs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,36 @@ def export_config(
         "trial": trial.number,
         "values": list(trial.values),
         "spec": dict(spec) if spec else None,
+        "data": recorded_data(spec, task),
     }
     if test and trial.number in test:
         config["test"] = dict(test[trial.number])
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(config, indent=2))
     return config
+
+
+def recorded_data(spec: Mapping[str, Any] | None, task: str | None = None) -> dict[str, Any]:
+    """The data section that names a recorded spec's examples (:data:`~courtroom.spec.DATA_SOURCE`), whole.
+
+    ``task`` stands in for a spec without one (recorded before the data section travelled), when it
+    names a registered task: ``custom:NAME`` names none.
+    """
+    from courtroom.spec import DATA_SOURCE
+
+    data = dict((spec or {}).get("data") or {})
+    out = {k: data[k] for k in DATA_SOURCE if data.get(k) not in (None, [], {})}
+    if not out.get("task") and not out.get("dataset") and task and not str(task).startswith("custom:"):
+        out["task"] = task
+    return out
+
+
+def recipe_data(recipe: Mapping[str, Any], given: Iterable[str] = ()) -> dict[str, Any]:
+    """The data a compile from ``recipe`` uses, unless ``given`` names its own (``--task`` or ``--dataset``)."""
+    if {"task", "dataset", "source"} & set(given):
+        return {}
+    data = dict(recipe.get("data") or recorded_data(recipe.get("spec"), recipe.get("task")))
+    return {k: v for k, v in data.items() if k not in set(given)}
 
 
 def read_config(path: str | Path) -> dict[str, Any]:

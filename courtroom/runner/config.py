@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from courtroom.data.tasks import TaskData, load_task
+from courtroom.errors import ConfigError
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 
 if TYPE_CHECKING:
+    from courtroom.programs import CourtroomProgram
     from courtroom.spec import Experiment
 
 
@@ -51,6 +53,9 @@ class RunConfig:
     """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
     spec: dict[str, Any] | None = None
     """The experiment spec the run came from (:meth:`courtroom.spec.Experiment.to_dict`), as recorded."""
+    program: dict[str, Any] | None = None
+    """A saved program that runs instead of building ``framework`` (``courtroom score``): its ``path``
+    and ``checksum`` (a resume refuses a file changed since). Nothing is fitted: it was compiled."""
 
     @classmethod
     def from_spec(
@@ -89,6 +94,27 @@ class RunConfig:
             splits=d.splits(),
             spec=spec.to_dict(),
         )
+
+    def build_program(self, labels: Sequence[str], positions: Sequence[str] | None, lms: Any) -> CourtroomProgram:
+        """The run's program on ``lms``: ``framework`` built with ``knobs``, or the saved :attr:`program`."""
+        if self.program is None:
+            from courtroom.programs import build_program
+
+            return build_program(self.framework, labels, positions, knobs=self.knobs, lms=lms)
+        from courtroom.saving import load_program, read_program_file
+
+        path = self.program["path"]
+        _, meta = read_program_file(path)
+        if self.program.get("checksum") not in (None, meta.get("checksum")):
+            raise ConfigError(f"{path} changed since this run started: restore it, or score the new file afresh")
+        program = load_program(path, lms=lms)
+        missing = [label for label in labels if label not in program.labels]
+        if missing:
+            raise ConfigError(
+                f"{path} answers with labels {', '.join(program.labels)}; the data's {', '.join(missing)} "
+                "is not among them: pass --labels in the program's label space"
+            )
+        return program
 
     def load(self, limit_flag: str = "--limit", short: str = "error") -> TaskData:
         """The examples the run evaluates (``limit_flag``, ``short``: see :func:`load_task`)."""

@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -37,7 +37,7 @@ from courtroom.models.cache import configure_cache, without_base_url
 from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered, preparing
-from courtroom.programs import CourtroomProgram, build_program, get_framework
+from courtroom.programs import CourtroomProgram, get_framework
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
@@ -130,7 +130,7 @@ class RunSetup:
         knobs = dict(config.knobs)
         if "seed" in framework.knobs():
             knobs.setdefault("seed", config.seed)  # e.g. Courtroom-LLM's random assignment follows the run's seed
-        program = build_program(config.framework, data.task.labels, data.task.positions, knobs=knobs, lms=lms)
+        program = replace(config, knobs=knobs).build_program(data.task.labels, data.task.positions, lms)
         program.temperatures.update(temperatures)
         warning = program.sampling_warning()
         if warning:
@@ -142,8 +142,8 @@ class RunSetup:
 
     @property
     def learns(self) -> bool:
-        """Whether the program fits anything on the train split (``prepare``)."""
-        return type(self.program).prepare is not CourtroomProgram.prepare
+        """Whether the program fits anything on the train split (``prepare``; a saved program was fitted)."""
+        return self.config.program is None and type(self.program).prepare is not CourtroomProgram.prepare
 
     def prepare(self, budget: Any = None) -> dict[str, Any]:
         """``program.prepare(train split)``, bounded and metered like the evaluation: its usage and train ids."""

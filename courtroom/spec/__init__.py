@@ -7,7 +7,7 @@ parsing of setting values given as text in :mod:`courtroom.spec._values`. All ar
 here. Nothing heavy is imported: ``courtroom --help`` and every bad-input error read this package.
 """
 
-from courtroom.spec._experiment import FLAGS, IDENTITY, SECTIONS, Experiment, differences, flag_of
+from courtroom.spec._experiment import DATA_SOURCE, FLAGS, IDENTITY, SECTIONS, Experiment, differences, flag_of
 from courtroom.spec._sections import (
     DEFAULT_FRACTIONS,
     FORMATS,
@@ -26,6 +26,7 @@ from courtroom.spec._sections import (
 from courtroom.spec._values import parse_value, typed_knobs, typed_value
 
 __all__ = [
+    "DATA_SOURCE",
     "DEFAULT_FRACTIONS",
     "FLAGS",
     "FORMATS",

@@ -57,6 +57,11 @@ IDENTITY = {
 }  # fmt: skip
 """The fields that change answers: a run, comparison or study continued under other values is refused."""
 
+DATA_SOURCE = ("task", "source", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split",
+               "train_data", "dev_data", "test_data", "split_sizes", "seed")  # fmt: skip
+"""The data fields that name the examples and their splits (not how many are used): what travels whole
+from a study to its recipe, and from a compiled program to ``courtroom score``."""
+
 FLAGS = {"source": "--data", "presets": "--preset", "optimizer_settings": "--opt", "knobs": "--set",
          "roles": "--role", "prune": "--no-prune", "lm": "--lm"}  # fmt: skip
 """Field -> its flag where the two names differ (else ``--field-name``)."""
@@ -129,7 +134,7 @@ class Experiment:
 
     def validate(self) -> Experiment:
         """Every section's cheap checks (no heavy import); returns itself."""
-        self.data.validate()
+        self.data.validate(self.command)
         self.models.validate()
         self.design.validate(self.command)
         self.execution.validate()
@@ -188,9 +193,30 @@ class Experiment:
                 out += [flag_of(name), without_password(_shown(value))]
         return out
 
-    def command_line(self, *args: str) -> str:
-        """``courtroom COMMAND ARGS`` plus :meth:`runtime_flags`, quoted for a shell."""
-        return " ".join(["courtroom", self.command, *(shlex.quote(a) for a in [*args, *self.runtime_flags()])])
+    def command_line(self, *args: str, identity: bool = False) -> str:
+        """``courtroom COMMAND ARGS`` plus :meth:`runtime_flags`, quoted for a shell.
+
+        With ``identity``, the answer-changing options too (:meth:`identity_flags`): the command that
+        describes this experiment again (continue a study), not one that reads it back from a folder.
+        """
+        flags = self.identity_flags() if identity else []
+        return " ".join(["courtroom", self.command, *(shlex.quote(a) for a in [*args, *flags, *self.runtime_flags()])])
+
+    def identity_flags(self) -> list[str]:
+        """The flags of every answer-changing field (:data:`IDENTITY`) set away from its default.
+
+        The data section travels whole: ``--dataset FILE --text-field ... --labels ...`` (never a
+        ``--task custom:NAME``, which names no registered task). The framework is an argument, not a flag.
+        """
+        out: list[str] = []
+        for section, keys in IDENTITY.items():
+            defaults = SECTIONS[section]()
+            for key in keys:
+                value = getattr(getattr(self, section), key)
+                if key == "framework" or _plain(value) == _plain(getattr(defaults, key)):
+                    continue
+                out += _flag_values(self.command, key, value)
+        return out
 
     def describe(self) -> str:
         """One line for plot subtitles and report headers: task, models, sizes."""
@@ -200,6 +226,31 @@ class Experiment:
             bits.append("models " + ", ".join([*m.lm, *(f"{r}={v}" for r, v in sorted(m.roles.items()))]))
         sizes = [f"{k} {v}" for k, v in (("n", d.limit), ("train", d.train_limit), ("dev", d.dev_limit)) if v]
         return "; ".join(bits + sizes)
+
+
+def _flag_values(command: str, key: str, value: Any) -> list[str]:
+    """``[flag, text, ...]`` giving ``key`` its ``value`` (repeated flags for maps and ``--lm``)."""
+    flag = "--compile" if (command, key) == ("study", "optimizer") else flag_of(key)
+    if isinstance(value, bool):
+        return [flag] if value else ["--no-" + flag[2:]]
+    if isinstance(value, Mapping):
+        return [x for k, v in value.items() for x in (flag, f"{k}={_text(v)}")]
+    if isinstance(value, list | tuple):
+        if key in ("lm", "presets"):
+            return [x for v in value for x in (flag, _text(v))]
+        return [flag, ",".join(_text(v) for v in value)]
+    return [flag, _text(value)]
+
+
+def _text(value: Any) -> str:
+    """A value as a flag takes it: text bare, numbers short (0.2, 20), true/false/none as JSON writes them."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):  # a panel of models: a,b
+        return ",".join(_text(v) for v in value)
+    return json.dumps(value) if value is None or isinstance(value, bool | int) else str(value)
 
 
 def _fields() -> dict[str, str]:

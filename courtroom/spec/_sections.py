@@ -88,8 +88,8 @@ class Data:
             return None
         return {"sizes": list(self.split_sizes) if self.split_sizes else None, "files": files}
 
-    def validate(self) -> None:
-        """One-line errors naming the fix, before anything is loaded."""
+    def validate(self, command: str = "run") -> None:
+        """One-line errors naming the fix, before anything is loaded (``predict`` reads fields of ``--input``)."""
         if self.split not in SPLITS:
             raise ConfigError(f"unknown split {self.split!r}: use one of {', '.join(SPLITS)}")
         for flag, value in (
@@ -110,7 +110,9 @@ class Data:
                     f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
                     "--label-field answer --labels yes,no (or put them in a task file: --dataset task.yaml)"
                 )
-        elif not self.dataset and (self.text_field or self.label_field or self.labels):
+        elif command == "predict" and self.label_field and not self.text_field:
+            raise ConfigError("--label-field goes with --text-field FIELD: the field(s) of --input that make the case")
+        elif command != "predict" and not self.dataset and (self.text_field or self.label_field or self.labels):
             raise ConfigError("--text-field, --label-field and --labels go with --dataset FILE_OR_HUB_ID")
         if self.split_sizes is not None:
             check_sizes(self.split_sizes)

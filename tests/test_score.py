@@ -1,0 +1,185 @@
+"""A user's own CSV end to end: compile, score the program on another labelled CSV, continue a study as printed.
+
+In process, against the loopback fake server. Its answers follow each case's text ("the evidence
+leans yes"), so a case is right exactly when its lean matches its label: the accuracy every
+command reports is computed from the CSV itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from courtroom.cli import main
+from courtroom.eval.metrics import wilson
+from courtroom.testing import FakeServer
+from courtroom.testing._fakes import answer_for_schema
+
+FIELDS = ["--text-field", "text", "--label-field", "label", "--labels", "yes,no"]
+
+
+def _lean(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Answer every label field with the lean the case states (the last one: the case itself, not a demo)."""
+    leans = re.findall(r"leans (yes|no)", prompt)
+    values = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if leans and set(prop.get("enum") or ()) == {"yes", "no"}:
+            values[name] = leans[-1]
+    return answer_for_schema(schema, values, "reasoning")
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with FakeServer(responder=_lean) as s:
+        yield s
+
+
+def _csv(path: Path, n: int, word: str, wrong: int) -> Path:
+    """``n`` cases; every ``wrong``-th one leans against its label."""
+    rows = []
+    for i in range(n):
+        label = "yes" if i % 2 else "no"
+        lean = ("no" if label == "yes" else "yes") if i % wrong == 0 else label
+        rows.append({"text": f"{word} {i}: the evidence leans {lean}", "label": label})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _line(out: str, head: str) -> str:
+    return next(x for x in out.splitlines() if x.startswith(head)).split(":", 1)[1].strip()
+
+
+@pytest.fixture(scope="module")
+def compiled(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("score")
+    train = _csv(tmp / "claims.csv", 30, "claim", wrong=4)
+    program = tmp / "program.json"
+    code = main(
+        ["compile", "zero-shot", "--dataset", str(train), *FIELDS, "--optimizer", "labeled", "--opt", "k=2",
+         "--train-limit", "4", "--dev-limit", "3", "--lm", "openai/fake-m", "--api-base", server.url, "-o",
+         str(program)]
+    )  # fmt: skip
+    assert code == 0
+    return train, program
+
+
+def test_score_a_compiled_program_on_a_separate_csv(
+    compiled: tuple[Path, Path], server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, program = compiled
+    fresh = _csv(tmp_path / "fresh.csv", 10, "new claim", wrong=3)
+    capsys.readouterr()
+    code = main(["score", str(program), "--dataset", str(fresh), *FIELDS, "--api-base", server.url, "--out",
+                 str(tmp_path / "runs")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    right = sum(1 for i in range(10) if i % 3 != 0)  # every row of the file, the leaning-wrong ones missed
+    low, high = wilson(right / 10, 10)
+    assert f"program: accuracy {right / 10:.3f} [{low:.3f}, {high:.3f}] (95% Wilson interval, 10 cases)" in out
+    assert "self-consistency k=1 at the same calls" in out and "McNemar" in out
+
+    folder, run_dir = Path(_line(out, "score folder")), Path(_line(out, "run folder").split(" (")[0])
+    table = pd.read_csv(folder / "table.csv", index_col=0)
+    assert list(table.index) == ["program", "self-consistency k=1"]
+    assert table.at["program", "matched_vote"] == "self-consistency k=1" and table.at["program", "n"] == 10
+    assert table.at["program", "accuracy"] == right / 10 and table.at["program", "calls_per_example"] == 1.0
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["config"]["program"]["path"] == str(program.resolve()) and meta["task"]["split"] == "test"
+    assert len(meta["example_ids"]) == 10
+    # The saved program ran: its two labelled demos (training claims) are in every prompt it sent.
+    served = [json.loads(m) for m in server.served]
+    for_fresh = [json.dumps(m) for m in served if "new claim" in m[-1]["content"]]
+    demos = [len(re.findall(r"(?<!new )claim \d+:", m)) for m in for_fresh]  # the vote row's prompts have none
+    assert demos.count(2) == 10 and set(demos) <= {0, 2}
+
+    assert main(["show", str(run_dir)]) == 0
+    shown = capsys.readouterr().out
+    assert "accuracy" in shown and "new-claim" not in shown
+    assert main(["show", str(folder)]) == 0  # the score folder: both rows, and the show line of each
+    shown = capsys.readouterr().out
+    assert "self-consistency k=1" in shown and f"program: courtroom show {run_dir}" in shown
+    report = tmp_path / "report.html"
+    assert main(["report", str(folder), "-o", str(report)]) == 0
+    assert "self-consistency k=1" in report.read_text()
+    before = server.counts["requests"]
+    assert main(["compare", "--resume", str(folder), "--api-base", server.url]) == 0  # finished: nothing is sent
+    assert server.counts["requests"] == before
+
+
+def test_score_without_data_takes_the_programs_held_out_split(
+    compiled: tuple[Path, Path], server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, program = compiled
+    capsys.readouterr()
+    code = main(["score", str(program), "--limit", "4", "--no-matched-baselines", "--api-base", server.url,
+                 "--out", str(tmp_path)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    meta = json.loads((Path(_line(out, "run folder").split(" (")[0]) / "meta.json").read_text())
+    dev = json.loads((program.with_name("program-dev-before") / "meta.json").read_text())["example_ids"]
+    assert meta["task"]["name"] == "custom:claims" and meta["task"]["split"] == "test"
+    assert len(meta["example_ids"]) == 4 and not set(meta["example_ids"]) & set(dev)
+
+
+def test_predict_input_takes_the_field_options(
+    compiled: tuple[Path, Path], server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, program = compiled
+    fresh = _csv(tmp_path / "fresh.csv", 6, "other claim", wrong=3)
+    capsys.readouterr()
+    code = main(["predict", str(program), "--input", str(fresh), "--text-field", "text", "--label-field", "label",
+                 "--api-base", server.url])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["gold"] for x in lines] == ["no", "yes"] * 3
+    assert [x["correct"] for x in lines] == [i % 3 != 0 for i in range(6)]
+    assert "6 case(s), 0 failed; 4 right" in err
+
+
+def test_a_study_on_a_csv_continues_and_compiles_as_printed(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _csv(tmp_path / "causal.csv", 30, "cause", wrong=4)
+    args = ["study", "self-consistency", "--dataset", "causal.csv", *FIELDS, "--lm", "openai/fake-m", "--api-base",
+            server.url, "--trials", "2", "--dev-limit", "3", "--train-limit", "3", "--space", "k_samples=1:2",
+            "--storage", "sqlite:///studies.db", "--export-best", "best.json"]  # fmt: skip
+    capsys.readouterr()
+    assert main([*args, "--max-calls", "12"]) != 0  # one trial fits (3 demo calls + up to 6), the second does not
+    err = capsys.readouterr().err
+    hint = shlex.split(err[err.index("continue with: ") + len("continue with: ") :].splitlines()[0])
+    assert hint[:3] == ["courtroom", "study", "self-consistency"] and "--task" not in hint
+    assert hint[hint.index("--dataset") + 1] == "causal.csv" and hint[hint.index("--labels") + 1] == "yes,no"
+
+    assert main(hint[1:]) == 0  # as printed: the same study, continued (not refused, not a new one)
+    out = capsys.readouterr().out
+    compile_hint = shlex.split(out[out.index("(use: ") + len("(use: ") :].split(")")[0])
+    assert compile_hint[:4] == ["courtroom", "compile", "--config", "best.json"]
+    assert main(compile_hint[1:]) == 0  # no --dataset: the recipe carries the data section whole
+    meta = json.loads((tmp_path / "program.json").read_text())["metadata"]["courtroom"]
+    assert meta["framework"] == "self-consistency" and meta["task"]["name"] == "custom:causal"
+
+
+def test_a_run_on_a_csv_stopped_by_its_budget_resumes_as_printed(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _csv(tmp_path / "claims.csv", 20, "claim", wrong=4)
+    capsys.readouterr()
+    code = main(["run", "zero-shot", "--dataset", "claims.csv", *FIELDS, "--limit", "4", "--lm", "openai/fake-m",
+                 "--api-base", server.url, "--max-calls", "2"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code != 0 and "finish with: " in err
+    hint = shlex.split(err[err.index("finish with: ") + len("finish with: ") :].splitlines()[0])
+    assert hint[:3] == ["courtroom", "run", "--resume"]
+    assert main(hint[1:]) == 0
+    summary = json.loads((Path(hint[3]) / "summary.json").read_text())
+    rows = [json.loads(x) for x in (Path(hint[3]) / "results.jsonl").read_text().splitlines()]
+    assert summary["n"] == 4 and summary["accuracy"] == sum(f"leans {r['gold']}" in r["input"] for r in rows) / 4
