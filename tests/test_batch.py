@@ -8,6 +8,10 @@ request sent in any batch, so "sent exactly once" is checked by the server, not 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -111,3 +115,44 @@ def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monk
         made = recorded(batch.rows[design]["run"])
         assert 1 <= len(made) <= stages[design], (design, len(made))
         assert all(r["status"] == "completed" for r in made)
+
+
+def _run(cli: Callable[..., Any], *args: str) -> dict[str, str | None]:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    lines = (done.stdout + done.stderr).splitlines()
+    folder = next(line.split(": ", 1)[1] for line in lines if line.startswith("run folder: "))
+    return {r["id"]: r["prediction"] for r in load_run(folder)[1]}
+
+
+def test_killed_with_batches_in_flight_resumes_without_paying_twice(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while two batches are in flight; --resume follows them: each request reaches the fake once."""
+    args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--loops", "1"]
+    monkeypatch.setenv("COURTROOM_BATCH_LINES", "10")  # the 16 advocate requests go out as two batches
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache-whole"))
+    with FakeServer(oracle(), turnaround=0.05) as whole:
+        expected = _run(cli, *args, "--api-base", whole.url, "--out", str(tmp_path / "whole"))
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(oracle(), turnaround=1.5) as server:
+        env = {**os.environ, "COURTROOM_BATCH_POLL": "0.05"}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "courtroom.cli", *args, "--api-base", server.url, "--out", str(tmp_path / "runs")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(server.batches.created) < 2 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        run_dir = next((tmp_path / "runs").iterdir())
+        in_flight = recorded(run_dir)
+        assert [r["id"] for r in in_flight] == [b for b, _ in server.batches.created]
+        assert all(r["status"] is None for r in in_flight) and server.counts["batch_lines"] == 0
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    assert {r["id"]: r["prediction"] for r in load_run(run_dir)[1]} == expected
+    assert server.sent == whole.sent  # every request exactly as often as in the uninterrupted run
+    assert len(server.batches.created) == len(whole.batches.created)  # nothing submitted twice
+    assert server.counts["requests"] == 0

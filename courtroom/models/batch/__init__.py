@@ -56,6 +56,14 @@ def poll_seconds() -> float:
         return 10.0
 
 
+def max_lines() -> int:
+    """The most requests in one batch (``COURTROOM_BATCH_LINES``, default 50,000: OpenAI's limit)."""
+    try:
+        return max(1, int(os.environ.get("COURTROOM_BATCH_LINES", "50000")))
+    except ValueError:
+        return 50_000
+
+
 @contextlib.contextmanager
 def batching(
     folder: str | Path | None, lms: Iterable[Any] = (), *, on_status: Callable[[Batch], None] | None = None
@@ -69,7 +77,7 @@ def batching(
     models = list(lms)
     check_batchable(models)
     log = BatchLog(folder) if folder is not None else None
-    collector = Collector(log, poll=poll_seconds(), on_status=on_status)
+    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status)
     if folder is not None:
         records = recorded(folder)
         if records:
