@@ -120,6 +120,11 @@ class JsonLines:
                 pass
             raise _named(exc, self.path) from exc
 
+    def sync(self) -> None:
+        """Force what was appended onto the disk (a record that must survive a power cut)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
     def close(self) -> None:
         """Close the file (every line is already written: appends are unbuffered)."""
         if self._fd is not None:

@@ -179,6 +179,11 @@ OPTIONS: list[Option] = [
     # Execution
     _o("concurrency", "--concurrency", INT, "LM requests in flight at once, in all (examples, trials, cases).",
        EXECUTION_PANEL, SPEC_COMMANDS, min=1, show_default="4; on --resume, the run's"),
+    _o("batch", "--batch", bool, "Send requests through the provider's batch API: about half price, answers "
+       "in minutes to hours; each round of every case is one batch (compile's optimizers stay live).",
+       EXECUTION_PANEL, dict.fromkeys(ALL, False)),
+    _o("cancel_batches", "--cancel-batches", bool, "With --resume: cancel the batches the folder has in flight "
+       "at the provider, then stop.", EXECUTION_PANEL, {"run": False, "compare": False}),
     _o("repeats", "--repeats", int, "Runs per framework; report mean, sd and 95% CI.", EXECUTION_PANEL,
        {"run": 1, "compare": 1, "score": 1}, min=1),
     _o("fail_on_error", "--fail-on-error", FLOAT, "Exit non-zero when more than this fraction of examples "
@@ -325,7 +330,8 @@ def from_flags(
               "timeout", "prompt_lm", "search_temperature", "suite", "debias", "optimizer", "matched_baselines",
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
-              "fail_on_error", "dry_run", "max_calls", "max_cost", "prices", "test_limit")  # fmt: skip
+              "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
+              "test_limit")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

@@ -129,6 +129,7 @@ def comparison_configs(
             fail_on_error=fail_on_error,
             debias=debias if f in swapped else None,
             splits=dict(splits) if splits else None,
+            batch=bool(((spec or {}).get("execution") or {}).get("batch")),
             spec=dict(spec) if spec else None,
             program=saved.get(f),
         )

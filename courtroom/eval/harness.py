@@ -18,6 +18,7 @@ import dspy
 from courtroom.analysis.bias import bias_summary
 from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
+from courtroom.models import batch
 from courtroom.models._breaker import Unreachable, converted
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import OverBudget
@@ -125,11 +126,13 @@ def evaluate(
     results: dict[int, ExampleResult] = {}
     futures: dict[Any, int] = {}
     in_callback = False
+    if batch.current() is not None:
+        concurrency = max(1, len(examples))  # every case asks at once: each round is one batch
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval")
-    with bounded_requests(max_in_flight or concurrency):
+    with bounded_requests(max_in_flight or concurrency), batch.forked(len(examples)) as leave:
         try:
             futures = {
-                pool.submit(contextvars.copy_context().run, _budgeted, budget, program, ex): i
+                pool.submit(contextvars.copy_context().run, _leaving, leave, budget, program, ex): i
                 for i, ex in enumerate(examples)
             }
             for fut in as_completed(futures):
@@ -167,6 +170,13 @@ def _drain(futures: dict[Any, int], results: dict[int, ExampleResult], on_result
                 on_result(res)
             except Exception:  # noqa: BLE001 - the stop that is propagating matters more
                 return
+
+
+def _leaving(leave: Callable[[], None], budget: Any, program: dspy.Module, example: dspy.Example) -> Any:
+    try:
+        return _budgeted(budget, program, example)
+    finally:
+        leave()
 
 
 def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:

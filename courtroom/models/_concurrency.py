@@ -28,8 +28,13 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     """
     if len(thunks) <= 1 or serial.get():
         return [t() for t in thunks]
-    with ThreadPoolExecutor(max_workers=len(thunks), thread_name_prefix="courtroom") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, t) for t in thunks]
+    from courtroom.models.batch import forked
+
+    with (
+        forked(len(thunks)) as leave,
+        ThreadPoolExecutor(max_workers=len(thunks), thread_name_prefix="courtroom") as pool,
+    ):
+        futures = [pool.submit(contextvars.copy_context().run, _leaving, t, leave) for t in thunks]
         errors: list[BaseException] = []
         results: list[Any] = []
         for f in futures:
@@ -40,6 +45,14 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     if errors:
         raise errors[0]
     return results
+
+
+def _leaving(thunk: Callable[[], T], leave: Callable[[], None]) -> T:
+    """``thunk()``, then ``leave()`` (batch mode counts the threads that can still ask)."""
+    try:
+        return thunk()
+    finally:
+        leave()
 
 
 class Slots:
@@ -114,8 +127,8 @@ class RequestLimit(BaseCallback):
 
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:  # noqa: D102
         slots = self._slots
-        if slots is None:
-            return
+        if slots is None or _batching():
+            return  # in batch mode a request waits for its batch, holding no connection
         slots.acquire()
         with self._lock:
             self._held[call_id] = slots
@@ -125,6 +138,12 @@ class RequestLimit(BaseCallback):
             slots = self._held.pop(call_id, None)
         if slots is not None:
             slots.release()
+
+
+def _batching() -> bool:
+    from courtroom.models.batch import current
+
+    return current() is not None
 
 
 REQUESTS = RequestLimit()

@@ -23,10 +23,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import dspy
 from dspy.clients import execution
 from dspy.utils.exceptions import LMProviderError, LMTransportError, is_retryable_lm_error
 
 from courtroom import _stop
+from courtroom.models import batch
 from courtroom.models._breaker import BREAKER
 
 DEFAULT_RETRIES = 3
@@ -168,6 +170,18 @@ def _execute(lm: Any, call: Any) -> Any:
     gate = _gate()
     if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
         return hit  # free: never refused by the budget
+    collector = batch.current()
+    if collector is None or not call.cache:
+        return _attempts(lm, call, gate, retries)
+    key = dspy.cache.cache_key(call.key(lm, False), execution.IGNORED_CACHE_KEYS)
+    with collector.leading(key) as first:
+        if not first and (hit := execution._cached(lm, call, False)) is not None:
+            return hit  # an identical request was answered meanwhile: a cache hit, as it is live
+        return _attempts(lm, call, gate, retries)
+
+
+def _attempts(lm: Any, call: Any, gate: Any, retries: int) -> Any:
+    """Send ``call`` until it is answered or may not be retried (see the module docstring)."""
     for attempt in itertools.count():
         if attempt and _stop.stop_requested():
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")

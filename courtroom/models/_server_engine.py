@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -72,6 +73,7 @@ class ServerEngine:
         self._asynchronous = asynchronous
         self._engine: Any = None
         self._prepared = False
+        self._batches: Any = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the base URL: it can hold a user and password
@@ -99,12 +101,50 @@ class ServerEngine:
             return self._engine
 
     def complete(self, request: Any) -> Any:
-        """Send ``request`` (its model renamed to this engine's provider) and return DSPy's response."""
+        """Send ``request`` (its model renamed to this engine's provider) and return DSPy's response.
+
+        In batch mode (:mod:`courtroom.models.batch`) the same wire body joins the current batch
+        instead, and this thread waits for its line's answer.
+        """
+        from courtroom.models import batch
+
         try:
+            collector = batch.current()
+            if collector is not None:
+                return self._batched(collector, request)
             return self._inner().complete(dataclasses.replace(request, model=_wire_model(request.model)))
         except Exception as exc:
             self._scrub(exc)
             raise
+
+    def batches(self) -> Any:
+        """This server's Files and Batches API (:class:`courtroom.models.batch.OpenAIBatches`), made once."""
+        from courtroom.models.batch import OpenAIBatches
+
+        with self._lock:
+            if self._batches is None:
+                self._batches = OpenAIBatches(self.api_base, self._api_key)
+            return self._batches
+
+    def _batched(self, collector: Any, request: Any) -> Any:
+        from dspy.utils.exceptions import LMServerError, LMTransportError
+
+        # By name, as in _inner(): mypy following dspy._vendor loses dspy's own star-exports.
+        chat = importlib.import_module("dspy._vendor.lm15.providers.openai_chat")
+
+        name = request.model.split("/", 1)[-1]
+        provider = self._inner().router.lm(f"{PROVIDER}:{name}")
+        wire = provider.build_request(dataclasses.replace(request, model=name), stream=False)
+        answer = collector.ask(self.batches(), json.loads(wire.body))
+        response = answer.get("response") or {}
+        if int(response.get("status_code") or 0) == 200:
+            return chat.response_from_openai_chat(response["body"], model=name)
+        error = answer.get("error") or (response.get("body") or {}).get("error") or {}
+        message = f"batch line failed: {error.get('message') or error.get('code') or response.get('status_code')}"
+        if answer.get("transport"):
+            raise LMTransportError(message, model=request.model, retry_after=0)
+        status = int(response.get("status_code") or 500)
+        raise LMServerError(message, model=request.model, status=status, retry_after=0)
 
     def _scrub(self, exc: Exception) -> None:
         """Take the server's address out of ``exc``: its text becomes an example's recorded error."""

@@ -51,6 +51,8 @@ class RunConfig:
     """``swap`` or ``swap-vote``: run each case again with the sides exchanged (:mod:`courtroom.analysis.bias`)."""
     splits: dict[str, Any] | None = None
     """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
+    batch: bool = False
+    """Requests go through the provider's batch API (:mod:`courtroom.models.batch`); answers do not depend on it."""
     spec: dict[str, Any] | None = None
     """The experiment spec the run came from (:meth:`courtroom.spec.Experiment.to_dict`), as recorded."""
     program: dict[str, Any] | None = None
@@ -92,6 +94,7 @@ class RunConfig:
             fail_on_error=spec.execution.threshold,
             debias=spec.design.debias,
             splits=d.splits(),
+            batch=spec.execution.batch,
             spec=spec.to_dict(),
         )
 

@@ -26,7 +26,7 @@ RETRY_SALT = 10_000
 """Rollout offset of ``--retry-failed`` attempt n (n x this), for bad answers asked again; below the
 bad-answer retry's offset (``RETRY_ROLLOUT``) for any attempt under 50."""
 
-SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout"})
+SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout", "batch"})
 """Settings a resume may change: they change how calls are made, never the answers."""
 
 
@@ -125,12 +125,13 @@ def _resume(
     ]
     if setup.program.config() != meta.get("framework_config"):
         raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
-    if setup.learns and len(done) < len(ids):
-        setup.prepare(budget)  # refits from the cache: the earlier session sent these calls
-    retry = None
-    if retry_failed:
-        retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
-    return setup.execute(path, done, progress, on_start, retry, budget=budget)
+    with setup.batching(path):  # batches still in flight are followed, not sent again
+        if setup.learns and len(done) < len(ids):
+            setup.prepare(budget)  # refits from the cache: the earlier session sent these calls
+        retry = None
+        if retry_failed:
+            retry = _retry_program(path, config, setup, {r["id"] for r in rows if r.get("prediction") is None})
+        return setup.execute(path, done, progress, on_start, retry, budget=budget)
 
 
 def _retry_program(

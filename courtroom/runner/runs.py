@@ -140,6 +140,14 @@ class RunSetup:
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source)
 
+    def batching(self, run_dir: Path) -> Any:
+        """Batch mode for this run's requests (``config.batch``), recorded in ``run_dir``; else nothing."""
+        if not self.config.batch:
+            return contextlib.nullcontext()
+        from courtroom.models.batch import batching
+
+        return batching(run_dir, self.lms.models())
+
     @property
     def learns(self) -> bool:
         """Whether the program fits anything on the train split (``prepare``; a saved program was fitted)."""
@@ -279,10 +287,11 @@ def _start(
     )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
-    prepare_usage = setup.prepare(budget)
-    if prepare_usage:
-        write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out
-    return setup.execute(run_dir, [], progress, on_start, budget=budget)
+    with setup.batching(run_dir):
+        prepare_usage = setup.prepare(budget)
+        if prepare_usage:
+            write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out
+        return setup.execute(run_dir, [], progress, on_start, budget=budget)
 
 
 def write_meta(

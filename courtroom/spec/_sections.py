@@ -240,6 +240,10 @@ class Execution:
     """Fail when more than this fraction of examples failed (None: 0.1)."""
     repeats: int = 1
     workers: int = 1
+    batch: bool = False
+    """``--batch``: requests go through the provider's batch API (about half price; minutes to hours)."""
+    cancel_batches: bool = False
+    """``--cancel-batches`` (with ``--resume``): cancel the batches in flight that the folder records."""
 
     def validate(self) -> None:
         """Bounds."""

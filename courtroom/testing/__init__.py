@@ -65,7 +65,15 @@ from courtroom.testing._fakes import FakeLM, answer_for_schema
 
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
-__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "fault_prompts", "oracle_lm", "scripted_lm"]
+__all__ = [
+    "FakeLM",
+    "FakeServer",
+    "answer_for_schema",
+    "fault_prompts",
+    "oracle_lm",
+    "oracle_responder",
+    "scripted_lm",
+]
 
 
 def _prompt_text(request: Any) -> str:
@@ -305,3 +313,24 @@ def oracle_lm(
     lm = FakeLM(model, engine=engine, cache=cache)
     lm.engine_impl = engine
     return lm
+
+
+def oracle_responder(
+    gold: Mapping[str, str] | Callable[[str], str | None],
+    labels: Sequence[str],
+    accuracy: float = 0.7,
+    *,
+    seed: int = 0,
+) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """The oracle's answers for :class:`FakeServer` (``FakeServer(oracle_responder(...))``).
+
+    A server does not know the calling role, so every role is right with probability
+    ``accuracy``; draws are seeded by the prompt and how often it was seen, as in :func:`oracle_lm`,
+    so the same requests get the same answers whether they arrive live or in a batch.
+    """
+    engine = OracleEngine(gold, labels, accuracy, seed=seed)
+
+    def respond(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        return engine.answer("default", schema, prompt, 0)
+
+    return respond

@@ -8,9 +8,11 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from courtroom.testing._fake_batches import Batches
 
 Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
 FAULTS = ("429", "500", "timeout", "garbage", "truncated")
@@ -65,6 +67,12 @@ class FakeServer:
         seed: seeds the fault draws.
         fault_for: if given, picks the fault (or None) from the last user message and the schema
             (as ``responder`` gets them) instead of a random draw, to fault one role's call.
+        turnaround: seconds a batch (``/v1/batches``) takes from creation to its answers.
+        expire: which batches (1: the first created) expire with only half their lines answered.
+
+    The server also speaks OpenAI's Files and Batches API (:mod:`courtroom.testing._fake_batches`,
+    held in ``batches``): each batch line is answered as the same request sent live would be
+    (responder, faults, ``served``, ``billed``), and counted in ``counts["batch_lines"]``.
 
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
@@ -75,6 +83,7 @@ class FakeServer:
     ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
     ``billed`` lists ``(model, prompt_tokens, completion_tokens)`` for every answer with a body
     (garbage and cut-off answers included: a provider bills them): what the requests cost.
+    ``sent`` counts every request answered (live or in a batch, faults included) by its message list.
     """
 
     def __init__(
@@ -87,6 +96,8 @@ class FakeServer:
         retry_after: float = 0.0,
         seed: int = 0,
         fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
+        turnaround: float = 0.0,
+        expire: Collection[int] = (),
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -105,6 +116,8 @@ class FakeServer:
         self.routed: list[tuple[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.sent: Counter[str] = Counter()
+        self.batches = Batches(self._batch_line, turnaround, expire)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler())
@@ -155,6 +168,66 @@ class FakeServer:
                 return kind
         return None
 
+    def _batch_line(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        with self._lock:
+            self.counts["batch_lines"] += 1
+            self.models[str(body.get("model"))] += 1
+        return self.reply(body)
+
+    def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """The answer to one chat request ``body``: HTTP status, JSON body and headers.
+
+        The chat endpoint and every line of a batch are answered here, so a batch line gets the
+        same answer, faults and counts as the same request sent live.
+        """
+        messages = body.get("messages") or [{}]
+        prompt = str(messages[-1].get("content") or "")
+        fmt = body.get("response_format") or {}
+        schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
+        fault = self.fault_for(prompt, schema) if self.fault_for else self._draw_fault()
+        with self._lock:
+            self.counts[fault or "ok"] += 1
+            self.sent[json.dumps(messages, sort_keys=True)] += 1
+        if fault == "429":
+            headers = {"retry-after": f"{self.retry_after:g}"}
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, headers
+        if fault == "500":
+            return 500, {"error": {"message": "injected server error"}}, {}
+        if fault == "timeout":
+            return 504, {"error": {"message": "injected timeout"}}, {}
+        answer = self.responder(prompt, dict(schema))
+        text = answer if isinstance(answer, str) else json.dumps(dict(answer))
+        if fault == "garbage":
+            text = "I refuse to answer in JSON. %%% <<>>"
+        elif fault == "truncated":
+            text = text[: max(1, len(text) // 2)]
+        elif fault is None:
+            with self._lock:
+                self.served.append(json.dumps(messages, sort_keys=True))
+                self.routed.append((str(body.get("model")), prompt))
+        usage = _usage(body.get("model", "fake"), messages, text)
+        with self._lock:
+            self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
+            number = self.counts["requests"] + self.counts["batch_lines"]
+        return (
+            200,
+            {
+                "id": f"fake-{number}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "length" if fault == "truncated" else "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+            {},
+        )
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -162,13 +235,15 @@ class FakeServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+            def _send(self, status: int, body: Any, headers: Mapping[str, str] | str | None = None) -> None:
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                kind = headers if isinstance(headers, str) else "application/json"
+                headers = {} if isinstance(headers, str) else headers
                 # No longer in flight once the answer is ready: a client reading it can send its next
                 # request before this thread runs again, and must not count as two open requests.
                 self._close_request()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -179,11 +254,16 @@ class FakeServer:
                     pass  # the client gave up (its timeout); nothing to answer
 
             def do_GET(self) -> None:
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self._send(*server.batches.get(self.path))
                 self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self._send(*server.batches.post(self.path, self.headers.get("Content-Type", ""), raw))
+                body = json.loads(raw or b"{}")
                 with server._lock:
                     server.counts["requests"] += 1
                     server.models[str(body.get("model"))] += 1
@@ -205,53 +285,9 @@ class FakeServer:
             def _answer(self, body: dict[str, Any]) -> None:
                 if server.latency:
                     time.sleep(server.latency)
-                messages = body.get("messages") or [{}]
-                prompt = str(messages[-1].get("content") or "")
-                fmt = body.get("response_format") or {}
-                schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
-                fault = server.fault_for(prompt, schema) if server.fault_for else server._draw_fault()
-                with server._lock:
-                    server.counts[fault or "ok"] += 1
-                if fault == "429":
-                    return self._send(
-                        429,
-                        {"error": {"message": "rate limited", "type": "rate_limit"}},
-                        {"retry-after": f"{server.retry_after:g}"},
-                    )
-                if fault == "500":
-                    return self._send(500, {"error": {"message": "injected server error"}})
-                if fault == "timeout":
+                status, reply, headers = server.reply(body)
+                if status == 504:
                     time.sleep(server.hang)
-                    return self._send(504, {"error": {"message": "injected timeout"}})
-                reply = server.responder(prompt, schema)
-                text = reply if isinstance(reply, str) else json.dumps(dict(reply))
-                if fault == "garbage":
-                    text = "I refuse to answer in JSON. %%% <<>>"
-                elif fault == "truncated":
-                    text = text[: max(1, len(text) // 2)]
-                elif fault is None:
-                    with server._lock:
-                        server.served.append(json.dumps(messages, sort_keys=True))
-                        server.routed.append((str(body.get("model")), prompt))
-                usage = _usage(body.get("model", "fake"), messages, text)
-                with server._lock:
-                    server.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
-                self._send(
-                    200,
-                    {
-                        "id": f"fake-{server.counts['requests']}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body.get("model", "fake"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "length" if fault == "truncated" else "stop",
-                            }
-                        ],
-                        "usage": usage,
-                    },
-                )
+                self._send(status, reply, headers)
 
         return Handler

@@ -1,0 +1,148 @@
+"""Batch mode (``--batch``): requests go through the provider's batch API at about half price.
+
+Programs run unchanged. While batch mode is on (:func:`batching`), a request that is not answered
+from the cache parks its thread on a line of the current batch (:class:`Collector`); when every
+case is waiting, the lines go out as one batch, and the answers return to their cases, which go
+on. A round-synchronous program thus sends one batch per stage of its critical path.
+
+Every accepted batch is written to the run folder's ``batches.jsonl`` at once
+(:mod:`courtroom.models.batch._record`); a resume follows them (:meth:`Collector.reattach`), so no
+request is paid for twice. Which models have a batch API: :func:`check_batchable`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from courtroom.errors import ConfigError
+from courtroom.models.batch._collector import Batch, Collector, request_key
+from courtroom.models.batch._openai import OpenAIBatches
+from courtroom.models.batch._record import FILE, BatchLog, recorded
+
+__all__ = [
+    "FILE",
+    "Batch",
+    "BatchLog",
+    "Collector",
+    "OpenAIBatches",
+    "batching",
+    "cancel_batches",
+    "check_batchable",
+    "current",
+    "forked",
+    "recorded",
+    "request_key",
+]
+
+_current: list[Collector] = []
+_lock = threading.Lock()
+
+
+def current() -> Collector | None:
+    """The collector of the batch mode in force (process-wide), if any."""
+    return _current[-1] if _current else None
+
+
+def poll_seconds() -> float:
+    """Seconds between looks at the batches in flight (``COURTROOM_BATCH_POLL``, default 10)."""
+    try:
+        return max(0.01, float(os.environ.get("COURTROOM_BATCH_POLL", "10")))
+    except ValueError:
+        return 10.0
+
+
+def max_lines() -> int:
+    """The most requests in one batch (``COURTROOM_BATCH_LINES``, default 50,000: OpenAI's limit)."""
+    try:
+        return max(1, int(os.environ.get("COURTROOM_BATCH_LINES", "50000")))
+    except ValueError:
+        return 50_000
+
+
+@contextlib.contextmanager
+def batching(
+    folder: str | Path | None, lms: Iterable[Any] = (), *, on_status: Callable[[Batch], None] | None = None
+) -> Iterator[Collector]:
+    """Batch mode while inside: every request of ``lms`` (checked first) goes into batches.
+
+    ``folder`` (a run folder) gets ``batches.jsonl``; the batches it already records are
+    followed, so a resumed run collects them instead of sending their requests again.
+    Nested uses (a run inside a comparison) open their own collector for their own folder.
+    """
+    models = list(lms)
+    check_batchable(models)
+    log = BatchLog(folder) if folder is not None else None
+    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status)
+    if folder is not None:
+        records = recorded(folder)
+        if records:
+            clients = {id(c): c for c in (_client_of(lm) for lm in models) if c is not None}
+            if len(clients) != 1:
+                raise ConfigError(
+                    f"{Path(folder) / FILE} records batches, but its models reach {len(clients)} batch APIs: "
+                    "resume with the run's one --api-base"
+                )
+            collector.reattach(next(iter(clients.values())), records)
+    with _lock:
+        _current.append(collector)
+    try:
+        yield collector
+    finally:
+        with _lock:
+            _current.remove(collector)
+        collector.close()
+
+
+@contextlib.contextmanager
+def forked(n: int) -> Iterator[Callable[[], None]]:
+    """The calling thread hands work to ``n`` threads and waits for them (a no-op outside batch mode).
+
+    Each thread calls the yielded ``leave()`` when it returns, so the collector knows who can
+    still ask (:meth:`Collector.forked`).
+    """
+    collector = current()
+    if collector is None:
+        yield lambda: None
+        return
+    with collector.forked(n) as leave:
+        yield leave
+
+
+def _client_of(lm: Any) -> OpenAIBatches | None:
+    engine = getattr(lm, "_engine_spec", None)
+    batches = getattr(engine, "batches", None)
+    return batches() if callable(batches) else None
+
+
+def check_batchable(lms: Iterable[Any]) -> None:
+    """Refuse, before any request, a model with no batch API (one line naming it and the fix)."""
+    for lm in lms:
+        if _client_of(lm) is None:
+            name = getattr(lm, "model", repr(lm))
+            raise ConfigError(
+                f"--batch: {name} has no batch API here (batch mode serves models at an --api-base that "
+                "speaks OpenAI's /v1/files and /v1/batches, and openai/ models); drop --batch for it"
+            )
+
+
+def cancel_batches(folder: str | Path, lms: Iterable[Any]) -> list[tuple[str, str]]:
+    """Cancel every batch ``folder`` records that has not ended; (batch id, status after) of each."""
+    clients = [c for c in (_client_of(lm) for lm in lms) if c is not None]
+    if not clients:
+        raise ConfigError("--cancel-batches needs the run's models (and its --api-base) to reach the batch API")
+    client = clients[0]
+    out = []
+    log = BatchLog(folder)
+    for record in recorded(folder):
+        if record["status"] is not None:
+            continue
+        status = client.cancel(record["id"])
+        if status.done:
+            log.ended(record["id"], status.status)
+        out.append((record["id"], status.status))
+    return out

@@ -1,0 +1,365 @@
+"""The collector: requests that wait for an answer join the current batch; one thread submits and polls.
+
+Who can still ask is counted exactly. ``active`` starts at 1 (the thread that opened batch
+mode); a thread that hands work to ``n`` threads and waits for them (an evaluation's examples, a
+decision's parallel calls: :meth:`Collector.forked`) adds ``n - 1`` and takes one back as each
+returns. ``waiting`` counts the requests parked on a line that has no answer yet. When every
+active thread is waiting (or ``max_lines`` requests are pending, or the oldest pending request
+has waited ``max_wait`` seconds) the pending lines go out as one batch per model, so a
+round-synchronous program sends each round of every case as one batch.
+
+A line's thread is released by the collector, which counts it out of ``waiting`` at that moment
+(not when the thread wakes): a woken thread that has not run yet is active, not waiting, so the
+next batch waits for its next request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtroom import _stop
+from courtroom.models.batch._openai import OpenAIBatches, Status
+from courtroom.models.batch._record import BatchLog
+
+logger = logging.getLogger(__name__)
+
+RESUBMIT = ("batch_expired", "batch_cancelled")
+"""Error codes of lines the provider never answered: sent again in the next batch, not counted."""
+
+
+def request_key(body: Mapping[str, Any]) -> str:
+    """The identity of a request: what a resume matches a recorded batch line against."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+
+
+@dataclass(eq=False)
+class Line:
+    """One request waiting for its answer."""
+
+    key: str
+    body: dict[str, Any]
+    client: OpenAIBatches
+    answer: dict[str, Any] | None = None
+    """The output line (``response``/``error``), once the batch ended."""
+    ready: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(eq=False)
+class Batch:
+    """A submitted batch and the lines waiting on it (custom_id -> line)."""
+
+    id: str
+    client: OpenAIBatches
+    model: str
+    round: int
+    lines: dict[str, Line]
+    keys: dict[str, str]
+    """custom_id -> request key, as recorded."""
+    status: str = "validating"
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+class Collector:
+    """Requests parked on lines; batches submitted, recorded, polled and answered (module docstring).
+
+    Args:
+        log: where every accepted batch is recorded at once (None: nowhere, e.g. Python without a folder).
+        poll: seconds between looks at the batches in flight.
+        max_lines: submit as soon as this many requests are pending.
+        max_wait: submit pending requests that waited this long even if some thread is busy.
+        on_status: called with each batch in flight as it is polled (progress lines).
+    """
+
+    def __init__(
+        self,
+        log: BatchLog | None = None,
+        *,
+        poll: float = 1.0,
+        max_lines: int = 50_000,
+        max_wait: float = 30.0,
+        on_status: Callable[[Batch], None] | None = None,
+    ) -> None:
+        self.log = log
+        self.poll = poll
+        self.max_lines = max_lines
+        self.max_wait = max_wait
+        self.on_status = on_status
+        self.active = 1
+        self.waiting = 0
+        self.rounds = 0
+        self.submitted: list[tuple[str, int]] = []
+        """(batch id, lines) of every batch this collector submitted."""
+        self._pending: deque[Line] = deque()
+        self._oldest: float | None = None
+        self._in_flight: dict[str, Batch] = {}
+        self._recorded: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        """Request key -> (batch id, custom_id) of recorded lines not yet claimed (a resume)."""
+        self._answered: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+        """Request key -> answers of recorded lines that ended before a request claimed them."""
+        self._leaders: dict[str, list[Any]] = {}
+        """Cache key -> [answered event, followers waiting]: requests asked while an identical one is out."""
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # ----- the threads that ask
+
+    @contextlib.contextmanager
+    def forked(self, n: int) -> Iterator[Callable[[], None]]:
+        """The calling thread waits for ``n`` threads; each calls the yielded ``leave`` when it returns.
+
+        The last thread to leave hands its count back to the caller in the same step, so the
+        caller is never counted out while it wakes up.
+        """
+        if n < 1:
+            yield lambda: None
+            return
+        left = [n]
+        with self._cond:
+            self.active += n - 1
+
+        def leave() -> None:
+            with self._cond:
+                if left[0] > 0:
+                    left[0] -= 1
+                    self.active -= 0 if left[0] == 0 else 1
+                    self._cond.notify_all()
+
+        try:
+            yield leave
+        finally:
+            with self._cond:
+                if left[0] > 0:  # threads that never ran (cancelled) leave here
+                    self.active -= left[0] - 1
+                    left[0] = 0
+                self._cond.notify_all()
+
+    def ask(self, client: OpenAIBatches, body: dict[str, Any]) -> dict[str, Any]:
+        """Park this thread until ``body``'s line is answered; the output line (``response`` or ``error``)."""
+        key = request_key(body)
+        while True:
+            line = Line(key, body, client)
+            with self._cond:
+                if self._answered.get(key):
+                    return self._answered[key].popleft()  # answered while the process was away
+                claimed = self._claim(line)
+                if not claimed:
+                    self._pending.append(line)
+                    self._oldest = self._oldest or time.monotonic()
+                self.waiting += 1
+                self._start()
+                self._cond.notify_all()
+            while not line.ready.wait(0.2):
+                if _stop.stop_requested():
+                    self._abandon(line)
+                    raise _stop.Stopped(f"stopped: batches stay with the provider ({_stop.stop_text()})")
+            answer = line.answer or {}
+            code = (answer.get("error") or {}).get("code")
+            if code in RESUBMIT:
+                continue  # never answered: it goes out again in the next batch, uncounted
+            return answer
+
+    def _claim(self, line: Line) -> bool:
+        """Attach ``line`` to a recorded line of the same request still in flight (a resume)."""
+        while self._recorded.get(line.key):
+            batch_id, custom_id = self._recorded[line.key].pop(0)
+            batch = self._in_flight.get(batch_id)
+            if batch is not None and custom_id not in batch.lines:
+                batch.lines[custom_id] = line
+                return True
+        return False
+
+    def _abandon(self, line: Line) -> None:
+        with self._cond:
+            if line in self._pending:
+                self._pending.remove(line)
+            if not line.ready.is_set():
+                self.waiting -= 1
+                line.ready.set()
+
+    @contextlib.contextmanager
+    def leading(self, key: str) -> Iterator[bool]:
+        """Ask ``key`` (a cache key) once: yields True to the first asker, False to one that waited for it.
+
+        Live, a request identical to one already answered is a cache hit; in a batch both would
+        be pending at once. So an identical request waits (counted as waiting) until the first
+        one's answer is stored, then reads it from the cache.
+        """
+        with self._cond:
+            leader = self._leaders.get(key)
+            if leader is None:
+                self._leaders[key] = leader = [threading.Event(), 0]
+                first = True
+            else:
+                leader[1] += 1
+                self.waiting += 1
+                self._cond.notify_all()
+                first = False
+        if not first:
+            while not leader[0].wait(0.2):
+                if _stop.stop_requested():
+                    raise _stop.Stopped(f"stopped: batches stay with the provider ({_stop.stop_text()})")
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._cond:
+                del self._leaders[key]
+                self.waiting -= leader[1]
+                leader[0].set()
+                self._cond.notify_all()
+
+    # ----- the collector thread
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="courtroom-batches", daemon=True)
+            self._thread.start()
+
+    def _due(self) -> bool:
+        if not self._pending:
+            return False
+        if self.waiting >= self.active or len(self._pending) >= self.max_lines:
+            return True
+        return self._oldest is not None and time.monotonic() - self._oldest >= self.max_wait
+
+    def _loop(self) -> None:
+        last_poll = 0.0
+        while True:
+            with self._cond:
+                while (
+                    not self._closed
+                    and not self._due()
+                    and not (self._in_flight and time.monotonic() - last_poll >= self.poll)
+                ):
+                    self._cond.wait(min(self.poll, 0.05) if self._pending else self.poll)
+                if self._closed:
+                    return
+                todo = list(self._pending) if self._due() else []
+                if todo:
+                    self._pending.clear()
+                    self._oldest = None
+            try:
+                if todo:
+                    self._submit(todo)
+                if self._in_flight and time.monotonic() - last_poll >= self.poll:
+                    last_poll = time.monotonic()
+                    self._poll()
+            except Exception as exc:  # noqa: BLE001 - every waiting line learns of it
+                logger.warning("batch: %s", exc)
+                self._fail(todo, exc)
+
+    def _submit(self, lines: list[Line]) -> None:
+        groups: dict[tuple[int, str], list[Line]] = defaultdict(list)
+        for line in lines:
+            groups[(id(line.client), str(line.body.get("model")))].append(line)
+        self.rounds += 1
+        for (_, model), group in groups.items():
+            for start in range(0, len(group), self.max_lines):
+                chunk = group[start : start + self.max_lines]
+                ids = {f"r{self.rounds}-{next(self._ids)}": line for line in chunk}
+                client = chunk[0].client
+                status = client.submit(
+                    [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}
+                )
+                keys = {cid: line.key for cid, line in ids.items()}
+                batch = Batch(status.id, client, model, self.rounds, ids, keys, status.status)
+                if self.log is not None:
+                    self.log.submitted(batch.id, client.provider, model, self.rounds, keys)
+                with self._cond:
+                    self._in_flight[batch.id] = batch
+                    self.submitted.append((batch.id, len(ids)))
+                if self.on_status:
+                    self.on_status(batch)
+
+    def _poll(self) -> None:
+        for batch in list(self._in_flight.values()):
+            status = batch.client.status(batch.id)
+            batch.status, batch.done = status.status, status.completed + status.failed
+            if self.on_status:
+                self.on_status(batch)
+            if status.done:
+                self._finish(batch, status)
+
+    def _finish(self, batch: Batch, status: Status) -> None:
+        answers = batch.client.results(status)
+        if status.status == "failed" and not answers:
+            message = f"the batch failed at the provider: {status.errors}"
+            answers = {cid: {"error": {"code": "batch_failed", "message": message}} for cid in batch.keys}
+        if self.log is not None:
+            self.log.ended(batch.id, status.status)
+        with self._cond:
+            del self._in_flight[batch.id]
+            for cid, key in batch.keys.items():
+                answer = answers.get(cid) or {"error": {"code": "batch_expired", "message": "no answer"}}
+                line = batch.lines.get(cid)
+                if line is None:
+                    if (answer.get("error") or {}).get("code") not in RESUBMIT and _ok(answer):
+                        self._answered[key].append(answer)
+                    continue
+                line.answer = answer
+                self.waiting -= 1
+                line.ready.set()
+            self._cond.notify_all()
+
+    def _fail(self, lines: list[Line], exc: Exception) -> None:
+        """A submit or poll that raised: its lines (or every line in flight) fail, as a transport error would."""
+        with self._cond:
+            targets = lines or [line for batch in self._in_flight.values() for line in batch.lines.values()]
+            if not lines:
+                self._in_flight.clear()
+            for line in targets:
+                if not line.ready.is_set():
+                    line.answer = {"error": {"code": "batch_api", "message": str(exc)}, "transport": True}
+                    self.waiting -= 1
+                    line.ready.set()
+            self._cond.notify_all()
+
+    # ----- resume and close
+
+    def reattach(self, client: OpenAIBatches, records: list[dict[str, Any]]) -> int:
+        """Follow the recorded batches: lines of the same requests wait on them instead of going out again."""
+        n = 0
+        for record in records:
+            batch = Batch(record["id"], client, record.get("model", ""), int(record.get("round", 0)), {},
+                          dict(record["lines"]), "in_progress")  # fmt: skip
+            with self._cond:
+                self._in_flight[batch.id] = batch
+                for cid, key in batch.keys.items():
+                    self._recorded[key].append((batch.id, cid))
+            n += 1
+        if n:
+            with self._cond:
+                self._start()
+                self._cond.notify_all()
+        return n
+
+    def in_flight(self) -> list[Batch]:
+        """The batches submitted and not yet ended."""
+        with self._cond:
+            return list(self._in_flight.values())
+
+    def close(self) -> None:
+        """Stop the collector thread (batches in flight stay with the provider: they are recorded)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+
+def _ok(answer: Mapping[str, Any]) -> bool:
+    return int((answer.get("response") or {}).get("status_code") or 0) == 200

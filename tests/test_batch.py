@@ -1,0 +1,158 @@
+"""Batch mode (``--batch``) against the fake server's OpenAI Files and Batches endpoints.
+
+The fake answers every batch line through its chat logic, so a batch run and a live run of the
+same design on the same oracle get the same answers; ``server.batches.lines`` counts each
+request sent in any batch, so "sent exactly once" is checked by the server, not by us.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from courtroom.comparison.plots import comparison_runs
+from courtroom.data.tasks import load_splits
+from courtroom.models.batch import OpenAIBatches, recorded
+from courtroom.runner.runs import load_run
+from courtroom.testing import FakeServer, oracle_responder
+
+DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistency")
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    from courtroom.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def call(*args: str) -> Any:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return call
+
+
+def oracle(accuracy: float = 0.7) -> Any:
+    _, splits, _ = load_splits("boolean_expressions", seed=0)
+    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
+    return oracle_responder(gold, ["True", "False"], accuracy, seed=1)
+
+
+def test_the_fake_speaks_openai_batches() -> None:
+    """Upload, create, poll, read: statuses, request counts, output and error files, expiry, cancel."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with FakeServer(turnaround=0.2, expire={2}, fault_for=lambda p, s: "500" if p == "bad" else None) as server:
+        client = OpenAIBatches(server.url, "sk-fake")
+        bad = {"model": "m", "messages": [{"role": "user", "content": "bad"}]}
+        first = client.submit([("a", body), ("b", bad)], {})
+        assert first.status == "validating" and first.total == 2
+        assert client.status(first.id).status == "in_progress"
+        while not (done := client.status(first.id)).done:
+            time.sleep(0.02)
+        assert (done.status, done.completed, done.failed) == ("completed", 1, 1)
+        answers = client.results(done)
+        assert answers["a"]["response"]["status_code"] == 200
+        assert json.loads(answers["a"]["response"]["body"]["choices"][0]["message"]["content"]) == {}
+        assert answers["b"]["response"]["status_code"] == 500
+        second = client.submit([("x", body), ("y", body)], {})
+        while not (ended := client.status(second.id)).done:
+            time.sleep(0.02)
+        assert ended.status == "expired" and ended.completed == 1
+        assert client.results(ended)["y"]["error"]["code"] == "batch_expired"
+        third = client.submit([("z", body)], {})
+        assert client.cancel(third.id).status == "cancelled"
+        assert server.counts["requests"] == 0 and server.counts["batch_lines"] == 3  # a, b, x: answered lines only
+        assert server.batches.cancelled == [third.id]
+
+
+def _predictions(folder: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for design, run in comparison_runs(folder).items():
+        _, rows, summary = load_run(run)
+        out[design] = {"predictions": {r["id"]: r["prediction"] for r in rows}, "summary": summary, "run": run}
+    return out
+
+
+def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same verdicts and requests as the live path; each design's rounds go out as one batch per stage."""
+    common = ["compare", "--frameworks", ",".join(DESIGNS), "--lm", "openai/m", "--limit", "8",
+              "--no-matched-baselines", "--train-limit", "3"]  # fmt: skip
+    runs = {}
+    for mode in ("live", "batch"):
+        monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
+        with FakeServer(oracle(), turnaround=0.05) as server:
+            extra = ["--batch"] if mode == "batch" else []
+            done = cli(*common, "--api-base", server.url, "--out", str(tmp_path / mode), *extra)
+            assert done.returncode == 0, done.stderr
+            runs[mode] = SimpleNamespace(server=server, rows=_predictions(next((tmp_path / mode).iterdir())))
+    live, batch = runs["live"], runs["batch"]
+    assert live.server.counts["batch_lines"] == 0 and batch.server.counts["requests"] == 0
+    assert batch.server.counts["batch_lines"] == live.server.counts["requests"]
+    assert batch.server.sent == live.server.sent  # the same requests, each as often as live
+    for design in DESIGNS:
+        assert batch.rows[design]["predictions"] == live.rows[design]["predictions"], design
+        assert batch.rows[design]["summary"]["sent"] == live.rows[design]["summary"]["sent"], design
+    # Batches per design: at most the stages of its critical path, preparation included.
+    stages = {"jot": 6, "courtroom-llm": 4, "debate-feedback": 9, "settle": 3, "self-consistency": 2}
+    for design in DESIGNS:
+        made = recorded(batch.rows[design]["run"])
+        assert 1 <= len(made) <= stages[design], (design, len(made))
+        assert all(r["status"] == "completed" for r in made)
+
+
+def _run(cli: Callable[..., Any], *args: str) -> dict[str, str | None]:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    lines = (done.stdout + done.stderr).splitlines()
+    folder = next(line.split(": ", 1)[1] for line in lines if line.startswith("run folder: "))
+    return {r["id"]: r["prediction"] for r in load_run(folder)[1]}
+
+
+def test_killed_with_batches_in_flight_resumes_without_paying_twice(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while two batches are in flight; --resume follows them: each request reaches the fake once."""
+    args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--loops", "1"]
+    monkeypatch.setenv("COURTROOM_BATCH_LINES", "10")  # the 16 advocate requests go out as two batches
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache-whole"))
+    with FakeServer(oracle(), turnaround=0.05) as whole:
+        expected = _run(cli, *args, "--api-base", whole.url, "--out", str(tmp_path / "whole"))
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(oracle(), turnaround=1.5) as server:
+        env = {**os.environ, "COURTROOM_BATCH_POLL": "0.05"}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "courtroom.cli", *args, "--api-base", server.url, "--out", str(tmp_path / "runs")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(server.batches.created) < 2 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        run_dir = next((tmp_path / "runs").iterdir())
+        in_flight = recorded(run_dir)
+        assert [r["id"] for r in in_flight] == [b for b, _ in server.batches.created]
+        assert all(r["status"] is None for r in in_flight) and server.counts["batch_lines"] == 0
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    assert {r["id"]: r["prediction"] for r in load_run(run_dir)[1]} == expected
+    assert server.sent == whole.sent  # every request exactly as often as in the uninterrupted run
+    assert len(server.batches.created) == len(whole.batches.created)  # nothing submitted twice
+    assert server.counts["requests"] == 0
