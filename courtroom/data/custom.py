@@ -120,13 +120,13 @@ def read_task_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"task file {path}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}"
         )
-    out = {k: (None if v in ("", "~", "null", "Null", "NULL") else v) for k, v in data.items()}
+    out: dict[str, Any] = {k: (None if v in ("", "~", "null", "Null", "NULL") else v) for k, v in data.items()}
     value = str(out["dataset"])
     if not Path(value).is_absolute() and (path.parent / value).exists():
         out["dataset"] = str(path.parent / value)
     for key in ("text_field", "labels", "positions"):
-        if isinstance(out.get(key), str):
-            out[key] = [x.strip() for x in out[key].split(",") if x.strip()]
+        if isinstance(text := out.get(key), str):
+            out[key] = [x.strip() for x in text.split(",") if x.strip()]
     return out
 
 
