@@ -222,6 +222,8 @@ OUT_HELP = {
     "predict": "Write JSONL results to this file.",
 }
 OUT_DEFAULT = {"study": "studies/NAME", "predict": "stdout"}
+PREDICT_HELP = {"lm": "Model for every role instead of the program's saved models (a dspy.LM string, or 'local')."}
+"""``predict``'s help where it differs from the other commands': the program file names its models."""
 
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -235,6 +237,8 @@ def _annotated(option: Option, command: str) -> Any:
         extra["show_default"] = OUT_DEFAULT[command]
     if option.name == "task" and command == "compile":
         extra["show_default"] = "the recipe's, else boolean_expressions"
+    if command == "predict" and option.name in PREDICT_HELP:  # predict runs on the program's saved models
+        help_, extra["show_default"] = PREDICT_HELP[option.name], "the program's models"
     info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
     return Annotated[option.type, info]
 

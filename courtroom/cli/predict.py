@@ -106,9 +106,7 @@ def predict_command(
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
         for v in verdicts:
-            sink.write(
-                json.dumps({"id": v["id"], "label": v.label, "error": v.error, "transcript": v.transcript}) + "\n"
-            )
+            sink.write(json.dumps(v.to_dict()) + "\n")
     finally:
         if output:
             sink.close()

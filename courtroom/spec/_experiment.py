@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -117,6 +118,8 @@ class Experiment:
         given = set()
         for key, value in values.items():
             key, value = ALIASES[key](value) if key in ALIASES else (key, value)
+            if isinstance(value, os.PathLike):  # a file or folder given as a Path is held as its text
+                value = os.fspath(value)
             section = getattr(self, where[key])
             setattr(
                 section,
