@@ -35,6 +35,7 @@ MISUSE = {
     "courtroom.study('jot', dev_limt=4)": "call-arg",  # a misspelt keyword
     "courtroom.run('jot', trials=3)": "call-arg",  # another command's keyword
     "courtroom.run('jot', limit='4')": "arg-type",  # a wrong type
+    "courtroom.Experiment.build('run', limt=3)": "call-arg",
     "courtroom.compile('jot', settings=['k=1'])": "arg-type",
     "print(courtroom.predict(program, 'c')[0].confidence)": "attr-defined",  # a field a verdict lacks
     "print(courtroom.run('jot').sumary)": "union-attr",

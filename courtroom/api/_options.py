@@ -167,7 +167,7 @@ class EstimateOptions(RunOptions, CompareOptions, CompileOptions, StudyOptions, 
 
 
 class ExperimentOptions(EstimateOptions, total=False):
-    """Every field of the spec, for :func:`courtroom.experiment`."""
+    """Every field of the spec, for :func:`courtroom.experiment` and :meth:`courtroom.Experiment.build`."""
 
     framework: str | None
     show: int | None
