@@ -1,13 +1,15 @@
 """One Python function per command: ``courtroom run`` calls :func:`run`, and so on.
 
 Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same options as keywords
-(the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``), draws
+(the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``, typed
+per command in :mod:`courtroom.api._options`: a misspelt keyword is a type checker's error), draws
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
 re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
 this module: :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
-:mod:`courtroom.api._compare` (a suite's rows, the per-row progress) and :mod:`courtroom.api._compile`
-(a study's recipe, the compile's dry run, the dev runs written next to the program).
+:mod:`courtroom.api._compare` (a suite's rows, the per-row progress), :mod:`courtroom.api._compile`
+(a study's recipe, the compile's dry run, the dev runs written next to the program) and
+:mod:`courtroom.api._results` (:class:`Verdict`, the record :func:`predict` returns per case).
 """
 
 from __future__ import annotations
@@ -109,8 +111,9 @@ def run(
     instead (options given with it that would change answers are refused); ``retry_failed`` reruns
     its failed examples too. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
     Returns a :class:`~courtroom.runner.runs.RunOutcome` (``run_dir``, ``summary``, ``results``) or,
-    for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome`. At a budget the folder is left
-    resumable and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
+    for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome`, which reads alike (``run_dir``:
+    the group's folder; ``summary``: each metric's mean) and adds ``stats`` and ``outcomes``. At a
+    budget the folder is left resumable and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
     """
     from courtroom.runner.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.runner.resume import resume as resume_run
