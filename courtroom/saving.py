@@ -111,6 +111,21 @@ def _verify_signature(path: Path, doc: Mapping[str, Any], meta: Mapping[str, Any
 
 def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
     """Write ``program`` and its metadata (task, optimizer, scores, ...) to ``path`` as JSON."""
+    state, body = _document(program, metadata)
+    doc = dict(state)
+    doc["metadata"] = {"dependency_versions": body["versions"], "courtroom": body}
+    body["checksum"] = _checksum(doc)
+    key = _program_key()
+    if key is not None:
+        body["signature"] = _signature(doc, key)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def _document(program: CourtroomProgram, metadata: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(DSPy state, courtroom metadata) of ``program`` as :func:`save_program` writes them (no checksum)."""
     from courtroom._versions import versions
 
     state = program.dump_state(json_mode=True)
@@ -131,16 +146,7 @@ def save_program(program: CourtroomProgram, path: str | Path, metadata: Mapping[
         "versions": versions(),
         "artefacts": artefacts(program),
     } | meta
-    doc = dict(state)
-    doc["metadata"] = {"dependency_versions": body["versions"], "courtroom": body}
-    body["checksum"] = _checksum(doc)
-    key = _program_key()
-    if key is not None:
-        body["signature"] = _signature(doc, key)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1))
-    return path
+    return state, body
 
 
 def read_program_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -221,6 +227,40 @@ def load_program(
     max_tokens, api_base) apply to models given by name. ``lms`` (a ready :class:`RoleLMs`) replaces them all.
     """
     state, meta = read_program_file(path)
+    return _program(state, meta, str(path), lm=lm, roles=roles, lms=lms, **lm_options)
+
+
+def with_models(
+    program: CourtroomProgram, *, lm: Any = None, roles: Mapping[str, Any] | None = None, **lm_options: Any
+) -> CourtroomProgram:
+    """A copy of ``program`` on other models: what :func:`load_program` gives for the file it would save to.
+
+    ``lm``, ``roles`` and ``lm_options`` (temperature, max_tokens, api_base, timeout) mean what they
+    mean to :func:`load_program`; with neither ``lm`` nor ``roles`` the program's own models are
+    kept by name (pointed at ``api_base``, say). ``program`` itself is left as it is.
+    """
+    saved = dict(getattr(program, "saved_metadata", None) or {})
+    kept = {k: v for k, v in saved.items() if k not in _OWN_FIELDS}
+    state, meta = _document(program, kept)
+    return _program(state, meta, f"the {type(program).name} program", lm=lm, roles=roles, **lm_options)
+
+
+_OWN_FIELDS = ("format", "format_version", "framework", "config", "models", "versions", "artefacts", "checksum",
+               "signature")  # fmt: skip
+"""Metadata :func:`_document` takes from the program itself, not from the file it was loaded from."""
+
+
+def _program(
+    state: dict[str, Any],
+    meta: dict[str, Any],
+    path: str,
+    *,
+    lm: Any,
+    roles: Mapping[str, Any] | None,
+    lms: Any = None,
+    **lm_options: Any,
+) -> CourtroomProgram:
+    """The program a file's (state, metadata) describe, on the models named (``path`` names it in errors)."""
     name = meta.get("framework")
     if name not in FRAMEWORKS:
         raise ConfigError(

@@ -349,7 +349,7 @@ def test_predict_takes_strings_and_dicts(tmp_path: Path) -> None:
         verdicts = courtroom.predict(
             tmp_path / "p.json", ["True and False", {"case": "not False", "id": "b"}], api_base=server.url
         )
-    assert [v["id"] for v in verdicts] == ["1", "b"]
+    assert [v.id for v in verdicts] == ["1", "b"]
     assert all(v.label in ("True", "False") and v.transcript for v in verdicts)
     with pytest.raises(ConfigError, match="case 1 is empty"):
         courtroom.predict(tmp_path / "p.json", [" "])

@@ -1,25 +1,36 @@
 """One Python function per command: ``courtroom run`` calls :func:`run`, and so on.
 
 Each takes one :class:`~courtroom.spec.Experiment` (``spec=``) or the same options as keywords
-(the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``), draws
+(the flags' names: ``courtroom.run("jot", dataset="reviews.csv", text_field="text", ...)``, typed
+per command in :mod:`courtroom.api._options`: a misspelt keyword is a type checker's error), draws
 the same progress display (``progress=False`` turns it off) and writes the same folders and files;
 the commands only parse flags and print. :func:`estimate` is every command's dry run. They are
 re-exported at the top level: ``courtroom.run(...)``. The helpers of single commands live beside
 this module: :mod:`courtroom.api._score` (a saved program on labelled data: its data, models, vote),
 :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
-:mod:`courtroom.api._compare` (a suite's rows, the per-row progress) and :mod:`courtroom.api._compile`
-(a study's recipe, the compile's dry run, the dev runs written next to the program).
+:mod:`courtroom.api._compare` (a suite's rows, the per-row progress), :mod:`courtroom.api._compile`
+(a study's recipe, the compile's dry run, the dev runs written next to the program) and
+:mod:`courtroom.api._results` (:class:`Verdict`, the record :func:`predict` returns per case).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from courtroom import _stop
 from courtroom.api._compare import compared, row_hooks
 from courtroom.api._compile import compile_estimate, with_recipe, write_dev_runs
+from courtroom.api._options import (
+    CompareOptions,
+    CompileOptions,
+    EstimateOptions,
+    ExperimentOptions,
+    RunOptions,
+    StudyOptions,
+)
+from courtroom.api._results import Verdict
 from courtroom.api._run import resume_overrides, run_config
 from courtroom.api._score import ScoreOutcome, run_score, score_estimate
 from courtroom.errors import ConfigError
@@ -38,6 +49,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ScoreOutcome",
+    "CompareOptions",
+    "CompileOptions",
+    "EstimateOptions",
+    "ExperimentOptions",
+    "RunOptions",
+    "StudyOptions",
     "Verdict",
     "compare",
     "compile",
@@ -52,12 +69,15 @@ __all__ = [
 ]
 
 
-def experiment(command: str = "run", spec: Experiment | None = None, **options: Any) -> Experiment:
+def experiment(
+    command: str = "run", spec: Experiment | None = None, **options: Unpack[ExperimentOptions]
+) -> Experiment:
     """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win)."""
+    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if spec is None:
-        spec = Experiment.build(command, **{k: v for k, v in options.items() if v is not None})
-    elif options:
-        spec = spec.updated(**{k: v for k, v in options.items() if v is not None})
+        spec = Experiment.build(command, **given)
+    elif given:
+        spec = spec.updated(**given)
     spec.command = command
     return spec.validate()
 
@@ -86,7 +106,7 @@ def run(
     retry_failed: bool = False,
     progress: bool = True,
     lms: Any = None,
-    **options: Any,
+    **options: Unpack[RunOptions],
 ) -> RunOutcome | RepeatOutcome:
     """Evaluate ``framework`` on a task and write a run folder (``courtroom run``).
 
@@ -95,8 +115,9 @@ def run(
     instead (options given with it that would change answers are refused); ``retry_failed`` reruns
     its failed examples too. ``lms`` (a ready role map, e.g. fakes) replaces the named models.
     Returns a :class:`~courtroom.runner.runs.RunOutcome` (``run_dir``, ``summary``, ``results``) or,
-    for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome`. At a budget the folder is left
-    resumable and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
+    for repeats, a :class:`~courtroom.runner.repeats.RepeatOutcome`, which reads alike (``run_dir``:
+    the group's folder; ``summary``: each metric's mean) and adds ``stats`` and ``outcomes``. At a
+    budget the folder is left resumable and :class:`~courtroom.cost.budget.BudgetExhausted` is raised.
     """
     from courtroom.runner.repeats import is_repeat_group, resume_repeats, run_repeats
     from courtroom.runner.resume import resume as resume_run
@@ -145,7 +166,7 @@ def estimate(
     spec: Experiment | None = None,
     config: str | Path | Mapping[str, Any] | None = None,
     program: str | Path | None = None,
-    **options: Any,
+    **options: Unpack[EstimateOptions],
 ) -> tuple[dict[str, Estimate], list[str]]:
     """Every command's dry run: (row -> :class:`~courtroom.cost.estimate.Estimate`, notes); nothing is sent.
 
@@ -156,8 +177,10 @@ def estimate(
     """
     from courtroom.cost import dry_run
 
-    key = "frameworks" if (spec.command if spec else command) == "compare" else "framework"
-    spec = experiment(spec.command if spec else command, spec, **({key: framework} if framework else {}), **options)
+    command = spec.command if spec else command
+    if framework and command == "compare":
+        options["frameworks"] = framework
+    spec = experiment(command, spec, framework=None if command == "compare" else framework, **options)
     if spec.command == "run":
         planned = run_config(spec)
         return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
@@ -199,7 +222,7 @@ def compare(
     resume: str | Path | None = None,
     progress: bool = True,
     lms: Any = None,
-    **options: Any,
+    **options: Unpack[CompareOptions],
 ) -> Comparison:
     """Run every framework on the same examples; write the comparison folder (``courtroom compare``).
 
@@ -213,7 +236,10 @@ def compare(
     from courtroom.comparison.compare import compare as run_compare
     from courtroom.comparison.options import compare_options, given_options
 
-    spec = experiment("compare", spec, frameworks=frameworks, **options)
+    if frameworks is None:
+        spec = experiment("compare", spec, **options)
+    else:
+        spec = experiment("compare", spec, frameworks=frameworks, **options)
     if spec.budget.dry_run:
         raise ConfigError("a dry run returns estimates, not a comparison: call courtroom.estimate(...)")
     if resume is None and not spec.design.frameworks:
@@ -255,7 +281,7 @@ def compile(  # noqa: A001 - the command's name
     spec: Experiment | None = None,
     config: str | Path | Mapping[str, Any] | None = None,
     progress: bool = True,
-    **options: Any,
+    **options: Unpack[CompileOptions],
 ) -> CompileResult:
     """Compile a framework with a DSPy optimizer and save the program (``courtroom compile``).
 
@@ -305,7 +331,7 @@ def study(
     progress: bool = True,
     lms: Any = None,
     model_objects: Mapping[str, Any] | None = None,
-    **options: Any,
+    **options: Unpack[StudyOptions],
 ) -> StudyOutcome:
     """Run an Optuna study over a framework's knobs, or over several designs (``courtroom study``).
 
@@ -362,28 +388,6 @@ def score(
         return run_score(spec, program, lms=lms, budget=_budget(spec), hooks=row_hooks(display))
 
 
-class Verdict(dict):  # type: ignore[type-arg]
-    """One case's verdict: ``label`` (None when it failed), ``error``, ``transcript`` and ``id``.
-
-    A dict, so it serialises as it is; ``verdict.label`` reads as an attribute too.
-    """
-
-    @property
-    def label(self) -> str | None:
-        """The verdict's label (None when the case failed)."""
-        return self.get("label")
-
-    @property
-    def transcript(self) -> list[dict[str, Any]]:
-        """Each turn: role, round, text (and for judges the decision)."""
-        return list(self.get("transcript") or [])
-
-    @property
-    def error(self) -> str | None:
-        """Why the case failed, or None."""
-        return self.get("error")
-
-
 def predict(
     program: CourtroomProgram | str | Path,
     cases: str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]],
@@ -397,9 +401,12 @@ def predict(
 ) -> list[Verdict]:
     """Verdicts for ``cases`` (strings, or dicts with ``case`` and optionally ``id``) from a program.
 
-    ``program`` is a loaded program or the path of a program file (``courtroom compile``); its
-    models can be replaced (``lm``, ``roles``, ``api_base``). Cases run ``concurrency`` at a time; a
-    case that fails has ``label`` None and its ``error``. Returns one :class:`Verdict` per case, in order.
+    ``program`` is a loaded program or the path of a program file (``courtroom compile``). ``lm``
+    (every role), ``roles`` (some) and ``api_base``/``timeout`` (the server its models are served
+    from; ``api_base`` alone keeps the program's models) apply alike to both, as
+    :func:`courtroom.load` applies them; a loaded program is copied, never changed. Cases run
+    ``concurrency`` at a time; a case that fails has ``label`` None and its ``error``. Returns one
+    :class:`Verdict` per case, in order.
     """
     import dspy
 
@@ -414,13 +421,15 @@ def predict(
             raise ConfigError(f"case {n} is empty: pass a non-empty text, or a dict with a 'case' text")
         rows.append(row)
     configure_cache()
+    options = {k: v for k, v in (("api_base", api_base), ("timeout", timeout)) if v is not None}
     if isinstance(program, str | Path):
         from courtroom.saving import load_program
 
-        options = {k: v for k, v in (("api_base", api_base), ("timeout", timeout)) if v is not None}
         program = load_program(program, lm=lm, roles=dict(roles) if roles else None, **options)
-    elif lm or roles or api_base:
-        raise ConfigError("lm, roles and api_base replace the models of a program file: pass its path")
+    elif lm or roles or options:
+        from courtroom.saving import with_models
+
+        program = with_models(program, lm=lm, roles=dict(roles) if roles else None, **options)
     _check_keys(program)
     examples = [
         dspy.Example(case=r["case"], label="", id=str(r.get("id", n))).with_inputs("case")
@@ -430,7 +439,7 @@ def predict(
 
     check_context(program.lms.models(), ((ex.id, ex.case) for ex in examples))
     results = evaluate(program, examples, concurrency=concurrency)
-    return [Verdict(id=r.id, label=r.prediction, error=r.error, transcript=r.transcript) for r in results]
+    return [Verdict(id=r.id, label=r.prediction, error=r.error, transcript=list(r.transcript)) for r in results]
 
 
 def _check_keys(program: Any) -> None:

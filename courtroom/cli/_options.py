@@ -233,6 +233,8 @@ OUT_HELP = {
     "score": "Folder that receives the score folder.",
 }
 OUT_DEFAULT = {"study": "studies/NAME", "predict": "stdout"}
+PREDICT_HELP = {"lm": "Model for every role instead of the program's saved models (a dspy.LM string, or 'local')."}
+"""``predict``'s help where it differs from the other commands': the program file names its models."""
 
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -252,6 +254,8 @@ def _annotated(option: Option, command: str) -> Any:
         extra["show_default"] = "the recipe's, else boolean_expressions"
     if command == "score" and option.name in SCORE_DEFAULTS:
         extra["show_default"] = SCORE_DEFAULTS[option.name]
+    if command == "predict" and option.name in PREDICT_HELP:  # predict runs on the program's saved models
+        help_, extra["show_default"] = PREDICT_HELP[option.name], "the program's models"
     info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
     return Annotated[option.type, info]
 

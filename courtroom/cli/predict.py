@@ -143,7 +143,7 @@ def predict_command(
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
         for n, v in enumerate(verdicts):
-            line = {"id": v["id"], "label": v.label, "error": v.error, "transcript": v.transcript}
+            line = v.to_dict()
             if golds is not None:
                 line |= {"gold": golds[n], "correct": v.label is not None and v.label == golds[n]}
             sink.write(json.dumps(line) + "\n")

@@ -47,14 +47,18 @@ COLUMNS = (
 
 @dataclass
 class Comparison:
-    """A finished comparison."""
+    """A finished comparison (``courtroom.compare``, ``courtroom compare``)."""
 
     out_dir: Path
+    """The comparison folder: ``table.csv``, ``comparison.json``, the plots and one run folder per row."""
     table: pd.DataFrame
+    """One row per framework (and matched baseline): accuracy, macro-F1, calls, tokens, cost, ... as ``table.csv``."""
     runs: dict[str, str]
     """Framework -> its run folder or repeat group (relative to ``out_dir``)."""
     analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Analysis name -> its result (McNemar tests between rows, flips, position bias, ...)."""
     plots: dict[str, Path] = field(default_factory=dict)
+    """Plot name -> its PNG file."""
     failed: dict[str, str] = field(default_factory=dict)
     """Framework -> why its run failed (more failed examples than ``fail_on_error`` allows)."""
 

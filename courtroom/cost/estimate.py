@@ -60,11 +60,15 @@ class Estimate:
     """What a run would spend, before it is run."""
 
     framework: str
+    """The framework (or the comparison row) priced."""
     examples: int
+    """Evaluation examples."""
     calls: int
     """LM calls (evaluation and training), exact or a maximum (see ``calls_exact``)."""
     calls_exact: bool
+    """Whether ``calls`` is exact (a fixed structure) or a maximum (data decides)."""
     prompt_tokens: int
+    """Prompt tokens of every call, from the prompts rendered for ``sample`` examples."""
     completion_tokens: int | None
     """None when no bound is known (no ``max_tokens``, nothing measured)."""
     completion_basis: str
@@ -72,14 +76,19 @@ class Estimate:
     cost: float | None
     """Dollars; None when no price is known for some model."""
     tokenizer: str
+    """What counted the tokens (the model's tokenizer, or an approximation)."""
     sample: int
     """Examples whose prompts were rendered."""
     prepare_calls: int = 0
+    """Calls spent once on training (precedents, the reliability assistant), within ``calls``."""
     max_calls_per_example: int = 0
+    """The most calls one example can take."""
     max_cost_per_example: float | None = None
     """Upper bound on one example's dollars (prompt at the sample's largest, completion at the bound)."""
     models: dict[str, str] = field(default_factory=dict)
+    """Role -> model name priced."""
     seconds: float = 0.0
+    """Seconds the estimate took to compute."""
     min_calls: int | None = None
     """For a design priced as a range (settle, then trial): the calls at its cheapest (every case
     settled); ``calls`` is then its dearest (every case tried). None: no range."""

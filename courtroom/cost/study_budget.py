@@ -89,7 +89,9 @@ def continue_line(config: Any, *args: str) -> str:
         spec = Experiment.from_dict(config.spec)
     else:  # a study run from a bare StudyConfig: what it names
         models = list(getattr(config, "models", None) or [])
-        spec = Experiment.build("study", lm=models or None, source=getattr(config, "data", "auto"))
+        spec = Experiment.build("study", data=getattr(config, "data", "auto"))
+        if models:
+            spec = spec.updated(lm=models)
     spec.command = "study"
     if not spec.design.frameworks and getattr(config, "frameworks", None):
         spec.design.frameworks = list(config.frameworks)  # a study across designs

@@ -31,17 +31,23 @@ class ExampleResult:
     """One example's outcome: one JSONL line of a run folder."""
 
     id: str
+    """The example's id in its task (or its row in your dataset)."""
     input: str
+    """The case text the program heard."""
     gold: str
+    """The correct label."""
     prediction: str | None
     """The label, or None when the example failed."""
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    """Each turn in order: ``role``, ``round``, ``text`` (and for a judge its ``decision``)."""
     usage: dict[str, Any] = field(default_factory=dict)
+    """The example's LM calls and tokens (``calls``, ``sent``, ``cached``, ``prompt_tokens``, ...), per model too."""
     error: str | None = None
     """``Type: message`` of the failure, if any."""
     fields: dict[str, Any] = field(default_factory=dict)
     """Framework-specific outputs (votes, probabilities, reliabilities, ...)."""
     seconds: float = 0.0
+    """Wall seconds the example took."""
     confidence: float | None = None
     """The probability the framework's output gives its prediction (vote share, final probability), if any."""
 

@@ -42,11 +42,14 @@ from courtroom.programs import get_framework
 
 @dataclass
 class StudyOutcome:
-    """A finished (or resumed and extended) study."""
+    """A finished (or resumed and extended) study (``courtroom.study``, ``courtroom study``)."""
 
     study: Any
+    """The ``optuna.Study``: its trials, ``best_trial``, ``best_trials``, ``trials_dataframe()``."""
     config: StudyConfig
+    """What the study searched and how (framework or designs, task, objective, sizes)."""
     space: list[Param]
+    """The searched parameters."""
     models: dict[str, str] = field(default_factory=dict)
     """Role -> model name the trials ran on before any searched model choice (no keys, no URLs)."""
     lm: str | None = None

@@ -84,13 +84,28 @@ def stats_markdown(stats: dict[str, dict[str, Any]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RepeatOutcome:
-    """A finished group of repeats."""
+    """A finished group of repeats (``courtroom.run(..., repeats=R)``); read as a run (``run_dir``, ``summary``)."""
 
     group_dir: Path
+    """The group's folder: ``group.json``, ``repeats.json``/``.md`` and one run folder per repeat."""
     outcomes: list[RunOutcome]
+    """Each repeat's run, in order."""
     stats: dict[str, dict[str, Any]]
+    """Metric -> ``mean``, ``sd``, ``ci_low``, ``ci_high`` (95%) and ``n`` over the repeats."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The group's folder (``group_dir``), where a single run has its run folder."""
+        return self.group_dir
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Each metric's mean over the repeats (``stats`` has the spread), the examples ``n`` and ``repeats``."""
+        means = {metric: s["mean"] for metric, s in self.stats.items()}
+        n = self.outcomes[0].summary.get("n") if self.outcomes else 0
+        return means | {"n": n, "repeats": len(self.outcomes)}
 
 
 def is_repeat_group(path: str | Path) -> bool:

@@ -46,13 +46,17 @@ from courtroom.runner.summaries import calls_rows, learned_rows, summary_markdow
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOutcome:
-    """What a finished run produced."""
+    """What a finished run produced (``courtroom.run``, ``courtroom run``)."""
 
     run_dir: Path
+    """The run folder: ``meta.json``, ``results.jsonl``, ``summary.json`` and ``summary.md``."""
     summary: dict[str, Any]
+    """The run's figures, as ``summary.json``: ``n``, ``accuracy``, ``macro_f1``, ``failures``, ``calls``,
+    ``sent``, ``cached``, ``tokens``, ``cost`` (dollars, None without a price), ``wall_seconds``, ..."""
     results: list[ExampleResult]
+    """Each example's outcome, in order (the lines of ``results.jsonl``)."""
     analyses: dict[str, Any] = field(default_factory=dict)
     """Analyses run after the evaluation (``flips``: the flip matrix, for a framework with first answers;
     ``ambiguity``: the ambiguity split's rows)."""

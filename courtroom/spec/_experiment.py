@@ -25,15 +25,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from courtroom._secrets import without_password
 from courtroom.errors import ConfigError
 from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings
+
+if TYPE_CHECKING:  # the keywords' types, for type checkers only (courtroom.api imports this module)
+    from courtroom.api._options import ExperimentOptions
 
 SECTIONS = {
     "data": Data,
@@ -92,19 +96,19 @@ class Experiment:
     """The flat names given explicitly (flags, ``--config`` or keywords): what a resume must match."""
 
     @classmethod
-    def build(cls, command: str = "run", **values: Any) -> Experiment:
+    def build(cls, command: str = "run", **values: Unpack[ExperimentOptions]) -> Experiment:
         """The spec from flat keywords (``limit=5``, ``api_base=...``, ``roles={...}``); unknown ones refused."""
         spec = cls(command=command)
         spec.given = frozenset(spec._apply(values))
         return spec
 
-    def updated(self, **values: Any) -> Experiment:
+    def updated(self, **values: Unpack[ExperimentOptions]) -> Experiment:
         """A copy with flat keywords applied as :meth:`build` applies them (they count as given)."""
         new = self.replace()
         new.given = self.given | frozenset(new._apply(values))
         return new
 
-    def _apply(self, values: dict[str, Any]) -> set[str]:
+    def _apply(self, values: Mapping[str, Any]) -> set[str]:
         where = _fields()
         values = dict(values)
         if isinstance(values.get("dataset"), Mapping):  # custom_task's arguments, as a mapping
@@ -122,6 +126,8 @@ class Experiment:
         given = set()
         for key, value in values.items():
             key, value = ALIASES[key](value) if key in ALIASES else (key, value)
+            if isinstance(value, os.PathLike):  # a file or folder given as a Path is held as its text
+                value = os.fspath(value)
             section = getattr(self, where[key])
             setattr(
                 section,
