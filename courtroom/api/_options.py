@@ -80,6 +80,8 @@ class _ModelOptions(TypedDict, total=False):
     timeout: float | None
     concurrency: int | None
     fail_on_error: float | None
+    batch: bool
+    """Send requests through the provider's batch API (about half price; compile's optimizers stay live)."""
 
 
 class _DesignOptions(TypedDict, total=False):
@@ -104,6 +106,8 @@ class _CommonOptions(_DataOptions, _ModelOptions, _DesignOptions, total=False):
 class RunOptions(_CommonOptions, total=False):
     """The keywords of :func:`courtroom.run` (the flags of ``courtroom run``)."""
 
+    cancel_batches: bool
+    """With a resume: cancel the batches the run folder has in flight."""
     split: str
     limit: int | None
     debias: str | None
@@ -115,6 +119,8 @@ class RunOptions(_CommonOptions, total=False):
 class CompareOptions(_CommonOptions, total=False):
     """The keywords of :func:`courtroom.compare` (the flags of ``courtroom compare``)."""
 
+    cancel_batches: bool
+    """With a resume: cancel the batches the comparison has in flight."""
     split: str
     limit: int | None
     debias: str | None
