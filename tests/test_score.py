@@ -213,3 +213,19 @@ def test_the_rendered_command_describes_the_same_experiment(tmp_path: Path) -> N
     assert "--task" not in line and "custom:" not in line
     again = _parsed("study", shlex.split(line)[2:])
     assert again.identity() == spec.identity()
+
+
+def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    import courtroom
+    from courtroom.testing import scripted_lm
+
+    _, program = compiled
+    fresh = _csv(tmp_path / "fresh.csv", 6, "py claim", wrong=3)
+    lm = scripted_lm({"classifier": lambda role, turn, text: {"answer": "yes"}})  # always yes
+    outcome = courtroom.score(program, dataset=str(fresh), text_field="text", label_field="label",
+                              labels=["yes", "no"], out=str(tmp_path), lms=courtroom.resolve_roles(lm),
+                              progress=False)  # fmt: skip
+    assert isinstance(outcome, courtroom.ScoreOutcome)
+    assert outcome.accuracy == 3 / 6 and outcome.interval == wilson(0.5, 6)  # the odd rows are "yes"
+    assert outcome.matched_vote == "self-consistency k=1" and outcome.run_dir.parent == outcome.out_dir
+    assert set(lm.engine_impl.turns) == {"classifier"}
