@@ -183,3 +183,49 @@ def test_a_run_on_a_csv_stopped_by_its_budget_resumes_as_printed(
     summary = json.loads((Path(hint[3]) / "summary.json").read_text())
     rows = [json.loads(x) for x in (Path(hint[3]) / "results.jsonl").read_text().splitlines()]
     assert summary["n"] == 4 and summary["accuracy"] == sum(f"leans {r['gold']}" in r["input"] for r in rows) / 4
+
+
+def _parsed(command: str, argv: list[str]) -> Any:
+    """The spec a command line gives, parsed as the CLI parses it (nothing runs)."""
+    import typer
+
+    from courtroom.cli._app import app
+    from courtroom.cli._main import _register
+    from courtroom.cli._options import OPTIONS, from_flags
+
+    _register()
+    cmd = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    ctx = cmd.make_context(command, list(argv))
+    names = [o.name for o in OPTIONS if command in o.commands]
+    given = {n for n in names if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"}
+    return from_flags(command, {n: ctx.params[n] for n in names}, given, framework=ctx.params.get("framework"))
+
+
+def test_the_rendered_command_describes_the_same_experiment(tmp_path: Path) -> None:
+    data = _csv(tmp_path / "c.csv", 4, "claim", wrong=2)
+    argv = ["jot", "--dataset", str(data), "--text-field", "text,label", "--label-field", "label", "--labels",
+            "yes,no", "--split-sizes", "0.5,0.25,0.25", "--seed", "3", "--dev-limit", "5", "--lm", "openai/a",
+            "--lm", "openai/b", "--role", "judge=openai/c", "--set", "n_loops=2", "--space", "temperature=0:1",
+            "--preset", "jot-paper", "--compile", "labeled", "--opt", "k=2", "--cost-objective", "--objective", "f1",
+            "--temperature", "0.5", "--search-temperature"]  # fmt: skip
+    spec = _parsed("study", argv)
+    line = spec.command_line("jot", identity=True)
+    assert "--task" not in line and "custom:" not in line
+    again = _parsed("study", shlex.split(line)[2:])
+    assert again.identity() == spec.identity()
+
+
+def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    import courtroom
+    from courtroom.testing import scripted_lm
+
+    _, program = compiled
+    fresh = _csv(tmp_path / "fresh.csv", 6, "py claim", wrong=3)
+    lm = scripted_lm({"classifier": lambda role, turn, text: {"answer": "yes"}})  # always yes
+    outcome = courtroom.score(program, dataset=str(fresh), text_field="text", label_field="label",
+                              labels=["yes", "no"], out=str(tmp_path), lms=courtroom.resolve_roles(lm),
+                              progress=False)  # fmt: skip
+    assert isinstance(outcome, courtroom.ScoreOutcome)
+    assert outcome.accuracy == 3 / 6 and outcome.interval == wilson(0.5, 6)  # the odd rows are "yes"
+    assert outcome.matched_vote == "self-consistency k=1" and outcome.run_dir.parent == outcome.out_dir
+    assert set(lm.engine_impl.turns) == {"classifier"}

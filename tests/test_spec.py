@@ -134,7 +134,7 @@ def test_each_option_is_declared_once_in_cli() -> None:
                 assert not flags & shared, f"{path.name} declares {flags & shared} again"
 
 
-@pytest.mark.parametrize("command", ["run", "compare", "compile", "study", "predict"])
+@pytest.mark.parametrize("command", ["run", "compare", "compile", "study", "predict", "score"])
 def test_every_command_takes_its_options_from_the_one_table(command: str, cli: Any) -> None:
     from courtroom.cli._options import OPTIONS
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from courtroom.errors import ConfigError
+from courtroom.spec import DATA_SOURCE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ScoreOutcome", "run_score", "score_estimate"]
 
-DATA_FIELDS = ("task", "source", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split",
-               "train_data", "dev_data", "test_data", "split_sizes", "seed")  # fmt: skip
-"""The options that name the data (not how much of it is scored: ``split``, ``limit``)."""
 SPLIT_FIELDS = ("train_data", "dev_data", "test_data", "split_sizes", "seed")
 
 
@@ -78,9 +76,9 @@ class ScoreOutcome:
 def scored_spec(spec: Experiment, meta: dict[str, Any]) -> Experiment:
     """``spec`` with its data settled: the program's own (test split) when none is named, a new file whole."""
     recorded = dict((meta.get("spec") or {}).get("data") or {})
-    if not spec.given & set(DATA_FIELDS):
+    if not spec.given & set(DATA_SOURCE):
         if recorded:
-            return spec.replace(**{k: recorded[k] for k in DATA_FIELDS if k in recorded})
+            return spec.replace(**{k: recorded[k] for k in DATA_SOURCE if k in recorded})
         task = str((meta.get("task") or {}).get("name") or "")
         if not task or task.startswith("custom:"):
             raise ConfigError("the program does not record its data: name it with --task or --dataset FILE")
@@ -99,8 +97,11 @@ def _same_file(a: str, b: str) -> bool:
     return pa.resolve() == pb.resolve() if pa.exists() and pb.exists() else a == b
 
 
-def scored_models(spec: Experiment, meta: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """(default model, role -> model): the program's saved ones, replaced by ``lm`` (all) or ``roles`` (some)."""
+def scored_models(spec: Experiment, meta: dict[str, Any], ready: bool = False) -> tuple[str | None, dict[str, Any]]:
+    """(default model, role -> model): the program's saved ones, replaced by ``lm`` (all) or ``roles`` (some).
+
+    ``ready``: the models are given as objects (``lms=``), so saved names are only recorded.
+    """
     from courtroom.programs import get_framework
 
     roles_of = get_framework(str(meta["framework"])).roles
@@ -109,13 +110,13 @@ def scored_models(spec: Experiment, meta: dict[str, Any]) -> tuple[str | None, d
     saved = dict(meta.get("models") or {})
     default = saved.pop("default", None)
     named = [m for v in saved.values() for m in (v if isinstance(v, list) else [v])]
-    if any(str(m).startswith("fake/") for m in [*named, default]):
+    if not ready and any(str(m).startswith("fake/") for m in [*named, default]):
         raise ConfigError("the program was compiled on test fakes: pass --lm MODEL (or lms=...)")
     kept = {r: m for r, m in saved.items() if r in roles_of and m != default}
     return default, kept | dict(spec.models.roles)
 
 
-def _plan(spec: Experiment, program: str | Path) -> tuple[Experiment, dict[str, Any]]:
+def _plan(spec: Experiment, program: str | Path, ready: bool = False) -> tuple[Experiment, dict[str, Any]]:
     """The settled spec and ``compare``'s keywords for the program's row."""
     from courtroom.comparison.options import compare_options
     from courtroom.saving import read_program_file
@@ -123,7 +124,7 @@ def _plan(spec: Experiment, program: str | Path) -> tuple[Experiment, dict[str, 
     _, meta = read_program_file(program)
     framework = str(meta["framework"])
     spec = scored_spec(spec, meta)
-    lm, roles = scored_models(spec, meta)
+    lm, roles = scored_models(spec, meta, ready)
     spec = spec.replace(frameworks=[framework], lm=[lm] if lm else [], roles=roles)
     opts = compare_options(spec, [framework])
     for key in ("ambiguity_k", "theta", "debias", "presets"):
@@ -166,7 +167,7 @@ def run_score(
     from courtroom._files import read_json
     from courtroom.comparison.compare import compare
 
-    spec, opts = _plan(spec, program)
+    spec, opts = _plan(spec, program, ready=lms is not None)
     comparison = compare(
         opts.pop("task"), opts.pop("frameworks"), kind="score", budget=budget, lms=lms, **hooks, **opts
     )
