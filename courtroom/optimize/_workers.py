@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import socket
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from courtroom._secrets import without_password
 from courtroom.errors import ConfigError
 from courtroom.optimize import _storage
 
@@ -135,18 +133,6 @@ def fail_stale_trials(study: Any, grace: float | None = None) -> list[int]:
     return failed
 
 
-def resume_command(config: Any, left: int) -> str:
-    """``courtroom study ... --trials LEFT`` continuing ``config``'s study (the storage's password as PASSWORD)."""
-    from courtroom._stop import with_flags
-
-    designs = getattr(config, "frameworks", None)
-    what = f"--frameworks {','.join(designs)}" if designs else config.framework
-    resume = f"courtroom study {what} --task {config.task} --study-name {config.name} --trials {left}"
-    if config.storage:
-        resume += f" --storage {shlex.quote(without_password(config.storage))}"
-    return with_flags(resume)
-
-
 def _told_elsewhere(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it interrupted) is Optuna refusing to tell a trial another worker finished."""
     from optuna.exceptions import UpdateFinishedTrialError
@@ -207,9 +193,11 @@ def optimize_owed(
             return
         except Exception as exc:
             cause = _storage_cause(exc)
-            if cause is not None:
-                resume = resume_command(config, max(config.trials - len(told), 1))
-                raise ConfigError(_storage.storage_failure(config.storage, cause, resume=resume)) from exc
+            if cause is not None:  # the study keeps what it told: the same command continues it
+                from courtroom import _stop
+
+                again = _stop.command_line() or "the same study command (same storage and study name)"
+                raise ConfigError(_storage.storage_failure(config.storage, cause, resume=again)) from exc
             if not _told_elsewhere(exc):
                 raise
             which = f"trial {_taken.pop()}" if _taken else "a trial"

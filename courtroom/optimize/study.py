@@ -230,7 +230,8 @@ def run_study(
 
         objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
-    with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
+    again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
+    with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks)
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
