@@ -248,3 +248,40 @@ def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_p
 
     states = [t.state.name for t in optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{db}")).trials]
     assert states.count("COMPLETE") == 2 and "RUNNING" not in states, states
+
+
+def test_a_storage_that_fails_as_a_trial_is_told_is_named_not_an_assertion(tmp_path: Path) -> None:
+    # Optuna's tell failing (the disk filled as the trial finished) surfaced as its own
+    # "AssertionError: Should not reach.", the database's error hidden behind it (exit 1).
+    import sqlite3
+
+    import optuna
+    from optuna.exceptions import StorageInternalError
+
+    from courtroom import _stop
+    from courtroom.errors import ConfigError
+    from courtroom.optimize._workers import optimize_owed
+    from courtroom.optimize.study import StudyConfig
+
+    class FullDisk(optuna.storages.InMemoryStorage):
+        def set_trial_state_values(self, trial_id: int, state: Any, values: Any = None) -> bool:
+            if state.is_finished():
+                try:
+                    raise sqlite3.OperationalError("database or disk is full")
+                except sqlite3.OperationalError as exc:
+                    raise StorageInternalError("An exception is raised during the commit.") from exc
+            return super().set_trial_state_values(trial_id, state, values)
+
+    db = tmp_path / "s.db"
+    study = optuna.create_study(storage=FullDisk())
+    config = StudyConfig("jot", storage=f"sqlite:///{db}", trials=2)
+    _stop.note_command(["study", "jot", "--storage", f"sqlite:///{db}", "--trials", "2"])
+    try:
+        with pytest.raises(ConfigError) as err:
+            optimize_owed(study, lambda t: t.suggest_float("x", 0, 1), config, 2, 1)
+    finally:
+        _stop.reset()
+    assert str(err.value) == (
+        f"cannot write the study storage {db} (database or disk is full): the disk is full; free some space, "
+        f"then resume with: courtroom study jot --storage sqlite:///{db} --trials 2"
+    )

@@ -82,7 +82,9 @@ def _wait_running(tmp_path: Path, n: int = 1, timeout: float = 180) -> list[Any]
     """The first ``n`` trials running, once they are."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        running = [t for t in _trials(tmp_path) if t.state.name == "RUNNING" and "worker" in t.user_attrs]
+        trials = _trials(tmp_path)
+        running = [t for t in trials if t.state.name == "RUNNING" and "worker" in t.user_attrs]
+        assert "FAIL" not in [t.state.name for t in trials], "a live trial was marked failed"
         if len(running) >= n:
             return running
         time.sleep(0.1)
