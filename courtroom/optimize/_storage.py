@@ -157,6 +157,10 @@ def reason_of(exc: BaseException) -> str:
     return text[0][:200] if text else type(seen).__name__
 
 
+FULL = ("disk is full", "no space left", "file too large", "quota exceeded")
+"""How SQLite, PostgreSQL and the OS say that a write did not fit."""
+
+
 def storage_failure(url: str | None, exc: BaseException, resume: str | None = None) -> str:
     """One line for a storage that failed: what it is (full, damaged, read-only, unreachable) and the fix.
 
@@ -167,7 +171,7 @@ def storage_failure(url: str | None, exc: BaseException, resume: str | None = No
     low = reason.lower()
     where = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact(url)
     then = f", then resume with: {resume}" if resume else ", then run the command again"
-    if "full" in low or ("disk i/o error" in low and _no_room(where)):
+    if any(word in low for word in FULL) or ("disk i/o error" in low and _no_room(where)):
         return f"cannot write the study storage {where} ({reason}): the disk is full; free some space{then}"
     if "malformed" in low or "not a database" in low:
         return (
