@@ -73,6 +73,7 @@ def reset() -> None:
     _code.clear()
     _saving.clear()
     _flags.clear()
+    _command.clear()
     from courtroom.models import _breaker
 
     _breaker.reset()  # a new command's first requests are judged afresh
@@ -139,6 +140,21 @@ class saving_to:  # noqa: N801 - used as a context manager, like contextlib's
 
 
 _flags: list[str] = []
+_command: list[str] = []
+
+
+def note_command(args: list[str]) -> None:
+    """The command line being run (the CLI's arguments), for a hint that says to run it again."""
+    _command[:] = list(args)
+
+
+def command_line() -> str | None:
+    """``courtroom ARGS`` as noted, quoted for a shell, every URL's password as PASSWORD (None: not noted)."""
+    import shlex
+
+    from courtroom._secrets import without_password
+
+    return " ".join(["courtroom", *(shlex.quote(without_password(a)) for a in _command)]) if _command else None
 
 
 def note_flags(flags: list[str]) -> None:

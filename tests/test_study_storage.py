@@ -190,3 +190,98 @@ def test_every_writer_of_a_storage_url_redacts_it_with_the_one_function() -> Non
     with pytest.raises(ConfigError) as unsupported:
         open_storage(url.replace("postgresql", "redis"))
     assert PASSWORD not in str(unsupported.value)
+
+
+# -- a full disk --------------------------------------------------------------------------------------------
+
+FULL_DISK_WORKER = """
+import resource, sys
+from courtroom.models.cache import configure_cache
+
+configure_cache()  # the LM cache is open before the disk fills: only the study's storage is refused
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from courtroom.cli import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_path: Path, courtroom_cli: Any) -> None:
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from courtroom.testing import FakeServer
+
+    db = tmp_path / "s.db"
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK_WORKER)
+    with FakeServer() as server:
+        args = [
+            "study", "jot", "--task", "boolean_expressions", "--dev-limit", "2", "--train-limit", "1",
+            "--space", "n_loops=1", "--lm", "openai/full-disk", "--api-base", server.url, "--no-prune",
+            "--storage", f"sqlite:///{db}", "--study-name", "s", "--out", str(tmp_path / "report"),
+        ]  # fmt: skip
+        assert courtroom_cli(*args, "--trials", "0").returncode == 0  # the study exists; the disk fills next
+        # Past 8 KB no file may grow: every page of the study's database lies beyond.
+        full = subprocess.run(
+            [sys.executable, str(script), "8192", *args, "--trials", "2"],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        lines = [x for x in full.stderr.splitlines() if x.startswith("error:")]
+        # before: exit 1, "AssertionError: Should not reach." (the cause only under --debug)
+        assert full.returncode == 2, full.stderr[-3000:]
+        assert len(lines) == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
+        line = lines[0]
+        print(f"full disk under a SQLite study: {line}")
+        assert f"the study storage {db}" in line and "the disk is full" in line, line
+        resume = shlex.split(line.split("resume with: ", 1)[1])
+        assert resume == ["courtroom", *args, "--trials", "2"], resume  # the same command continues the study
+        resumed = courtroom_cli(*resume[1:])
+    assert resumed.returncode == 0, resumed.stderr
+    import optuna
+
+    from courtroom.optimize._storage import open_storage
+
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{db}")).trials]
+    assert states.count("COMPLETE") == 2 and "RUNNING" not in states, states
+
+
+def test_a_storage_that_fails_as_a_trial_is_told_is_named_not_an_assertion(tmp_path: Path) -> None:
+    # Optuna's tell failing (the disk filled as the trial finished) surfaced as its own
+    # "AssertionError: Should not reach.", the database's error hidden behind it (exit 1).
+    import sqlite3
+
+    import optuna
+    from optuna.exceptions import StorageInternalError
+
+    from courtroom import _stop
+    from courtroom.errors import ConfigError
+    from courtroom.optimize._workers import optimize_owed
+    from courtroom.optimize.study import StudyConfig
+
+    class FullDisk(optuna.storages.InMemoryStorage):
+        def set_trial_state_values(self, trial_id: int, state: Any, values: Any = None) -> bool:
+            if state.is_finished():
+                try:
+                    raise sqlite3.OperationalError("database or disk is full")
+                except sqlite3.OperationalError as exc:
+                    raise StorageInternalError("An exception is raised during the commit.") from exc
+            return super().set_trial_state_values(trial_id, state, values)
+
+    db = tmp_path / "s.db"
+    study = optuna.create_study(storage=FullDisk())
+    config = StudyConfig("jot", storage=f"sqlite:///{db}", trials=2)
+    _stop.note_command(["study", "jot", "--storage", f"sqlite:///{db}", "--trials", "2"])
+    try:
+        with pytest.raises(ConfigError) as err:
+            optimize_owed(study, lambda t: t.suggest_float("x", 0, 1), config, 2, 1)
+    finally:
+        _stop.reset()
+    assert str(err.value) == (
+        f"cannot write the study storage {db} (database or disk is full): the disk is full; free some space, "
+        f"then resume with: courtroom study jot --storage sqlite:///{db} --trials 2"
+    )

@@ -88,6 +88,7 @@ def run_main(argv: list[str] | None) -> int:
         return 0
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
+    _stop.note_command(args)
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if debug:
         _redact_debug_output()

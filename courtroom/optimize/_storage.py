@@ -2,10 +2,12 @@
 
 * ``sqlite:///path.db`` (default ``sqlite:///courtroom-studies.db``) and ``postgresql://...`` are
   RDB storages with heartbeats, so Optuna marks trials of killed workers as failed.
+  ``postgresql://`` takes the driver installed (:func:`with_postgres_driver`).
 * ``journal:PATH`` (or a path ending in ``.journal``/``.log``) is Optuna's journal file, safe for
-  several processes on one machine. It has no heartbeat: :func:`fail_stale_trials` marks a
-  RUNNING trial failed when its worker process on this host is gone, or when its last heartbeat
-  (a user attribute the objective refreshes) is older than the grace period.
+  several processes on one machine; a torn last line is set aside before it is opened
+  (:func:`repair_journal`). Trials of dead or silent workers: :mod:`courtroom.optimize._workers`.
+
+A URL is shown or written only without its password (:func:`redact`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -156,12 +157,22 @@ def reason_of(exc: BaseException) -> str:
     return text[0][:200] if text else type(seen).__name__
 
 
-def storage_failure(url: str | None, exc: BaseException) -> str:
-    """One line for a storage that failed: what it is (damaged, read-only, unreachable) and the fix."""
+FULL = ("disk is full", "no space left", "file too large", "quota exceeded")
+"""How SQLite, PostgreSQL and the OS say that a write did not fit."""
+
+
+def storage_failure(url: str | None, exc: BaseException, resume: str | None = None) -> str:
+    """One line for a storage that failed: what it is (full, damaged, read-only, unreachable) and the fix.
+
+    ``resume``: the command that continues the study once the storage is fixed.
+    """
     url = url or DEFAULT_STORAGE
     reason = reason_of(exc)
     low = reason.lower()
     where = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact(url)
+    then = f", then resume with: {resume}" if resume else ", then run the command again"
+    if any(word in low for word in FULL) or ("disk i/o error" in low and _no_room(where)):
+        return f"cannot write the study storage {where} ({reason}): the disk is full; free some space{then}"
     if "malformed" in low or "not a database" in low:
         return (
             f"the study storage {where} is damaged ({reason}): move it aside and start the study again, "
@@ -182,6 +193,25 @@ def storage_file(url: str | None) -> Path | None:
     return None
 
 
+def _no_room(where: str) -> bool:
+    """Whether a write to ``where`` could have failed for room: a file-size limit, or a nearly full disk.
+
+    SQLite says "disk I/O error", not "disk is full", when a write starts past a file-size limit.
+    """
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        pass
+    else:
+        if resource.getrlimit(resource.RLIMIT_FSIZE)[0] != resource.RLIM_INFINITY:
+            return True
+    try:
+        fs = os.statvfs(Path(where).resolve().parent)
+    except OSError:
+        return False
+    return fs.f_bavail * fs.f_frsize < 1 << 20
+
+
 def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
     """A lock next to a SQLite or journal file, held while a study is created (or its queue popped).
 
@@ -197,34 +227,3 @@ def creation_lock(url: str | None) -> contextlib.AbstractContextManager[Any]:
     # existing file there made every journal study wait out Optuna's 30 s stale-lock grace period.
     lock = path.with_name(path.name + ".create-lock")
     return FolderLock(path.parent, what="study storage", wait=WAIT_SECONDS, lock_file=lock)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def fail_stale_trials(study: Any, grace: float = GRACE_SECONDS) -> list[int]:
-    """Mark RUNNING trials of dead workers as FAIL; returns their numbers."""
-    from optuna.trial import TrialState
-
-    host = socket.gethostname()
-    failed = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = str(t.user_attrs.get("worker", ""))
-        w_host, _, w_pid = worker.rpartition(":")
-        beat = float(t.user_attrs.get("heartbeat", 0) or 0)
-        dead = w_host == host and w_pid.isdigit() and not _alive(int(w_pid))
-        silent = beat and time.time() - beat > grace
-        if (dead or silent) and worker != WORKER:
-            try:
-                study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-            except RuntimeError:  # finished meanwhile
-                continue
-            failed.append(t.number)
-    return failed

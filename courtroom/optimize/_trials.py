@@ -24,7 +24,7 @@ from courtroom.eval.metrics import score
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
-from courtroom.optimize import _storage
+from courtroom.optimize import _storage, _workers
 from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
 from courtroom.optimize.spaces import Param, sample, split_params
 from courtroom.programs import build_program
@@ -149,7 +149,8 @@ def make_objective(
 
     def objective(trial: Any) -> Any:
         try:
-            return run_trial(trial)
+            with _workers.heartbeat(trial):  # beats while the trial runs, however long a chunk takes
+                return run_trial(trial)
         except (optuna.TrialPruned, CourtroomError) as exc:
             if isinstance(exc, CourtroomError):  # a configuration error or too many failures: stop
                 trial.set_user_attr("error", f"{type(exc).__name__}: {exc}")

@@ -28,7 +28,7 @@ from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
-from courtroom.optimize import _storage
+from courtroom.optimize import _storage, _workers
 from courtroom.optimize._study_config import StudyConfig, _portable
 from courtroom.optimize._trials import TrialFailed, make_objective, trial_program
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
@@ -273,7 +273,7 @@ def run_design_study(
             timeout=config.timeout,
         )
         check_keys(lms)
-    _storage.fail_stale_trials(study)
+    _workers.fail_stale_trials(study)
     train, objects = list(trainset or []), dict(model_objects or {})
     objective = make_objective(
         config, space, lms, train, list(devset), labels, positions, objects,
@@ -294,7 +294,7 @@ def run_design_study(
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
         for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-            _optimize(study, objective, n_trials, n_jobs, callbacks)
+            _workers.optimize_owed(study, objective, config, n_trials, n_jobs, callbacks, (TrialFailed,))
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 
@@ -346,32 +346,3 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
 def design_trial_estimate(config: DesignStudyConfig, space: Sequence[Param]) -> Any:
     """The dearest design's one-trial estimate: a bound on any trial (calls first, then dollars)."""
     return max(design_estimates(config, space).values(), key=lambda e: (e.calls, e.cost or 0.0))
-
-
-def _optimize(study: Any, objective: Any, n_trials: int, n_jobs: int, callbacks: Sequence[Any] = ()) -> None:
-    """``study.optimize`` until this process has told ``n_trials`` trials, whatever other workers do.
-
-    SQLite has no row lock, so two processes can pop the same enqueued trial (a paper default);
-    the second to finish it gets ``UpdateFinishedTrialError`` or "Cannot tell a COMPLETE trial".
-    That trial is recorded once; this worker goes on with the trials it still owes.
-    """
-    from optuna.exceptions import UpdateFinishedTrialError
-
-    told: list[int] = []
-    for _ in range(n_trials + 1):
-        remaining = n_trials - len(told)
-        if remaining <= 0:
-            return
-        try:
-            study.optimize(
-                objective,
-                n_trials=remaining,
-                n_jobs=n_jobs,
-                catch=(TrialFailed,),
-                gc_after_trial=False,
-                callbacks=[lambda _study, trial: told.append(trial.number), *callbacks],
-            )
-            return
-        except (UpdateFinishedTrialError, ValueError) as exc:
-            if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
-                raise

@@ -31,7 +31,7 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize import _storage
+from courtroom.optimize import _storage, _workers
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
@@ -224,7 +224,7 @@ def run_study(
         check_keys(lms)
     models = {role: saved_name(lms.for_role(role)) for role in cls.roles}
     default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
-    _storage.fail_stale_trials(study)
+    _workers.fail_stale_trials(study)
     objective = make_objective(
         config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
     )
@@ -233,7 +233,8 @@ def run_study(
 
         objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
-    with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
+    again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
+    with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks)
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
@@ -256,24 +257,10 @@ def _optimize(study: Any, objective: Any, config: StudyConfig, callbacks: Sequen
         with _storage.creation_lock(config.storage):
             queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
             first = min(queued, config.trials)
-            if first:
-                study.optimize(
-                    objective,
-                    n_trials=first,
-                    n_jobs=1,
-                    catch=(TrialFailed,),
-                    gc_after_trial=False,
-                    callbacks=list(callbacks),
-                )
-        if config.trials - first:
-            study.optimize(
-                objective,
-                n_trials=config.trials - first,
-                n_jobs=config.workers,
-                catch=(TrialFailed,),
-                gc_after_trial=False,
-                callbacks=list(callbacks),
-            )
+            _workers.optimize_owed(study, objective, config, first, 1, callbacks, (TrialFailed,))
+        _workers.optimize_owed(
+            study, objective, config, config.trials - first, config.workers, callbacks, (TrialFailed,)
+        )
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:

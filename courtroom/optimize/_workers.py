@@ -1,0 +1,209 @@
+"""The workers of one study: a heartbeat per running trial, stale trials, and the trials a worker owes.
+
+* :class:`heartbeat` beats from a thread while a trial runs (every :data:`BEAT_SECONDS`), however
+  long one chunk of dev examples takes; each beat also looks at the other workers' trials.
+* :func:`fail_stale_trials` marks a RUNNING trial failed when its worker on this host is gone, or
+  when this worker has watched its heartbeat stand still for :data:`GRACE_SECONDS` by its own
+  clock: the stamps of another machine are never compared with this one's, so a clock ahead or
+  behind fails nothing.
+* :func:`optimize_owed` runs the trials this worker owes: a trial another worker finished meanwhile
+  (it judged this one silent, or popped the same queued trial) is dropped with one line, and a
+  storage that fails (a full disk) is named in one line with the command that resumes the study.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from courtroom.errors import ConfigError
+from courtroom.optimize import _storage
+
+logger = logging.getLogger(__name__)
+
+BEAT_SECONDS = float(_storage.HEARTBEAT_SECONDS)
+"""How often a running trial's heartbeat is written."""
+GRACE_SECONDS = float(_storage.GRACE_SECONDS)
+"""How long a heartbeat may stand still, as this worker sees it, before its trial is marked failed."""
+WORKER = _storage.WORKER
+
+_seen: dict[tuple[str, int], tuple[Any, float]] = {}
+"""(study, trial id) -> (its heartbeat when last seen to change, this worker's monotonic time then)."""
+_seen_lock = threading.Lock()
+_taken: list[int] = []
+"""Numbers of this worker's trials that another worker finished while they ran here."""
+
+
+class heartbeat:  # noqa: N801 - used as a context manager, like contextlib's
+    """``with heartbeat(trial):`` writes the trial's ``heartbeat`` every ``every`` seconds from a thread.
+
+    A beat that finds the trial finished by another worker stops beating and notes it (the
+    trial's own next write then fails, and :func:`optimize_owed` drops it with one line).
+    """
+
+    def __init__(self, trial: Any, every: float | None = None) -> None:  # noqa: D107
+        self.trial = trial
+        self.every = BEAT_SECONDS if every is None else every
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{trial.number}", daemon=True)
+
+    def __enter__(self) -> heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+        if self.trial.number in _taken:
+            return
+        try:
+            taken = self.trial.study._storage.get_trial(self.trial._trial_id).state.is_finished()
+        except Exception:  # noqa: BLE001 - the storage failed: optimize_owed names it
+            return
+        if taken:
+            _taken.append(self.trial.number)
+
+    def _beat(self) -> None:
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        storage, trial_id = self.trial.study._storage, self.trial._trial_id
+        while not self._done.wait(self.every):
+            try:
+                storage.set_trial_user_attr(trial_id, "heartbeat", time.time())
+            except UpdateFinishedTrialError:
+                _taken.append(self.trial.number)
+                return
+            except Exception as exc:  # noqa: BLE001 - a storage hiccup: the next beat tries again
+                logger.debug("heartbeat of trial %s not written: %s", self.trial.number, exc)
+                continue
+            try:
+                fail_stale_trials(self.trial.study)
+            except Exception as exc:  # noqa: BLE001 - watching the others never stops this trial
+                logger.debug("stale trials not checked: %s", exc)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_stale_trials(study: Any, grace: float | None = None) -> list[int]:
+    """Mark RUNNING trials of dead or silent workers as FAIL; returns their numbers.
+
+    Dead: its worker is a process of this host that is gone. Silent: its heartbeat has not
+    changed for ``grace`` seconds (default :data:`GRACE_SECONDS`) of this worker's watching.
+    """
+    from optuna.trial import TrialState
+
+    grace = GRACE_SECONDS if grace is None else grace
+    host, now = socket.gethostname(), time.monotonic()
+    failed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = str(t.user_attrs.get("worker", ""))
+        if worker == WORKER:
+            continue
+        w_host, _, w_pid = worker.rpartition(":")
+        dead = w_host == host and w_pid.isdigit() and not _alive(int(w_pid))
+        beat, key = t.user_attrs.get("heartbeat"), (study.study_name, t._trial_id)
+        with _seen_lock:
+            last = _seen.get(key)
+            if last is None or last[0] != beat:
+                _seen[key] = (beat, now)
+                silent = False
+            else:
+                silent = now - last[1] > grace
+        if dead or silent:
+            try:
+                study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            except RuntimeError:  # finished meanwhile
+                continue
+            t_state = "its worker is gone" if dead else f"no heartbeat for {grace:g} s"
+            logger.warning("trial %d of study %s marked failed: %s", t.number, study.study_name, t_state)
+            failed.append(t.number)
+    return failed
+
+
+def _told_elsewhere(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it interrupted) is Optuna refusing to tell a trial another worker finished."""
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, UpdateFinishedTrialError) or "Cannot tell a" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _storage_cause(exc: BaseException) -> BaseException | None:
+    """The database error in ``exc``'s chain (Optuna's, SQLAlchemy's or sqlite3's), or None."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        name, module = type(seen).__name__, type(seen).__module__
+        if name in ("StorageInternalError", "OperationalError", "DatabaseError") or module.startswith("sqlite3"):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def optimize_owed(
+    study: Any,
+    objective: Any,
+    config: Any,
+    n_trials: int,
+    n_jobs: int,
+    callbacks: Sequence[Any] = (),
+    catch: tuple[type[Exception], ...] = (),
+) -> None:
+    """``study.optimize`` until this worker has told ``n_trials`` trials, whatever other workers do.
+
+    A trial another worker finished while it ran here cannot be told ("Cannot tell a FAIL trial"):
+    it is dropped with one line and this worker goes on with the trials it still owes. A storage
+    that fails (a full disk, a read-only file) raises one :class:`ConfigError` naming it, the cause
+    and the command that resumes the study. ``catch``: the objective's errors recorded on a failed trial.
+    """
+    told: list[int] = []
+    for _ in range(n_trials + 1):
+        remaining = n_trials - len(told)
+        if remaining <= 0 or study._stop_flag:
+            return
+        try:
+            study.optimize(
+                objective,
+                n_trials=remaining,
+                n_jobs=n_jobs,
+                catch=catch,
+                gc_after_trial=False,
+                callbacks=[lambda _study, trial: told.append(trial.number), *callbacks],
+            )
+            return
+        except Exception as exc:
+            cause = _storage_cause(exc)
+            if cause is not None:  # the study keeps what it told: the same command continues it
+                from courtroom import _stop
+
+                again = _stop.command_line() or "the same study command (same storage and study name)"
+                raise ConfigError(_storage.storage_failure(config.storage, cause, resume=again)) from exc
+            if not _told_elsewhere(exc):
+                raise
+            which = f"trial {_taken.pop()}" if _taken else "a trial"
+            logger.warning(
+                "%s of study %s was finished by another worker while it ran here: its result is dropped "
+                "and this worker goes on",
+                which,
+                study.study_name,
+            )

@@ -1,0 +1,137 @@
+"""Two worker processes of one study: a live trial is never failed by the other, whatever its clock says
+or however long one chunk of dev examples takes; a worker whose trial another finished exits 0 with
+one line. Heartbeats and the stale limit are shortened in the workers (0.2 s, 1 s) so a chunk of a few
+seconds is "longer than the stale limit", as a 4-minute chunk is under the real 180 s."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from courtroom.testing import FakeServer
+
+WORKER = textwrap.dedent("""
+    import sys
+    import time
+
+    real = time.time
+    skew = float(sys.argv[1])
+    time.time = lambda: real() + skew  # this worker's clock, ahead of the other's by SKEW seconds
+
+    from courtroom.optimize import _workers
+
+    _workers.BEAT_SECONDS, _workers.GRACE_SECONDS = 0.2, 1.0
+    from courtroom.cli import main
+
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+class Gate:
+    """Holds every request until opened: a chunk of dev examples lasts as long as the test wants."""
+
+    def __init__(self, server: FakeServer) -> None:
+        self.opened, self._answer = threading.Event(), server.responder
+        server.responder = self.answer
+
+    def answer(self, prompt: str, schema: dict[str, Any]) -> Any:
+        self.opened.wait(120)
+        return self._answer(prompt, schema)
+
+
+def _args(tmp_path: Path, server: FakeServer, name: str) -> list[str]:
+    return [
+        "study", "jot", "--task", "boolean_expressions", "--trials", "1", "--dev-limit", "2", "--train-limit", "1",
+        "--space", "n_loops=1", "--lm", "openai/workers", "--api-base", server.url, "--no-prune",
+        "--concurrency", "1", "--storage", f"journal:{tmp_path / 'study.journal'}", "--study-name", "shared",
+        "--out", str(tmp_path / f"report-{name}"),
+    ]  # fmt: skip
+
+
+def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0) -> subprocess.Popen[str]:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    args = _args(tmp_path, server, name)
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / f"cache-{name}")}  # no answer shared
+    return subprocess.Popen(
+        [sys.executable, str(script), str(skew), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _trials(tmp_path: Path) -> list[Any]:
+    import optuna
+
+    from courtroom.optimize._storage import open_storage
+
+    try:
+        return list(
+            optuna.load_study(study_name="shared", storage=open_storage(f"journal:{tmp_path / 'study.journal'}")).trials
+        )
+    except KeyError:  # not created yet
+        return []
+
+
+def _wait_running(tmp_path: Path, n: int = 1, timeout: float = 180) -> list[Any]:
+    """The first ``n`` trials running, once they are."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        trials = _trials(tmp_path)
+        running = [t for t in trials if t.state.name == "RUNNING" and "worker" in t.user_attrs]
+        assert "FAIL" not in [t.state.name for t in trials], "a live trial was marked failed"
+        if len(running) >= n:
+            return running
+        time.sleep(0.1)
+    raise AssertionError(f"{n} trial(s) did not start")
+
+
+def test_a_worker_with_a_skewed_clock_never_fails_a_live_trial(tmp_path: Path, courtroom_cli: Any) -> None:
+    with FakeServer() as server:
+        # The paper default first: a worker runs a queued trial under the storage's lock, alone.
+        assert courtroom_cli(*_args(tmp_path, server, "first")).returncode == 0
+        gate = Gate(server)
+        live = _worker(tmp_path, server, "live")
+        _wait_running(tmp_path)
+        ahead = _worker(tmp_path, server, "ahead", skew=200.0)  # before: it failed the live trial at once
+        _wait_running(tmp_path, 2)
+        time.sleep(3)  # both chunks held three times the stale limit: each worker watches the other's beats
+        gate.opened.set()
+        outs = [p.communicate(timeout=300) for p in (live, ahead)]
+    for proc, (_, err) in zip((live, ahead), outs, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+        assert "marked failed" not in err and "finished by another worker" not in err, err[-3000:]
+    trials = _trials(tmp_path)
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3, [(t.number, t.state.name) for t in trials]
+    assert len({t.user_attrs["worker"] for t in trials}) == 3
+
+
+def test_a_worker_whose_trial_was_taken_goes_on_and_exits_0(tmp_path: Path) -> None:
+    import optuna
+    from optuna.trial import TrialState
+
+    from courtroom.optimize._storage import open_storage
+
+    with FakeServer() as server:
+        gate = Gate(server)
+        worker = _worker(tmp_path, server, "taken")
+        running = _wait_running(tmp_path)[0]
+        # Another worker judged it silent and marked it failed while it ran.
+        storage = open_storage(f"journal:{tmp_path / 'study.journal'}")
+        optuna.load_study(study_name="shared", storage=storage)
+        storage.set_trial_state_values(running._trial_id, TrialState.FAIL)
+        time.sleep(0.5)
+        gate.opened.set()
+        _, err = worker.communicate(timeout=300)
+    # before: exit 1, "Cannot tell a FAIL trial" (an AssertionError "Should not reach." when it completed)
+    assert worker.returncode == 0, err[-3000:]
+    said = [line for line in err.splitlines() if "finished by another worker" in line]
+    assert len(said) == 1 and f"trial {running.number} " in said[0], err[-3000:]
+    assert "Traceback" not in err and "Cannot tell" not in err
+    trials = _trials(tmp_path)
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]  # the trial it owed, run in its place
