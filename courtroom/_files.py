@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +136,12 @@ def append_line(path: str | Path, record: Mapping[str, Any]) -> None:
         log.append(record)
 
 
-def read_jsonl(path: str | Path) -> tuple[list[Any], list[int]]:
-    """(records, numbers of the lines skipped) of a JSONL file; blank lines are neither."""
+def read_jsonl(path: str | Path, check: Callable[[Any], str | None] | None = None) -> tuple[list[Any], list[int]]:
+    """(records, numbers of the lines skipped) of a JSONL file; blank lines are neither.
+
+    A line is skipped when it is not UTF-8 JSON, or when ``check`` (the file's typed record,
+    :mod:`courtroom.runner._records`) says what is wrong with it.
+    """
     path = Path(path)
     rows: list[Any] = []
     bad: list[int] = []
@@ -147,16 +151,21 @@ def read_jsonl(path: str | Path) -> tuple[list[Any], list[int]]:
         if not raw.strip():
             continue
         try:
-            rows.append(json.loads(raw.decode("utf-8")))
+            row = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             bad.append(n)
+            continue
+        if check is not None and check(row) is not None:
+            bad.append(n)
+        else:
+            rows.append(row)
     return rows, bad
 
 
 def skipped_text(path: Path, bad: list[int]) -> str:
     """``results.jsonl: skipped 2 damaged line(s) (3, 9)`` for a warning."""
     shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
-    return f"{path}: skipped {len(bad)} damaged line(s) ({shown}) that are not UTF-8 JSON"
+    return f"{path}: skipped {len(bad)} damaged line(s) ({shown}) that are not UTF-8 JSON records of this file"
 
 
 def write_atomic(path: str | Path, text: str) -> None:
