@@ -5,7 +5,8 @@
   newline, left by a full disk or a killed process): the fragment is moved aside to
   ``NAME.torn-N`` and reported, so the next record never glues onto it. Each record goes out in
   one unbuffered write; a write that fails half way (disk full) is cut back, so the file never
-  keeps half a line.
+  keeps half a line. An append to a file deleted under it (its folder removed mid-run) stops the
+  command, naming the folder, rather than writing into nothing.
 * :func:`read_jsonl` reads such a file line by line and skips, and counts, any line that is not
   JSON or not UTF-8: one bad line never hides the others.
 * :func:`write_atomic` writes a small state file (``meta.json``, ``summary.json``) through a
@@ -103,6 +104,12 @@ class JsonLines:
         if self._fd is None:
             self.open()
         assert self._fd is not None
+        if os.fstat(self._fd).st_nlink == 0:
+            # Writes to a deleted file succeed and are lost: stop at the first, before more is spent.
+            raise DataError(
+                f"{self.path.parent} was deleted while courtroom wrote {self.path.name} in it: stopped at the "
+                "first lost write; run the command again"
+            )
         data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         before = os.fstat(self._fd).st_size
         try:

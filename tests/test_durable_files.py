@@ -167,3 +167,29 @@ def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom
     done = courtroom_cli("report", str(folder), "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2 and f"{folder / 'comparison.json'} is damaged" in done.stderr  # before: exit 1
     assert "frameworks is not a list of names" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_folder_deleted_mid_run_stops_at_the_first_lost_write(tmp_path: Path) -> None:
+    import shutil
+
+    from courtroom.cli._failures import describe
+
+    seen: list[str] = []
+    with FakeServer(latency=0.01) as server:
+        lms = RoleLMs({"default": server.lm(f"openai/gone-{time.time_ns()}")})
+
+        def delete(res: Any) -> None:
+            seen.append(res.id)
+            if len(seen) == 2:
+                (run_dir,) = (tmp_path / "runs").iterdir()
+                shutil.rmtree(run_dir)
+
+        with pytest.raises(DataError) as err:
+            run(_config(tmp_path / "runs"), lms=lms, progress=delete)
+        sent = server.counts["requests"]
+    full = N * 3  # jot with one loop: at least three calls an example
+    print(f"folder deleted after 2 results: {sent} request(s) sent, {len(seen)} results seen")
+    assert "was deleted while courtroom wrote results.jsonl" in str(err.value)
+    assert str(tmp_path / "runs") in str(err.value)
+    assert sent < full and len(seen) <= 3  # before: every example ran, then exit 1 at the summary
+    assert describe(err.value) == (2, f"error: {err.value}")

@@ -36,6 +36,8 @@ def line_count(path: Path) -> int:
 
 def end_session(run_dir: Path, usage: Mapping[str, Any]) -> None:
     """The session's end and what it sent, written on every stop (a full disk here must not hide the first error)."""
+    if not run_dir.is_dir():  # deleted mid-run: the error that stopped the run says so
+        return
     try:
         session(run_dir, "end", usage=dict(usage))
     except OSError as exc:
