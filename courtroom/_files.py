@@ -5,7 +5,8 @@
   newline, left by a full disk or a killed process): the fragment is moved aside to
   ``NAME.torn-N`` and reported, so the next record never glues onto it. Each record goes out in
   one unbuffered write; a write that fails half way (disk full) is cut back, so the file never
-  keeps half a line.
+  keeps half a line. An append to a file deleted under it (its folder removed mid-run) stops the
+  command, naming the folder, rather than writing into nothing.
 * :func:`read_jsonl` reads such a file line by line and skips, and counts, any line that is not
   JSON or not UTF-8: one bad line never hides the others.
 * :func:`write_atomic` writes a small state file (``meta.json``, ``summary.json``) through a
@@ -23,7 +24,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,12 @@ class JsonLines:
         if self._fd is None:
             self.open()
         assert self._fd is not None
+        if os.fstat(self._fd).st_nlink == 0:
+            # Writes to a deleted file succeed and are lost: stop at the first, before more is spent.
+            raise DataError(
+                f"{self.path.parent} was deleted while courtroom wrote {self.path.name} in it: stopped at the "
+                "first lost write; run the command again"
+            )
         data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         before = os.fstat(self._fd).st_size
         try:
@@ -144,8 +151,12 @@ def append_line(path: str | Path, record: Mapping[str, Any]) -> None:
         log.append(record)
 
 
-def read_jsonl(path: str | Path) -> tuple[list[Any], list[int]]:
-    """(records, numbers of the lines skipped) of a JSONL file; blank lines are neither."""
+def read_jsonl(path: str | Path, check: Callable[[Any], str | None] | None = None) -> tuple[list[Any], list[int]]:
+    """(records, numbers of the lines skipped) of a JSONL file; blank lines are neither.
+
+    A line is skipped when it is not UTF-8 JSON, or when ``check`` (the file's typed record,
+    :mod:`courtroom.runner._records`) says what is wrong with it.
+    """
     path = Path(path)
     rows: list[Any] = []
     bad: list[int] = []
@@ -155,16 +166,21 @@ def read_jsonl(path: str | Path) -> tuple[list[Any], list[int]]:
         if not raw.strip():
             continue
         try:
-            rows.append(json.loads(raw.decode("utf-8")))
+            row = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             bad.append(n)
+            continue
+        if check is not None and check(row) is not None:
+            bad.append(n)
+        else:
+            rows.append(row)
     return rows, bad
 
 
 def skipped_text(path: Path, bad: list[int]) -> str:
     """``results.jsonl: skipped 2 damaged line(s) (3, 9)`` for a warning."""
     shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
-    return f"{path}: skipped {len(bad)} damaged line(s) ({shown}) that are not UTF-8 JSON"
+    return f"{path}: skipped {len(bad)} damaged line(s) ({shown}) that are not UTF-8 JSON records of this file"
 
 
 def write_atomic(path: str | Path, text: str) -> None:

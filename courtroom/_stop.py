@@ -16,7 +16,10 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 # No DSPy import here: the CLI installs the signal handlers below before it parses options
 # (``--help`` and a bad flag never load DSPy). The callback class is built when a model is guarded.
@@ -177,6 +180,47 @@ def saved_folder() -> str | None:
 def resume_hint() -> str | None:
     """How to resume the outermost noted work, when it is not ``courtroom run --resume FOLDER``."""
     return _saving[0][1] if _saving else None
+
+
+def finishing(work: Callable[[], T]) -> T:
+    """``work()`` in a worker thread; on a stop the caller waits for it, so requests in flight finish.
+
+    A stop signal raises ``KeyboardInterrupt`` in the main thread: work running there (a DSPy
+    optimizer calling the model) would drop the request in flight, and a rerun would send it again.
+    Here the main thread only waits: on a stop, new model calls are refused (:func:`stop_calls`),
+    the calls already sent finish and reach the cache, the work ends, and the stop is raised. The
+    run path gets the same from its example pool (:func:`courtroom.eval.harness.evaluate`).
+    """
+    import contextvars
+
+    done: dict[str, Any] = {}
+    finished = threading.Event()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            done["value"] = context.run(work)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            done["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, name="courtroom-work", daemon=True).start()
+    stopped: BaseException | None = None
+    # Not Thread.join: a KeyboardInterrupt inside join marks the thread finished while it still runs.
+    while True:
+        try:
+            if finished.wait(0.1):
+                break
+        except KeyboardInterrupt as exc:  # a stop signal (or a library caller's Ctrl-C)
+            stopped = stopped or exc
+            if not _stop.is_set():
+                request_stop()
+    if stopped is not None:
+        raise stopped
+    if "error" in done:
+        raise done["error"]
+    return cast(T, done["value"])
 
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")

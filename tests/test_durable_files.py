@@ -117,3 +117,79 @@ def test_a_damaged_sessions_line_does_not_stop_a_resume(tmp_path: Path, caplog: 
         sessions.write_bytes(sessions.read_bytes() + b'{"start": \xff\xfe}\n')
         outcome = resume(run_dir, lms=lms)  # before: UnicodeDecodeError reading the sessions
     assert outcome.summary["n"] == N
+
+
+def test_valid_json_of_the_wrong_shape_is_skipped_named_and_the_run_finishes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, courtroom_cli: Any
+) -> None:
+    with FakeServer() as server:
+        run_dir, lms = _interrupted(server, tmp_path / "runs", after=3)
+        results, sessions = run_dir / "results.jsonl", run_dir / "sessions.jsonl"
+        good = results.read_bytes().count(b"\n")
+        first = json.loads(results.read_bytes().splitlines()[0])
+        wrong = [{"id": "x"}, [1, 2], {**first, "gold": 5}, {**first, "usage": "lots"}]
+        results.write_bytes(results.read_bytes() + b"".join(json.dumps(w).encode() + b"\n" for w in wrong))
+        sessions.write_bytes(sessions.read_bytes() + b'{"start": "noon", "line": "x"}\n[3]\n')
+        shown = courtroom_cli("show", str(run_dir))
+        assert shown.returncode == 0, shown.stderr  # before: KeyError: 'gold', exit 1
+        with caplog.at_level(logging.WARNING):
+            _, rows, _ = load_run(run_dir)
+            outcome = resume(run_dir, lms=lms)  # before: TypeError, a run that could never be finished
+    assert len(rows) == good
+    bad = ", ".join(str(good + i) for i in range(1, len(wrong) + 1))
+    said = [r.message for r in caplog.records]
+    assert any(f"{results}: skipped {len(wrong)} damaged line(s) ({bad})" in m for m in said), said
+    assert any(str(sessions) in m and "skipped 2 damaged line(s)" in m for m in said), said
+    assert outcome.summary["n"] == N and len(load_run(run_dir)[1]) == N
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("meta.json", '{"example_ids": 5, "config": {}}', "example_ids is not a list of ids"),
+        ("meta.json", '{"framework": 1}', "config is not an object"),
+        ("meta.json", "[1]", "not a JSON object"),
+    ],
+)
+def test_a_meta_json_of_the_wrong_shape_is_named(tmp_path: Path, name: str, content: str, said: str) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / name).write_text(content)
+    with pytest.raises(DataError) as err:  # before: KeyError or TypeError, exit 1
+        load_run(run_dir)
+    assert f"{run_dir / name} is damaged ({said})" in str(err.value)
+
+
+def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom_cli: Any) -> None:
+    folder = tmp_path / "comparison"
+    folder.mkdir()
+    (folder / "comparison.json").write_text('{"task": "t", "frameworks": "jot", "runs": {}}')
+    done = courtroom_cli("report", str(folder), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2 and f"{folder / 'comparison.json'} is damaged" in done.stderr  # before: exit 1
+    assert "frameworks is not a list of names" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_folder_deleted_mid_run_stops_at_the_first_lost_write(tmp_path: Path) -> None:
+    import shutil
+
+    from courtroom.cli._failures import describe
+
+    seen: list[str] = []
+    with FakeServer(latency=0.01) as server:
+        lms = RoleLMs({"default": server.lm(f"openai/gone-{time.time_ns()}")})
+
+        def delete(res: Any) -> None:
+            seen.append(res.id)
+            if len(seen) == 2:
+                (run_dir,) = (tmp_path / "runs").iterdir()
+                shutil.rmtree(run_dir)
+
+        with pytest.raises(DataError) as err:
+            run(_config(tmp_path / "runs"), lms=lms, progress=delete)
+        sent = server.counts["requests"]
+    full = N * 3  # jot with one loop: at least three calls an example
+    print(f"folder deleted after 2 results: {sent} request(s) sent, {len(seen)} results seen")
+    assert "was deleted while courtroom wrote results.jsonl" in str(err.value)
+    assert str(tmp_path / "runs") in str(err.value)
+    assert sent < full and len(seen) <= 3  # before: every example ran, then exit 1 at the summary
+    assert describe(err.value) == (2, f"error: {err.value}")

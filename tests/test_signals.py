@@ -86,3 +86,42 @@ def test_a_grace_period_bounds_the_wait_for_answers_in_flight(tmp_path: Path) ->
     assert proc.returncode == 143, err
     assert "grace period" in err and "resume with: courtroom run --resume" in err
     assert waited < 5  # the 8 s answers in flight were not awaited past the grace period
+
+
+def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path: Path) -> None:
+    # SIGTERM takes the same path (its grace timer aside): one signal keeps the test short.
+    name, sig = "SIGINT", signal.SIGINT
+    env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["compile", "zero-shot", "--task", "boolean_expressions", "--data", "generate", "--optimizer", "bootstrap"]
+    args += ["--train-limit", "6", "--dev-limit", "1", "--concurrency", "1", "--lm", "openai/fake"]
+    with FakeServer(latency=1.0) as server:
+        args += ["--api-base", server.url, "-o", str(tmp_path / "program.json")]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "courtroom.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ | env,
+        )
+        # One dev example is scored first (1 request); the 3rd request is the optimizer's second, in flight.
+        _wait_for_requests(server, proc, 3)
+        in_flight_from = time.monotonic()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - in_flight_from
+        assert proc.returncode == 128 + sig, err
+        assert "Traceback" not in err
+        first = Counter(server.served)
+        assert len(first) == 3  # the request in flight at the stop was answered ...
+        rerun = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=os.environ | env,
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        again = Counter(server.served) - first
+    print(f"compile {name}: exited {waited:.2f} s after the stop; {sum(first.values())} answered before, rerun sent "
+          f"{sum(again.values())}, of them {sum((again & first).values())} re-sent")  # fmt: skip
+    assert not again & first  # ... and cached: the rerun sends none of them again (before: the last was re-sent)

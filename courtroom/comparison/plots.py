@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.errors import ConfigError
+from courtroom.errors import ConfigError, DataError
 from courtroom.reporting import plots
 from courtroom.runner.runs import load_run
 
@@ -20,7 +20,14 @@ def load_comparison(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame, dic
         raise ConfigError(
             f"{path} is not a comparison folder (no comparison.json): pass a folder printed by `courtroom compare`"
         )
-    info = json.loads((path / "comparison.json").read_text())
+    from courtroom._files import read_json
+    from courtroom.runner._records import comparison_problem
+
+    fix = f"restore it from a copy, or finish the comparison again with: courtroom compare --resume {path}"
+    info = read_json(path / "comparison.json", fix)
+    problem = comparison_problem(info)
+    if problem:
+        raise DataError(f"{path / 'comparison.json'} is damaged ({problem}): {fix}")
     table = pd.read_csv(path / "table.csv", index_col="framework")
     analyses = json.loads((path / "analyses.json").read_text()) if (path / "analyses.json").is_file() else {}
     return info, table, analyses

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import dspy
 
+from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, summarize
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
@@ -172,8 +173,10 @@ def compile_program(
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
         phases = optimizer_output(bar.status if bar is not None else None, label=f"{cls.name} + {opt.name}")
         with dspy.context(lm=helper, adapter=ADAPTER), phases:
-            assert opt.run is not None
-            compiled = keep_prepared_demos(program, opt.run(ctx, program, trainset))
+            run = opt.run
+            assert run is not None
+            # In a worker: a stop (Ctrl-C, SIGTERM) lets the optimizer's requests in flight finish and be cached.
+            compiled = keep_prepared_demos(program, _stop.finishing(lambda: run(ctx, program, trainset)))
         if bar is not None:
             bar.status("done")
         seconds = time.perf_counter() - start

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from courtroom.runner._records import comparison_problem, meta_problem
+
 COLUMNS = ("created", "kind", "framework", "task", "models", "n", "accuracy", "cost", "path")
 
 
@@ -44,7 +46,7 @@ def _created(path: Path, stamp: str | None = None) -> str:
 
 def _run_row(path: Path) -> dict[str, Any] | None:
     meta = _read(path / "meta.json")
-    if not isinstance(meta, dict):
+    if meta_problem(meta):
         return None
     summary = _read(path / "summary.json") or {}
     config = meta.get("config") or {}
@@ -80,7 +82,7 @@ def _group_row(path: Path) -> dict[str, Any] | None:
 
 def _comparison_row(path: Path) -> dict[str, Any] | None:
     info = _read(path / "comparison.json")
-    unfinished = not isinstance(info, dict)
+    unfinished = comparison_problem(info) is not None
     if unfinished:  # interrupted before its table: plan.json names what it runs
         info = _read(path / "plan.json")
         if not isinstance(info, dict):

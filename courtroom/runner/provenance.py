@@ -19,6 +19,7 @@ from typing import Any
 
 from courtroom._files import read_jsonl
 from courtroom.errors import ConfigError
+from courtroom.runner._records import comparison_problem
 
 SHOWN_VERSIONS = ("courtroom", "dspy", "litellm", "optuna", "python")
 """The versions a plot subtitle names (the HTML block names them all)."""
@@ -130,7 +131,9 @@ def provenance(folder: str | Path) -> Provenance:
     """The provenance of a run folder, repeat group, comparison folder or study report folder."""
     src = Path(folder)
     if (src / "comparison.json").is_file():
-        info = _read(src / "comparison.json") or {}
+        info = _read(src / "comparison.json")
+        if comparison_problem(info):  # named where the comparison is loaded (load_comparison)
+            info = {}
         runs = {}
         for name, rel in (info.get("runs") or {}).items():
             inner = src / rel

@@ -38,6 +38,7 @@ from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered, preparing
 from courtroom.programs import CourtroomProgram, get_framework
+from courtroom.runner._records import meta_problem, result_problem
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
@@ -330,25 +331,25 @@ def write_meta(
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(meta, results in example order, summary or None) of a run folder.
 
-    A line that is not UTF-8 JSON (cut off by a kill or a full disk, or damaged) is skipped and
-    counted in one warning; when an example appears twice (a resumed run that retried it), the
-    last line wins. A damaged ``meta.json`` or ``summary.json`` raises a :class:`DataError` naming it.
+    A line that is not UTF-8 JSON (cut off by a kill or a full disk, or damaged) or not a result
+    (:mod:`courtroom.runner._records`) is skipped and counted in one warning, and a resume runs its
+    example again; when an example appears twice (a resumed run that retried it), the
+    last line wins. A damaged ``meta.json`` (or one of the wrong shape) or ``summary.json`` raises a
+    :class:`DataError` naming it.
     """
     path = Path(run_dir)
     if not (path / "meta.json").is_file():
         raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
     meta = read_json(path / "meta.json", "the run's settings are lost: start a new run")
-    if not isinstance(meta, dict):
-        raise DataError(f"{path / 'meta.json'} is damaged (not a JSON object): start a new run")
+    problem = meta_problem(meta)
+    if problem:
+        raise DataError(f"{path / 'meta.json'} is damaged ({problem}): restore it from a copy, or start a new run")
     by_id: dict[str, dict[str, Any]] = {}
-    rows, bad = read_jsonl(path / "results.jsonl")
-    for n, row in enumerate(rows):
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            by_id[row["id"]] = row
-        else:
-            bad.append(-(n + 1))  # valid JSON, but not a result: counted, not located
+    rows, bad = read_jsonl(path / "results.jsonl", result_problem)
+    for row in rows:
+        by_id[row["id"]] = row
     if bad:
-        _warn_once(skipped_text(path / "results.jsonl", [b for b in bad if b > 0] or bad))
+        _warn_once(skipped_text(path / "results.jsonl", bad))
     order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
     results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
     summary_path = path / "summary.json"

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from courtroom._files import append_line, read_jsonl
+from courtroom._files import append_line, read_jsonl, skipped_text
 from courtroom.eval.metrics import user_prices
 from courtroom.models.usage import Usage
+from courtroom.runner._records import result_problem, session_problem
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ def line_count(path: Path) -> int:
 
 def end_session(run_dir: Path, usage: Mapping[str, Any]) -> None:
     """The session's end and what it sent, written on every stop (a full disk here must not hide the first error)."""
+    if not run_dir.is_dir():  # deleted mid-run: the error that stopped the run says so
+        return
     try:
         session(run_dir, "end", usage=dict(usage))
     except OSError as exc:
@@ -48,7 +51,7 @@ def folder_spend(run_dir: str | Path) -> dict[str, Any]:
     counts the usage of the result lines it wrote.
     """
     run_dir = Path(run_dir)
-    events = [e for e in read_jsonl(run_dir / "sessions.jsonl")[0] if isinstance(e, dict)]
+    events = _events(run_dir)
     lines = (run_dir / "results.jsonl").read_bytes().split(b"\n") if (run_dir / "results.jsonl").is_file() else []
     starts = [e for e in events if "start" in e]
     total = Usage()
@@ -67,11 +70,31 @@ def folder_spend(run_dir: str | Path) -> dict[str, Any]:
     return total.to_dict()
 
 
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    """The session events of ``sessions.jsonl``; a line that is not one is skipped and named once."""
+    path = run_dir / "sessions.jsonl"
+    events, bad = read_jsonl(path, session_problem)
+    if bad:
+        _warn_once(skipped_text(path, bad))
+    return events
+
+
+def _warn_once(line: str) -> None:
+    if line not in _warned:
+        _warned.add(line)
+        logger.warning(line)
+
+
+_warned: set[str] = set()
+
+
 def _decoded(line: bytes) -> Any:
+    """A result line's record (None: not UTF-8 JSON, or not a result)."""
     try:
-        return json.loads(line.decode("utf-8"))
+        row = json.loads(line.decode("utf-8"))
     except ValueError:
         return None
+    return None if result_problem(row) else row
 
 
 def _add(total: Usage, *rows: Any) -> None:
@@ -143,9 +166,7 @@ def earlier_wall(run_dir: Path) -> float:
         return 0.0
     last_write = results.stat().st_mtime if results.is_file() else 0.0
     total, start = 0.0, None
-    for event in read_jsonl(path)[0]:
-        if not isinstance(event, dict):
-            continue
+    for event in _events(run_dir):
         if "start" in event:
             if start is not None:
                 total += max(0.0, min(last_write, event["start"]) - start)
