@@ -151,9 +151,10 @@ PRESETS: dict[str, Preset] = {
                 "prob_method": "Table 4: 'ONLY output the one of the labels' (a label, smoothed as one-hot)",
                 "k_samples": "Table 4: one answer per step",
                 "summarize": "Algorithm 1: sum = LM(a, e, v); Table 4 step 4: 'here is the debate summary'",
-                "tie": "ours (the paper states no tie rule), from Table 5's figures: with one-hot answers at T = 0.5 "
-                "a tie given to the last answer decides exactly as T = 1, yet Table 5 reports 115 degradations at "
-                "T = 1 against 11 at T = 0.5; ties to O_0 fit (the arithmetic: _probability.tie_winner)",
+                "tie": "ours: the paper states no tie rule; Table 5's figures imply this one: with one-hot answers "
+                "at T = 0.5 a tie given to the last answer decides exactly as T = 1, yet Table 5 reports 115 "
+                "degradations at T = 1 against 11 at T = 0.5; ties to O_0 fit (the arithmetic: "
+                "_probability.tie_winner)",
             },
         ),
     )

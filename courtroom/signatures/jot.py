@@ -101,14 +101,17 @@ def solo_instructions(text: str, role: str) -> str:
     """``text`` with what names the advocate other than ``role`` rewritten; everything else kept.
 
     "the lawyer (for the positive position) and the prosecutor (...)", in either order, becomes the
-    ``role`` alone; "both advocates", "the two advocates", "each advocate" and "the advocates"
-    become "the {role}"; a sentence that still names the absent advocate is dropped.
+    ``role`` alone; "both advocates", "the two advocates", "each advocate", "all advocates" and "the
+    advocates" become "the {role}"; a sentence that still names the absent advocate is dropped. Text
+    that does not name it comes back as it was, line breaks included.
     """
     absent = "prosecutor" if role == "lawyer" else "lawyer"
     who = r"(?:the\s+)?(?:lawyer|prosecutor)s?(?:\s*\([^)]*\))?"
     pair = re.compile(rf"(?:both\s+)?{who}\s*(?:,\s*)?(?:and|or|&)\s+{who}", re.I)
     present = f"the {role} (for the {_ROLE_SIDE[role]} position)"
     text = pair.sub(present, text)
-    text = re.sub(r"\b(?:both|the two|each|the)\s+advocates?\b", f"the {role}", text, flags=re.I)
-    kept = [s for s in re.split(r"(?<=[.!?])\s+", text) if not re.search(rf"\b{absent}", s, re.I)]
-    return " ".join(kept)
+    text = re.sub(r"\b(?:both|the two|each|all)\s+advocates?\b|\bthe\s+advocates\b", f"the {role}", text, flags=re.I)
+    # Sentences with the whitespace after each: dropping one drops its separator too.
+    parts = re.split(r"(?<=[.!?])(\s+)", text)
+    pairs = zip(parts[::2], [*parts[1::2], ""], strict=True)
+    return "".join(s + gap for s, gap in pairs if not re.search(rf"\b{absent}", s, re.I)).strip()
