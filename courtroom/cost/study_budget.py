@@ -54,6 +54,7 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
     from courtroom.cost.dry_run import estimate_study
 
     est = unit or estimate_study(study_run_config(config), space, 1, prices=budget.prices)
+    fits_none(est, budget)
     budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
     dearest = max((budget._price(m) or (0.0, 0.0) for m in est.models.values()), key=lambda p: p[0] + p[1])
 
@@ -73,6 +74,23 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
                 budget.spent_cost += tokens * max(dearest)
 
     return guarded
+
+
+def fits_none(est: Any, budget: Budget) -> None:
+    """Refuse, before any request, a budget below what one trial may spend (it could start none)."""
+    from courtroom.errors import ConfigError
+
+    if budget.max_calls is not None and est.calls > budget.max_calls:
+        raise ConfigError(
+            f"one trial costs up to {est.calls} calls; --max-calls {budget.max_calls} fits none: raise it to at "
+            f"least {est.calls}, or make a trial smaller (--dev-limit, --space)"
+        )
+    cost = est.cost if est.completion_tokens is not None else None
+    if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
+        raise ConfigError(
+            f"one trial costs up to ${cost:.4f}; --max-cost {budget.max_cost:g} fits none: raise it to at least "
+            f"{cost:.4f}, or make a trial smaller (--dev-limit, --space, --max-tokens)"
+        )
 
 
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:

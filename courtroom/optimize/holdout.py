@@ -23,11 +23,10 @@ KEY = "courtroom_test"
 
 
 def chosen(study: Any) -> list[Any]:
-    """The trials a study chose: its best trial, or every point of its Pareto front."""
-    try:
-        return list(study.best_trials) if len(study.directions) > 1 else [study.best_trial]
-    except ValueError:  # no completed trial
-        return []
+    """The trials a study chose: its best trial, or every point of its Pareto front (each configuration once)."""
+    from courtroom.optimize._dedupe import chosen as distinct_chosen
+
+    return distinct_chosen(study)
 
 
 def _base_lms(config: Any) -> Any:

@@ -64,7 +64,9 @@ class StudyOutcome:
     @property
     def best(self) -> list[Any]:
         """The best trial (single objective) or the Pareto front (with cost)."""
-        return list(self.study.best_trials) if self.config.cost_objective else [self.study.best_trial]
+        from courtroom.optimize._dedupe import chosen
+
+        return chosen(self.study)
 
 
 def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> Any:
@@ -231,7 +233,7 @@ def run_study(
         objective = guard_objective(objective, budget, config, space)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     with _stop.saving_to(where, resume="the same `courtroom study` command (same --storage and --study-name)"):
-        _optimize(study, objective, config, callbacks)
+        _optimize(study, objective, config, callbacks, space)
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 
@@ -239,38 +241,34 @@ def run_study(
     return StudyOutcome(study, config, space, models, default)
 
 
-def _optimize(study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any]) -> None:
-    """Run this process's trials.
+def _optimize(
+    study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any], space: Sequence[Param]
+) -> None:
+    """Run this process's trials: ``config.trials`` that ran, a repeated configuration not counted.
 
     Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
     tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
-    at a time, under the storage's lock, before the workers fan out.
+    at a time, under the storage's lock, before the workers fan out. A sampled configuration the
+    study already holds takes its stored value (:func:`courtroom.optimize._dedupe.run_distinct`).
     """
     from optuna.trial import TrialState
 
+    from courtroom.optimize import _dedupe
+
+    run = {"catch": (TrialFailed,), "gc_after_trial": False, "callbacks": list(callbacks)}
+
+    def rounds(n_trials: int, first: bool) -> None:
+        if first:
+            with _storage.creation_lock(config.storage):
+                queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+                if min(queued, n_trials):
+                    study.optimize(objective, n_trials=min(queued, n_trials), n_jobs=1, **run)
+            return
+        study.optimize(objective, n_trials=n_trials, n_jobs=config.workers, **run)
+
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        with _storage.creation_lock(config.storage):
-            queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
-            first = min(queued, config.trials)
-            if first:
-                study.optimize(
-                    objective,
-                    n_trials=first,
-                    n_jobs=1,
-                    catch=(TrialFailed,),
-                    gc_after_trial=False,
-                    callbacks=list(callbacks),
-                )
-        if config.trials - first:
-            study.optimize(
-                objective,
-                n_trials=config.trials - first,
-                n_jobs=config.workers,
-                catch=(TrialFailed,),
-                gc_after_trial=False,
-                callbacks=list(callbacks),
-            )
+        _dedupe.run_distinct(study, rounds, config.trials, space)
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:
