@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 KEY = "config_key"
@@ -157,24 +157,46 @@ def evaluated(study: Any) -> int:
     return len({t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs})
 
 
-def space_size(space: Sequence[Any], cap: int = 100_000) -> int | None:
-    """How many configurations the (conditional) space holds; None when it has a float range or more than ``cap``."""
-    if any(p.kind == "float" and p.low != p.high for p in space):
-        return None
-    count = 0
+def configurations(space: Sequence[Any]) -> Iterator[dict[str, Any]]:
+    """Every configuration of a (conditional) space of ints and choices, as a trial's drawn parameters."""
 
-    def walk(i: int, drawn: dict[str, Any]) -> bool:
-        nonlocal count
+    def walk(i: int, drawn: dict[str, Any], shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if i == len(space):
-            count += 1
-            return count <= cap
+            yield shown
+            return
         p = space[i]
         if p.off(drawn):
-            return walk(i + 1, drawn | {p.name: p.otherwise})
+            yield from walk(i + 1, drawn | {p.name: p.otherwise}, shown)
+            return
         values = p.choices if p.kind == "cat" else range(int(p.low), int(p.high) + 1)
-        return all(walk(i + 1, drawn | {p.name: v}) for v in values)
+        for v in values:
+            yield from walk(i + 1, drawn | {p.name: v}, shown | {p.name: v})
 
-    return count if walk(0, {}) else None
+    yield from walk(0, {}, {})
+
+
+def space_size(space: Sequence[Any], cap: int = 100_000) -> int | None:
+    """How many configurations the (conditional) space holds; None when it has a float range or more than ``cap``."""
+    if any(p.kind == "float" for p in space):
+        return None
+    count = 0
+    for _ in configurations(space):
+        count += 1
+        if count > cap:
+            return None
+    return count
+
+
+def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
+    """Queue a configuration of the (finite) space that no trial has claimed; False when none is left."""
+    import random
+
+    seen = {t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs}
+    left = [c for c in configurations(space) if config_key(c) not in seen]
+    if not left:
+        return False
+    study.enqueue_trial(random.Random(seed).choice(left), skip_if_exists=True)
+    return True
 
 
 def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> int:
@@ -201,6 +223,8 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
         if _refused(study) > refused:  # the budget stopped the study
             break
         idle = 0 if first or ran_here(study, WORKER) - before > ran else idle + 1
+        if idle and size is not None:  # the sampler keeps proposing what ran: queue a configuration not yet run
+            idle = 0 if enqueue_unseen(study, space, len(study.trials)) else idle
         first = False
     ran = ran_here(study, WORKER) - before
     if ran < trials and size is not None and evaluated(study) >= size:
