@@ -46,7 +46,8 @@ def one_study(dev: int, seed: int, args: argparse.Namespace, workdir: str) -> di
     from courtroom.models.lms import RoleLMs
     from courtroom.testing import oracle_lm
 
-    splits = {s: load_task("boolean_expressions", data="generate", split=s, limit=n).examples
+    # The study's seed also draws its generated cases: the oracle must know those.
+    splits = {s: load_task("boolean_expressions", data="generate", split=s, limit=n, seed=seed).examples
               for s, n in (("train", 4), ("dev", dev), ("test", args.test))}  # fmt: skip
     gold = {e.case: e.label for part in splits.values() for e in part}
     lm = oracle_lm(gold, LABELS, accuracy=args.p, seed=seed, cache=True, model=f"fake/oracle-{seed}")
