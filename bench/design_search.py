@@ -21,9 +21,10 @@ trial 0 of each design its paper default, a configuration evaluated once, the tr
 so self-consistency's demos can be drawn) and prints the found front beside the true one.
 
 A found point is judged by its true accuracy and true cost (both exact), not by a noisy measure:
-it is **on the true front** when no configuration is more accurate at its cost or less; else its
-gap to the front at its cost is printed. Its measured dev accuracy is checked against its true
-accuracy (within 2 standard errors, sqrt(p(1-p)/dev)), and every found point is scored on
+it is **on the true front** when no configuration is as accurate and no dearer, one of the two
+strictly; its gap (the front's accuracy at its cost minus its own) is printed beside. Its
+measured dev accuracy is checked against its true accuracy (within 2 standard errors,
+sqrt(p(1-p)/dev)), and every found point is scored on
 ``--test`` held-out examples (the study's own test scoring), printed beside dev and truth. It
 also prints the LM calls the trials made (the naive count, with no cache) against those sent.
 
@@ -221,7 +222,8 @@ def main() -> None:
         design, knobs = t.user_attrs["design"], t.user_attrs["config"]
         t_acc, t_cost = truth(design, knobs, args.p, len(dev))
         gap = max(0.0, true_front_at(true, t_cost) - t_acc)
-        on = gap < 1e-9
+        # On the front: no configuration as accurate and no dearer, one of them strictly (ties of truth are equal).
+        on = not any(a2 >= t_acc and c2 <= t_cost and (a2 > t_acc or c2 < t_cost) for a2, c2, _ in points)
         ok = abs(a - t_acc) <= 2 * se and abs(c - t_cost) <= max(0.5, 0.05 * t_cost)
         on_front += on
         measured_ok += ok
