@@ -33,7 +33,14 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "small": ["--trials", "12", "--dev", "10", "--train", "5"],
         "smoke": ["--trials", "2", "--dev", "3", "--train", "3"],
     },
-    "design_search": {"small": ["--trials", "20", "--dev", "40"], "smoke": ["--trials", "3", "--dev", "4"]},
+    "design_search": {
+        "small": ["--trials", "20", "--dev", "40", "--test", "100"],
+        "smoke": ["--trials", "3", "--dev", "4", "--test", "4", "--train", "4"],
+    },
+    "study_selection": {
+        "small": ["--dev", "20", "50", "--seeds", "4", "--test", "100"],
+        "smoke": ["--dev", "6", "--seeds", "1", "--trials", "3", "--test", "6"],
+    },
     "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""

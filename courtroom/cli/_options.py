@@ -101,7 +101,8 @@ OPTIONS: list[Option] = [
     _o("dev_limit", "--dev-limit", INT, "Dev examples: scored before and after compiling, or by each study trial.",
        DATA_PANEL, {"compile": 20, "study": 20}, min=1),
     _o("test_limit", "--test-limit", INT, "Score the chosen trial (or every Pareto point) on the first N test "
-       "examples, beside the dev score that chose it.", DATA_PANEL, ("study",), min=1),
+       "examples, beside the dev score that chose it (0: off; off by default under --max-calls/--max-cost).",
+       DATA_PANEL, ("study",), min=0, show_default="--dev-limit"),
     # Models
     _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
        "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),

@@ -75,7 +75,7 @@ def study_command(
     if outcome.test:
         from courtroom.optimize.holdout import test_table
 
-        console.print("on the test split, beside the dev score that chose each (95% Wilson interval):")
+        console.print("on the test split, beside the dev score that chose each (95% Wilson; test cases no trial saw):")
         console.print(test_table(outcome.test).to_string(index=False), markup=False)
     console.print(f"report: {outcome.report_dir}")
     export = spec.output.export_best
@@ -87,7 +87,13 @@ def study_command(
         console.print(f"best config: {export} (use: {_stop.with_flags(f'courtroom compile --config {export}')})")
 
 
-TRIAL_HEADERS = {"number": "trial", "calls_per_example": "calls/ex", "macro_f1": "F1", "accuracy": "accuracy"}
+TRIAL_HEADERS = {
+    "number": "trial",
+    "calls_per_example": "calls/ex",
+    "macro_f1": "F1",
+    "accuracy": "accuracy",
+    "duplicate_of": "reused from",
+}
 """Headers for the terminal (``trials.csv`` keeps the column names)."""
 
 
@@ -104,14 +110,24 @@ def _print_trials(outcome: Any, console: Console) -> None:
     first = ("number", "state", "accuracy", "calls_per_example")  # then the searched knobs, then usage
     cols = [c for c in first if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
     cols += [c for c in SHOWN if c in df.columns and c not in cols] + (["error"] if "error" in df.columns else [])
+    cols += ["duplicate_of"] if "duplicate_of" in df.columns else []
 
     def cell(v: Any) -> str:
-        return "" if str(v) in ("nan", "None") else (f"{v:.3f}" if isinstance(v, float) else str(v)[:60])
+        return "" if str(v) in ("nan", "None", "<NA>") else (f"{v:.3f}" if isinstance(v, float) else str(v)[:60])
 
+    counts = [c for c in ("duplicate_of", "sent", "cached", "calls", "failures") if c in df.columns]
+    # Counts stay whole where a repeated trial leaves them blank (a column with a NaN turns float).
+    df = df.assign(**{c: df[c].round().astype("Int64") for c in counts})
     shown = df[cols].set_index("number").map(cell)
     key = ("state", "accuracy", "calls_per_example")
     console.print(fitted(shown, key, console.width, title=f"{outcome.config.framework} on {outcome.config.task}",
                          headers=TRIAL_HEADERS))  # fmt: skip
+    reused = [t for t in study.trials if "duplicate_of" in t.user_attrs]
+    if reused:
+        console.print(
+            f"{len(reused)} trial(s) repeated a configuration that had run: its stored value was reused "
+            "(nothing sent, not counted against --trials)"
+        )
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     if failed:
         console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)

@@ -59,6 +59,7 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
     from courtroom.models._requests import OverBudget
 
     est = unit or estimate_study(study_run_config(config), space, 1, prices=budget.prices)
+    fits_none(est, budget)
     budget.bound(est.calls, est.cost if est.completion_tokens is not None else None, list(est.models.values()))
 
     def guarded(trial: Any) -> Any:
@@ -109,6 +110,23 @@ def continue_line(config: Any, *args: str) -> str:
     if spec.output.export_best:
         tail += ["--export-best", spec.output.export_best]  # the continued study writes what this one would have
     return spec.command_line(*head, *tail, identity=True)
+
+
+def fits_none(est: Any, budget: Budget) -> None:
+    """Refuse, before any request, a budget below what one trial may spend (it could start none)."""
+    from courtroom.errors import ConfigError
+
+    if budget.max_calls is not None and est.calls > budget.max_calls:
+        raise ConfigError(
+            f"one trial costs up to {est.calls} calls; --max-calls {budget.max_calls} fits none: raise it to at "
+            f"least {est.calls}, or make a trial smaller (--dev-limit, --space)"
+        )
+    cost = est.cost if est.completion_tokens is not None else None
+    if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
+        raise ConfigError(
+            f"one trial costs up to ${cost:.4f}; --max-cost {budget.max_cost:g} fits none: raise it to at least "
+            f"{cost:.4f}, or make a trial smaller (--dev-limit, --space, --max-tokens)"
+        )
 
 
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from courtroom.optimize._dedupe import chosen
 from courtroom.optimize.study_report import best_trial, write_report
 
 
@@ -55,7 +56,7 @@ def design_pareto(study: Any) -> pd.DataFrame:
             "cost_unit": t.user_attrs.get("cost_unit"),
             "params": json.dumps(t.user_attrs.get("config") or {}, sort_keys=True),
         }
-        for t in study.best_trials
+        for t in chosen(study)
     ]
     return pd.DataFrame(rows).sort_values(["cost_per_example", "score"]) if rows else pd.DataFrame()
 

@@ -24,7 +24,7 @@ from courtroom.eval.metrics import score
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
-from courtroom.optimize import _storage, _workers
+from courtroom.optimize import _dedupe, _storage, _workers
 from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
 from courtroom.optimize.spaces import Param, sample, split_params
 from courtroom.programs import build_program
@@ -166,6 +166,12 @@ def make_objective(
         trial.set_user_attr("worker", _storage.WORKER)
         trial.set_user_attr("heartbeat", time.time())
         params = sample(space, trial)
+        try:
+            _dedupe.claim(
+                trial, dict(trial.params), config.storage, lambda: trial.set_user_attr("heartbeat", time.time())
+            )
+        except _dedupe.Duplicate as dup:
+            return _dedupe.reuse(trial, dup.original)
         start = time.perf_counter()
         prep_tally, tally = TokenTally(), TokenTally()
         with metered() as prep, tallied(prep_tally):

@@ -29,6 +29,7 @@ from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
 from courtroom.optimize import _storage, _workers
+from courtroom.optimize._dedupe import run_distinct
 from courtroom.optimize._study_config import StudyConfig, _portable
 from courtroom.optimize._trials import TrialFailed, make_objective, trial_program
 from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
@@ -288,13 +289,18 @@ def run_design_study(
                 "bootstrap, bootstrap-rs, labeled or knn, or drop --max-calls/--max-cost"
             )
         objective = guard_objective(objective, budget, config, space, unit=design_trial_estimate(config, space))
-    # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
-    queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
-    first = min(queued, config.trials)
+
+    def rounds(n_trials: int, first: bool) -> None:
+        # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
+        if first:
+            queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if config.workers > 1 else 0
+            _workers.optimize_owed(study, objective, config, min(queued, n_trials), 1, callbacks, (TrialFailed,))
+        else:
+            _workers.optimize_owed(study, objective, config, n_trials, config.workers, callbacks, (TrialFailed,))
+
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        for n_trials, n_jobs in ((first, 1), (config.trials - first, config.workers)):
-            _workers.optimize_owed(study, objective, config, n_trials, n_jobs, callbacks, (TrialFailed,))
+        run_distinct(study, rounds, config.trials, space)
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 

@@ -23,11 +23,10 @@ KEY = "courtroom_test"
 
 
 def chosen(study: Any) -> list[Any]:
-    """The trials a study chose: its best trial, or every point of its Pareto front."""
-    try:
-        return list(study.best_trials) if len(study.directions) > 1 else [study.best_trial]
-    except ValueError:  # no completed trial
-        return []
+    """The trials a study chose: its best trial, or every point of its Pareto front (each configuration once)."""
+    from courtroom.optimize._dedupe import chosen as distinct_chosen
+
+    return distinct_chosen(study)
 
 
 def _base_lms(config: Any) -> Any:
@@ -76,7 +75,8 @@ def score_chosen(
     """Score the study's chosen trials on the first ``test_limit`` test examples; trial number -> scores.
 
     Each entry: ``n``, ``accuracy``, ``macro_f1``, ``failures``, ``ci_low``/``ci_high`` (95% Wilson
-    interval of the accuracy), ``dev`` (the objective's dev value that chose it), ``dev_accuracy``,
+    interval of the accuracy), ``dev`` (the objective's dev value that chose it), ``dev_accuracy`` (and
+    ``dev_ci_low``/``dev_ci_high``, its Wilson interval),
     ``objective`` and ``design`` (a study across designs). Stored on the study under :data:`KEY`.
     """
     from courtroom.data.tasks import load_task
@@ -101,21 +101,36 @@ def score_chosen(
         results = evaluate(program, test.examples, concurrency=config.concurrency)
         s = score([r.gold for r in results], [r.prediction for r in results], labels)
         low, high = wilson(float(s["accuracy"]), len(results))
-        found[trial.number] = {
-            "n": len(results),
-            "accuracy": float(s["accuracy"]),
-            "ci_low": low,
-            "ci_high": high,
-            "macro_f1": float(s["macro_f1"]),
-            "failures": int(s["failures"]),
-            "objective": config.objective,
-            "dev": trial.values[0],
-            "dev_accuracy": trial.user_attrs.get("accuracy"),
-            "dev_n": trial.user_attrs.get("examples"),
-        } | ({"design": trial.user_attrs.get("design")} if hasattr(config, "frameworks") else {})
+        found[trial.number] = (
+            {
+                "n": len(results),
+                "accuracy": float(s["accuracy"]),
+                "ci_low": low,
+                "ci_high": high,
+                "macro_f1": float(s["macro_f1"]),
+                "failures": int(s["failures"]),
+                "objective": config.objective,
+                "dev": trial.values[0],
+                "dev_accuracy": trial.user_attrs.get("accuracy"),
+                "dev_n": trial.user_attrs.get("examples"),
+            }
+            | _dev_interval(trial)
+            | ({"design": trial.user_attrs.get("design")} if hasattr(config, "frameworks") else {})
+        )
     kept = {str(k): v for k, v in (study.user_attrs.get(KEY) or {}).items()}
     study.set_user_attr(KEY, kept | {str(k): v for k, v in found.items()})
     return found
+
+
+def _dev_interval(trial: Any) -> dict[str, float]:
+    """The 95% Wilson interval of the trial's dev accuracy (``dev_ci_low``/``dev_ci_high``), when it was recorded."""
+    from courtroom.eval.metrics import wilson
+
+    acc, n = trial.user_attrs.get("accuracy"), trial.user_attrs.get("examples")
+    if acc is None or not n:
+        return {}
+    low, high = wilson(float(acc), int(n))
+    return {"dev_ci_low": low, "dev_ci_high": high}
 
 
 def stored(study: Any) -> dict[int, dict[str, Any]]:
@@ -126,12 +141,16 @@ def stored(study: Any) -> dict[int, dict[str, Any]]:
 
 
 def test_table(scores: Mapping[int, Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per chosen trial: the dev score that chose it beside its test score and 95% interval."""
+    """One row per chosen trial: the dev score that chose it beside its test score, each with its 95% interval.
+
+    The dev interval is the dev accuracy's (Wilson); the dev score that chose the trial is the objective's.
+    """
     rows = [
         {"trial": number}
         | ({"design": s["design"]} if "design" in s else {})
         | {
             f"dev {s['objective']}": s["dev"],
+            "dev 95% CI": f"[{s['dev_ci_low']:.3f}, {s['dev_ci_high']:.3f}]" if "dev_ci_low" in s else "",
             "dev n": s.get("dev_n"),
             "test accuracy": s["accuracy"],
             "test 95% CI": f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]",

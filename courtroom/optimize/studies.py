@@ -221,6 +221,9 @@ def run_spec_study(
 
         def on_trial(study: Any, trial: Any) -> None:
             value = trial.values[0] if trial.values else None
+            if trial.user_attrs.get("duplicate_of") is not None:  # not run: it does not count against --trials
+                bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: its value reused")
+                return
             bar.advance()  # counted before its line is printed: "trial 0 complete, 1/3 trials"
             bar.status(
                 f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
@@ -238,12 +241,41 @@ def run_spec_study(
     outcome.table = trials_table(outcome.study)
     if not any(t.state.name == "COMPLETE" for t in outcome.study.trials):
         return outcome
-    if spec.data.test_limit:
-        from courtroom.optimize.holdout import score_chosen
-
-        outcome.test = score_chosen(outcome, spec.data.test_limit, lms=lms, model_objects=model_objects)
+    outcome.test = _score_test(outcome, spec, lms, model_objects, budget)
     write_outputs(outcome, spec, lms=lms, model_objects=model_objects)
     return outcome
+
+
+def test_limit(spec: Experiment, budget: Any = None) -> int:
+    """How many test examples the chosen trial(s) are scored on: ``--test-limit``, else as many as dev's.
+
+    By default the chosen trial is scored on as many held-out cases as the dev cases that chose it
+    (``--dev-limit``, 20 by default). Under a budget (``--max-calls``/``--max-cost``) the default is
+    off: the budget bounds the trials.
+    """
+    given = spec.data.test_limit
+    if given is not None:
+        return int(given)
+    limited = spec.budget.max_calls is not None or spec.budget.max_cost is not None
+    if limited or (budget is not None and getattr(budget, "active", False)):
+        return 0
+    return int(spec.data.dev_limit or 20)
+
+
+def _score_test(outcome: StudyOutcome, spec: Experiment, lms: Any, model_objects: Any, budget: Any) -> dict[int, Any]:
+    """The chosen trial(s) scored on the test split (number -> scores); {} when off or (by default) no test data."""
+    from courtroom.optimize.holdout import score_chosen
+
+    limit = test_limit(spec, budget)
+    if not limit:
+        return {}
+    try:
+        return score_chosen(outcome, limit, lms=lms, model_objects=model_objects)
+    except ConfigError as exc:
+        if spec.data.test_limit is not None:
+            raise
+        logger.warning("the chosen trial is not scored on new data (%s); pass --test-limit N once there is", exc)
+        return {}
 
 
 def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, model_objects: Any = None) -> None:
@@ -357,19 +389,20 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
 
 
 def _test_estimate(spec: Experiment, config: Any, spaces: dict[str, Any]) -> dict[str, Any]:
-    """With ``--test-limit``: scoring the chosen trial(s) on the test split, each at its design's dearest point.
+    """Scoring the chosen trial(s) on the test split (:func:`test_limit`), each at its design's dearest point.
 
     One trial for a single objective; a Pareto front has at most one point per trial.
     """
     from courtroom.cost.dry_run import dearest_point, scaled
     from courtroom.cost.study_budget import study_run_config
 
-    if not spec.data.test_limit:
+    limit = test_limit(spec)
+    if not limit:
         return {}
     chosen = config.trials if config.cost_objective else 1
     worst = None
     for fw, space in spaces.items():
-        run_config = replace(study_run_config(config, fw), split="test", limit=spec.data.test_limit)
+        run_config = replace(study_run_config(config, fw), split="test", limit=limit)
         est = dearest_point(run_config, space, prices=spec.budget.table())[1]
         worst = est if worst is None or (est.calls, est.cost or 0.0) > (worst.calls, worst.cost or 0.0) else worst
     if worst is None or chosen < 1:

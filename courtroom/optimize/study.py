@@ -67,7 +67,9 @@ class StudyOutcome:
     @property
     def best(self) -> list[Any]:
         """The best trial (single objective) or the Pareto front (with cost)."""
-        return list(self.study.best_trials) if self.config.cost_objective else [self.study.best_trial]
+        from courtroom.optimize._dedupe import chosen
+
+        return chosen(self.study)
 
 
 def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> Any:
@@ -235,7 +237,7 @@ def run_study(
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
     with _stop.saving_to(where, resume=again):
-        _optimize(study, objective, config, callbacks)
+        _optimize(study, objective, config, callbacks, space)
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 
@@ -243,24 +245,34 @@ def run_study(
     return StudyOutcome(study, config, space, models, default)
 
 
-def _optimize(study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any]) -> None:
-    """Run this process's trials.
+def _optimize(
+    study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any], space: Sequence[Param]
+) -> None:
+    """Run this process's trials: ``config.trials`` that ran, a repeated configuration not counted.
 
     Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
     tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
-    at a time, under the storage's lock, before the workers fan out.
+    at a time, under the storage's lock, before the workers fan out. A sampled configuration the
+    study already holds takes its stored value (:func:`courtroom.optimize._dedupe.run_distinct`).
     """
     from optuna.trial import TrialState
 
+    from courtroom.optimize import _dedupe
+
+    catch = (TrialFailed,)
+
+    def rounds(n_trials: int, first: bool) -> None:
+        if first:
+            with _storage.creation_lock(config.storage):
+                queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+                if min(queued, n_trials):
+                    _workers.optimize_owed(study, objective, config, min(queued, n_trials), 1, callbacks, catch)
+            return
+        _workers.optimize_owed(study, objective, config, n_trials, config.workers, callbacks, catch)
+
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        with _storage.creation_lock(config.storage):
-            queued = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
-            first = min(queued, config.trials)
-            _workers.optimize_owed(study, objective, config, first, 1, callbacks, (TrialFailed,))
-        _workers.optimize_owed(
-            study, objective, config, config.trials - first, config.workers, callbacks, (TrialFailed,)
-        )
+        _dedupe.run_distinct(study, rounds, config.trials, space)
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from courtroom.optimize._dedupe import chosen
+
 log = logging.getLogger(__name__)
 USAGE_COLUMNS = (
     "accuracy",
@@ -48,17 +50,17 @@ def trials_table(study: Any) -> pd.DataFrame:
 def pareto_table(study: Any) -> pd.DataFrame:
     """The Pareto front of a two-objective study (score up, calls per example down)."""
     rows = [
-        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
-        for t in study.best_trials
+        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params} for t in chosen(study)
     ]
     return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
 
 
 def best_trial(study: Any) -> Any:
     """The best trial; for a Pareto front, its highest-scoring member (then the cheapest)."""
-    if len(study.directions) == 1:
-        return study.best_trial
-    return sorted(study.best_trials, key=lambda t: (-t.values[0], t.values[1]))[0]
+    best = chosen(study)
+    if not best:
+        raise ValueError("no trial of the study completed")
+    return sorted(best, key=lambda t: (-t.values[0], t.values[1]))[0] if len(study.directions) > 1 else best[0]
 
 
 TITLES = {
@@ -140,10 +142,7 @@ def write_report(
             path = _plot(name, draw, out, title=f"{study.study_name}: {TITLES[name]}", note=subtitle(about))
             if path:
                 written[name] = path
-    try:
-        best = study.best_trials if multi else [study.best_trial]
-    except ValueError:  # no completed trial yet
-        best = []
+    best = chosen(study)
     summary = {
         "study": study.study_name,
         "config": config or {},

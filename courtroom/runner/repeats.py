@@ -63,12 +63,83 @@ def mean_sd_ci(
     return {"n": n, "mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
 
 
-def repeat_stats(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per metric: mean, sd and 95% CI over the repeats' summaries."""
-    return {
-        m: mean_sd_ci([s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in ("accuracy", "macro_f1") else None))
-        for m in STAT_METRICS
-    }
+SCORES = ("accuracy", "macro_f1")
+"""Metrics whose interval is a bootstrap over cases and repeats (:func:`case_repeat_ci`)."""
+OVER_BOTH = "cases and repeats (bootstrap)"
+OVER_REPEATS = "repeats (t)"
+
+
+def repeat_stats(
+    summaries: Sequence[dict[str, Any]],
+    results: Sequence[Sequence[ExampleResult]] | None = None,
+    labels: Sequence[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per metric: mean and sd over the repeats, and a 95% CI.
+
+    With each repeat's ``results`` (and the task's ``labels``), the accuracy and macro-F1 intervals
+    are a seeded bootstrap over cases and repeats (:func:`case_repeat_ci`): they cover the case
+    sample as well as the answers' spread, as a figure measured on other cases would. The other
+    metrics' (calls, tokens, cost, seconds), and every metric's without results, are Student-t
+    intervals over the repeats alone. ``over`` says which each is.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for m in STAT_METRICS:
+        stats: dict[str, Any] = dict(
+            mean_sd_ci([s.get(m) for s in summaries], bounds=(0.0, 1.0 if m in SCORES else None))
+        )
+        stats["over"] = OVER_REPEATS
+        if m in SCORES and results and labels and stats["mean"] is not None:
+            low, high = case_repeat_ci(results, labels, m)
+            stats |= {"ci_low": low, "ci_high": high, "over": OVER_BOTH}
+        out[m] = stats
+    return out
+
+
+def case_repeat_ci(
+    results: Sequence[Sequence[ExampleResult]],
+    labels: Sequence[str],
+    metric: str = "accuracy",
+    *,
+    level: float = 0.95,
+    draws: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``metric`` over cases and repeats (two stages, seeded).
+
+    Each draw resamples the cases (with replacement), then for each drawn case resamples its
+    repeats (with replacement), and scores the pooled answers. Cases are matched across repeats
+    by id; a case missing from a repeat is left out of every repeat.
+    """
+    import numpy as np
+
+    by_id = [{r.id: r for r in rs} for rs in results]
+    ids = [i for i in by_id[0] if all(i in b for b in by_id[1:])]
+    if not ids:
+        return (math.nan, math.nan)
+    index = {lab: k for k, lab in enumerate(labels)}
+    failed = len(labels)  # a failure or an unknown label counts as a wrong answer of its own
+    gold = np.array([index.get(by_id[0][i].gold, failed) for i in ids])
+    pred = np.array([[index.get(b[i].prediction or "", failed) for b in by_id] for i in ids])  # case x repeat
+    n, reps = pred.shape
+    rng = np.random.default_rng(seed)
+    width = len(labels) + 1
+    values = np.empty(draws)
+    for d in range(draws):
+        cases = np.asarray(rng.integers(0, n, n))
+        picks = pred[cases[:, None], rng.integers(0, reps, (n, reps))]
+        golds = np.repeat(gold[cases], reps)
+        preds = picks.ravel()
+        if metric == "accuracy":
+            values[d] = float(np.mean(golds == preds))
+            continue
+        conf = np.bincount(golds * width + preds, minlength=width * width).reshape(width, width)
+        hit = np.diag(conf)[: len(labels)]
+        denom = conf.sum(axis=0)[: len(labels)] + conf.sum(axis=1)[: len(labels)]
+        f1 = np.divide(2 * hit, denom, out=np.zeros(len(labels)), where=denom > 0)
+        values[d] = float(f1.mean())
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def stats_markdown(stats: dict[str, dict[str, Any]], title: str) -> str:
@@ -77,10 +148,10 @@ def stats_markdown(stats: dict[str, dict[str, Any]], title: str) -> str:
     def f(x: Any) -> str:
         return "n/a" if x is None else f"{x:.4g}"
 
-    lines = [f"# {title}", "", "| metric | mean | sd | 95% CI | n |", "|---|---|---|---|---|"]
+    lines = [f"# {title}", "", "| metric | mean | sd | 95% CI | CI over | n |", "|---|---|---|---|---|---|"]
     for m, s in stats.items():
         ci = "n/a" if s["ci_low"] is None else f"[{f(s['ci_low'])}, {f(s['ci_high'])}]"
-        lines.append(f"| {m} | {f(s['mean'])} | {f(s['sd'])} | {ci} | {s['n']} |")
+        lines.append(f"| {m} | {f(s['mean'])} | {f(s['sd'])} | {ci} | {s.get('over', OVER_REPEATS)} | {s['n']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +185,10 @@ def is_repeat_group(path: str | Path) -> bool:
 
 
 def _finish(group: Path, config: RunConfig, outcomes: list[RunOutcome]) -> RepeatOutcome:
-    stats = repeat_stats([o.summary for o in outcomes])
+    meta = outcomes[0].run_dir / "meta.json" if outcomes else None
+    task = read_json(meta, "").get("task") if meta is not None and meta.is_file() else None
+    labels = list(task.get("labels") or []) if isinstance(task, dict) else None
+    stats = repeat_stats([o.summary for o in outcomes], [o.results for o in outcomes], labels)
     write_json(group / "repeats.json", {"stats": stats, "runs": [o.run_dir.name for o in outcomes]})
     title = f"{config.framework} on {config.task}: {len(outcomes)} repeats"
     write_atomic(group / "repeats.md", stats_markdown(stats, title))

@@ -96,10 +96,11 @@ class Data:
             ("--limit", self.limit),
             ("--train-limit", self.train_limit),
             ("--dev-limit", self.dev_limit),
-            ("--test-limit", self.test_limit),
         ):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag} must be >= 1, got {value}")
+        if self.test_limit is not None and self.test_limit < 0:
+            raise ConfigError(f"--test-limit must be >= 0 (0: no test scoring), got {self.test_limit}")
         if self.dataset and self.task:
             raise ConfigError("give --task or --dataset, not both (--dataset names your own data)")
         if self.dataset and not _is_task_file(self.dataset):

@@ -1,0 +1,239 @@
+"""Each configuration of a study runs once: a repeat gets the stored value, one in flight is waited for.
+
+A sampler may propose a configuration the study has already evaluated (TPE and NSGA-II both do,
+and on a small space they do it often). Running it again adds nothing: its answers come from the
+cache, or, when another worker runs it at this moment, are sent twice. So before a trial runs,
+it looks for the same parameters among the study's trials (:func:`claim`), under the storage's
+lock so two workers cannot both claim one configuration:
+
+* finished (COMPLETE): the trial returns the stored value and is marked ``duplicate_of``;
+* cut short by the pruner (PRUNED): the trial is pruned again, marked the same way;
+* running in another worker or thread: the trial waits until that one ends (polling the storage),
+  then does one of the above (or, if it failed, runs it itself);
+* otherwise the trial claims the configuration (user attribute :data:`KEY`) and runs.
+
+A duplicate does not count against ``--trials`` (:func:`ran_here` counts the trials that ran) and
+is left out of the chosen trials and the Pareto front (:func:`distinct`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+KEY = "config_key"
+"""User attribute: the trial's parameters as sorted JSON, set when it claims its configuration."""
+DUPLICATE = "duplicate_of"
+"""User attribute: the number of the trial whose value a duplicate took."""
+POLL_SECONDS = 0.2
+
+_local_lock = threading.Lock()
+
+
+def config_key(params: dict[str, Any]) -> str:
+    """The configuration's identity: its parameters as sorted JSON."""
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+class Duplicate(Exception):  # noqa: N818 - an outcome, not a failure
+    """The configuration was already evaluated by trial ``original``."""
+
+    def __init__(self, original: Any) -> None:
+        super().__init__(f"same configuration as trial {original.number}")
+        self.original = original
+
+
+def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: Any = None) -> None:
+    """Claim ``params`` for ``trial``, or raise :class:`Duplicate` naming the trial that evaluated them.
+
+    A trial running the same configuration is waited for (``heartbeat()`` is called while waiting).
+    """
+    from optuna.trial import TrialState
+
+    key = config_key(params)
+    study = trial.study
+    while True:
+        with _local_lock, _claim_lock(storage):
+            same = [
+                t for t in study.get_trials(deepcopy=False) if t.number != trial.number and t.user_attrs.get(KEY) == key
+            ]
+            done = [t for t in same if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+            if done:
+                raise Duplicate(min(done, key=lambda t: t.number))
+            running = [t for t in same if t.state == TrialState.RUNNING]
+            if not running:
+                trial.set_user_attr(KEY, key)
+                return
+        _wait(study, running[0], heartbeat)
+        from courtroom import _stop
+
+        if _stop.stop_requested():
+            import optuna
+
+            raise optuna.TrialPruned(f"stopped while waiting for trial {running[0].number} (same configuration)")
+
+
+def _claim_lock(storage: str | None) -> Any:
+    """The storage's file lock under its own name (a queued trial runs under the creation lock itself)."""
+    from courtroom._lock import FolderLock
+    from courtroom.optimize import _storage
+
+    lock = _storage.creation_lock(storage)
+    if isinstance(lock, FolderLock):
+        lock.lock_file = lock.lock_file.with_name(lock.lock_file.name.replace(".create-lock", ".claim-lock"))
+    return lock
+
+
+def _wait(study: Any, other: Any, heartbeat: Any) -> None:
+    """Poll the storage until trial ``other`` is no longer running."""
+    from optuna.trial import TrialState
+
+    from courtroom import _stop
+    from courtroom.optimize import _storage
+
+    checked = time.monotonic()
+    while study._storage.get_trial(other._trial_id).state == TrialState.RUNNING:
+        if _stop.stop_requested():
+            return
+        if heartbeat is not None:
+            heartbeat()
+        if time.monotonic() - checked > 10:  # its worker may have died: fail it, and run the configuration here
+            _storage.fail_stale_trials(study)
+            checked = time.monotonic()
+        time.sleep(POLL_SECONDS)
+
+
+def reuse(trial: Any, original: Any) -> Any:
+    """Record ``trial`` as a duplicate of ``original``: its value (or a prune, if ``original`` was pruned)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    trial.set_user_attr(DUPLICATE, original.number)
+    for name in ("config", "design", "accuracy", "macro_f1", "examples"):
+        if name in original.user_attrs:
+            trial.set_user_attr(name, original.user_attrs[name])
+    if original.state == TrialState.PRUNED:
+        raise optuna.TrialPruned(f"same configuration as trial {original.number}, which was pruned")
+    values = list(original.values)
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def distinct(trials: Iterable[Any]) -> list[Any]:
+    """``trials`` without the duplicates (each configuration once)."""
+    return [t for t in trials if DUPLICATE not in t.user_attrs]
+
+
+def chosen(study: Any) -> list[Any]:
+    """The trials a study chose, each configuration once: its best trial, or every point of its Pareto front."""
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    if len(study.directions) > 1:
+        try:
+            return distinct(study.best_trials)
+        except ValueError:
+            return []
+    done = distinct(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    if not done:
+        return []
+    sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+    return [max(done, key=lambda t: (sign * t.values[0], -t.number))]  # a tie: the first that reached it
+
+
+def ran_here(study: Any, worker: str) -> int:
+    """Trials this worker ran (duplicates and trials the budget refused left out)."""
+    return sum(
+        1
+        for t in study.get_trials(deepcopy=False)
+        if t.user_attrs.get("worker") == worker and DUPLICATE not in t.user_attrs and "budget" not in t.user_attrs
+    )
+
+
+def evaluated(study: Any) -> int:
+    """Distinct configurations the study has claimed."""
+    return len({t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs})
+
+
+def configurations(space: Sequence[Any]) -> Iterator[dict[str, Any]]:
+    """Every configuration of a (conditional) space of ints and choices, as a trial's drawn parameters."""
+
+    def walk(i: int, drawn: dict[str, Any], shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        if i == len(space):
+            yield shown
+            return
+        p = space[i]
+        if p.off(drawn):
+            yield from walk(i + 1, drawn | {p.name: p.otherwise}, shown)
+            return
+        values = p.choices if p.kind == "cat" else range(int(p.low), int(p.high) + 1)
+        for v in values:
+            yield from walk(i + 1, drawn | {p.name: v}, shown | {p.name: v})
+
+    yield from walk(0, {}, {})
+
+
+def space_size(space: Sequence[Any], cap: int = 100_000) -> int | None:
+    """How many configurations the (conditional) space holds; None when it has a float range or more than ``cap``."""
+    if any(p.kind == "float" for p in space):
+        return None
+    count = 0
+    for _ in configurations(space):
+        count += 1
+        if count > cap:
+            return None
+    return count
+
+
+def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
+    """Queue a configuration of the (finite) space that no trial has claimed; False when none is left."""
+    import random
+
+    seen = {t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs}
+    left = [c for c in configurations(space) if config_key(c) not in seen]
+    if not left:
+        return False
+    study.enqueue_trial(random.Random(seed).choice(left), skip_if_exists=True)
+    return True
+
+
+def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> int:
+    """Call ``rounds(n, first)`` until ``trials`` configurations ran in this process; returns how many ran.
+
+    ``rounds(n, first=True)`` runs the queued trials (it may run none), later calls up to ``n``
+    sampled trials. It stops early when every configuration of a finite ``space`` has run, when
+    three rounds in a row ran nothing new, at a stop (Ctrl-C) and when the budget refused a trial.
+    """
+    import logging
+
+    from courtroom import _stop
+    from courtroom.optimize._storage import WORKER
+
+    size = space_size(space)
+    before = ran_here(study, WORKER)
+    idle, first = 0, True
+    while idle < 3 and not _stop.stop_requested():
+        ran = ran_here(study, WORKER) - before
+        if trials - ran <= 0 or (size is not None and evaluated(study) >= size):
+            break
+        refused = _refused(study)
+        rounds(trials - ran, first)
+        if _refused(study) > refused:  # the budget stopped the study
+            break
+        idle = 0 if first or ran_here(study, WORKER) - before > ran else idle + 1
+        if idle and size is not None:  # the sampler keeps proposing what ran: queue a configuration not yet run
+            idle = 0 if enqueue_unseen(study, space, len(study.trials)) else idle
+        first = False
+    ran = ran_here(study, WORKER) - before
+    if ran < trials and size is not None and evaluated(study) >= size:
+        logging.getLogger(__name__).warning(
+            "the space holds %d configuration(s) and every one has run: %d new trial(s) here, not %d",
+            size, ran, trials,
+        )  # fmt: skip
+    return ran
+
+
+def _refused(study: Any) -> int:
+    return sum(1 for t in study.get_trials(deepcopy=False) if "budget" in t.user_attrs)

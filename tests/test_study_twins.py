@@ -1,0 +1,64 @@
+"""Two worker processes of one study never run the same configuration at once (one waits, then reuses)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from courtroom.testing import FakeServer
+
+WORKER = textwrap.dedent("""
+    import sys
+    from courtroom.data.tasks import load_task
+    from courtroom.models._server_engine import server_engines
+    from courtroom.models.lms import RoleLMs
+    from courtroom.optimize.study import StudyConfig, run_study
+    from courtroom.testing._fakes import FakeLM
+
+    url, storage, name = sys.argv[1:4]
+    train = load_task("boolean_expressions", data="generate", split="train", limit=3).examples
+    dev = load_task("boolean_expressions", data="generate", split="dev", limit=6).examples
+    lm = FakeLM("openai/fake", **server_engines(url, "sk-fake", 30), num_retries=0)
+    lm.api_base = url
+    space = {"n_loops": "1:2", "use_lawyer": "true", "use_prosecutor": "true", "use_feedback": "true"}
+    config = StudyConfig("jot", trials=2, storage=storage, study_name=name, space=space, concurrency=2, prune=False)
+    run_study(config, lms=RoleLMs({"default": lm}), trainset=train, devset=dev, labels=["True", "False"])
+""")
+
+
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])
+def test_two_workers_never_send_one_configuration_twice(kind: str, tmp_path: Path) -> None:
+    from courtroom.optimize.study import StudyConfig, run_study
+
+    storage = f"journal:{tmp_path}/s.journal" if kind == "journal" else f"sqlite:///{tmp_path}/s.db"
+    space = {"n_loops": "1:2", "use_lawyer": "true", "use_prosecutor": "true", "use_feedback": "true"}
+    run_study(StudyConfig("jot", trials=0, storage=storage, study_name="twins", space=space))  # created once
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer(latency=0.03) as server:
+        workers = [
+            subprocess.Popen(
+                [sys.executable, str(script), server.url, storage, "twins"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outputs = [w.communicate(timeout=600) for w in workers]  # a hang guard, not a speed test
+        for w, (_, err) in zip(workers, outputs, strict=True):
+            assert w.returncode == 0, err[-2000:]
+        served = list(server.served)
+    twice = len(served) - len(set(served))
+    assert twice == 0, f"{twice} identical prompt(s) sent twice"
+    final = run_study(StudyConfig("jot", trials=0, storage=storage, study_name="twins", space=space)).study
+    ran = [t for t in final.trials if "duplicate_of" not in t.user_attrs]
+    assert sorted(t.params["n_loops"] for t in ran) == [1, 2], "each configuration ran once"
+    assert all(t.state.name == "COMPLETE" for t in final.trials)
