@@ -79,7 +79,7 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
 def _claim_lock(storage: str | None) -> Any:
     """The storage's file lock under its own name (a queued trial runs under the creation lock itself)."""
     from courtroom._lock import FolderLock
-    from courtroom.optimize import _storage
+    from courtroom.optimize import _workers
 
     lock = _storage.creation_lock(storage)
     if isinstance(lock, FolderLock):
@@ -92,7 +92,7 @@ def _wait(study: Any, other: Any, heartbeat: Any) -> None:
     from optuna.trial import TrialState
 
     from courtroom import _stop
-    from courtroom.optimize import _storage
+    from courtroom.optimize import _workers
 
     checked = time.monotonic()
     while study._storage.get_trial(other._trial_id).state == TrialState.RUNNING:
@@ -101,7 +101,7 @@ def _wait(study: Any, other: Any, heartbeat: Any) -> None:
         if heartbeat is not None:
             heartbeat()
         if time.monotonic() - checked > 10:  # its worker may have died: fail it, and run the configuration here
-            _storage.fail_stale_trials(study)
+            _workers.fail_stale_trials(study)
             checked = time.monotonic()
         time.sleep(POLL_SECONDS)
 
