@@ -79,7 +79,7 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
 def _claim_lock(storage: str | None) -> Any:
     """The storage's file lock under its own name (a queued trial runs under the creation lock itself)."""
     from courtroom._lock import FolderLock
-    from courtroom.optimize import _workers
+    from courtroom.optimize import _storage
 
     lock = _storage.creation_lock(storage)
     if isinstance(lock, FolderLock):
