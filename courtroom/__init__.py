@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from courtroom.models._adapter import INJECTION_GUARD
     from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
     from courtroom.optimize.compile import compile_program
+    from courtroom.optimize.proof import CompileResult, Gain, Score
     from courtroom.optimize.study import run_study
     from courtroom.programs import FRAMEWORKS, CourtroomProgram
     from courtroom.saving import load_program as load
@@ -50,6 +51,10 @@ _LAZY = {
     "render_html": ("courtroom.transcript", "render_html"),
     "render_text": ("courtroom.transcript", "render_text"),
     "compile_program": ("courtroom.optimize.compile", "compile_program"),
+    # What courtroom.compile returns: the program and its proof on held-out cases.
+    "CompileResult": ("courtroom.optimize.proof", "CompileResult"),
+    "Gain": ("courtroom.optimize.proof", "Gain"),
+    "Score": ("courtroom.optimize.proof", "Score"),
     "run_study": ("courtroom.optimize.study", "run_study"),
     "Experiment": ("courtroom.spec", "Experiment"),
     # One function per command (courtroom.api): `courtroom run` calls courtroom.run, ...
@@ -87,14 +92,17 @@ def __dir__() -> list[str]:
 __all__ = [
     "FRAMEWORKS",
     "INJECTION_GUARD",
+    "CompileResult",
     "ConfigError",
     "CourtroomError",
     "CourtroomProgram",
     "DataError",
     "Experiment",
+    "Gain",
     "LMSpec",
     "ModelError",
     "RoleLMs",
+    "Score",
     "Turn",
     "Verdict",
     "__version__",

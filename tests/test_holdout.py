@@ -101,7 +101,7 @@ def test_the_cli_prints_test_beside_dev_and_the_dry_run_counts_it(
 def test_test_limit_is_checked_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from courtroom.cli import main
 
-    assert main(["study", "jot", "--test-limit", "0"]) == 2
+    assert main(["study", "jot", "--test-limit", "-1"]) == 2
     assert "--test-limit" in capsys.readouterr().err
 
 

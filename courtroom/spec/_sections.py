@@ -55,7 +55,8 @@ class Data:
     dev_limit: int | None = None
     """Dev examples scored before/after compiling or by each study trial (None: 20)."""
     test_limit: int | None = None
-    """Study: score the chosen trial(s) on the first N test examples, beside the dev score (None: not)."""
+    """Held-out test examples (0: none). Compile: scores the starting and optimized program on them (None: 50).
+    Study: scores the chosen trial(s) on them, beside the dev score."""
 
     @property
     def task_name(self) -> str:
@@ -95,10 +96,11 @@ class Data:
             ("--limit", self.limit),
             ("--train-limit", self.train_limit),
             ("--dev-limit", self.dev_limit),
-            ("--test-limit", self.test_limit),
         ):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag} must be >= 1, got {value}")
+        if self.test_limit is not None and self.test_limit < 0:
+            raise ConfigError(f"--test-limit must be >= 0 (0: no test split), got {self.test_limit}")
         if self.dataset and self.task:
             raise ConfigError("give --task or --dataset, not both (--dataset names your own data)")
         if self.dataset and not _is_task_file(self.dataset):
@@ -197,6 +199,8 @@ class Design:
     """compile: the DSPy optimizer; study: the optimizer compiling each trial (``--compile``)."""
     optimizer_settings: dict[str, Any] = field(default_factory=dict)
     """``--opt KEY=VALUE``."""
+    keep_better: bool = False
+    """compile: save the starting program when the optimized one scores lower on dev."""
     matched_baselines: bool = True
     """compare: a majority-vote row per framework at the same calls (or tokens) per example."""
     baseline: str = "self-consistency"

@@ -36,11 +36,30 @@ the output schema the adapter sends (as a constrained-decoding server would) and
   states more confidence than a wrong one with probability ``a`` (the AUROC of confidence for
   correctness; 0.5: none). The probability is monotone in ``z``, not calibrated.
 
+* :func:`learnable_lm` is an oracle whose roles can learn, so a test can see an optimizer work::
+
+      lm = learnable_lm(gold, labels=["True", "False"], accuracy={"judge": 0.55},
+                        with_demos={"judge": 0.9}, phrase={"judge": ("weigh both sides", 0.9)})
+
+  **Learnable oracle**: a role answers right with probability ``accuracy[role]``; it is
+  ``with_demos[role]`` instead when its own prompt holds demos (few-shot examples, which DSPy's
+  adapter renders as user/assistant turns before the case; ``min_demos`` of them, default 1; a
+  value below the base models demos that hurt), and the ``p`` of ``phrase[role] = (text, p)`` when
+  its own instructions (the system message) contain ``text``, case-insensitive; with both, the
+  higher. ``lm.engine_impl.calls`` lists, per call, ``(role, demos in its prompt, phrase held)``.
+  Only the calling role's own request counts:
+  demos or instructions put on another role's predictor do not help. With neither ``with_demos``
+  nor ``phrase`` nothing is learnable (the **no-signal mode**): accuracy is the same whatever the
+  prompt holds, so any "gain" an optimizer reports is noise. :func:`proposer_lm` is the
+  optimizers' own model (``prompt_lm``) for such tests: it proposes instructions from a list.
+
 Which role is calling comes from :func:`courtroom.models.lms.current_role`, set by the programs. Each
 fake records its calls on ``lm.engine_impl``: ``turns`` (the roles, in call order), ``counts``
 (calls per role) and ``prompts`` (``(role, prompt text)`` in call order).
 :class:`FakeServer` (an OpenAI-compatible HTTP server on loopback, with latency and faults) is
 re-exported here too, with :func:`fault_prompts` (faults that hit the same prompts in every run).
+``FakeServer(engine=lm.engine_impl)`` answers over HTTP as an oracle (or learnable oracle) does,
+the role being the model name as sent: ``--role judge=openai/judge`` calls come as role ``judge``.
 """
 
 from __future__ import annotations
@@ -65,7 +84,18 @@ from courtroom.testing._fakes import FakeLM, answer_for_schema
 
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
-__all__ = ["FakeLM", "FakeServer", "answer_for_schema", "fault_prompts", "oracle_lm", "scripted_lm"]
+__all__ = [
+    "FakeLM",
+    "FakeServer",
+    "LearnableEngine",
+    "OracleEngine",
+    "answer_for_schema",
+    "fault_prompts",
+    "learnable_lm",
+    "oracle_lm",
+    "proposer_lm",
+    "scripted_lm",
+]
 
 
 def _prompt_text(request: Any) -> str:
@@ -127,16 +157,27 @@ class _Engine:
         """The reply fields of ``role``'s call number ``turn`` (from 0)."""
         raise NotImplementedError
 
-    def complete(self, request: Any) -> Response:
-        role = current_role() or "default"
-        prompt = _prompt_text(request)
+    def _record(self, role: str, prompt: str, system: str) -> int:
+        """Record a call; its turn (from 0) for ``role``."""
         with self._lock:
             turn = self.counts[role]
             self.counts[role] += 1
             self.turns.append(role)
             self.prompts.append((role, prompt))
-            self.systems.append((role, str(request.system or "")))
+            self.systems.append((role, system))
+        return turn
+
+    def complete(self, request: Any) -> Response:
+        role = current_role() or "default"
+        prompt = _prompt_text(request)
+        turn = self._record(role, prompt, str(request.system or ""))
         return _response(json.dumps(self.answer(role, _schema(request), prompt, turn)), prompt, self.latency)
+
+    def reply(self, role: str, messages: Sequence[Mapping[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+        """Answer an OpenAI-style message list as ``role`` (:class:`FakeServer` ``engine=``; recorded the same)."""
+        prompt = str(messages[-1].get("content") or "") if messages else ""
+        system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        return self.answer(role, schema, prompt, self._record(role, prompt, system))
 
     def stream(self, request: Any) -> Any:
         raise NotImplementedError("fakes do not stream")
@@ -228,6 +269,7 @@ class OracleEngine(_Engine):
         return round(0.5 + 0.5 * NormalDist().cdf(z), 6)
 
     def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        """The reply fields: each label field right with probability :meth:`p`, a seeded draw."""
         with self._lock:
             k = self._seen[role + prompt]
             self._seen[role + prompt] += 1
@@ -305,3 +347,7 @@ def oracle_lm(
     lm = FakeLM(model, engine=engine, cache=cache)
     lm.engine_impl = engine
     return lm
+
+
+# After OracleEngine, which the learnable oracle extends.
+from courtroom.testing._learnable import LearnableEngine, learnable_lm, proposer_lm  # noqa: E402

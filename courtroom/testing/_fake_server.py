@@ -65,6 +65,9 @@ class FakeServer:
         seed: seeds the fault draws.
         fault_for: if given, picks the fault (or None) from the last user message and the schema
             (as ``responder`` gets them) instead of a random draw, to fault one role's call.
+        engine: if given, answers instead of ``responder``, as ``engine.reply(model, messages, schema)``:
+            a fake's engine (``oracle_lm(...).engine_impl``, ``learnable_lm(...).engine_impl``), the
+            role being the model name as sent (``--role judge=openai/judge`` is role ``judge``).
 
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
@@ -87,11 +90,13 @@ class FakeServer:
         retry_after: float = 0.0,
         seed: int = 0,
         fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
+        engine: Any = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
         self.responder = responder or _schema_filler
+        self.engine = engine
         self.latency = latency
         self.faults = dict(faults or {})
         self.hang = hang
@@ -223,7 +228,10 @@ class FakeServer:
                 if fault == "timeout":
                     time.sleep(server.hang)
                     return self._send(504, {"error": {"message": "injected timeout"}})
-                reply = server.responder(prompt, schema)
+                if server.engine is not None:
+                    reply = server.engine.reply(str(body.get("model")), messages, schema)
+                else:
+                    reply = server.responder(prompt, schema)
                 text = reply if isinstance(reply, str) else json.dumps(dict(reply))
                 if fault == "garbage":
                     text = "I refuse to answer in JSON. %%% <<>>"
