@@ -35,6 +35,25 @@ SIZES: dict[str, dict[str, list[str]]] = {
     },
     "design_search": {"small": ["--trials", "20", "--dev", "40"], "smoke": ["--trials", "3", "--dev", "4"]},
     "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
+    "optimizers": {
+        "small": ["--train", "16", "--dev", "12", "--test", "30", "--seeds", "30"],
+        "smoke": [
+            "--frameworks",
+            "zero-shot",
+            "--optimizers",
+            "labeled",
+            "--train",
+            "4",
+            "--dev",
+            "4",
+            "--test",
+            "6",
+            "--seeds",
+            "2",
+            "--fdr-test",
+            "6",
+        ],
+    },
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
 

@@ -222,3 +222,17 @@ def test_the_command_prints_and_records_the_proof(
     assert (
         meta["proof"]["worse_on_dev"] and not json.loads((tmp_path / "hurts.json").read_text())["classifier"]["demos"]
     )
+
+
+def test_own_data_without_a_test_share_compiles_and_says_there_is_no_proof(tmp_path: Any, caplog: Any) -> None:
+    rows = "".join(f"{'good' if i % 2 else 'bad'} review number {i},{'pos' if i % 2 else 'neg'}\n" for i in range(10))
+    (tmp_path / "r.csv").write_text("text,label\n" + rows)
+    custom = {"dataset": str(tmp_path / "r.csv"), "text_fields": ["text"], "label_field": "label",
+              "labels": ["pos", "neg"], "config": None, "hub_split": "train"}  # fmt: skip
+    gold = {f"{'good' if i % 2 else 'bad'} review number {i}": "pos" if i % 2 else "neg" for i in range(10)}
+    with caplog.at_level(logging.WARNING, logger="courtroom.optimize.compile"):
+        result = compile_program("zero-shot", task="custom:r", optimizer="labeled", settings={"k": 1}, train=6,
+                                 dev=4, dataset=custom, splits={"sizes": [6, 4, 0], "files": {}},
+                                 lm=learnable_lm(gold, ["pos", "neg"]))  # fmt: skip
+    assert result.test is None and "no held-out test split" in caplog.text
+    assert result.metadata["proof"]["test"] is None and result.metadata["task"]["test_ids"] == []

@@ -121,7 +121,7 @@ def compile_program(
     chosen = optimizer_settings(opt, settings)
     task_info: dict[str, Any] = {"name": task}
     if trainset is None or devset is None or labels is None:
-        from courtroom.data.tasks import load_sized, load_task
+        from courtroom.data.tasks import load_sized
 
         if train < 1 or dev < 1:
             raise ConfigError(f"--train-limit and --dev-limit must be >= 1 (got {train}, {dev})")
@@ -132,9 +132,7 @@ def compile_program(
         dv = load_sized(task, "dev", dev, **where)
         trainset, devset = tr.examples, dv.examples
         if test:
-            testset = load_task(
-                task, split="test", limit=test, limit_flag="--test-limit", short="warn", **where
-            ).examples
+            testset = _test_split(task, test, where)
         task_info["name"] = tr.task.name
         labels, positions = list(tr.task.labels), list(tr.task.positions or tr.task.labels)
         task_info |= {"source": tr.source, "seed": seed}
@@ -244,6 +242,21 @@ def compile_program(
         results=results,
         walls=walls,
     )
+
+
+def _test_split(task: str, test: int, where: Mapping[str, Any]) -> list[dspy.Example]:
+    """The first ``test`` examples of the test split; none (with a warning) when the data leaves it empty."""
+    from courtroom.data.tasks import load_task
+    from courtroom.errors import DataError
+
+    try:
+        loaded = load_task(task, split="test", limit=test, limit_flag="--test-limit", short="warn", **where)
+        return list(loaded.examples)
+    except DataError as exc:
+        if "split is empty" not in str(exc):
+            raise
+        logger.warning("no held-out test split (%s): give --split-sizes a test share to prove the gain", exc)
+        return []
 
 
 def _held_out(
