@@ -133,7 +133,7 @@ def main() -> None:
             rows.append(one_compile(fw, opt, (train, dev, test[: args.test], gold), args.base, args.learned))
             print("  " + ", ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)  # progress, row by row
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(pd.DataFrame(rows).fillna("").to_string(index=False))
+        print(pd.DataFrame(rows).astype(object).fillna("").to_string(index=False))
     if args.seeds:
         print(f"\nno-signal oracle (accuracy {args.base} whatever the prompt), zero-shot, held-out test "
               f"{args.fdr_test}, {args.seeds} seeds:")  # fmt: skip
