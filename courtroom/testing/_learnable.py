@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from courtroom.testing import OracleEngine
+from courtroom.testing._engines import OracleEngine, _response, _schema
 from courtroom.testing._fakes import FakeLM, answer_for_schema
 
 
@@ -173,8 +173,6 @@ class ProposerEngine:
         return self
 
     def complete(self, request: Any) -> Any:
-        from courtroom.testing import _response, _schema
-
         schema = _schema(request)
         fields = schema.get("properties") or {}
         wanted = [n for n, p in fields.items() if "instruction" in n and p.get("type") == "string"]
