@@ -8,7 +8,9 @@ knn) or the phrase "weigh both sides" in its instructions (for the instruction o
 copro, gepa; their proposer, :func:`courtroom.testing.proposer_lm`, offers that phrase or "Be
 brief." in turn). Printed per row: held-out test accuracy before and after (95% Wilson), the
 paired difference (95% Newcombe) with the exact McNemar p, compile's verdict, and the LM calls the
-whole compile spent (program roles and the optimizer's own model).
+whole compile spent (program roles and the optimizer's own model). The oracle's draws are seeded
+by the prompt's case, so every optimizer that delivers the lift gets the same held-out answers:
+rows of one framework differ in whether they learned and what they spent, not by sampling luck.
 
 Then the false-discovery rate: ``--seeds`` compiles (zero-shot + labeled, and zero-shot + bootstrap)
 against the no-signal oracle (accuracy ``--base`` whatever the prompt holds, a new seed each); the
