@@ -42,6 +42,25 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "smoke": ["--dev", "6", "--seeds", "1", "--trials", "3", "--test", "6"],
     },
     "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
+    "optimizers": {
+        "small": ["--train", "16", "--dev", "12", "--test", "30", "--seeds", "30"],
+        "smoke": [
+            "--frameworks",
+            "zero-shot",
+            "--optimizers",
+            "labeled",
+            "--train",
+            "4",
+            "--dev",
+            "4",
+            "--test",
+            "6",
+            "--seeds",
+            "2",
+            "--fdr-test",
+            "6",
+        ],
+    },
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
 

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from courtroom.eval.harness import ExampleResult
     from courtroom.models._adapter import INJECTION_GUARD
     from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
-    from courtroom.optimize.compile import CompileResult, compile_program
+    from courtroom.optimize.compile import compile_program
+    from courtroom.optimize.proof import CompileResult, Gain, Score
     from courtroom.optimize.study import StudyOutcome, run_study
     from courtroom.programs import FRAMEWORKS, CourtroomProgram
     from courtroom.runner.repeats import RepeatOutcome
@@ -67,6 +68,10 @@ _LAZY = {
     "render_html": ("courtroom.transcript", "render_html"),
     "render_text": ("courtroom.transcript", "render_text"),
     "compile_program": ("courtroom.optimize.compile", "compile_program"),
+    # What courtroom.compile returns: the program and its proof on held-out cases.
+    "CompileResult": ("courtroom.optimize.proof", "CompileResult"),
+    "Gain": ("courtroom.optimize.proof", "Gain"),
+    "Score": ("courtroom.optimize.proof", "Score"),
     "run_study": ("courtroom.optimize.study", "run_study"),
     "Experiment": ("courtroom.spec", "Experiment"),
     # One function per command (courtroom.api): `courtroom run` calls courtroom.run, ...
@@ -89,7 +94,6 @@ _LAZY = {
     "RepeatOutcome": ("courtroom.runner.repeats", "RepeatOutcome"),
     "ExampleResult": ("courtroom.eval.harness", "ExampleResult"),
     "Comparison": ("courtroom.comparison.table", "Comparison"),
-    "CompileResult": ("courtroom.optimize.compile", "CompileResult"),
     "StudyOutcome": ("courtroom.optimize.study", "StudyOutcome"),
     "Estimate": ("courtroom.cost.estimate", "Estimate"),
     # The keywords each function takes, as TypedDicts (for wrappers: **options: Unpack[RunOptions]).
@@ -123,9 +127,9 @@ __all__ = [
     "FRAMEWORKS",
     "INJECTION_GUARD",
     "CompareOptions",
+    "Comparison",
     "CompileOptions",
     "CompileResult",
-    "Comparison",
     "ConfigError",
     "CourtroomError",
     "CourtroomProgram",
@@ -135,13 +139,15 @@ __all__ = [
     "ExampleResult",
     "Experiment",
     "ExperimentOptions",
+    "Gain",
     "LMSpec",
     "ModelError",
     "RepeatOutcome",
     "RoleLMs",
-    "ScoreOutcome",
     "RunOptions",
     "RunOutcome",
+    "Score",
+    "ScoreOutcome",
     "StudyOptions",
     "StudyOutcome",
     "Turn",

@@ -6,7 +6,7 @@ Layout (one JSON object)::
      "metadata": {"dependency_versions": {...},          # as DSPy's own save() writes it
                   "courtroom": {"format": "courtroom-program", "format_version": 1,
                                 "framework", "config", "task", "models", "optimizer",
-                                "scores", "versions", "artefacts", "checksum"}}}
+                                "scores", "proof", "versions", "artefacts", "checksum"}}}
 
 ``artefacts`` holds every program attribute that is not a predictor and has ``to_dict()`` and a
 classmethod ``from_dict()`` (precedent index with its reasons, reliability model, KNN

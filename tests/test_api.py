@@ -42,6 +42,8 @@ def test_top_level_functions_are_the_api_functions() -> None:
                 "2",
                 "--dev-limit",
                 "2",
+                "--test-limit",
+                "0",
             ],
         ),
         (
@@ -117,6 +119,7 @@ def test_python_functions_write_what_the_commands_write(tmp_path: Path, capsys: 
             settings={"k": 1},
             train=2,
             dev=2,
+            test_limit=0,
             api_base=server.url,
             out=tmp_path / "p.json",
             progress=False,

@@ -132,7 +132,7 @@ def program_file(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -
     out = tmp_path_factory.mktemp("predict") / "program.json"
     code = main(
         [
-            *("compile", "zero-shot", "--task", "boolean_expressions", "--optimizer", "labeled"),
+            *("compile", "zero-shot", "--task", "boolean_expressions", "--optimizer", "labeled", "--test-limit", "0"),
             *(
                 "--train-limit",
                 "3",

@@ -51,6 +51,7 @@ def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_p
     # the machine, and storing base URLs unredacted) instead of $COURTROOM_CACHE_DIR.
     env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache"), "DSPY_CACHEDIR": str(tmp_path / "dspy")}
     args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "2", "--dev-limit", "3"]
+    args += ["--test-limit", "0"]
     sent = []
     with FakeServer() as server:
         for _ in range(2):

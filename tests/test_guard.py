@@ -147,7 +147,8 @@ def test_cli_copro_compile_then_predict_sends_the_guard(tmp_path: Any) -> None:
     with FakeServer() as server:
         common = ["--lm", "openai/fake-copro", "--api-base", server.url]
         compile_args = ["compile", "jot", "--optimizer", "copro", "--opt", "breadth=2", "--opt", "depth=1"]
-        compile_args += ["--train-limit", "3", "--dev-limit", "2", "--loops", "1", "-o", str(program), *common]
+        compile_args += ["--train-limit", "3", "--dev-limit", "2", "--test-limit", "0", "--loops", "1"]
+        compile_args += ["-o", str(program), *common]
         assert main(compile_args) == 0
         saved = json.loads(program.read_text())
         lawyer = saved["lawyer"]["signature"]["instructions"]

@@ -34,16 +34,17 @@ COMMANDS = {
     "compare": ["compare", "--frameworks", "courtroom-llm,jot", "--limit", "4", "--set", "n_judges=5"],
     "compile-bootstrap-rs": [
         "compile", "courtroom-llm", "--optimizer", "bootstrap-rs", "--opt", "num_candidate_programs=1",
-        "--opt", "max_bootstrapped_demos=2", "--train-limit", "4", "--dev-limit", "2", *FIVE_JUDGES, "-o", "p.json",
+        "--opt", "max_bootstrapped_demos=2", "--train-limit", "4", "--dev-limit", "2", "--test-limit", "0",
+        *FIVE_JUDGES, "-o", "p.json",
     ],
     "compile-copro": [
         "compile", "jot", "--optimizer", "copro", "--opt", "breadth=2", "--opt", "depth=1",
-        "--train-limit", "4", "--dev-limit", "2", "--loops", "1", "-o", "p.json",
+        "--train-limit", "4", "--dev-limit", "2", "--test-limit", "0", "--loops", "1", "-o", "p.json",
     ],
     "compile-mipro": [
         "compile", "jot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
         "--opt", "max_bootstrapped_demos=1", "--opt", "minibatch=false", "--train-limit", "6", "--dev-limit", "2",
-        "--loops", "1", "-o", "p.json",
+        "--test-limit", "0", "--loops", "1", "-o", "p.json",
     ],
     "study-workers-2": [
         "study", "courtroom-llm", "--workers", "2", "--trials", "3", "--dev-limit", "4", "--train-limit", "2",
@@ -67,7 +68,7 @@ def test_predict_bounds_requests_in_flight(tmp_path: Path, _cli: Any) -> None:
     with FakeServer(latency=0.15) as server:
         common = ["--lm", "openai/fake", "--api-base", server.url]
         _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
-             "--dev-limit", "1",
+             "--dev-limit", "1", "--test-limit", "0",
              *FIVE_JUDGES, "-o", "p.json", *common, cwd=tmp_path)  # fmt: skip
         (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"case": f"True or {i}"}) + "\n" for i in range(6)))
         server.max_in_flight = 0

@@ -101,6 +101,7 @@ def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):
     # compile writes no folder until it ends: the line says so, and the answers received before
     # the signal are in the cache, so the same command sends only what is missing.
     args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "30"]
+    args += ["--test-limit", "0"]
 
     def command(cache: str) -> tuple[list[str], dict[str, str]]:
         line = [sys.executable, "-m", "courtroom.cli", *args, "--lm", "openai/fake", "--api-base", server.url]

@@ -103,15 +103,20 @@ def test_run_show_runs_and_study_take_format(tmp_path: Path, courtroom_cli: Any,
 
     compiled = [
         courtroom_cli("compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
-                      "--dev-limit", "2", *common, "-o", str(tmp_path / f"p-{fmt}.json"), "--format", fmt)
+                      "--dev-limit", "2", "--test-limit", "3", *common, "-o", str(tmp_path / f"p-{fmt}.json"),
+                      "--format", fmt)
         for fmt in ("json", "csv", "md")
     ]  # fmt: skip
     assert all(c.returncode == 0 for c in compiled), [c.stderr for c in compiled]
-    scores = {r["metric"]: r for r in json.loads(compiled[0].stdout)}
-    assert scores["n"]["before"] == scores["n"]["after"] == 2 and 0 <= scores["accuracy"]["after"] <= 1
+    scores = {r["scores"]: r for r in json.loads(compiled[0].stdout)}
+    assert list(scores) == ["dev before", "dev after", "test before", "test after"]
+    assert scores["dev before"]["n"] == scores["dev after"]["n"] == 2 and scores["test after"]["n"] == 3
+    assert 0 <= scores["test after"]["accuracy"] <= 1 and 0 <= scores["test after"]["mcnemar_p"] <= 1
     assert f"program: {tmp_path / 'p-json.json'}" in compiled[0].stderr  # the other lines leave stdout
-    assert list(pd.read_csv(io.StringIO(compiled[1].stdout)).columns) == ["metric", "before", "after"]
-    assert compiled[2].stdout.startswith("| metric | before | after |")
+    assert "held-out cases" in compiled[0].stderr
+    columns = list(pd.read_csv(io.StringIO(compiled[1].stdout)).columns)
+    assert columns[:4] == ["scores", "n", "accuracy", "ci_low"] and "difference_ci_high" in columns
+    assert compiled[2].stdout.startswith("| scores | n | accuracy |")
 
 
 @pytest.mark.parametrize("command", ["run", "compare", "compile", "study", "show", "runs"])

@@ -35,6 +35,8 @@ def program_file(server: FakeServer, tmp_path_factory: pytest.TempPathFactory) -
             "3",
             "--dev-limit",
             "2",
+            "--test-limit",
+            "0",
             "--loops",
             "1",
             "--lm",

@@ -230,7 +230,8 @@ def test_compile_with_a_preset_records_it_in_the_program_file(server, capsys, tm
     code = main(
         [
             "compile", "--preset", "jot-paper", "--set", "n_loops=1", "--optimizer", "labeled", "--task", "navigate",
-            "--train-limit", "3", "--dev-limit", "2", "--lm", f"openai/cp-{time.time_ns()}", "--api-base", server.url,
+            "--train-limit", "3", "--dev-limit", "2", "--test-limit", "0", "--lm", f"openai/cp-{time.time_ns()}",
+            "--api-base", server.url,
             "-o", str(path),
         ]
     )  # fmt: skip

@@ -132,6 +132,8 @@ def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path, courtroom
                 "4",
                 "--dev-limit",
                 "6",
+                "--test-limit",
+                "4",
                 "--lm",
                 "openai/m",
                 "--api-base",
@@ -143,16 +145,17 @@ def test_compile_shows_one_display_and_writes_dev_runs(tmp_path: Path, courtroom
         )
     assert done.returncode == 0, done.stderr
     assert "it/s" not in done.stderr and "%|" not in done.stderr  # no DSPy tqdm bar
-    assert "dev before:" in done.stderr and "dev after:" in done.stderr
-    for when in ("before", "after"):
-        folder = tmp_path / f"program-dev-{when}"
+    assert "dev before:" in done.stderr and "dev after:" in done.stderr and "test after:" in done.stderr
+    for split, when in [(s, w) for s in ("dev", "test") for w in ("before", "after")]:
+        folder = tmp_path / f"program-{split}-{when}"
         summary = json.loads((folder / "summary.json").read_text())
         rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
-        assert summary["n"] == len(rows) == 6
+        assert summary["n"] == len(rows) == {"dev": 6, "test": 4}[split]
         # A failure counted in the scores table has its reason on disk.
         assert all(r["error"] for r in rows if r["prediction"] is None)
         assert sum(r["prediction"] is None for r in rows) == summary["failures"]
-        assert f"dev {when}: {folder}" in done.stdout
+        assert f"{split} {when}: {folder}" in done.stdout
+        assert json.loads((folder / "meta.json").read_text())["compile_proof"]["split"] == split
 
 
 def test_compile_phases_count_their_own_calls(tmp_path: Path, courtroom_cli: Any) -> None:
@@ -160,7 +163,7 @@ def test_compile_phases_count_their_own_calls(tmp_path: Path, courtroom_cli: Any
     env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer() as server:
         args = ["compile", "zero-shot", "--optimizer", "bootstrap", "--train-limit", "4", "--dev-limit", "5"]
-        out = ["-o", str(tmp_path / "program.json")]
+        out = ["--test-limit", "0", "-o", str(tmp_path / "program.json")]
         done = courtroom_cli(*args, "--lm", "openai/m", "--api-base", server.url, *out, env=env)
         sent = server.counts["requests"]
     assert done.returncode == 0, done.stderr
@@ -216,8 +219,8 @@ def test_compile_prints_each_optimizer_phase_once(tmp_path: Path, courtroom_cli:
     env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer() as server:
         args = ["compile", "zero-shot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
-                "--opt", "minibatch=false", "--train-limit", "6", "--dev-limit", "3", "--lm", "openai/m",
-                "--api-base", server.url, "-o", str(tmp_path / "program.json")]  # fmt: skip
+                "--opt", "minibatch=false", "--train-limit", "6", "--dev-limit", "3", "--test-limit", "0",
+                "--lm", "openai/m", "--api-base", server.url, "-o", str(tmp_path / "program.json")]  # fmt: skip
         done = courtroom_cli(*args, env=env)
         debug = courtroom_cli("--debug", *args, env=env)
     assert done.returncode == 0, done.stderr
@@ -249,7 +252,8 @@ def test_mipro_trial_count_never_passes_its_total(
     with FakeServer() as server:
         args = ["compile", "zero-shot", "--optimizer", "mipro", "--opt", "num_candidates=2", "--opt", "num_trials=2",
                 "--opt", f"minibatch={minibatch}", "--opt", "minibatch_size=2", "--train-limit", "6", "--dev-limit",
-                "2", "--lm", "openai/m", "--api-base", server.url, "-o", str(tmp_path / "p.json")]  # fmt: skip
+                "2", "--test-limit", "0", "--lm", "openai/m", "--api-base", server.url,
+                "-o", str(tmp_path / "p.json")]  # fmt: skip
         done = courtroom_cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     seen = re.findall(r"\] optimizing \(mipro\): (evaluate (?:default program|trial \d+/\d+)),", done.stderr)

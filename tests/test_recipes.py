@@ -51,6 +51,8 @@ def _compile(main, server, tmp_path: Path, *extra: str) -> dict:
             "2",
             "--dev-limit",
             "2",
+            "--test-limit",
+            "0",
             "-o",
             str(out),
             "--api-base",

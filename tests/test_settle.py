@@ -364,7 +364,8 @@ def test_compile_and_predict_from_the_command_line(tmp_path: Path, capsys: pytes
         code = main(
             [
                 "compile", "settle", "--task", "boolean_expressions", "--optimizer", "labeled", "--opt", "k=1",
-                "--train-limit", "3", "--dev-limit", "2", "--set", "trial=jot", "--set", "trial_knobs=n_loops=1",
+                "--train-limit", "3", "--dev-limit", "2", "--test-limit", "0", "--set", "trial=jot",
+                "--set", "trial_knobs=n_loops=1",
                 "--set", "always_try=true", "-o", str(tmp_path / "settle.json"), *common,
             ]
         )  # fmt: skip

@@ -161,7 +161,7 @@ def test_api_base_reaches_every_command(tmp_path: Path, cli: Any) -> None:
             "compare": ["compare", "--frameworks", "zero-shot", *common, *api, "--limit", "2",
                         "--no-matched-baselines"],
             "compile": ["compile", "zero-shot", *common, *api, "--optimizer", "labeled", "--opt", "k=1",
-                        "--dev-limit", "2", "-o", "p.json"],
+                        "--dev-limit", "2", "--test-limit", "0", "-o", "p.json"],
             "study": ["study", "self-consistency", *common, *api, "--trials", "1", "--dev-limit", "2",
                       "--storage", f"sqlite:///{tmp_path}/s.db"],
             "design study": ["study", "--frameworks", "parallel-vote,self-consistency", *common, *api, "--trials",
@@ -189,7 +189,8 @@ def test_a_40_row_csv_gives_24_train_and_8_dev_rows_in_compile_and_study(tmp_pat
     common = [*data_flags(csv_file), "--split-sizes", "24,8,8", "--lm", "openai/m", "--train-limit", "24",
               "--dev-limit", "8"]  # fmt: skip
     with FakeServer() as server:
-        done = cli("compile", "cot", *common, "--api-base", server.url, "--optimizer", "labeled", "-o", "p.json")
+        done = cli("compile", "cot", *common, "--api-base", server.url, "--optimizer", "labeled", "--test-limit", "0",
+                   "-o", "p.json")  # fmt: skip
         assert done.returncode == 0, done.stderr
         meta = json.loads(Path("p.json").read_text())["metadata"]["courtroom"]
         assert len(meta["task"]["train_ids"]) == 24 and len(meta["task"]["dev_ids"]) == 8
@@ -345,7 +346,8 @@ def test_predict_takes_strings_and_dicts(tmp_path: Path) -> None:
 
     with FakeServer() as server:
         courtroom.compile("zero-shot", optimizer="labeled", settings={"k": 1}, train_limit=2, dev_limit=2,
-                          lm="openai/m", api_base=server.url, out=str(tmp_path / "p.json"), progress=False)  # fmt: skip
+                          test_limit=0, lm="openai/m", api_base=server.url, out=str(tmp_path / "p.json"),
+                          progress=False)  # fmt: skip
         verdicts = courtroom.predict(
             tmp_path / "p.json", ["True and False", {"case": "not False", "id": "b"}], api_base=server.url
         )

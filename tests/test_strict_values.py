@@ -98,7 +98,7 @@ def _bad(server: FakeServer, files: dict[str, Path]) -> list[tuple[list[str], st
                 "--opt",
                 "num_trials=2",
             ],
-            "pass --opt minibatch_size=2",
+            "pass --opt minibatch_size=1",
         ),
         (["compile", "zero-shot", "--optimizer", "mipro", "--opt", "auto=huge", *fake], "use light, medium, heavy"),
         (  # once MIPROv2's "If auto is not None, num_candidates and num_trials cannot be set", mid-compile

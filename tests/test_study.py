@@ -314,6 +314,8 @@ def test_cli_study_exports_a_config_that_compile_accepts(tmp_path: Path, capsys:
                 "2",
                 "--dev-limit",
                 "2",
+                "--test-limit",
+                "0",
                 "-o",
                 str(tmp_path / "p.json"),
                 *common,

@@ -65,7 +65,7 @@ def test_a_preset_runs_whole_in_every_trial(tmp_path, courtroom_cli) -> None:
     with FakeServer() as server:
         proc = courtroom_cli(
             "compile", "--config", str(tmp_path / "best.json"), "--optimizer", "labeled", "--train-limit", "3",
-            "--dev-limit", "2", "--lm", f"openai/fixed-{time.time_ns()}", "--api-base", server.url,
+            "--dev-limit", "2", "--test-limit", "0", "--lm", f"openai/fixed-{time.time_ns()}", "--api-base", server.url,
             "-o", str(tmp_path / "program.json"),
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -143,7 +143,7 @@ def test_a_study_searches_the_knobs_and_its_recipe_round_trips_through_compile_a
         common = ["--lm", "openai/fake-knobs", "--api-base", server.url, "--train-limit", "2", "--dev-limit", "2"]
         code = main(
             ["compile", "--config", str(tmp_path / "narrow.json"), "--optimizer", "labeled", "--opt", "k=1"]
-            + ["-o", str(tmp_path / "p.json"), *common]
+            + ["--test-limit", "0", "-o", str(tmp_path / "p.json"), *common]
         )
         assert code == 0, capsys.readouterr()
         compiled = json.loads((tmp_path / "p.json").read_text())["metadata"]["courtroom"]["config"]

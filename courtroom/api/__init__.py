@@ -9,7 +9,7 @@ re-exported at the top level: ``courtroom.run(...)``. The helpers of single comm
 this module: :mod:`courtroom.api._score` (a saved program on labelled data: its data, models, vote),
 :mod:`courtroom.api._run` (:func:`run_config`, what a resume takes),
 :mod:`courtroom.api._compare` (a suite's rows, the per-row progress), :mod:`courtroom.api._compile`
-(a study's recipe, the compile's dry run, the dev runs written next to the program) and
+(a study's recipe, the compile's dry run, the dev and test runs written next to the program) and
 :mod:`courtroom.api._results` (:class:`Verdict`, the record :func:`predict` returns per case).
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from courtroom import _stop
 from courtroom.api._compare import compared, row_hooks
-from courtroom.api._compile import compile_estimate, with_recipe, write_dev_runs
+from courtroom.api._compile import compile_estimate, with_recipe, write_score_runs
 from courtroom.api._options import (
     CompareOptions,
     CompileOptions,
@@ -288,8 +288,11 @@ def compile(  # noqa: A001 - the command's name
     ``config`` is a recipe from ``courtroom study --export-best`` (a path or its dict): its
     framework, task, knobs and models per role are used unless given here (``lm`` replaces all of
     its models, ``roles`` some). Options are the spec's (``optimizer``, ``settings``, ``train_limit``,
-    ``dev_limit``, ``dataset``, ``split_sizes``, ``prompt_lm``, ``out``; ``out=None`` saves nothing).
-    The result holds ``program``, ``before``/``after`` dev scores, ``metadata`` and ``path``. With
+    ``dev_limit``, ``test_limit``, ``keep_better``, ``dataset``, ``split_sizes``, ``prompt_lm``, ``out``;
+    ``out=None`` saves nothing). The result (:class:`~courtroom.optimize.proof.CompileResult`) holds the
+    ``program`` kept, ``before``/``after`` dev scores, the comparisons on ``dev`` and on the held-out
+    ``test`` split (:class:`~courtroom.optimize.proof.Gain`: intervals, McNemar's p, ``sentence()``),
+    ``worse_on_dev``, ``kept``, ``metadata``, ``path`` and the ``run_dirs`` written. With
     ``max_calls``/``max_cost`` it starts only if its dry-run bound fits, else
     :class:`~courtroom.cost.budget.BudgetExhausted` is raised before any request.
     """
@@ -315,12 +318,14 @@ def compile(  # noqa: A001 - the command's name
     with _display(spec, progress) as display, compiling(_budget(spec)):
         result = compile_spec(spec, recipe_models, display=display)
     if save:
+        import dataclasses
+
         from courtroom.saving import save_program
 
         out = Path(spec.output.out or "program.json")
-        result.metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
-        result.path = save_program(result.program, out, result.metadata)
-        result.dev_dirs = write_dev_runs(result, out, spec)
+        metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
+        result = dataclasses.replace(result, metadata=metadata, path=save_program(result.program, out, metadata))
+        result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
     return result
 
 

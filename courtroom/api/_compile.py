@@ -1,8 +1,8 @@
 """The parts of :func:`courtroom.api.compile` (and of its dry run, :func:`courtroom.api.estimate`).
 
 :func:`with_recipe` fills the spec from a study's recipe (``--config best.json``) and gives its models
-per role; :func:`compile_estimate` prices the compile before any request; :func:`write_dev_runs`
-writes the dev evaluations before and after as run folders next to the saved program.
+per role; :func:`compile_estimate` prices the compile before any request; :func:`write_score_runs`
+writes the dev and test evaluations before and after as run folders next to the saved program.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from courtroom.optimize.compile import CompileResult
     from courtroom.spec import Experiment
 
-__all__ = ["compile_estimate", "with_recipe", "write_dev_runs"]
+__all__ = ["compile_estimate", "with_recipe", "write_score_runs"]
 
 
 def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None) -> tuple[Experiment, Any]:
@@ -64,12 +64,19 @@ def compile_estimate(spec: Experiment, models: tuple[Any, Mapping[str, Any]]) ->
     config.roles = {r: str(getattr(m, "model", m)) for r, m in roles.items()}
     optimizer = spec.design.optimizer or "bootstrap"
     settings = {**get_optimizer(optimizer).defaults, **dict(spec.design.optimizer_settings)}
+    from courtroom.optimize.proof import DEFAULT_TEST_LIMIT
+
     train, dev = spec.data.train_limit or 20, spec.data.dev_limit or 20
-    return estimate_compile(config, optimizer, settings, train=train, dev=dev, prices=spec.budget.table())
+    test = DEFAULT_TEST_LIMIT if spec.data.test_limit is None else spec.data.test_limit
+    return estimate_compile(config, optimizer, settings, train=train, dev=dev, test=test, prices=spec.budget.table())
 
 
-def write_dev_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[str, Path]:
-    """The dev evaluations before and after as run folders next to the program (``show``, ``report``)."""
+def write_score_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[str, Path]:
+    """The dev and test evaluations before and after as run folders next to the program (``show``, ``report``).
+
+    Each folder's ``meta.json`` records the split's comparison (``compile_proof``: both accuracies
+    with intervals, the difference with its interval, McNemar's p, the sentence).
+    """
     import json
     import shutil
 
@@ -81,27 +88,31 @@ def write_dev_runs(result: CompileResult, out: Path, spec: Experiment) -> dict[s
 
     task = result.metadata["task"]
     framework = str(spec.design.framework)
+    limits = {"dev": spec.data.dev_limit, "test": spec.data.test_limit}
     written = {}
-    for when, results in result.dev_results.items():
-        folder = out.with_name(f"{out.stem}-dev-{when}")
-        if (folder / "meta.json").is_file():
-            shutil.rmtree(folder)  # the folder of an earlier compile to the same file
-        folder.mkdir(parents=True, exist_ok=True)
-        config = RunConfig.from_spec(spec, framework)
-        config.split, config.limit = "dev", spec.data.dev_limit
-        write_meta(
-            folder,
-            config,
-            framework_config=result.program.config(),
-            models=role_models(result.program),
-            task={"name": task["name"], "labels": task["labels"], "split": "dev", "source": task.get("source")},
-            example_ids=[r.id for r in results],
-            extra={"compiled": when == "after"},
-        )
-        (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
-        summary = summarize(results, task["labels"], result.dev_wall.get(when, 0.0))
-        (folder / "summary.json").write_text(json.dumps(summary, indent=2))
-        title = f"{framework} on {task['name']}, dev {when} compiling"
-        (folder / "summary.md").write_text(summary_markdown(summary, title))
-        written[when] = folder
+    for split, by_when in result.results.items():
+        proof = result.gains[split].to_dict()
+        for when, results in by_when.items():
+            folder = out.with_name(f"{out.stem}-{split}-{when}")
+            if (folder / "meta.json").is_file():
+                shutil.rmtree(folder)  # the folder of an earlier compile to the same file
+            folder.mkdir(parents=True, exist_ok=True)
+            config = RunConfig.from_spec(spec, framework)
+            config.split, config.limit = split, limits[split]
+            compiled = when == "after" and result.kept == "optimized"
+            write_meta(
+                folder,
+                config,
+                framework_config=result.program.config(),
+                models=role_models(result.program),
+                task={"name": task["name"], "labels": task["labels"], "split": split, "source": task.get("source")},
+                example_ids=[r.id for r in results],
+                extra={"compiled": compiled, "compile_proof": proof, "kept": result.kept},
+            )
+            (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+            summary = summarize(results, task["labels"], result.walls.get(split, {}).get(when, 0.0))
+            (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+            title = f"{framework} on {task['name']}, {split} {when} compiling"
+            (folder / "summary.md").write_text(summary_markdown(summary, title))
+            written[f"{split} {when}"] = folder
     return written

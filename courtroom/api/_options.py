@@ -142,6 +142,10 @@ class CompileOptions(_CommonOptions, total=False):
     settings: Mapping[str, Any]
     """Optimizer settings (``--opt KEY=VALUE``)."""
     prompt_lm: str | None
+    test_limit: int | None
+    """Held-out test examples scored before and after (default 50; 0: none)."""
+    keep_better: bool
+    """Keep the starting program when the optimized one is worse on dev."""
 
 
 class StudyOptions(_CommonOptions, total=False):

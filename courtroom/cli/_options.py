@@ -100,9 +100,10 @@ OPTIONS: list[Option] = [
        show_default="all"),
     _o("dev_limit", "--dev-limit", INT, "Dev examples: scored before and after compiling, or by each study trial.",
        DATA_PANEL, {"compile": 20, "study": 20}, min=1),
-    _o("test_limit", "--test-limit", INT, "Score the chosen trial (or every Pareto point) on the first N test "
-       "examples, beside the dev score that chose it (0: off; off by default under --max-calls/--max-cost).",
-       DATA_PANEL, ("study",), min=0, show_default="--dev-limit"),
+    _o("test_limit", "--test-limit", INT, "Held-out test examples: compile scores the starting and the optimized "
+       "program on the first N (default 50); a study scores its chosen trial (or every Pareto point) on them, "
+       "beside the dev score that chose it (default: the dev size; off under --max-calls/--max-cost unless given). "
+       "0: none.", DATA_PANEL, ("compile", "study"), min=0, show_default="compile: 50; study: --dev-limit"),
     # Models
     _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
        "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),
@@ -141,6 +142,8 @@ OPTIONS: list[Option] = [
        "(labeled, bootstrap, mipro, ...).", FRAMEWORK_PANEL, ("study",)),
     _o("opt", "--opt", LIST, "Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.",
        FRAMEWORK_PANEL, ("compile", "study")),
+    _o("keep_better", "--keep-better", bool, "Save the starting program instead when the optimized one scores "
+       "lower on dev.", FRAMEWORK_PANEL, {"compile": False}),
     _o("matched_baselines", "--matched-baselines/--no-matched-baselines", bool, "Add a majority-vote row per "
        "framework at the same calls (or tokens) per example.", BUDGET_PANEL, {"compare": True, "score": True}),
     _o("baseline", "--baseline", str, "Majority-vote baseline: self-consistency | parallel-vote.", BUDGET_PANEL,
@@ -336,7 +339,7 @@ def from_flags(
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
-              "test_limit")  # fmt: skip
+              "test_limit", "keep_better")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

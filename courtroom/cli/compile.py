@@ -13,29 +13,47 @@ from courtroom.cli._options import experiment
 from courtroom.spec import Experiment
 
 
-def scores_table(before: dict[str, Any], after: dict[str, Any], title: str) -> Table:
-    """Dev scores before and after compiling."""
-    table = Table(title=title)
-    for col in ("dev", "before", "after"):
-        table.add_column(col, justify="right" if col != "dev" else "left")
-    for key, label in (
-        ("accuracy", "accuracy"),
-        ("macro_f1", "macro-F1"),
-        ("failures", "failures"),
-        ("n", "examples"),
-    ):
-        fmt = "{:.3f}" if key in ("accuracy", "macro_f1") else "{}"
-        table.add_row(label, fmt.format(before[key]), fmt.format(after[key]))
+def _rows(result: Any) -> list[tuple[str, Any, Any]]:
+    """(row name, score, comparison on its after row) for dev and test, before and after."""
+    rows = []
+    for split, gain in result.gains.items():
+        rows += [(f"{split} before", gain.before, None), (f"{split} after", gain.after, gain)]
+    return rows
+
+
+def scores_table(result: Any, title: str) -> Table:
+    """Accuracy with 95% intervals before and after compiling, on dev and on the held-out test split."""
+    caption = "test: held out, nothing chose with it; intervals 95% over the cases" if result.test else None
+    table = Table(title=title, caption=caption)
+    for col in ("", "accuracy", "95% CI", "macro-F1", "failures", "n", "after - before", "McNemar p"):
+        table.add_column(col, justify="left" if not col else "right")
+    for name, score, gain in _rows(result):
+        diff = "" if gain is None else f"{gain.difference:+.2f} [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}]"
+        table.add_row(
+            name,
+            f"{score.accuracy:.3f}",
+            f"[{score.ci_low:.2f}, {score.ci_high:.2f}]",
+            f"{score.macro_f1:.3f}",
+            str(score.failures),
+            str(score.n),
+            diff,
+            "" if gain is None else f"{gain.p_value:.3g}",
+        )
     return table
 
 
-def scores_frame(before: dict[str, Any], after: dict[str, Any]) -> Any:
-    """The dev scores before and after compiling, one row per metric (``--format md|csv|json``)."""
+def scores_frame(result: Any) -> Any:
+    """The same figures, one row per split and program (``--format md|csv|json``)."""
     import pandas as pd
 
-    keys = ("accuracy", "macro_f1", "failures", "n", "status")
-    frame = pd.DataFrame({"before": [before.get(k) for k in keys], "after": [after.get(k) for k in keys]}, index=keys)
-    return frame.rename_axis("metric")
+    records = []
+    for name, score, gain in _rows(result):
+        row: dict[str, Any] = {"scores": name} | score.to_dict()
+        if gain is not None:
+            row |= {"difference": gain.difference, "difference_ci_low": gain.ci_low,
+                    "difference_ci_high": gain.ci_high, "mcnemar_p": gain.p_value, "verdict": gain.verdict}  # fmt: skip
+        records.append(row)
+    return pd.DataFrame.from_records(records).set_index("scores")
 
 
 @app.command("compile")
@@ -46,7 +64,7 @@ def compile_command(
     *,
     spec: Experiment,
 ) -> None:
-    """Compile FRAMEWORK with a DSPy optimizer, print dev scores before and after, save the program."""
+    """Compile FRAMEWORK with a DSPy optimizer, prove the gain on held-out test cases, save the program."""
     from courtroom.api import compile, estimate
     from courtroom.cli._values import check_providers, inputs_of, writable_file
     from courtroom.eval.status import TooManyFailures
@@ -66,11 +84,31 @@ def compile_command(
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     title = f"{type(result.program).name} + {spec.design.optimizer}"
     if fmt == "table":
-        console.print(scores_table(result.before, result.after, title))
+        console.print(scores_table(result, title))
     else:
-        print_data(fmt, scores_frame(result.before, result.after))
+        print_data(fmt, scores_frame(result))
+    for line in proof_lines(result):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(f"program: {result.path}", markup=False, soft_wrap=True)
-    for when, folder in result.dev_dirs.items():
-        console.print(f"dev {when}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)
+    for name, folder in result.run_dirs.items():
+        console.print(f"{name}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)
     if result.after["status"] == "failed":
         raise TooManyFailures(f"dev score after compiling: {result.after['status_reason']}")
+
+
+def proof_lines(result: Any) -> list[str]:
+    """What the comparisons say, in words: the held-out one first, then dev (and what chose with it)."""
+    from courtroom.optimize.optimizers import get_optimizer
+
+    lines = []
+    if result.test is not None:
+        lines.append(result.test.sentence())
+    else:
+        note = result.metadata.get("proof", {}).get("test_note") or "no test split scored"
+        lines.append(f"no held-out proof: {note}")
+    optimizer = get_optimizer(result.metadata["optimizer"]["name"])
+    selected = " (it selected on dev: only the held-out figure is a proof)" if optimizer.selects else ""
+    lines.append(f"{result.dev.sentence()}{selected}")
+    if result.kept == "start":
+        lines.append("kept the starting program: the optimized one scored lower on dev (--keep-better)")
+    return lines

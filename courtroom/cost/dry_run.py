@@ -85,23 +85,36 @@ def estimate_runs(
 
 
 def estimate_compile(
-    config: RunConfig, optimizer: str, settings: Mapping[str, Any], *, train: int, dev: int, prices: Any = None
+    config: RunConfig,
+    optimizer: str,
+    settings: Mapping[str, Any],
+    *,
+    train: int,
+    dev: int,
+    test: int = 0,
+    prices: Any = None,
 ) -> tuple[Estimate, str]:
-    """What ``courtroom compile`` would spend: dev scored before and after, plus the optimizer's runs.
+    """What ``courtroom compile`` would spend: dev and test scored before and after, plus the optimizer's runs.
 
     Returns the estimate and a note; optimizers whose passes the data decides (MIPROv2, COPRO,
-    GEPA) are counted for the dev scoring only, and the note says so.
+    GEPA) are counted for the dev and test scoring only, and the note says so.
     """
     dev_config = dataclasses.replace(config, split="dev", limit=dev, train_limit=train)
     dev_est = estimate_run(dev_config, prices=prices, limit_flag="--dev-limit", short="warn")
     total = scaled(dev_est, 2)  # before and after
+    if test:
+        test_config = dataclasses.replace(config, split="test", limit=test, train_limit=train)
+        total = added(
+            total, scaled(estimate_run(test_config, prices=prices, limit_flag="--test-limit", short="warn"), 2)
+        )
     runs = compile_runs(config, optimizer, settings, train, prices=prices)
     if runs is None:
         return dataclasses.replace(total, calls_exact=False), (
-            f"{optimizer}: its own calls depend on what it finds; only the dev scoring (before and after) is counted"
+            f"{optimizer}: its own calls depend on what it finds; only the dev and test scoring (before and after) "
+            "is counted"
         )
     n = PROGRAM_RUNS[optimizer](dict(settings), train)
-    note = f"{optimizer}: at most {n} program runs on the train split, plus the dev scoring before and after"
+    note = f"{optimizer}: at most {n} program runs on the train split, plus the dev and test scoring before and after"
     return added(total, runs), note
 
 

@@ -9,7 +9,8 @@ unless ``prompt_lm`` is given. Optimizers that require one model for every predi
 BestOfN, Refine) are refused.
 
 :func:`~courtroom.optimize.compile.compile_program` runs one of them (``prompt_lm`` is its
-argument) and scores the dev split before and after.
+argument) on the train split; those that select among candidates (``selects``: random search,
+MIPROv2, GEPA) select on the dev split. The test split is held out from all of them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Context:
     prompt_lm: Any
     concurrency: int
     seed: int
+    valset: list[dspy.Example] | None = None
+    """The dev split, for optimizers that select among candidates (``Optimizer.selects``)."""
 
 
 Runner = Callable[[Context, CourtroomProgram, list[dspy.Example]], CourtroomProgram]
@@ -55,6 +58,8 @@ class Optimizer:
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], None] = lambda s, given: None
     """Raises :class:`ConfigError` for settings (all, and those the user gave) the optimizer would
     refuse only once it runs, or would silently override."""
+    selects: bool = False
+    """It selects among candidate programs on the dev split (``Context.valset``)."""
 
 
 def _labeled(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -68,7 +73,7 @@ def _bootstrap(ctx: Context, student: CourtroomProgram, train: list[dspy.Example
 
 def _random_search(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
     opt = dspy.BootstrapFewShotWithRandomSearch(metric=label_metric, num_threads=ctx.concurrency, **ctx.settings)
-    return opt.compile(student, trainset=train)
+    return opt.compile(student, trainset=train, valset=ctx.valset)
 
 
 def _knn(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -92,7 +97,7 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
         verbose=False,
         **s,
     )
-    return opt.compile(student, trainset=train, requires_permission_to_run=False, **compile_kwargs)
+    return opt.compile(student, trainset=train, valset=ctx.valset, requires_permission_to_run=False, **compile_kwargs)
 
 
 def _mipro_budget(s: Mapping[str, Any], given: Mapping[str, Any]) -> None:
@@ -122,17 +127,15 @@ def _mipro_budget(s: Mapping[str, Any], given: Mapping[str, Any]) -> None:
         )
 
 
-def _check_mipro(s: Mapping[str, Any], n_train: int) -> None:
-    """MIPROv2's check of its minibatch against the training set, made before anything is spent."""
+def _check_mipro(s: Mapping[str, Any], n_dev: int) -> None:
+    """MIPROv2's check of its minibatch against the dev split it selects on, made before anything is spent."""
     if s.get("auto") is not None and s.get("num_candidates") is None:
         return  # an auto budget sizes the candidates, trials and minibatches itself
-    valset = min(1000, max(1, int(n_train * 0.8)))  # MIPROv2 validates on 80% of the training set
     size = int(s.get("minibatch_size") or 35)
-    if s.get("minibatch") is not False and size > valset:
+    if s.get("minibatch") is not False and size > n_dev:
         raise ConfigError(
-            f"optimizer mipro: minibatch_size {size} is more than the {valset} validation examples it takes "
-            f"from --train-limit {n_train}: pass --opt minibatch_size={valset}, --opt minibatch=false, "
-            "or a larger --train-limit"
+            f"optimizer mipro: minibatch_size {size} is more than the {n_dev} dev examples it selects on "
+            f"(--dev-limit): pass --opt minibatch_size={n_dev}, --opt minibatch=false, or a larger --dev-limit"
         )
 
 
@@ -156,7 +159,7 @@ def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) ->
         seed=ctx.seed,
         **s,
     )
-    return opt.compile(student, trainset=train)
+    return opt.compile(student, trainset=train, valset=ctx.valset)
 
 
 _SINGLE_LM = (
@@ -187,6 +190,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             {"max_bootstrapped_demos": 2, "max_labeled_demos": 0, "num_candidate_programs": 4},
             _random_search,
             lambda s: max(int(s["max_bootstrapped_demos"]), 2),
+            selects=True,
         ),
         Optimizer(
             "knn",
@@ -210,6 +214,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             _mipro,
             lambda s: max(int(s["max_bootstrapped_demos"]), 2),
             check=_mipro_budget,
+            selects=True,
         ),
         Optimizer(
             "copro",
@@ -229,6 +234,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             },
             _gepa,
             lambda s: int(s["reflection_minibatch_size"]),
+            selects=True,
         ),
         Optimizer("simba", "SIMBA (refused)", refuse=_SINGLE_LM),
         Optimizer("bestofn", "BestOfN (refused)", refuse=_SINGLE_LM),

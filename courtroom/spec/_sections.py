@@ -56,7 +56,8 @@ class Data:
     dev_limit: int | None = None
     """Dev examples scored before/after compiling or by each study trial (None: 20)."""
     test_limit: int | None = None
-    """Study: score the chosen trial(s) on the first N test examples, beside the dev score (None: not)."""
+    """Held-out test examples (0: none). Compile: scores the starting and optimized program on them (None: 50).
+    Study: scores the chosen trial(s) on them, beside the dev score."""
 
     @property
     def task_name(self) -> str:
@@ -213,6 +214,8 @@ class Design:
     """compile: the DSPy optimizer; study: the optimizer compiling each trial (``--compile``)."""
     optimizer_settings: dict[str, Any] = field(default_factory=dict)
     """``--opt KEY=VALUE``."""
+    keep_better: bool = False
+    """compile: save the starting program when the optimized one scores lower on dev."""
     matched_baselines: bool = True
     """compare: a majority-vote row per framework at the same calls (or tokens) per example."""
     baseline: str = "self-consistency"

@@ -68,6 +68,9 @@ class FakeServer:
         fault_for: if given, picks the fault (or None) from the last user message and the schema
             (as ``responder`` gets them) instead of a random draw, to fault one role's call.
         turnaround: seconds a batch (``/v1/batches``) takes from creation to its answers.
+        engine: if given, answers instead of ``responder``, as ``engine.reply(model, messages, schema)``:
+            a fake's engine (``oracle_lm(...).engine_impl``, ``learnable_lm(...).engine_impl``), the
+            role being the model name as sent (``--role judge=openai/judge`` is role ``judge``).
         expire: which batches (1: the first created) expire with only half their lines answered.
 
     The server also speaks OpenAI's Files and Batches API (:mod:`courtroom.testing._fake_batches`,
@@ -98,11 +101,13 @@ class FakeServer:
         fault_for: Callable[[str, dict[str, Any]], str | None] | None = None,
         turnaround: float = 0.0,
         expire: Collection[int] = (),
+        engine: Any = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
         self.responder = responder or _schema_filler
+        self.engine = engine
         self.latency = latency
         self.faults = dict(faults or {})
         self.hang = hang
@@ -195,7 +200,10 @@ class FakeServer:
             return 500, {"error": {"message": "injected server error"}}, {}
         if fault == "timeout":
             return 504, {"error": {"message": "injected timeout"}}, {}
-        answer = self.responder(prompt, dict(schema))
+        if self.engine is not None:
+            answer = self.engine.reply(str(body.get("model")), messages, dict(schema))
+        else:
+            answer = self.responder(prompt, dict(schema))
         text = answer if isinstance(answer, str) else json.dumps(dict(answer))
         if fault == "garbage":
             text = "I refuse to answer in JSON. %%% <<>>"
