@@ -24,7 +24,7 @@ from courtroom.comparison.plots import comparison_runs
 from courtroom.data.tasks import load_splits
 from courtroom.models.batch import OpenAIBatches, recorded
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer, fault_prompts, oracle_responder
 
 DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistency")
 
@@ -156,3 +156,37 @@ def test_killed_with_batches_in_flight_resumes_without_paying_twice(
     assert server.sent == whole.sent  # every request exactly as often as in the uninterrupted run
     assert len(server.batches.created) == len(whole.batches.created)  # nothing submitted twice
     assert server.counts["requests"] == 0
+
+
+def test_failing_lines_and_an_expired_batch(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Failed lines retry in later batches, then fail their case; an expired batch resends only its unanswered half."""
+    bad = fault_prompts(0.1, "500", seed=2)  # the same 10% of requests fail on every attempt
+    with FakeServer(oracle(), turnaround=0.05, fault_for=bad, expire={2}) as server:
+        args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--api-base", server.url]
+        done = cli(*args, "--out", str(tmp_path / "runs"), "--fail-on-error", "1")
+        assert done.returncode == 0, done.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    _, rows, summary = load_run(run_dir)
+    assert summary is not None and len(rows) == 8
+    failed = [r for r in rows if r["prediction"] is None]
+    assert failed and all("batch line failed" in str(r["error"]) for r in failed)
+    assert summary["failures"] == len(failed) and summary["n"] == 8
+    # Every line the fake answered is counted once, as a live request would be; the expired half is not.
+    assert summary["sent"] == server.counts["batch_lines"] == server.counts["ok"] + server.counts["500"]
+    expired = server.batches.created[1]
+    assert recorded(run_dir)[1]["status"] == "expired"
+    unanswered = expired[1] - expired[1] // 2
+    assert sum(n for _, n in server.batches.created) == server.counts["batch_lines"] + unanswered
+    assert max(server.sent.values()) <= 4  # a failing request: sent once and retried 3 times, no more
+
+
+def test_max_cost_holds_in_batch_mode(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Each line is reserved before it joins a batch: what the fake billed stays within --max-cost."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/m": [100.0, 400.0]}))
+    with FakeServer(oracle(), turnaround=0.05, faults={"500": 0.1}, seed=4) as server:
+        args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--api-base", server.url]
+        done = cli(*args, "--out", str(tmp_path / "runs"), "--prices", str(prices), "--max-cost", "0.5")
+    assert done.returncode == 3, done.stderr  # stopped at the budget, resumable
+    billed = sum(p * 100e-6 + c * 400e-6 for _, p, c in server.billed)
+    assert 0 < billed <= 0.5

@@ -190,6 +190,19 @@ class Collector:
                 line.ready.set()
 
     @contextlib.contextmanager
+    def idle(self) -> Iterator[None]:
+        """While inside, this thread counts as waiting (it waits for another request's answer)."""
+        with self._cond:
+            self.waiting += 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.waiting -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
     def leading(self, key: str) -> Iterator[bool]:
         """Ask ``key`` (a cache key) once: yields True to the first asker, False to one that waited for it.
 
