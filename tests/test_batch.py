@@ -190,3 +190,42 @@ def test_max_cost_holds_in_batch_mode(tmp_path: Path, cli: Callable[..., Any]) -
     assert done.returncode == 3, done.stderr  # stopped at the budget, resumable
     billed = sum(p * 100e-6 + c * 400e-6 for _, p, c in server.billed)
     assert 0 < billed <= 0.5
+
+
+def test_a_model_without_a_batch_api_is_refused_before_anything(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    done = cli("run", "zero-shot", "--lm", "local", "--limit", "2", "--batch", "--out", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert "--batch: local has no batch API" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_cancel_batches_in_flight(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """--resume RUN --cancel-batches cancels what the folder has in flight; a resume then sends only the rest."""
+    with FakeServer(oracle(), turnaround=600) as server:
+        args = ["run", "zero-shot", "--lm", "openai/m", "--limit", "4", "--batch", "--api-base", server.url]
+        folder = tmp_path / "runs"
+        import threading
+
+        from courtroom import _stop
+
+        def stop_when_submitted() -> None:
+            while not server.batches.created:
+                time.sleep(0.01)
+            _stop.request_stop()
+
+        threading.Thread(target=stop_when_submitted, daemon=True).start()
+        try:
+            cli(*args, "--out", str(folder))
+        finally:
+            _stop.reset()
+        run_dir = next(folder.iterdir())
+        assert [r["status"] for r in recorded(run_dir)] == [None]
+        done = cli("run", "--resume", str(run_dir), "--cancel-batches", "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+        assert server.batches.cancelled == [b for b, _ in server.batches.created] and "cancelled 1" in done.stderr
+        assert [r["status"] for r in recorded(run_dir)] == ["cancelled"]
+        server.batches.turnaround = 0.05
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    assert len(server.batches.created) == 2 and server.counts["batch_lines"] == 4
+    assert all(r["prediction"] is not None for r in load_run(run_dir)[1])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
+import os
 import re
 import socket
 import time
@@ -75,6 +76,17 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
             ) from exc
 
 
+def _batch_base(config: RunConfig) -> str | None:
+    """The models' base URL: ``--api-base``, or in batch mode OpenAI's (models without a batch API refused here)."""
+    if not config.batch:
+        return config.api_base
+    from courtroom.models.batch import check_names
+    from courtroom.models.panels import split_models
+
+    named = [config.lm or os.environ.get("COURTROOM_LM", "local"), *config.roles.values()]
+    return check_names([m for value in named for m in split_models(str(value))], config.api_base)
+
+
 def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     """A fresh folder named ``{created}_{framework}_{task}_{id}``."""
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -121,9 +133,13 @@ class RunSetup:
                 valid_roles=framework.roles,
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
-                api_base=config.api_base,
+                api_base=_batch_base(config),
                 timeout=config.timeout,
             )
+        if config.batch:
+            from courtroom.models.batch import check_batchable
+
+            check_batchable(lms.models())  # before the folder is made or anything is sent
         config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
