@@ -94,6 +94,9 @@ def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monk
     """Same verdicts and requests as the live path; each design's rounds go out as one batch per stage."""
     common = ["compare", "--frameworks", ",".join(DESIGNS), "--lm", "openai/m", "--limit", "8",
               "--no-matched-baselines", "--train-limit", "3"]  # fmt: skip
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/m": [0.15, 0.6]}))
+    common += ["--prices", str(prices)]
     runs = {}
     for mode in ("live", "batch"):
         monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
@@ -109,6 +112,9 @@ def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monk
     for design in DESIGNS:
         assert batch.rows[design]["predictions"] == live.rows[design]["predictions"], design
         assert batch.rows[design]["summary"]["sent"] == live.rows[design]["summary"]["sent"], design
+        paid, live_price = batch.rows[design]["summary"]["cost"], live.rows[design]["summary"]["cost"]
+        assert batch.rows[design]["summary"]["live_cost"] == pytest.approx(live_price)
+        assert paid == pytest.approx(live_price / 2)  # the batch price the summary shows
     # Batches per design: at most the stages of its critical path, preparation included.
     stages = {"jot": 6, "courtroom-llm": 4, "debate-feedback": 9, "settle": 3, "self-consistency": 2}
     for design in DESIGNS:

@@ -30,7 +30,7 @@ from courtroom.analysis.bias import check_debias, debiased
 from courtroom.data.tasks import load_splits
 from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
-from courtroom.eval.metrics import price_aliases
+from courtroom.eval.metrics import price_aliases, user_prices
 from courtroom.eval.status import status
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import WIRE, since
@@ -242,6 +242,8 @@ class RunSetup:
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
         summary.update(spend_summary(run_dir, since(self.wire), config.prices))
+        if config.batch:
+            summary.update(_batch_spend(run_dir, summary, config.prices))
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
         learned = self.program.prepare_report()
@@ -250,6 +252,20 @@ class RunSetup:
         write_json(run_dir / "summary.json", summary)
         write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
+
+
+def _batch_spend(run_dir: Path, summary: Mapping[str, Any], prices: Any) -> dict[str, Any]:
+    """A batch run's dollars at the batch price (``cost``), beside the live price, and its batches."""
+    from courtroom.models.batch import recorded
+    from courtroom.models.usage import Usage
+    from courtroom.runner.sessions import folder_spend
+
+    by_model = {k: dict(v) for k, v in (folder_spend(run_dir).get("by_model") or {}).items()}
+    return {
+        "cost": Usage(by_model=by_model).cost(user_prices(by_model, prices), batch=True),
+        "live_cost": summary.get("cost"),
+        "batches": len(recorded(run_dir)),
+    }
 
 
 def run(
