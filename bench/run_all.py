@@ -35,6 +35,10 @@ SIZES: dict[str, dict[str, list[str]]] = {
     },
     "design_search": {"small": ["--trials", "20", "--dev", "40"], "smoke": ["--trials", "3", "--dev", "4"]},
     "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
+    "batch": {
+        "small": ["--examples", "50", "--turnaround", "0.5"],
+        "smoke": ["--examples", "4", "--turnaround", "0.05", "--designs", "jot,settle"],
+    },
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
 

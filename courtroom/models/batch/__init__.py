@@ -50,7 +50,10 @@ def current() -> Collector | None:
 
 
 def poll_seconds() -> float:
-    """Seconds between looks at the batches in flight (``COURTROOM_BATCH_POLL``, default 10)."""
+    """The longest wait between looks at a batch in flight (``COURTROOM_BATCH_POLL``, default 10 s).
+
+    A batch is first looked at 0.05 s after it is submitted, then after twice as long each time.
+    """
     try:
         return max(0.01, float(os.environ.get("COURTROOM_BATCH_POLL", "10")))
     except ValueError:
@@ -121,7 +124,7 @@ def _client_of(lm: Any) -> OpenAIBatches | None:
 
 
 OPENAI = "https://api.openai.com/v1"
-"""Where ``openai/`` models go in batch mode when no ``--api-base`` is given (key: ``$OPENAI_API_KEY``)."""
+"""Where ``openai/`` models go in batch mode without ``--api-base`` or ``$OPENAI_BASE_URL`` (key: $OPENAI_API_KEY)."""
 
 WIRE = ("openai/", "hosted_vllm/")
 """Model prefixes whose requests are OpenAI chat bodies (:data:`courtroom.models.lms.OPENAI_WIRE`)."""
@@ -137,7 +140,7 @@ def check_names(names: Iterable[str], api_base: str | None) -> str | None:
     for name in names:
         if not name.startswith(WIRE) or (not api_base and not name.startswith("openai/")):
             raise ConfigError(f"--batch: {name} has no batch API here ({_FIX})")
-    return api_base or OPENAI
+    return api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or OPENAI
 
 
 def check_batchable(lms: Iterable[Any]) -> None:
