@@ -6,12 +6,14 @@ folder's own models (and the ``--api-base`` given again: it is never on disk) re
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from courtroom.errors import ConfigError
-from courtroom.models.batch import FILE, cancel_batches
+from courtroom.models.batch import FILE, cancel_batches, check_names
 from courtroom.models.cache import require_base_url
 from courtroom.models.lms import resolve_roles
+from courtroom.models.panels import split_models
 from courtroom.runner.runs import load_run
 
 
@@ -27,6 +29,8 @@ def cancel(folder: str | Path, api_base: str | None = None) -> list[tuple[Path, 
         meta, _, _ = load_run(run_dir)
         config = meta["config"]
         require_base_url(config, api_base, str(run_dir))
-        lms = resolve_roles(config.get("lm"), config.get("roles") or {}, api_base=api_base)
+        names = [config.get("lm") or os.environ.get("COURTROOM_LM", "local"), *(config.get("roles") or {}).values()]
+        base = check_names([m for value in names for m in split_models(str(value))], api_base)
+        lms = resolve_roles(config.get("lm"), config.get("roles") or {}, api_base=base)
         out += [(run_dir, batch_id, status) for batch_id, status in cancel_batches(run_dir, lms.models())]
     return out
