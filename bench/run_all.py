@@ -61,6 +61,10 @@ SIZES: dict[str, dict[str, list[str]]] = {
             "6",
         ],
     },
+    "batch": {
+        "small": ["--examples", "50", "--turnaround", "0.5"],
+        "smoke": ["--examples", "4", "--turnaround", "0.05", "--designs", "jot,settle"],
+    },
 }
 """Script name -> size -> its arguments. Every ``bench/*.py`` but this one has an entry (a test checks)."""
 

@@ -24,7 +24,7 @@ from courtroom.comparison.plots import comparison_runs
 from courtroom.data.tasks import load_splits
 from courtroom.models.batch import OpenAIBatches, recorded
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer, fault_prompts, oracle_responder
 
 DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistency")
 
@@ -94,6 +94,9 @@ def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monk
     """Same verdicts and requests as the live path; each design's rounds go out as one batch per stage."""
     common = ["compare", "--frameworks", ",".join(DESIGNS), "--lm", "openai/m", "--limit", "8",
               "--no-matched-baselines", "--train-limit", "3"]  # fmt: skip
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/m": [0.15, 0.6]}))
+    common += ["--prices", str(prices)]
     runs = {}
     for mode in ("live", "batch"):
         monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
@@ -109,6 +112,9 @@ def test_compare_batch_equals_live(tmp_path: Path, cli: Callable[..., Any], monk
     for design in DESIGNS:
         assert batch.rows[design]["predictions"] == live.rows[design]["predictions"], design
         assert batch.rows[design]["summary"]["sent"] == live.rows[design]["summary"]["sent"], design
+        paid, live_price = batch.rows[design]["summary"]["cost"], live.rows[design]["summary"]["cost"]
+        assert batch.rows[design]["summary"]["live_cost"] == pytest.approx(live_price)
+        assert paid == pytest.approx(live_price / 2)  # the batch price the summary shows
     # Batches per design: at most the stages of its critical path, preparation included.
     stages = {"jot": 6, "courtroom-llm": 4, "debate-feedback": 9, "settle": 3, "self-consistency": 2}
     for design in DESIGNS:
@@ -142,7 +148,11 @@ def test_killed_with_batches_in_flight_resumes_without_paying_twice(
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + 120
-        while len(server.batches.created) < 2 and time.monotonic() < deadline and child.poll() is None:
+
+        def written() -> int:  # batches the child recorded as accepted
+            return sum(len(recorded(d)) for d in (tmp_path / "runs").glob("*")) if (tmp_path / "runs").is_dir() else 0
+
+        while written() < 2 and time.monotonic() < deadline and child.poll() is None:
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -154,5 +164,80 @@ def test_killed_with_batches_in_flight_resumes_without_paying_twice(
         assert done.returncode == 0, done.stderr
     assert {r["id"]: r["prediction"] for r in load_run(run_dir)[1]} == expected
     assert server.sent == whole.sent  # every request exactly as often as in the uninterrupted run
-    assert len(server.batches.created) == len(whole.batches.created)  # nothing submitted twice
+    # Every accepted batch is recorded once, and no request went into two of them.
+    assert [r["id"] for r in recorded(run_dir)] == [b for b, _ in server.batches.created]
+    assert sum(n for _, n in server.batches.created) == sum(n for _, n in whole.batches.created)
     assert server.counts["requests"] == 0
+
+
+def test_failing_lines_and_an_expired_batch(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Failed lines retry in later batches, then fail their case; an expired batch resends only its unanswered half."""
+    bad = fault_prompts(0.1, "500", seed=2)  # the same 10% of requests fail on every attempt
+    with FakeServer(oracle(), turnaround=0.05, fault_for=bad, expire={2}) as server:
+        args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--api-base", server.url]
+        done = cli(*args, "--out", str(tmp_path / "runs"), "--fail-on-error", "1")
+        assert done.returncode == 0, done.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    _, rows, summary = load_run(run_dir)
+    assert summary is not None and len(rows) == 8
+    failed = [r for r in rows if r["prediction"] is None]
+    assert failed and all("batch line failed" in str(r["error"]) for r in failed)
+    assert summary["failures"] == len(failed) and summary["n"] == 8
+    # Every line the fake answered is counted once, as a live request would be; the expired half is not.
+    assert summary["sent"] == server.counts["batch_lines"] == server.counts["ok"] + server.counts["500"]
+    expired = server.batches.created[1]
+    assert recorded(run_dir)[1]["status"] == "expired"
+    unanswered = expired[1] - expired[1] // 2
+    assert sum(n for _, n in server.batches.created) == server.counts["batch_lines"] + unanswered
+    assert max(server.sent.values()) <= 4  # a failing request: sent once and retried 3 times, no more
+
+
+def test_max_cost_holds_in_batch_mode(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Each line is reserved before it joins a batch: what the fake billed stays within --max-cost."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/m": [100.0, 400.0]}))
+    with FakeServer(oracle(), turnaround=0.05, faults={"500": 0.1}, seed=4) as server:
+        args = ["run", "jot", "--lm", "openai/m", "--limit", "8", "--batch", "--api-base", server.url]
+        done = cli(*args, "--out", str(tmp_path / "runs"), "--prices", str(prices), "--max-cost", "0.5")
+    assert done.returncode == 3, done.stderr  # stopped at the budget, resumable
+    billed = sum(p * 100e-6 + c * 400e-6 for _, p, c in server.billed)
+    assert 0 < billed <= 0.5
+
+
+def test_a_model_without_a_batch_api_is_refused_before_anything(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    done = cli("run", "zero-shot", "--lm", "local", "--limit", "2", "--batch", "--out", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert "--batch: local has no batch API" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_cancel_batches_in_flight(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """--resume RUN --cancel-batches cancels what the folder has in flight; a resume then sends only the rest."""
+    with FakeServer(oracle(), turnaround=600) as server:
+        args = ["run", "zero-shot", "--lm", "openai/m", "--limit", "4", "--batch", "--api-base", server.url]
+        folder = tmp_path / "runs"
+        import threading
+
+        from courtroom import _stop
+
+        def stop_when_submitted() -> None:
+            while not server.batches.created:
+                time.sleep(0.01)
+            _stop.request_stop()
+
+        threading.Thread(target=stop_when_submitted, daemon=True).start()
+        try:
+            cli(*args, "--out", str(folder))
+        finally:
+            _stop.reset()
+        run_dir = next(folder.iterdir())
+        assert [r["status"] for r in recorded(run_dir)] == [None]
+        done = cli("run", "--resume", str(run_dir), "--cancel-batches", "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+        assert server.batches.cancelled == [b for b, _ in server.batches.created] and "cancelled 1" in done.stderr
+        assert [r["status"] for r in recorded(run_dir)] == ["cancelled"]
+        server.batches.turnaround = 0.05
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    assert len(server.batches.created) == 2 and server.counts["batch_lines"] == 4
+    assert all(r["prediction"] is not None for r in load_run(run_dir)[1])

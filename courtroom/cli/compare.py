@@ -73,6 +73,10 @@ def compare_command(
     from courtroom.cli._values import check_providers, writable_folder
     from courtroom.errors import ConfigError
 
+    if spec.execution.cancel_batches:
+        from courtroom.cli.run import cancel_in_flight
+
+        return cancel_in_flight(resume_dir, spec)
     if resume_dir is not None:
         if spec.budget.dry_run:
             raise ConfigError("--dry-run estimates a new comparison: drop --resume")

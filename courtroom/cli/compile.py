@@ -75,6 +75,10 @@ def compile_command(
     check_providers(spec.models.lm or recipe.get("lm"), [f"{r}={m}" for r, m in spec.models.roles.items()])
     out = spec.output.out or "program.json"
     writable_file(out, "-o", "program.json", inputs_of(spec, config))
+    if spec.execution.batch:  # an optimizer waits on each answer to choose its next request
+        typer.echo(
+            "--batch: compile's optimizers stay live (they are interactive); its requests are sent live", err=True
+        )
     if spec.budget.dry_run:
         from courtroom.cli._cost import print_estimates
 

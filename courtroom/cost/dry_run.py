@@ -206,6 +206,11 @@ def estimate_lines(
             f"| {count(e.prompt_tokens, whole=True)} | {completion} | {dollars} |"
         )
     yield ""
+    batch = [f"{name} ${e.batch_cost:.4f}" for name, e in estimates.items() if e.batch_cost is not None and e.cost]
+    if batch:
+        yield "at the batch price (--batch: the same requests, answered within the provider's window): " + ", ".join(
+            batch
+        )
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())

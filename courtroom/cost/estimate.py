@@ -47,7 +47,7 @@ from courtroom.cost._simulate import (
 from courtroom.data.tasks import load_splits
 from courtroom.models._concurrency import serial
 from courtroom.models.lms import DEFAULT, LOCAL
-from courtroom.models.usage import price_per_token
+from courtroom.models.usage import batch_price_per_token, price_per_token
 from courtroom.programs import CourtroomProgram, build_program, get_framework
 from courtroom.runner.config import RunConfig
 
@@ -94,6 +94,8 @@ class Estimate:
     settled); ``calls`` is then its dearest (every case tried). None: no range."""
     min_cost: float | None = None
     """Dollars at the cheapest end of the range (None: no range, or no price)."""
+    batch_cost: float | None = None
+    """The same requests through the provider's batch API (``--batch``): LiteLLM's batch price, else half."""
 
     @property
     def calls_per_example(self) -> float:
@@ -138,11 +140,13 @@ def _max_tokens(model: str, config: RunConfig) -> int | None:
     return info.get("max_output_tokens") or info.get("max_tokens")
 
 
-def _price(model: str, prices: Mapping[str, Sequence[float]] | None) -> tuple[float, float] | None:
+def _price(
+    model: str, prices: Mapping[str, Sequence[float]] | None, *, batch: bool = False
+) -> tuple[float, float] | None:
     if model == LOCAL:
         return (0.0, 0.0)
     table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
-    return price_per_token(model, table)
+    return batch_price_per_token(model, table) if batch else price_per_token(model, table)
 
 
 def _tokenizer(models: Sequence[str]) -> str:
@@ -289,6 +293,15 @@ def estimate_run(
             cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
     elif completion is None:
         cost, basis = None, "unknown"
+    batch_cost: float | None = None
+    if cost is not None:  # the same requests at the batch price (--batch)
+        batch_cost = sum(
+            prompt * share * (_price(m, prices, batch=True) or (0.0, 0.0))[0] for m, share in model_share.items()
+        )
+        for role, count in role_calls.items():
+            model = models.get(role, default_model)
+            answer = measured.get(model) or _max_tokens(model, config) or 0
+            batch_cost += count * answer * (_price(model, prices, batch=True) or (0.0, 0.0))[1]
     worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
     return Estimate(
         framework=config.framework,
@@ -299,6 +312,7 @@ def estimate_run(
         completion_tokens=None if completion is None else round(completion),
         completion_basis=basis,
         cost=cost,
+        batch_cost=batch_cost,
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,

@@ -5,6 +5,7 @@ Scoring stays pure (:mod:`courtroom.eval.metrics`); writing run folders is :mod:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import time
 import traceback
@@ -189,7 +190,10 @@ def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> Examp
     """``run_example`` if the budget (if any) admits one more example, else None."""
     if budget is None:
         return run_example(program, example)
-    if not budget.admit():
+    collector = batch.current()
+    with collector.idle() if collector is not None else contextlib.nullcontext():
+        admitted = budget.admit()  # may wait for the first example's cost: in batch mode, as a waiting request
+    if not admitted:
         return None
     try:
         res = run_example(program, example)

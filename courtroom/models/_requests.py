@@ -180,13 +180,26 @@ def _execute(lm: Any, call: Any) -> Any:
         return _attempts(lm, call, gate, retries)
 
 
+def _reserve(gate: Any, lm: Any, call: Any) -> Any:
+    """The budget's ticket for one request (None without a budget).
+
+    In batch mode a request the budget holds back until another is answered counts as waiting,
+    so the batch that answers the other one goes out.
+    """
+    if gate is None:
+        return None
+    collector = batch.current()
+    with collector.idle() if collector is not None else contextlib.nullcontext():
+        return gate.reserve(lm, call)
+
+
 def _attempts(lm: Any, call: Any, gate: Any, retries: int) -> Any:
     """Send ``call`` until it is answered or may not be retried (see the module docstring)."""
     for attempt in itertools.count():
         if attempt and _stop.stop_requested():
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
         BREAKER.check()  # the first requests all failed alike: send nothing more
-        ticket = gate.reserve(lm, call) if gate is not None else None
+        ticket = _reserve(gate, lm, call)
         try:
             result = _original_execute(lm, call)
         except Exception as exc:

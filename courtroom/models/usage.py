@@ -49,11 +49,14 @@ class Usage:
         """JSON-ready form."""
         return asdict(self)
 
-    def cost(self, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
-        """Dollar cost: a user price (per 1M input, output tokens) or LiteLLM's, else None."""
+    def cost(self, prices: Mapping[str, tuple[float, float]] | None = None, *, batch: bool = False) -> float | None:
+        """Dollar cost: a user price (per 1M input, output tokens) or LiteLLM's, else None.
+
+        ``batch``: at batch prices (:func:`batch_price_per_token`).
+        """
         total, known = 0.0, False
         for model, counts in self.by_model.items():
-            price = price_per_token(model, prices)
+            price = batch_price_per_token(model, prices) if batch else price_per_token(model, prices)
             if price is None:
                 continue
             known = True
@@ -78,6 +81,30 @@ def price_per_token(model: str, prices: Mapping[str, tuple[float, float]] | None
         if info and "input_cost_per_token" in info:
             return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token", 0.0))
     return None
+
+
+def batch_price_per_token(
+    model: str, prices: Mapping[str, tuple[float, float]] | None = None
+) -> tuple[float, float] | None:
+    """(input, output) dollars per token through the provider's batch API.
+
+    LiteLLM's ``input_cost_per_token_batches`` / ``output_cost_per_token_batches`` where it has
+    them (and the user's table does not name the model), else half the live price: what OpenAI,
+    Anthropic, Google, Mistral and Together charge for batches.
+    """
+    live = price_per_token(model, prices)
+    if live is None:
+        return None
+    if not (prices and model in prices):
+        import litellm
+
+        for key in (model, model.split("/", 1)[-1]):
+            info = litellm.model_cost.get(key) or {}
+            if "input_cost_per_token_batches" in info:
+                return float(info["input_cost_per_token_batches"]), float(
+                    info.get("output_cost_per_token_batches", live[1] / 2)
+                )
+    return live[0] / 2, live[1] / 2
 
 
 class Meter(UsageTracker):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
+import os
 import re
 import socket
 import time
@@ -29,7 +30,7 @@ from courtroom.analysis.bias import check_debias, debiased
 from courtroom.data.tasks import load_splits
 from courtroom.errors import ConfigError, DataError, ModelError
 from courtroom.eval.harness import ExampleResult, evaluate, summarize
-from courtroom.eval.metrics import price_aliases
+from courtroom.eval.metrics import price_aliases, user_prices
 from courtroom.eval.status import status
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import WIRE, since
@@ -80,6 +81,17 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
             ) from exc
 
 
+def _batch_base(config: RunConfig) -> str | None:
+    """The models' base URL: ``--api-base``, or in batch mode OpenAI's (models without a batch API refused here)."""
+    if not config.batch:
+        return config.api_base
+    from courtroom.models.batch import check_names
+    from courtroom.models.panels import split_models
+
+    named = [config.lm or os.environ.get("COURTROOM_LM", "local"), *config.roles.values()]
+    return check_names([m for value in named for m in split_models(str(value))], config.api_base)
+
+
 def new_run_dir(out: str | Path, framework: str, task: str) -> Path:
     """A fresh folder named ``{created}_{framework}_{task}_{id}``."""
     created = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -126,9 +138,13 @@ class RunSetup:
                 valid_roles=framework.roles,
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
-                api_base=config.api_base,
+                api_base=_batch_base(config),
                 timeout=config.timeout,
             )
+        if config.batch:
+            from courtroom.models.batch import check_batchable
+
+            check_batchable(lms.models())  # before the folder is made or anything is sent
         config.prices = price_aliases(config.prices, lms)  # `local`, as typed, priced as its server's model
         if config.repeat:
             lms = salted_roles(lms, config.repeat)
@@ -231,6 +247,8 @@ class RunSetup:
         results = [by_id[ex.id] for ex in self.examples]
         summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
         summary.update(spend_summary(run_dir, since(self.wire), config.prices))
+        if config.batch:
+            summary.update(_batch_spend(run_dir, summary, config.prices))
         errors = [r.error for r in results if r.prediction is None]
         summary.update(status(len(errors), len(results), config.fail_on_error, errors))
         learned = self.program.prepare_report()
@@ -239,6 +257,20 @@ class RunSetup:
         write_json(run_dir / "summary.json", summary)
         write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
+
+
+def _batch_spend(run_dir: Path, summary: Mapping[str, Any], prices: Any) -> dict[str, Any]:
+    """A batch run's dollars at the batch price (``cost``), beside the live price, and its batches."""
+    from courtroom.models.batch import recorded
+    from courtroom.models.usage import Usage
+    from courtroom.runner.sessions import folder_spend
+
+    by_model = {k: dict(v) for k, v in (folder_spend(run_dir).get("by_model") or {}).items()}
+    return {
+        "cost": Usage(by_model=by_model).cost(user_prices(by_model, prices), batch=True),
+        "live_cost": summary.get("cost"),
+        "batches": len(recorded(run_dir)),
+    }
 
 
 def run(

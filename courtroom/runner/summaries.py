@@ -43,7 +43,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         # a resumed folder: sent counts every session
         *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
         ("tokens (sent calls)", tokens_text(summary)),
-        ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}"),
+        ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}" + _live(summary)),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
 
@@ -63,3 +63,11 @@ def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         (name, str(value) if isinstance(value, int) else f"{value:.3f}")
         for name, value in (summary.get("learned") or {}).items()
     ]
+
+
+def _live(summary: Mapping[str, Any]) -> str:
+    """`` (batch price; live $X, N batches)`` for a run sent in batches, else nothing."""
+    if summary.get("batches") is None:
+        return ""
+    live = summary.get("live_cost")
+    return f" (batch price; live ${live:.4f}, {summary['batches']} batches)" if live is not None else ""

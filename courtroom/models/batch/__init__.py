@@ -33,6 +33,7 @@ __all__ = [
     "batching",
     "cancel_batches",
     "check_batchable",
+    "check_names",
     "current",
     "forked",
     "recorded",
@@ -49,7 +50,10 @@ def current() -> Collector | None:
 
 
 def poll_seconds() -> float:
-    """Seconds between looks at the batches in flight (``COURTROOM_BATCH_POLL``, default 10)."""
+    """The longest wait between looks at a batch in flight (``COURTROOM_BATCH_POLL``, default 10 s).
+
+    A batch is first looked at 0.05 s after it is submitted, then after twice as long each time.
+    """
     try:
         return max(0.01, float(os.environ.get("COURTROOM_BATCH_POLL", "10")))
     except ValueError:
@@ -119,15 +123,31 @@ def _client_of(lm: Any) -> OpenAIBatches | None:
     return batches() if callable(batches) else None
 
 
+OPENAI = "https://api.openai.com/v1"
+"""Where ``openai/`` models go in batch mode without ``--api-base`` or ``$OPENAI_BASE_URL`` (key: $OPENAI_API_KEY)."""
+
+WIRE = ("openai/", "hosted_vllm/")
+"""Model prefixes whose requests are OpenAI chat bodies (:data:`courtroom.models.lms.OPENAI_WIRE`)."""
+
+_FIX = (
+    "batch mode serves openai/ models (OpenAI's Batch API, or an --api-base server that speaks /v1/files and "
+    "/v1/batches, like courtroom.testing.FakeServer); drop --batch"
+)
+
+
+def check_names(names: Iterable[str], api_base: str | None) -> str | None:
+    """Refuse, before anything is built, a model with no batch API; the base URL batch mode uses."""
+    for name in names:
+        if not name.startswith(WIRE) or (not api_base and not name.startswith("openai/")):
+            raise ConfigError(f"--batch: {name} has no batch API here ({_FIX})")
+    return api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or OPENAI
+
+
 def check_batchable(lms: Iterable[Any]) -> None:
-    """Refuse, before any request, a model with no batch API (one line naming it and the fix)."""
+    """Refuse, before any request, a built model with no batch API (one line naming it and the fix)."""
     for lm in lms:
         if _client_of(lm) is None:
-            name = getattr(lm, "model", repr(lm))
-            raise ConfigError(
-                f"--batch: {name} has no batch API here (batch mode serves models at an --api-base that "
-                "speaks OpenAI's /v1/files and /v1/batches, and openai/ models); drop --batch for it"
-            )
+            raise ConfigError(f"--batch: {getattr(lm, 'model', repr(lm))} has no batch API here ({_FIX})")
 
 
 def cancel_batches(folder: str | Path, lms: Iterable[Any]) -> list[tuple[str, str]]:

@@ -68,6 +68,9 @@ class Batch:
     status: str = "validating"
     done: int = 0
     started: float = field(default_factory=time.monotonic)
+    interval: float = 0.05
+    """Seconds until the next look: doubled at each look, up to the collector's ``poll``."""
+    next_poll: float = 0.0
 
 
 class Collector:
@@ -190,6 +193,19 @@ class Collector:
                 line.ready.set()
 
     @contextlib.contextmanager
+    def idle(self) -> Iterator[None]:
+        """While inside, this thread counts as waiting (it waits for another request's answer)."""
+        with self._cond:
+            self.waiting += 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.waiting -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
     def leading(self, key: str) -> Iterator[bool]:
         """Ask ``key`` (a cache key) once: yields True to the first asker, False to one that waited for it.
 
@@ -236,16 +252,15 @@ class Collector:
             return True
         return self._oldest is not None and time.monotonic() - self._oldest >= self.max_wait
 
+    def _next_poll(self) -> float:
+        return min((b.next_poll for b in self._in_flight.values()), default=float("inf"))
+
     def _loop(self) -> None:
-        last_poll = 0.0
         while True:
             with self._cond:
-                while (
-                    not self._closed
-                    and not self._due()
-                    and not (self._in_flight and time.monotonic() - last_poll >= self.poll)
-                ):
-                    self._cond.wait(min(self.poll, 0.05) if self._pending else self.poll)
+                while not self._closed and not self._due() and time.monotonic() < self._next_poll():
+                    wait = min(self._next_poll() - time.monotonic(), self.poll)
+                    self._cond.wait(max(0.005, min(wait, 0.05) if self._pending else wait))
                 if self._closed:
                     return
                 todo = list(self._pending) if self._due() else []
@@ -255,9 +270,7 @@ class Collector:
             try:
                 if todo:
                     self._submit(todo)
-                if self._in_flight and time.monotonic() - last_poll >= self.poll:
-                    last_poll = time.monotonic()
-                    self._poll()
+                self._poll()
             except Exception as exc:  # noqa: BLE001 - every waiting line learns of it
                 logger.warning("batch: %s", exc)
                 self._fail(todo, exc)
@@ -286,7 +299,11 @@ class Collector:
                     self.on_status(batch)
 
     def _poll(self) -> None:
-        for batch in list(self._in_flight.values()):
+        """Look at the batches whose time has come; each looks again after twice as long, up to ``poll``."""
+        now = time.monotonic()
+        for batch in [b for b in self._in_flight.values() if b.next_poll <= now]:
+            batch.interval = min(self.poll, batch.interval * 2)
+            batch.next_poll = now + batch.interval
             status = batch.client.status(batch.id)
             batch.status, batch.done = status.status, status.completed + status.failed
             if self.on_status:
