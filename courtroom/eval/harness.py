@@ -18,7 +18,7 @@ import dspy
 from courtroom.analysis.bias import bias_summary
 from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
-from courtroom.models._concurrency import bounded_requests
+from courtroom.models._concurrency import bounded_requests, fit_open_files
 from courtroom.models._requests import OverBudget
 from courtroom.models.usage import Usage, metered
 from courtroom.transcript import Turn
@@ -121,6 +121,7 @@ def evaluate(
     With a :class:`courtroom.cost.budget.Budget`, an example starts only if the budget admits
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
+    concurrency = fit_open_files(concurrency)  # ulimit -n: lowered (said once) rather than every example failing
     results: dict[int, ExampleResult] = {}
     futures: dict[Any, int] = {}
     in_callback = False
@@ -167,7 +168,16 @@ def _drain(futures: dict[Any, int], results: dict[int, ExampleResult], on_result
 
 
 def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
-    """``run_example`` if the budget (if any) admits one more example, else None."""
+    """``run_example`` if the budget (if any) admits one more example, else None (the thread's cache files closed)."""
+    from courtroom.models.cache import close_thread_cache
+
+    try:
+        return _admitted(budget, program, example)
+    finally:
+        close_thread_cache()
+
+
+def _admitted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
     if budget is None:
         return run_example(program, example)
     if not budget.admit():
