@@ -91,3 +91,31 @@ def test_request_slots_are_fair_and_bounded_under_load() -> None:
         slots.acquire()  # every slot came back
     with pytest.raises(ValueError):
         Slots(1).release()
+
+
+def test_concurrency_is_lowered_to_what_ulimit_n_can_hold(tmp_path) -> None:
+    # Before: at `ulimit -n 128` and --concurrency 16 examples failed with "Too many open files".
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from courtroom.testing import FakeServer
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    with FakeServer(latency=0.05) as server:
+        args = ["run", "jot", "--limit", "16", "--loops", "1", "--lm", "openai/fake", "--api-base", server.url]
+        done = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args, "--concurrency", "16", "--out", str(tmp_path / "runs")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=limit,
+            env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
+        )
+    said = [x for x in done.stderr.splitlines() if "ulimit -n allows 128" in x]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(said) == 1 and "--concurrency 16 needs about" in said[0] and "running 3 at a time" in said[0]
+    assert "Too many open files" not in done.stderr

@@ -21,7 +21,7 @@ from courtroom.analysis.calibration import confidence, scores
 from courtroom.eval.metrics import score, user_prices
 from courtroom.models import batch
 from courtroom.models._breaker import Unreachable, converted
-from courtroom.models._concurrency import bounded_requests
+from courtroom.models._concurrency import bounded_requests, fit_open_files
 from courtroom.models._requests import OverBudget
 from courtroom.models.usage import Usage, metered
 from courtroom.transcript import Turn
@@ -130,6 +130,7 @@ def evaluate(
     With a :class:`courtroom.cost.budget.Budget`, an example starts only if the budget admits
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
+    concurrency = fit_open_files(concurrency)  # ulimit -n: lowered (said once) rather than every example failing
     results: dict[int, ExampleResult] = {}
     futures: dict[Any, int] = {}
     in_callback = False
@@ -187,7 +188,16 @@ def _leaving(leave: Callable[[], None], budget: Any, program: dspy.Module, examp
 
 
 def _budgeted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
-    """``run_example`` if the budget (if any) admits one more example, else None."""
+    """``run_example`` if the budget (if any) admits one more example, else None (the thread's cache files closed)."""
+    from courtroom.models.cache import close_thread_cache
+
+    try:
+        return _admitted(budget, program, example)
+    finally:
+        close_thread_cache()
+
+
+def _admitted(budget: Any, program: dspy.Module, example: dspy.Example) -> ExampleResult | None:
     if budget is None:
         return run_example(program, example)
     collector = batch.current()

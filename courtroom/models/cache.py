@@ -221,6 +221,21 @@ def _move_aside(directory: Path, exc: BaseException) -> Path:
     return aside
 
 
+def close_thread_cache() -> None:
+    """Close this thread's connections to the disk cache (one file per shard it touched).
+
+    They are per thread and stay open after the thread ends: every short-lived worker (an
+    example, a role call in parallel) left about one file open, until ``ulimit -n`` was reached
+    and every example failed with "Too many open files".
+    """
+    close = getattr(getattr(dspy.cache, "disk_cache", None), "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - closing is housekeeping: never a reason to fail a call
+            logger.debug("could not close the cache's connections", exc_info=True)
+
+
 def cache_dir() -> Path:
     """Where the LM response cache lives."""
     return Path(os.environ.get("COURTROOM_CACHE_DIR") or user_cache_dir("courtroom")).expanduser()
