@@ -121,7 +121,17 @@ def test_overrides_narrow_and_trial_zero_is_the_paper_default() -> None:
     assert default_params("courtroom-llm", build_space("courtroom-llm")) == {
         k: v
         for k, v in FRAMEWORKS["courtroom-llm"].knobs().items()
-        if k in {"n_judges", "judge_mode", "k_precedents", "assignment", "max_argument_sentences", "early_stop"}
+        if k
+        in {
+            "n_judges",
+            "judge_mode",
+            "k_precedents",
+            "precedent_scope",
+            "reason_sentences",
+            "assignment",
+            "max_argument_sentences",
+            "early_stop",
+        }
     }
 
 
