@@ -82,7 +82,7 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
     ("args", "message"),
     [
         ([], "exactly one of a case text or --input"),
-        (["--input", "missing.jsonl"], "cannot read missing.jsonl"),
+        (["--input", "missing.jsonl"], "cannot read --input missing.jsonl"),
         (["x", "--role", "bailiff=openai/x"], "unknown role 'bailiff'"),
     ],
 )

@@ -107,7 +107,7 @@ class RunOptions(_CommonOptions, total=False):
     """The keywords of :func:`courtroom.run` (the flags of ``courtroom run``)."""
 
     cancel_batches: bool
-    """With a resume: cancel the batches the run folder has in flight."""
+    """With a resume: cancel the batches the folder has in flight."""
     split: str
     limit: int | None
     debias: str | None
@@ -116,17 +116,9 @@ class RunOptions(_CommonOptions, total=False):
     theta: float
 
 
-class CompareOptions(_CommonOptions, total=False):
-    """The keywords of :func:`courtroom.compare` (the flags of ``courtroom compare``)."""
+class CompareOptions(RunOptions, total=False):
+    """The keywords of :func:`courtroom.compare` (the flags of ``courtroom compare``): run's, and these."""
 
-    cancel_batches: bool
-    """With a resume: cancel the batches the comparison has in flight."""
-    split: str
-    limit: int | None
-    debias: str | None
-    repeats: int
-    ambiguity_k: int
-    theta: float
     suite: str | None
     suite_tasks: str | Sequence[str]
     matched_baselines: bool
