@@ -56,7 +56,8 @@ def test_a_library_call_prints_nothing_unless_asked(
         outcome = courtroom.study("jot", trials=2, dev_limit=2, train_limit=2, space={"n_loops": "1"},
                                   lm="openai/m", api_base=server.url, storage=f"sqlite:///{tmp_path}/s.db",
                                   out=tmp_path / "report", progress=False)  # fmt: skip
-    assert len(outcome.table) == 2 and (tmp_path / "report" / "trials.csv").is_file()
+    ran = outcome.table[outcome.table["duplicate_of"].isna()] if "duplicate_of" in outcome.table else outcome.table
+    assert len(ran) == 2 and (tmp_path / "report" / "trials.csv").is_file()
     assert capfd.readouterr() == ("", "")
 
 

@@ -74,7 +74,7 @@ def compare_command(
     from courtroom.errors import ConfigError
 
     if spec.execution.cancel_batches:
-        from courtroom.cli.run import cancel_in_flight
+        from courtroom.cli._batches import cancel_in_flight
 
         return cancel_in_flight(resume_dir, spec)
     if resume_dir is not None:

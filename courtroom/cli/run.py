@@ -53,6 +53,8 @@ def run_command(
             raise ConfigError("--dry-run estimates a new run: drop --resume")
         return print_estimates(*estimate(spec=spec))
     if spec.execution.cancel_batches:
+        from courtroom.cli._batches import cancel_in_flight
+
         return cancel_in_flight(resume_dir, spec)
     if resume_dir is None:
         writable_folder(spec.output.out or "runs", "--out")
@@ -135,18 +137,3 @@ def _print_data(fmt: str, data: dict[str, Any], md: str, stats: bool = False) ->
     else:
         flat = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
         sys.stdout.write(csv_text(pd.DataFrame([flat]), index=False))
-
-
-def cancel_in_flight(folder: Path | None, spec: Experiment) -> None:
-    """``--cancel-batches``: cancel the batches the folder has in flight, one line each."""
-    from courtroom.errors import ConfigError
-    from courtroom.runner.batches import cancel
-
-    if folder is None:
-        raise ConfigError("--cancel-batches needs the folder: courtroom run --resume RUN_DIR --cancel-batches")
-    done = cancel(folder, spec.models.api_base)
-    for run_dir, batch_id, status in done:
-        typer.echo(f"{run_dir.name}: batch {batch_id} {status}", err=True)
-    typer.echo(
-        f"cancelled {len(done)} batch(es) in flight; `--resume` without --cancel-batches sends what is left", err=True
-    )
