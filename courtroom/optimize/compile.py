@@ -181,11 +181,16 @@ def compile_program(
         start = time.perf_counter()
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
         phases = optimizer_output(bar.status if bar is not None else None, label=f"{cls.name} + {opt.name}")
-        with dspy.context(lm=helper, adapter=ADAPTER), phases:
-            run = opt.run
-            assert run is not None
-            # In a worker: a stop (Ctrl-C, SIGTERM) lets the optimizer's requests in flight finish and be cached.
-            compiled = keep_prepared_demos(program, _stop.finishing(lambda: run(ctx, program.deepcopy(), trainset)))
+        run = opt.run
+        assert run is not None
+
+        def optimize() -> CourtroomProgram:
+            # Entered in the thread that runs the optimizer: its phase lines are told apart by thread.
+            with dspy.context(lm=helper, adapter=ADAPTER), phases:
+                return run(ctx, program.deepcopy(), trainset)
+
+        # In a worker: a stop (Ctrl-C, SIGTERM) lets the optimizer's requests in flight finish and be cached.
+        compiled = keep_prepared_demos(program, _stop.finishing(optimize))
         if bar is not None:
             bar.status("done")
         seconds = time.perf_counter() - start
