@@ -66,7 +66,8 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
             import optuna
 
             study = optuna.load_study(study_name="jot-boolean_expressions", storage=f"sqlite:///{db}")
-            states = [t.state.name for t in study.trials]
+            # Each worker ran two configurations; a trial that drew one already run took its value instead.
+            states = [t.state.name for t in study.trials if "duplicate_of" not in t.user_attrs]
             assert len(states) == 4 and set(states) <= {"COMPLETE", "PRUNED"}, states
 
 
