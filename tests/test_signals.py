@@ -93,7 +93,7 @@ def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path
     name, sig = "SIGINT", signal.SIGINT
     env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     args = ["compile", "zero-shot", "--task", "boolean_expressions", "--data", "generate", "--optimizer", "bootstrap"]
-    args += ["--train-limit", "6", "--dev-limit", "1", "--concurrency", "1", "--lm", "openai/fake"]
+    args += ["--train-limit", "6", "--dev-limit", "1", "--test-limit", "0", "--concurrency", "1", "--lm", "openai/fake"]
     with FakeServer(latency=1.0) as server:
         args += ["--api-base", server.url, "-o", str(tmp_path / "program.json")]
         proc = subprocess.Popen(
