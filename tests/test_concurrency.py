@@ -117,5 +117,34 @@ def test_concurrency_is_lowered_to_what_ulimit_n_can_hold(tmp_path) -> None:
         )
     said = [x for x in done.stderr.splitlines() if "ulimit -n allows 128" in x]
     assert done.returncode == 0, done.stderr[-2000:]
-    assert len(said) == 1 and "--concurrency 16 needs about" in said[0] and "running 3 at a time" in said[0]
+    assert len(said) == 1 and "--concurrency 16 needs about" in said[0] and "running 2 at a time" in said[0]
     assert "Too many open files" not in done.stderr
+
+
+def test_a_limit_too_low_for_one_example_is_refused_in_one_line(tmp_path) -> None:
+    # Before: at `ulimit -n 64` compare died with "Too many open files" (exit 1, a traceback) and a
+    # study blamed its storage; every command needs ~100 files before its first request.
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from courtroom.testing import FakeServer
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    with FakeServer() as server:
+        args = ["compare", "--frameworks", "jot,zero-shot", "--limit", "4", "--loops", "1", "--lm", "openai/fake"]
+        done = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args, "--api-base", server.url, "--out", str(tmp_path / "c")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=limit,
+            env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
+        )
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert len(errors) == 1 and "only 64 open files" in errors[0] and "ulimit -n" in errors[0], errors
+    assert server.counts["requests"] == 0  # refused before any request

@@ -186,7 +186,7 @@ def limit_requests(lm: Any) -> Any:
     return lm
 
 
-FDS_BASE, FDS_PER_REQUEST = 40, 24
+FDS_BASE, FDS_PER_REQUEST = 80, 24
 """Open files a command needs: about 40, plus 24 per concurrent example (its threads' sockets and
 their connections to the cache's shards). Measured with jot on the fake server: 64 are enough for
 ``--concurrency 1``, 384 for 16; at ``ulimit -n 64`` and 16, every example failed."""
