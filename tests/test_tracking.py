@@ -176,3 +176,25 @@ def test_track_bad_input_is_one_line(
     assert main(["run", "zero-shot", "--limit", "1", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and len(err.splitlines()) == 1, err
+
+
+def test_trace_records_each_case_with_each_roles_prompt(tracked: dict[str, Any], tmp_path: Path) -> None:
+    """--trace: DSPy's autolog sends a trace per case to the store; its spans hold each role's prompt."""
+    client, experiment = tracked["client"], tracked["experiment"]
+    before = {t.info.trace_id for t in client.search_traces(locations=[experiment.experiment_id])}
+    with FakeServer() as server:
+        url = server.url.replace("http://", f"http://user:{SECRET}@")
+        args = ["run", "jot", "--set", "n_loops=1", "--limit", "2", "--lm", "openai/fake-trace", "--api-base", url]
+        assert main([*args, "--out", str(tmp_path), "--track", tracked["store"], "--trace"]) == 0
+        host = server.url.split("//", 1)[1]
+    traces = [t for t in client.search_traces(locations=[experiment.experiment_id]) if t.info.trace_id not in before]
+    (run_dir,) = (p for p in tmp_path.iterdir() if p.is_dir())
+    cases = [json.loads(line)["input"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(traces) == len(cases) == 2
+    for trace in traces:
+        text = " ".join(str(span.inputs) for span in trace.data.spans)
+        assert "Lawyer(" in text and "Prosecutor(" in text and "Judge" in text
+        assert any(case in text for case in cases)
+        assert any(span.span_type == "CHAT_MODEL" for span in trace.data.spans)
+    data = (tracked["root"] / "mlflow.db").read_bytes()
+    assert SECRET.encode() not in data and host.encode() not in data

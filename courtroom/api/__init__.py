@@ -15,7 +15,8 @@ this module: :mod:`courtroom.api._score` (a saved program on labelled data: its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -101,10 +102,21 @@ def _tracked(spec: Experiment, outcome: Any) -> Any:
     return outcome
 
 
-def _display(spec: Experiment, progress: bool) -> Any:
+@contextmanager
+def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
+    """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    return ProgressDisplay(progress, prices=spec.budget.table())
+    with _tracing(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
+        yield display
+
+
+def _tracing(spec: Experiment) -> Any:
+    if not spec.output.trace:
+        return nullcontext()
+    from courtroom.tracking import tracing
+
+    return tracing(spec)
 
 
 def run(
@@ -367,7 +379,10 @@ def study(
         raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
     _stop.note_flags(spec.runtime_flags())
     try:
-        outcome = run_spec_study(spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec))
+        with _tracing(spec):
+            outcome = run_spec_study(
+                spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
+            )
     except Exception as exc:
         if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
             raise

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,9 +109,36 @@ def _entry(spec: Experiment, outcome: Any) -> Entry:
 
 @contextmanager
 def tracing(spec: Experiment) -> Iterator[None]:
-    """With ``--trace``: MLflow's DSPy autolog on for the duration (traces to the tracking URI)."""
+    """With ``--trace``: MLflow's DSPy autolog on for the duration, its traces sent to the tracking URI.
+
+    Each top-level module call (one case) is a trace whose spans are the roles' module and LM calls,
+    prompts and answers. A tracker that cannot be reached is one warning and no traces; MLflow's own
+    lines stay quiet while it runs (a trace it cannot send is dropped, never an error of the run).
+    """
     uri = tracking_uri(spec)
     if not spec.output.trace or uri is None:
         yield
         return
-    yield
+    from courtroom.tracking._mlflow import check_reachable, experiment_name, quiet
+
+    with quiet():
+        try:
+            import mlflow
+            import mlflow.dspy
+
+            check_reachable(uri)
+            mlflow.set_tracking_uri(uri)
+            mlflow.set_experiment(experiment_name())
+            mlflow.dspy.autolog(silent=True)
+        except Exception as exc:  # noqa: BLE001 - tracing never breaks a run
+            _warn(uri, exc, None)
+            yield
+            return
+        try:
+            yield
+        finally:
+            with suppress(Exception):
+                mlflow.dspy.autolog(disable=True, silent=True)
+                mlflow.flush_trace_async_logging()  # the traces are in the store when the command returns
+            # Its exporter would say at exit that it flushes (nothing is left to flush).
+            logging.getLogger("mlflow.tracing.export.async_export_queue").setLevel(logging.WARNING)

@@ -47,6 +47,8 @@ def check_reachable(uri: str, timeout: float = 3.0) -> None:
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """MLflow's own INFO lines off and its HTTP retries short, for the duration."""
+    import mlflow  # noqa: F401 - MLflow sets its loggers' levels when first imported: before ours
+
     levels = {name: logging.getLogger(name).level for name in QUIET}
     set_here = [k for k in HTTP_DEFAULTS if k not in os.environ]
     for name in QUIET:
@@ -70,8 +72,13 @@ def write(uri: str, entry: Entry) -> str:
     return _write(client, experiment, entry, parent=None)
 
 
+def experiment_name() -> str:
+    """``$MLFLOW_EXPERIMENT_NAME``, else ``courtroom``."""
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+
+
 def _experiment(client: Any) -> str:
-    name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+    name = experiment_name()
     found = client.get_experiment_by_name(name)
     if found is not None:
         return str(found.experiment_id)
