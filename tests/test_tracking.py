@@ -9,9 +9,14 @@ finds its MLflow run again instead of logging a second one.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -130,15 +135,42 @@ def test_no_key_password_or_base_url_in_the_store(tracked: dict[str, Any]) -> No
             assert secret.encode() not in data, (path, secret)
 
 
-def test_an_unreachable_tracking_server_is_one_warning_and_the_run_finishes(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+@contextlib.contextmanager
+def _failing_tracker() -> Iterator[str]:
+    """A tracking server that answers every request with 500."""
+
+    class Failing(BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _fail
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("tracker", ["down", "failing"])
+def test_a_tracking_server_down_or_failing_is_one_warning_and_the_run_finishes(
+    tracker: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with FakeServer() as server:
+    with FakeServer() as server, _failing_tracker() as failing:
+        where = "127.0.0.1:1" if tracker == "down" else failing
         args = ["run", "zero-shot", "--limit", "2", "--lm", "openai/fake-down", "--api-base", server.url]
-        assert main([*args, "--track", "http://user:pw@127.0.0.1:1", "--out", "runs"]) == 0
+        started = time.monotonic()
+        assert main([*args, "--track", f"http://user:pw@{where}", "--out", "runs"]) == 0
+        assert time.monotonic() - started < 60  # MLflow's own retries would take minutes
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warned) == 1 and "tracking to http://user:PASSWORD@127.0.0.1:1 failed" in warned[0], warned
+    assert len(warned) == 1 and f"tracking to http://user:PASSWORD@{where} failed" in warned[0], warned
     assert "\n" not in warned[0] and "pw@" not in warned[0]
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == 2 and (run_dir / "summary.json").is_file()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["record", "tracing", "tracking_uri"]
 
 logger = logging.getLogger(__name__)
+URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"()]+", re.IGNORECASE)
+"""A URL in an error's text (MLflow's name the server with its password): redacted before it is printed."""
 
 
 def tracking_uri(spec: Experiment) -> str | None:
@@ -67,7 +70,7 @@ def record(spec: Experiment, outcome: Any) -> str | None:
 
 
 def _warn(uri: str, exc: BaseException, outcome: Any) -> None:
-    text = " ".join(str(exc).split())[:300] or type(exc).__name__
+    text = URL.sub(lambda m: without_password(m.group(0)), " ".join(str(exc).split()))[:300] or type(exc).__name__
     folder = _folder(outcome)
     where = f"; the results stay in {folder}" if folder else ""
     logger.warning("tracking to %s failed: %s%s", without_password(uri), text, where)
