@@ -44,6 +44,8 @@ def tracked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert main(["compare", "--frameworks", "zero-shot,cot", "--limit", "3", "--out", "comparisons", *common]) == 0
         assert main(["compile", "zero-shot", "--optimizer", "labeled", "--train-limit", "3", "--dev-limit", "3",
                      "--test-limit", "3", "-o", "prog.json", *common]) == 0  # fmt: skip
+        assert main(["score", "prog.json", "--limit", "3", "--out", "scores", *common]) == 0
+        assert main(["run", "zero-shot", "--repeats", "2", "--limit", "2", "--out", "runs", *common]) == 0
         assert main(["study", "jot", "--trials", "3", "--dev-limit", "2", "--train-limit", "2", "--space",
                      "n_loops=1:2", "--storage", f"sqlite:///{root}/study.db", "--out", "study-report",
                      *common]) == 0  # fmt: skip
@@ -123,6 +125,33 @@ def test_a_study_is_a_parent_run_with_a_child_per_trial(tracked: dict[str, Any])
     best = json.loads(Path(client.download_artifacts(parent.info.run_id, "best.json")).read_text())
     assert parent.data.metrics["best_value"] == pytest.approx(best["value"])
     assert float(trials[best["number"]]["value"]) == pytest.approx(best["value"])
+
+
+def test_a_score_is_the_programs_row_beside_its_matched_vote(tracked: dict[str, Any]) -> None:
+    (folder,) = (tracked["root"] / "scores").iterdir()
+    [parent] = [r for r in _command(tracked, "score") if "mlflow.parentRunId" not in r.data.tags]
+    assert parent.data.tags["courtroom.id"] == folder.name
+    rows = {row["framework"]: row for row in csv.DictReader((folder / "table.csv").open())}
+    children = {c.data.tags["courtroom.row"]: c for c in _children(tracked, parent)}
+    assert set(children) == set(rows) and len(rows) == 2  # the program and the vote at its calls
+    for name, child in children.items():
+        assert child.data.metrics["accuracy"] == pytest.approx(float(rows[name]["accuracy"]))
+        assert child.data.metrics["calls"] == pytest.approx(float(rows[name]["calls"]))
+
+
+def test_a_repeat_group_is_a_parent_run_with_a_child_per_repeat(tracked: dict[str, Any]) -> None:
+    (group,) = (tracked["root"] / "runs").iterdir()
+    [parent] = [r for r in tracked["runs"] if r.data.tags.get("courtroom.id") == group.name]
+    stats = json.loads((group / "repeats.json").read_text())["stats"]
+    for key in ("mean", "ci_low", "ci_high", "sd"):
+        name = "accuracy" if key == "mean" else f"accuracy_{key}"
+        assert parent.data.metrics[name] == pytest.approx(stats["accuracy"][key]), key
+    assert parent.data.params["execution.repeats"] == "2"
+    children = _children(tracked, parent)
+    assert sorted(c.data.tags["courtroom.id"] for c in children) == sorted(
+        f"{group.name}/{p.name}" for p in group.iterdir() if (p / "meta.json").is_file()
+    )
+    assert len(children) == 2 and all(c.data.metrics["n"] == 2 for c in children)
 
 
 def test_no_key_password_or_base_url_in_the_store(tracked: dict[str, Any]) -> None:

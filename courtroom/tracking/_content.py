@@ -21,7 +21,7 @@ from courtroom._secrets import without_password
 
 MAX_PARAM = 6000
 """MLflow's longest param value (characters); longer values are cut."""
-RUN_FILES = ("results.jsonl", "summary.json", "summary.md", "meta.json", "group.json")
+RUN_FILES = ("results.jsonl", "summary.json", "summary.md", "meta.json", "group.json", "repeats.json", "repeats.md")
 """The files of a run folder or repeat group that travel as artifacts."""
 COMPARISON_FILES = ("table.csv", "table.md", "comparison.json", "analyses.json", "plan.json", "frontier.png")
 SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -110,22 +110,22 @@ def _files(folder: Path, names: Iterable[str], into: str | None = None) -> list[
 def run_entry(folder: Path, command: str = "run") -> Entry:
     """A run folder or repeat group: its spec, its summary's figures, its files and HTML report."""
     folder = Path(folder)
-    meta = _read(folder / "meta.json") or _read(folder / "group.json")
-    summary = _read(folder / "summary.json")
+    group = (folder / "group.json").is_file()
+    repeats = sorted(p for p in folder.iterdir() if (p / "meta.json").is_file()) if group else []
+    meta = _read((repeats[0] if repeats else folder) / "meta.json")
     params = flat_params(meta.get("spec") or {})
     if meta.get("framework_config"):
         params |= {f"knob.{k}": v for k, v in flat_params(dict(meta["framework_config"]), "").items()}
-    metrics = numbers(summary)
+    metrics = numbers(_read(folder / "summary.json"))
     metrics |= _interval(metrics)
     children = []
-    if (folder / "group.json").is_file():  # a repeat group: its statistics, a child per repeat
-        stats = _read(folder / "stats.json") or {}
+    if group:  # a repeat group: each metric's mean with its interval (repeats.json), a child per repeat
+        stats = dict(_read(folder / "repeats.json").get("stats") or {})
         for metric, row in stats.items():
             if isinstance(row, Mapping):
                 metrics |= numbers({k: v for k, v in row.items() if k != "mean"}, f"{metric}_")
-                if isinstance(row.get("mean"), int | float):
-                    metrics[metric] = float(row["mean"])
-        for sub in sorted(p for p in folder.iterdir() if (p / "meta.json").is_file()):
+                metrics |= numbers({metric: row.get("mean")})
+        for sub in repeats:
             child = run_entry(sub, command)
             child.key = f"{folder.name}/{sub.name}"
             children.append(child)
