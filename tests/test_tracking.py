@@ -187,16 +187,17 @@ def _failing_tracker() -> Iterator[str]:
         server.server_close()
 
 
-@pytest.mark.parametrize("tracker", ["down", "failing"])
+@pytest.mark.parametrize("tracker", ["down", "failing", "down, with --trace"])
 def test_a_tracking_server_down_or_failing_is_one_warning_and_the_run_finishes(
     tracker: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     with FakeServer() as server, _failing_tracker() as failing:
-        where = "127.0.0.1:1" if tracker == "down" else failing
+        where = failing if tracker == "failing" else "127.0.0.1:1"
         args = ["run", "zero-shot", "--limit", "2", "--lm", "openai/fake-down", "--api-base", server.url]
         started = time.monotonic()
-        assert main([*args, "--track", f"http://user:pw@{where}", "--out", "runs"]) == 0
+        trace = ["--trace"] if "trace" in tracker else []
+        assert main([*args, "--track", f"http://user:pw@{where}", *trace, "--out", "runs"]) == 0
         assert time.monotonic() - started < 60  # MLflow's own retries would take minutes
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == 1 and f"tracking to http://user:PASSWORD@{where} failed" in warned[0], warned

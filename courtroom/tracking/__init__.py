@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["record", "tracing", "tracking_uri"]
 
 logger = logging.getLogger(__name__)
+_UNREACHED: set[str] = set()
+"""Tracking URIs :func:`tracing` could not reach in the command running (its :func:`record` stays quiet)."""
 URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"()]+", re.IGNORECASE)
 """A URL in an error's text (MLflow's name the server with its password): redacted before it is printed."""
 
@@ -52,6 +54,9 @@ def record(spec: Experiment, outcome: Any) -> str | None:
     """
     uri = tracking_uri(spec)
     if uri is None:
+        return None
+    if uri in _UNREACHED:  # --trace found it down and said so: one warning per command
+        _UNREACHED.discard(uri)
         return None
     try:
         entry = _entry(spec, outcome)
@@ -124,6 +129,7 @@ def tracing(spec: Experiment) -> Iterator[None]:
         return
     from courtroom.tracking._mlflow import check_reachable, experiment_name, quiet
 
+    _UNREACHED.discard(uri)
     with quiet():
         try:
             import mlflow
@@ -135,6 +141,7 @@ def tracing(spec: Experiment) -> Iterator[None]:
             mlflow.dspy.autolog(silent=True)
         except Exception as exc:  # noqa: BLE001 - tracing never breaks a run
             _warn(uri, exc, None)
+            _UNREACHED.add(uri)
             yield
             return
         try:
