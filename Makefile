@@ -22,7 +22,7 @@ $(VENV)/.llama: | $(BIN)/python
 # An editable install type checkers see: a path in a .pth file (pyproject.toml's package-dir), not an
 # import hook. An install made before that (its __editable__ finder module) is replaced.
 $(VENV)/.installed: pyproject.toml $(VENV)/.llama
-	$(BIN)/pip install -q -e ".[dev,postgres]"
+	$(BIN)/pip install -q -e ".[dev,postgres,mlflow]"
 	touch $@
 
 setup: $(VENV)/.installed

@@ -142,14 +142,14 @@ SMALLEST = {
 @pytest.mark.local_model
 @pytest.mark.parametrize("name", list(FRAMEWORKS))
 def test_end_to_end_on_the_embedded_model(name: str, local_lm: Any) -> None:
-    """Two cases through the real llama.cpp server, smallest knobs: labels valid, transcript present."""
+    """A case through the real llama.cpp server, smallest knobs: label valid, transcript present."""
     train = [
         dspy.Example(case="not True and False", label="False", id="t1").with_inputs("case"),
         dspy.Example(case="True or False", label="True", id="t2").with_inputs("case"),
     ]
     program = FRAMEWORKS[name](BINARY, lm=local_lm, **SMALLEST.get(name, {}))
     program.prepare(train)
-    for case in ("True and not False", "False or False"):
+    for case in ("True and not False",):  # one case: the contract is the structure, not the accuracy
         out = program(case=case)
         assert out.label in BINARY
         assert out.transcript

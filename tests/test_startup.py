@@ -19,7 +19,7 @@ import pytest
 from courtroom.cli import _names
 from courtroom.testing import FakeServer
 
-HEAVY = ("dspy", "litellm", "sklearn", "pandas", "optuna", "datasets", "numpy", "matplotlib")
+HEAVY = ("dspy", "litellm", "sklearn", "pandas", "optuna", "datasets", "numpy", "matplotlib", "mlflow")
 
 IMPORTED = textwrap.dedent(
     """
@@ -65,6 +65,7 @@ def test_the_cli_names_agree_with_the_registries() -> None:
         (["compare", "--frameworks", "jot,no-such-framework"], 2),
         (["run", "jot", "--preset", "no-such-preset"], 2),
         (["run", "zero-shot", "--lm", "nosuchprovider/x", "--api-base", "ftp://x"], 2),
+        (["run", "zero-shot", "--track", "sqlite:///m.db", "--limit", "0"], 2),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
 )

@@ -15,7 +15,8 @@ this module: :mod:`courtroom.api._score` (a saved program on labelled data: its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -92,10 +93,30 @@ def _budget(spec: Experiment) -> Any:
     return Budget(max_calls=b.max_calls, max_cost=b.max_cost, prices=b.table())
 
 
-def _display(spec: Experiment, progress: bool) -> Any:
+def _tracked(spec: Experiment, outcome: Any) -> Any:
+    """``outcome``, logged to MLflow first when the spec says ``--track`` (:mod:`courtroom.tracking`)."""
+    if spec.output.track is not None:
+        from courtroom.tracking import record
+
+        record(spec, outcome)
+    return outcome
+
+
+@contextmanager
+def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
+    """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    return ProgressDisplay(progress, prices=spec.budget.table())
+    with _tracing(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
+        yield display
+
+
+def _tracing(spec: Experiment) -> Any:
+    if not spec.output.trace:
+        return nullcontext()
+    from courtroom.tracking import tracing
+
+    return tracing(spec)
 
 
 def run(
@@ -135,7 +156,7 @@ def run(
         if resume is not None:
             overrides = resume_overrides(spec)
             if is_repeat_group(resume):
-                return resume_repeats(resume, lms=lms, **hooks, **overrides, **spend)
+                return _tracked(spec, resume_repeats(resume, lms=lms, **hooks, **overrides, **spend))
             outcome = resume_run(
                 resume, lms=lms, progress=bar.result, on_start=bar.start, retry_failed=retry_failed, **overrides,
                 **spend,
@@ -143,7 +164,7 @@ def run(
         else:
             assert config is not None
             if spec.execution.repeats > 1:
-                return run_repeats(config, spec.execution.repeats, lms=lms, **hooks, **spend)
+                return _tracked(spec, run_repeats(config, spec.execution.repeats, lms=lms, **hooks, **spend))
             outcome = run_once(config, progress=bar.result, on_start=bar.start, lms=lms, **spend)
     from courtroom.analysis.flips import run_flips
 
@@ -156,7 +177,7 @@ def run(
         outcome.analyses["ambiguity"] = run_ambiguity(
             outcome.run_dir, spec.output.ambiguity_k, spec.output.theta, lms=lms, api_base=spec.models.api_base
         ).to_dict("records")
-    return outcome
+    return _tracked(spec, outcome)
 
 
 def estimate(
@@ -250,9 +271,9 @@ def compare(
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
-            return resume_comparison(resume, **hooks, **given_options(spec))
+            return _tracked(spec, resume_comparison(resume, **hooks, **given_options(spec)))
         opts = compare_options(spec)
-        return run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts)
+        return _tracked(spec, run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts))
 
 
 def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -268,7 +289,8 @@ def compare_suite(spec: Experiment, *, progress: bool = True, lms: Any = None) -
         opts = compare_options(each, list(dict.fromkeys(fw for fw, _, _ in rows.values())) or None)
         opts.pop("task")
         with _display(each, progress) as display:
-            return run_compare(task, names, lms=lms, budget=_budget(spec), **row_hooks(display), **opts, **kw)
+            found = run_compare(task, names, lms=lms, budget=_budget(spec), **row_hooks(display), **opts, **kw)
+        return _tracked(each, found)
 
     _stop.note_flags(spec.runtime_flags())
     assert spec.design.suite is not None
@@ -326,7 +348,7 @@ def compile(  # noqa: A001 - the command's name
         metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
         result = dataclasses.replace(result, metadata=metadata, path=save_program(result.program, out, metadata))
         result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
-    return result
+    return _tracked(spec, result)
 
 
 def study(
@@ -357,13 +379,17 @@ def study(
         raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
     _stop.note_flags(spec.runtime_flags())
     try:
-        return run_spec_study(spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec))
+        with _tracing(spec):
+            outcome = run_spec_study(
+                spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
+            )
     except Exception as exc:
         if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
             raise
         from courtroom.optimize._storage import storage_failure
 
         raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
+    return _tracked(spec, outcome)
 
 
 def score(
@@ -390,7 +416,8 @@ def score(
         raise ConfigError("a dry run returns estimates, not a score: call courtroom.estimate(..., program=...)")
     _stop.note_flags(spec.runtime_flags())
     with _display(spec, progress) as display:
-        return run_score(spec, program, lms=lms, budget=_budget(spec), hooks=row_hooks(display))
+        outcome = run_score(spec, program, lms=lms, budget=_budget(spec), hooks=row_hooks(display))
+    return _tracked(spec, outcome)
 
 
 def predict(

@@ -97,6 +97,10 @@ class _DesignOptions(TypedDict, total=False):
     """A price table file, or model -> [input, output] dollars per 1M tokens."""
     out: str | PathLike[str] | None
     """Where results go (compile: the program file; ``None`` saves nothing)."""
+    track: str | None
+    """An MLflow tracking URI the results are also logged to (``"env"``: ``$MLFLOW_TRACKING_URI``)."""
+    trace: bool
+    """With ``track``: every module and LM call recorded as an MLflow trace."""
 
 
 class _CommonOptions(_DataOptions, _ModelOptions, _DesignOptions, total=False):

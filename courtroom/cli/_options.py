@@ -178,6 +178,11 @@ OPTIONS: list[Option] = [
        "| json (the whole table; other lines go to stderr).", OUTPUT_PANEL,
        dict.fromkeys(("run", "compare", "compile", "study", "score", "show", "runs"), "table"),
        metavar="table|md|csv|json"),
+    _o("track", "--track", STR, "Also log the results to MLflow: a tracking server (http://HOST:5000) or store "
+       "(sqlite:///mlflow.db); env: $MLFLOW_TRACKING_URI. Needs courtroom[mlflow].", OUTPUT_PANEL, SCORED,
+       metavar="URI"),
+    _o("trace", "--trace", bool, "With --track: record every module and LM call as an MLflow trace (DSPy autolog).",
+       OUTPUT_PANEL, dict.fromkeys(SCORED, False)),
     _o("export_best", "--export-best", STR, "Write the best config (or, with --compile, the best program).",
        OUTPUT_PANEL, ("study",)),
     # Execution
@@ -339,7 +344,7 @@ def from_flags(
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
-              "test_limit", "keep_better")  # fmt: skip
+              "test_limit", "keep_better", "track", "trace")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

@@ -165,6 +165,8 @@ class Experiment:
         out["models"].pop("api_base")  # a server URL may carry credentials; never on disk
         if out["study"]["storage"]:  # nor a storage's password
             out["study"]["storage"] = without_password(out["study"]["storage"])
+        if out["output"]["track"]:  # nor a tracking server's
+            out["output"]["track"] = without_password(out["output"]["track"])
         if isinstance(out["budget"]["prices"], Path):
             out["budget"]["prices"] = str(out["budget"]["prices"])
         return json.loads(json.dumps(out, default=str))
@@ -188,13 +190,14 @@ class Experiment:
 
         A run folder, comparison or study records its answer-changing spec, so a hint adds only
         what it cannot read back: the server's URL (never written to disk) and, when given, the
-        timeout, the concurrency and the price table.
+        timeout, the concurrency, the price table and the tracking URI.
         """
         m, b = self.models, self.budget
         out: list[str] = []
         for name, value in (("api_base", m.api_base), ("timeout", m.timeout),
                             ("concurrency", self.execution.concurrency),
-                            ("prices", b.prices if isinstance(b.prices, str | Path) else None)):  # fmt: skip
+                            ("prices", b.prices if isinstance(b.prices, str | Path) else None),
+                            ("track", self.output.track)):  # fmt: skip
             if value is not None and (name == "api_base" or name in self.given):
                 out += [flag_of(name), without_password(_shown(value))]
         return out

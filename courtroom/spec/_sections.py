@@ -11,7 +11,9 @@ This module imports nothing heavy: it is read by ``courtroom --help`` and by eve
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,11 +327,24 @@ class Output:
     export_best: str | None = None
     format: str = "table"
     """What the command prints on stdout: table (key columns at the terminal's width), md, csv or json."""
+    track: str | None = None
+    """``--track URI``: an MLflow tracking server or store the results are also logged to (``env``:
+    ``$MLFLOW_TRACKING_URI``); :mod:`courtroom.tracking`."""
+    trace: bool = False
+    """``--trace``: with ``track``, MLflow's DSPy autolog records every module and LM call as a trace."""
 
     def validate(self) -> None:
-        """A known ``--format`` and a finite ``--theta``."""
+        """A known ``--format``, a finite ``--theta`` and a ``--track`` that names a place."""
         check_format(self.format)
         check_amount("--theta", self.theta, "a D_rate threshold", zero=True)
+        if self.track is not None and not self.track.strip():
+            raise ConfigError("--track needs a tracking URI, e.g. --track http://127.0.0.1:5000 or --track env")
+        if self.track == "env" and not os.environ.get("MLFLOW_TRACKING_URI", "").strip():
+            raise ConfigError("--track env reads $MLFLOW_TRACKING_URI, which is not set: set it or give --track URI")
+        if self.track is not None and importlib.util.find_spec("mlflow") is None:
+            raise ConfigError("--track needs MLflow: pip install 'courtroom[mlflow]'")
+        if self.trace and self.track is None:
+            raise ConfigError("--trace goes with --track URI: the traces are logged to that MLflow tracking server")
 
 
 @dataclass
