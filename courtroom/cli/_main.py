@@ -74,6 +74,10 @@ def _interrupted_message() -> str:
     return f"{what}: {saved}saved in {folder}; resume with: {_stop.with_flags(f'courtroom run --resume {folder}')}"
 
 
+RENAMED = {"--train": "--train-limit", "--dev": "--dev-limit", "--test": "--test-limit"}
+"""Old spellings of options -> today's: an unknown old name is answered with the new one."""
+
+
 def run_main(argv: list[str] | None) -> int:
     """Parse ``argv`` (default: ``sys.argv``), run the command, and return its exit status."""
     from courtroom import _stop
@@ -118,6 +122,9 @@ def run_main(argv: list[str] | None) -> int:
         command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
         hint = f" (see courtroom {command_name} --help)" if command_name else ""
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        renamed = RENAMED.get(getattr(exc, "option_name", None) or "")
+        if renamed:  # click's close matches need not include it (--train is nearer --trace than --train-limit)
+            message = f"No such option: {exc.option_name} (it is {renamed} now)"  # type: ignore[attr-defined]
         print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:
