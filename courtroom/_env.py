@@ -46,3 +46,7 @@ def check_environment() -> None:
         from courtroom.models.local._lm import string_cap
 
         string_cap()
+    if os.environ.get("COURTROOM_LOCAL_THREADS"):
+        from courtroom.models.local._server import default_threads
+
+        default_threads()

@@ -60,3 +60,18 @@ def test_user_sets_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_lm.MAX_CHARS_ENV, "lots")
     with pytest.raises(ConfigError, match="COURTROOM_LOCAL_MAX_CHARS"):
         _lm.local_lm()
+
+
+def test_llama_threads_leave_a_core_for_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    from courtroom.models.local import _server
+
+    monkeypatch.delenv(_server.THREADS_ENV, raising=False)
+    for cores, threads in [(1, 1), (2, 1), (4, 3), (16, 4)]:
+        monkeypatch.setattr(_server.os, "cpu_count", lambda cores=cores: cores)
+        assert _server.default_threads() == threads
+    monkeypatch.setenv(_server.THREADS_ENV, "3")
+    assert _server.LocalServer().n_threads == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv(_server.THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match="COURTROOM_LOCAL_THREADS"):
+            _server.default_threads()
