@@ -275,7 +275,7 @@ def test_cli_debias_swap_prints_and_stores_the_consistency_rate(capsys):
         code, out, err = _cli(["run", "jot", "--loops", "1", "--debias", "swap", *base], capsys)
     assert code == 0, err
     assert "position consistency (swap)" in out and "verdict to longer argument" in out
-    assert "12 (12 sent, 0 cached)" in out  # 2 examples x 3 calls x 2 orders
+    assert "12 = 12 sent + 0 from the cache" in out  # 2 examples x 3 calls x 2 orders
     run_dir = Path(next(x for x in out.splitlines() if x.startswith("run folder:")).split(":", 1)[1].strip())
     summary = json.loads((run_dir / "summary.json").read_text())
     # The fake server answers the first choice: the lawyer's position in each order, so never consistent.

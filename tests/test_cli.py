@@ -48,8 +48,8 @@ def test_run_writes_a_complete_run_folder(server, capsys):
     before = server.counts["requests"]
     code, out, err = _run(args, capsys)
     assert code == 0, err
-    assert "accuracy" in out and "macro-F1" in out and "LM calls" in out and "wall time" in out
-    assert "18 (18 sent, 0 cached)" in out
+    assert "accuracy" in out and "macro-F1" in out and "LM calls" in out and "command time" in out
+    assert "18 = 18 sent + 0 from the cache" in out and "18 = 18 for those calls" in out
     assert server.counts["requests"] - before == 18
     run_dir = _run_dir(out)
     assert run_dir.name.split("_")[1:3] == ["jot", "boolean"]
@@ -72,7 +72,7 @@ def test_run_writes_a_complete_run_folder(server, capsys):
 
     # The same run again is served from the cache.
     code, out, _ = _run(args, capsys)
-    assert code == 0 and "18 (0 sent, 18 cached)" in out
+    assert code == 0 and "18 = 0 sent + 18 from the cache" in out and "0 = 0 for those calls" in out
     assert server.counts["requests"] - before == 18
 
     code, out, _ = _run(["show", str(run_dir), "--example", "1"], capsys)

@@ -289,10 +289,41 @@ def test_the_calls_line_names_the_requests_that_prepared_the_program(tmp_path: P
         examples_tokens = summary["tokens"] - summary["training_tokens"]
         assert summary["training_tokens"] > 0 and examples_tokens > 0
         for out in (done.stdout, shown.stdout):
-            assert f"{summary['calls']} ({summary['sent']} sent, 0 cached)" in out
-            assert re.search(
-                rf"sent preparing on train +│ +{training} \({summary['training_tokens']:,} tokens\)", out
-            ), out
+            # each count says what it counts, and its parts add up to it
+            assert f"{summary['calls']} = {summary['calls']} sent + 0 from the cache" in out, out
+            assert (
+                f"{summary['sent']} = {summary['calls']} for those calls + {training} preparing on train "
+                f"({summary['training_tokens']:,} tokens)"
+            ) in out, out
             # the tokens row names the examples' part, the figure the progress line shows
             assert f"{summary['tokens']:,} ({examples_tokens:,} on the examples)" in out, out
         assert f"{examples_tokens:,} tokens" in done.stderr, done.stderr
+
+
+def test_the_summary_counts_and_times_add_up_with_retries(cli: Callable[..., Any], tmp_path: Path) -> None:
+    # A flaky server: some calls take retries. "LM calls 4 (7 sent, 0 cached)" said nothing of the 3.
+    with FakeServer(faults={"500": 0.3}, seed=3) as server:
+        args = ["--lm", "openai/m", "--api-base", server.url, "--limit", "4", "--out", str(tmp_path / "runs")]
+        done = cli("run", "jot", "--loops", "1", *args)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+        retries = summary["sent"] - summary["calls"]
+        assert summary["sent"] == server.counts["requests"] and retries > 0, summary
+        assert f"{summary['sent']} = {summary['calls']} for those calls + {retries} retr" in done.stdout
+        timing = summary["timing"]
+        assert timing["start_up"] > 0 and timing["setup"] > 0 and timing["examples"] > 0
+        parts = [round(timing[k], 1) for k in ("start_up", "setup", "examples")]
+        match = re.search(
+            r"command time +│ +([\d.]+) s = ([\d.]+) start-up \+ ([\d.]+) set-up \+ ([\d.]+) examples", done.stdout
+        )
+        assert match, done.stdout
+        assert [float(x) for x in match.groups()[1:]] == parts
+        assert float(match[1]) == pytest.approx(sum(parts))
+    # From Python no command started: no start-up part, and the rest still adds up.
+    import courtroom
+
+    with FakeServer() as server:
+        outcome = courtroom.run("zero-shot", lm="openai/m", api_base=server.url, limit=2, out=str(tmp_path / "py"))
+    assert outcome.summary["timing"]["start_up"] is None
+    shown = cli("show", str(outcome.run_dir))
+    assert re.search(r"command time +│ +[\d.]+ s = [\d.]+ set-up \+ [\d.]+ examples", shown.stdout), shown.stdout

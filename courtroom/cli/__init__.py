@@ -15,8 +15,9 @@ import threading
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line (no traceback unless ``--debug``) and exit non-zero."""
-    from courtroom import _stop
+    from courtroom import _clock, _stop
 
+    _clock.begin()
     _stop.reset()
     if threading.current_thread() is not threading.main_thread():
         try:

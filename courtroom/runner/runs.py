@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from courtroom import _stop
+from courtroom import _clock, _stop
 from courtroom._files import JsonLines, read_json, read_jsonl, skipped_text, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
@@ -118,10 +118,13 @@ class RunSetup:
     source: str
     wire: dict[str, Any] = field(default_factory=WIRE.snapshot)
     """The process's request tally when the setup was built: this session's spend is counted from it."""
+    began: float = field(default_factory=time.perf_counter)
+    """When building began (``perf_counter``): the summary's set-up time counts from it."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
         """Load the data, build the role models and the program (``lms`` replaces the named models)."""
+        began = time.perf_counter()
         configure_cache()
         framework = get_framework(config.framework)
         check_debias(config.debias, config.framework)
@@ -159,7 +162,7 @@ class RunSetup:
         check_keys(lms)
         check_context(lms.models(), ((str(ex.id), ex.case) for ex in data.examples))
         check_reachable(lms)
-        return cls(config, program, lms, data.task, data.examples, data.source)
+        return cls(config, program, lms, data.task, data.examples, data.source, began=began)
 
     def batching(self, run_dir: Path) -> Any:
         """Batch mode for this run's requests (``config.batch``), recorded in ``run_dir``; else nothing."""
@@ -245,7 +248,13 @@ class RunSetup:
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
         by_id = {r.id: r for r in [*done, *new]}
         results = [by_id[ex.id] for ex in self.examples]
-        summary = summarize(results, self.task.labels, earlier + time.perf_counter() - start, config.prices)
+        now = time.perf_counter()
+        summary = summarize(results, self.task.labels, earlier + now - start, config.prices)
+        summary["timing"] = {
+            "start_up": _clock.start_up(self.began),
+            "setup": round(start - self.began, 3),
+            "examples": round(now - start, 3),
+        }
         summary.update(spend_summary(run_dir, since(self.wire), config.prices))
         if config.batch:
             summary.update(_batch_spend(run_dir, summary, config.prices))

@@ -21,13 +21,42 @@ def tokens_text(summary: Mapping[str, Any]) -> str:
 
 
 def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The examples' LM calls and the requests sent; a second row names those that prepared the program."""
-    rows = [("LM calls", f"{summary['calls']} ({summary['sent']} sent, {summary['cached']} cached)")]
-    if summary.get("training_sent"):
+    """The examples' LM calls, then every request sent, each split into parts that add up.
+
+    A call is the program asking a role (a cache hit included); a request is one that reached a
+    server: a call's first try, its retries after errors, the attempts a ``--retry-failed``
+    replaced, and the requests that prepared the program on train.
+    """
+    calls, cached, sent = summary["calls"], summary["cached"], summary["sent"]
+    training = summary.get("training_sent") or 0
+    asked = calls - cached
+    rows = [("LM calls", f"{calls} = {asked} sent + {cached} from the cache")]
+    text = f"{sent} = {asked} for those calls"
+    more = sent - training - asked
+    if more > 0:
+        text += f" + {more} {'retry' if more == 1 else 'retries'}"  # a --retry-failed's replaced attempts too
+    elif more < 0:
+        text += f" - {-more} never sent (stopped or refused)"
+    if training:
         tokens = summary.get("training_tokens") or 0
-        rows.append(
-            ("  sent preparing on train", f"{summary['training_sent']}" + (f" ({tokens:,} tokens)" if tokens else ""))
-        )
+        text += f" + {training} preparing on train" + (f" ({tokens:,} tokens)" if tokens else "")
+    rows.append(("requests sent", text))
+    return rows
+
+
+def time_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Time on the examples (every session), and what the last command took, in parts that add up."""
+    timing = summary.get("timing") or {}
+    wall = summary["wall_seconds"]
+    examples = timing.get("examples")
+    resumed = examples is not None and wall - examples >= 0.05
+    rows = [("time on the examples", f"{wall:.1f} s" + (f" ({examples:.1f} s this session)" if resumed else ""))]
+    if examples is None:
+        return rows  # written before summaries split their time
+    parts = [("start-up", timing.get("start_up")), ("set-up", timing.get("setup")), ("examples", examples)]
+    shown = [(name, round(value, 1)) for name, value in parts if value is not None]
+    total = sum(value for _, value in shown)
+    rows.append(("command time", f"{total:.1f} s = " + " + ".join(f"{value:.1f} {name}" for name, value in shown)))
     return rows
 
 
@@ -44,7 +73,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
         ("tokens (sent calls)", tokens_text(summary)),
         ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}" + _live(summary)),
-        ("wall time", f"{summary['wall_seconds']:.1f} s"),
+        *time_rows(summary),
     ]
 
 
