@@ -41,7 +41,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "small": ["--dev", "20", "50", "--seeds", "4", "--test", "100"],
         "smoke": ["--dev", "6", "--seeds", "1", "--trials", "3", "--test", "6"],
     },
-    "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "1"]},
+    "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "2"]},
     "optimizers": {
         "small": ["--train", "16", "--dev", "12", "--test", "30", "--seeds", "30"],
         "smoke": [
@@ -60,6 +60,10 @@ SIZES: dict[str, dict[str, list[str]]] = {
             "--fdr-test",
             "6",
         ],
+    },
+    "scale": {
+        "small": ["--cases", "600", "--concurrency", "32", "--pairs", "1"],
+        "smoke": ["--cases", "8", "--concurrency", "4", "--pairs", "1"],
     },
     "batch": {
         "small": ["--examples", "50", "--turnaround", "0.5"],

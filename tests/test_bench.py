@@ -25,6 +25,23 @@ def test_every_script_has_a_size() -> None:
     assert scripts == set(bench_all.SIZES)
 
 
+PRINTS = {
+    "settle": (
+        "full trial: jot (jot-paper)",
+        "settle vs full trial",
+        "matched majority vote",
+        "curve",
+        "seeds 0..1",
+        "chosen on 20 dev cases",
+        "SE of the paired difference",
+        "targets met: within one paired SE",
+        "the most any design can reach under this model",
+        "if a stated confidence were informative",
+    ),
+}
+"""What a benchmark must print at its smoke size, beyond running."""
+
+
 @pytest.mark.parametrize("name", sorted(bench_all.SIZES))
 def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
     env = {**os.environ, "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
@@ -33,6 +50,8 @@ def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert len(done.stdout.strip().splitlines()) >= 3, done.stdout
+    for needle in PRINTS.get(name, ()):
+        assert needle in done.stdout, needle
 
 
 def test_best_schedule_of_critical_path_is_exact() -> None:

@@ -38,12 +38,12 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
 
 
 def test_jot_end_to_end_over_http(local_lm):
-    data = load_task("boolean_expressions", data="generate", limit=3, seed=7)
+    data = load_task("boolean_expressions", data="generate", limit=2, seed=7)
     prog = JudgmentOfThought(["True", "False"], lm=local_lm, n_loops=1)
     results = evaluate(prog, data.examples, concurrency=2)
-    assert len(results) == 3
+    assert len(results) == 2  # two at once on a server that answers one at a time
     # Constrained decoding: every answer parses, and the label is one of the labels.
-    assert [r.error for r in results] == [None, None, None]
+    assert [r.error for r in results] == [None, None]
     assert all(r.prediction in ("True", "False") for r in results)
     assert all([t["role"] for t in r.transcript] == ["lawyer", "prosecutor", "judge"] for r in results)
     assert all(r.usage["sent"] + r.usage["cached"] == 3 for r in results)

@@ -305,28 +305,11 @@ def test_the_oracle_models_case_difficulty() -> None:
     )
 
 
-def test_bench_runs_at_its_smallest_size() -> None:
-    import subprocess
+def test_the_benchs_expected_figures() -> None:
+    # The bench itself runs in tests/test_bench.py (its smoke size), which checks what it prints.
     import sys
 
     bench = Path(__file__).resolve().parents[1] / "bench" / "settle.py"
-    out = subprocess.run(
-        [sys.executable, str(bench), "--cases", "20", "--seeds", "2"], capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr
-    for needle in (
-        "full trial: jot (jot-paper)",
-        "settle vs full trial",
-        "matched majority vote",
-        "curve",
-        "seeds 0..1",
-        "chosen on 20 dev cases",
-        "SE of the paired difference",
-        "targets met: within one paired SE",
-        "the most any design can reach under this model",
-        "if a stated confidence were informative",
-    ):
-        assert needle in out.stdout, needle
     sys.path.insert(0, str(bench.parent))
     try:
         from _settle_model import expected_settle, expected_vote  # type: ignore[import-not-found]
