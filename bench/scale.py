@@ -40,7 +40,15 @@ def _answer(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _serve(conn: Any, latency: float) -> None:
-    from courtroom.testing import FakeServer
+    from courtroom.testing import FakeServer, _fake_server
+
+    # Tokens counted by length, not by LiteLLM's tokenizer: the server must not be what sets the
+    # pace (it has one core; the client has the other).
+    _fake_server._usage = lambda model, messages, text: {  # type: ignore[attr-defined]
+        "prompt_tokens": (p := sum(len(str(m.get("content") or "")) for m in messages) // 4),
+        "completion_tokens": (c := len(text) // 4),
+        "total_tokens": p + c,
+    }
 
     with FakeServer(_answer, latency=latency) as server:
         conn.send(server.url)
