@@ -251,3 +251,23 @@ def test_tasks_command_lists_every_task(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     for name in TASKS:
         assert name in out
+
+
+def test_a_local_csv_or_jsonl_is_read_without_loading_datasets(tmp_path: Path) -> None:
+    # `datasets` (its import and Arrow cache) cost ~2 s of every command's start-up for a local file.
+    import subprocess
+    import sys
+
+    (tmp_path / "d.csv").write_text("text,label,score\nfirst,1,0.5\nsecond,0,\n")
+    (tmp_path / "d.jsonl").write_text('{"text": "first", "label": 1}\n{"text": "second", "label": 0, "extra": "x"}\n')
+    script = (
+        "import json, sys; from pathlib import Path; from courtroom.data.custom import read_file; "
+        f"rows = [read_file(Path({str(tmp_path)!r}) / name) for name in ('d.csv', 'd.jsonl')]; "
+        "print(json.dumps(['datasets' in sys.modules, rows]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    loaded, (csv_rows, jsonl_rows) = json.loads(done.stdout)
+    assert not loaded, "reading a local CSV or JSONL imported datasets"
+    # Typed as datasets typed them: whole numbers are ints (they index --labels), an empty field is None.
+    assert csv_rows == [{"text": "first", "label": 1, "score": 0.5}, {"text": "second", "label": 0, "score": None}]
+    assert jsonl_rows == [{"text": "first", "label": 1, "extra": None}, {"text": "second", "label": 0, "extra": "x"}]

@@ -8,6 +8,7 @@ its own (``--train-data``/``--dev-data``/``--test-data``). :mod:`courtroom.data.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,7 @@ def custom_task(
 
 
 def read_file(path: Path) -> list[dict[str, Any]]:
-    """The rows of a local JSON/JSONL/CSV/Parquet file (through ``datasets``)."""
-    import datasets
-
+    """The rows of a local JSON/JSONL/CSV/Parquet file (Parquet through ``datasets``)."""
     fmt = FILE_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise DataError(f"cannot read {path}: use a .json, .jsonl, .csv or .parquet file")
@@ -82,14 +81,57 @@ def read_file(path: Path) -> list[dict[str, Any]]:
                 "save it as UTF-8"
             ) from None
         kwargs = check_file(path, fmt, text)  # names the line or row that breaks, before datasets does
+        if fmt == "json":  # checked line by line above: the rows are what json reads
+            return _filled(path, _json_rows(path, text, kwargs))
     try:
+        if fmt == "csv":
+            return _filled(path, _csv_rows(text))
+        import datasets
+
         with quiet_datasets():
             ds = datasets.load_dataset(fmt, data_files=str(path), split="train", **kwargs)
-    except Exception as exc:  # datasets raises many types for unreadable files
-        if "corresponds to no data" in str(exc):
+    except Exception as exc:  # pandas and datasets raise many types for unreadable files
+        if "corresponds to no data" in str(exc) or "No columns to parse" in str(exc):
             raise DataError(f"cannot read {path}: it has no rows; put at least one row in it") from exc
         raise DataError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
     return [dict(r) for r in ds]
+
+
+def _json_rows(path: Path, text: str, kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if path.suffix.lower() == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    top = json.loads(text)
+    return top[kwargs["field"]] if "field" in kwargs else top
+
+
+def _filled(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every row with every field any row has (None where it is missing), as ``datasets`` reads them."""
+    if not rows:
+        raise DataError(f"cannot read {path}: it has no rows; put at least one row in it")
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    return [{name: row.get(name) for name in names} for row in rows]
+
+
+def _csv_rows(text: str) -> list[dict[str, Any]]:
+    """The rows of a CSV file, typed as ``datasets`` types them (it reads CSV through pandas too).
+
+    Read here with pandas rather than through ``datasets.load_dataset``, whose import and Arrow
+    cache cost about 2 s of every command's start-up: an empty field is None, a whole-number
+    column gives ints (so integer labels index ``--labels``).
+    """
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(text))
+    return [
+        {str(k): None if _missing(v) else v.item() if hasattr(v, "item") else v for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
+
+
+def _missing(value: Any) -> bool:
+    return isinstance(value, float) and value != value  # NaN
 
 
 def read_task_file(path: str | Path) -> dict[str, Any]:
