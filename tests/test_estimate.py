@@ -147,3 +147,29 @@ def test_a_dry_run_refuses_a_limit_the_run_would_refuse(tmp_path, capsys, caplog
     assert main(["compile", "zero-shot", "--train-limit", "4", "--dev-limit", "5000", *common]) == 0
     assert "nothing was sent" in capsys.readouterr().out
     assert "--dev-limit 5000 but the dev split of boolean_expressions has 100 examples: using all" in caplog.text
+
+
+def test_a_bound_is_never_shown_as_a_price(cold_cache):
+    # Without --max-tokens a model's own output limit bounds each answer: $1.80 was printed for a job
+    # whose prompts cost $0.03. The dry run names the prompts' price, the bound, and the likely price.
+    from courtroom.cost.dry_run import estimate_lines
+
+    config = RunConfig("jot", "boolean_expressions", data="generate", limit=6, lm="openai/gpt-4o-mini", knobs={"n_loops": 1})
+    est = estimate_run(config)
+    assert est.completion_basis == "max_tokens bound"
+    assert est.prompt_cost is not None and est.likely_cost is not None and est.cost is not None
+    assert 0 < est.prompt_cost < est.likely_cost < est.cost / 10
+    # likely: each role's output fields at typical lengths, never above the bound
+    assert 0 < est.likely_completion_tokens < est.completion_tokens
+    lines = list(estimate_lines({"jot": est}))
+    row = next(line for line in lines if line.startswith("| jot"))
+    assert f"<= ${est.cost:.4f} (bound)" in row
+    assert f"  jot: prompts ${est.prompt_cost:.4f}; all at most ${est.cost:.4f}; likely ${est.likely_cost:.4f}" in lines
+    ours = [line for line in lines if "likely" in line or "(bound)" in line or line.startswith("  replaced")]
+    assert len(ours) == 5 and all(len(line) <= 80 for line in ours if not line.startswith("|")), ours
+    # Measured answer lengths (a cached run) are an estimate already: no bound is printed.
+    with FakeServer() as server:
+        run(_config("zero-shot", server, limit=4))
+        measured = estimate_run(_config("zero-shot", server, limit=4), prices={"openai/fake": [1.0, 2.0]})
+    assert measured.completion_basis == "measured" and measured.likely_cost is None
+    assert not any("(bound)" in line for line in estimate_lines({"zero-shot": measured}))

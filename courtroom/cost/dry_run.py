@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from courtroom.cost.estimate import Estimate, estimate_run
+from courtroom.cost.estimate import TYPICAL_FIELD_TOKENS, Estimate, estimate_run
 from courtroom.reporting.formatting import count
 from courtroom.runner.config import RunConfig
 
@@ -38,6 +38,10 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         prompt_tokens=round(est.prompt_tokens * factor),
         completion_tokens=mul(est.completion_tokens),
         cost=mul(est.cost),
+        batch_cost=mul(est.batch_cost),
+        prompt_cost=mul(est.prompt_cost),
+        likely_cost=mul(est.likely_cost),
+        likely_completion_tokens=mul(est.likely_completion_tokens),
         calls_exact=est.calls_exact if exact is None else exact,
         min_calls=mul(est.min_calls),
         min_cost=mul(est.min_cost),
@@ -58,10 +62,22 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=plus(a.completion_tokens, b.completion_tokens),
         cost=plus(a.cost, b.cost),
+        batch_cost=plus(a.batch_cost, b.batch_cost),
+        prompt_cost=plus(a.prompt_cost, b.prompt_cost),
+        likely_cost=_likely(a, b, "likely_cost", "cost"),
+        likely_completion_tokens=_likely(a, b, "likely_completion_tokens", "completion_tokens"),
         calls_exact=a.calls_exact and b.calls_exact,
         min_calls=None if a.min_calls is None and b.min_calls is None else _low(a) + _low(b),
         min_cost=None if a.min_calls is None and b.min_calls is None else plus(_low_cost(a), _low_cost(b)),
     )
+
+
+def _likely(a: Estimate, b: Estimate, likely: str, exact: str) -> Any:
+    """The sum at typical answer lengths where either part bounds its answers (else None)."""
+    if getattr(a, likely) is None and getattr(b, likely) is None:
+        return None
+    x, y = (getattr(e, likely) if getattr(e, likely) is not None else getattr(e, exact) for e in (a, b))
+    return None if x is None or y is None else x + y
 
 
 def _low(e: Estimate) -> int:
@@ -199,6 +215,8 @@ def estimate_lines(
         dollars = "unknown" if e.cost is None else f"${e.cost:.4f}"
         if e.min_calls is not None and e.cost is not None and e.min_cost is not None:
             dollars = f"${e.min_cost:.4f} .. ${e.cost:.4f}"
+        if e.likely_cost is not None and e.cost is not None:
+            dollars = f"<= {dollars} (bound)"  # every answer at max_tokens: a bound, never a price
         if e.models and set(e.models.values()) == {"local"}:
             dollars = "$0 (embedded local model)"
         yield (
@@ -206,7 +224,12 @@ def estimate_lines(
             f"| {count(e.prompt_tokens, whole=True)} | {completion} | {dollars} |"
         )
     yield ""
-    batch = [f"{name} ${e.batch_cost:.4f}" for name, e in estimates.items() if e.batch_cost is not None and e.cost]
+    yield from _bound_lines(estimates)
+    batch = [
+        f"{name} {'<= ' if e.likely_cost is not None else ''}${e.batch_cost:.4f}"
+        for name, e in estimates.items()
+        if e.batch_cost is not None and e.cost
+    ]
     if batch:
         yield "at the batch price (--batch: the same requests, answered within the provider's window): " + ", ".join(
             batch
@@ -217,6 +240,22 @@ def estimate_lines(
         tokenizers = ", ".join(sorted({e.tokenizer for e in estimates.values()}))
         yield f"prompt tokens: the real prompts of {sample} examples per framework, counted by {tokenizers}"
         yield "dollars: LiteLLM's price map or --prices; 'unknown' when neither has the model"
+
+
+def _bound_lines(estimates: Mapping[str, Estimate]) -> Iterator[str]:
+    """Where the dollars are a bound: the prompts' price, the bound, and the likely price, each named."""
+    bounded = {n: e for n, e in estimates.items() if e.likely_cost is not None and e.cost is not None}
+    if not bounded:
+        return
+    yield "(bound): every answer at max_tokens (--max-tokens tightens it). Each part:"
+    for name, e in bounded.items():
+        prompts = "" if e.prompt_cost is None else f"prompts ${e.prompt_cost:.4f}; "
+        yield f"  {name}: {prompts}all at most ${e.cost:.4f}; likely ${e.likely_cost:.4f}"
+    yield (
+        f"likely: ~{TYPICAL_FIELD_TOKENS['text']} tokens per free-text answer field, "
+        f"{TYPICAL_FIELD_TOKENS['label']} per label: a prior,"
+    )
+    yield "  replaced by the lengths of a model's cached answers"
 
 
 def estimate_comparison(

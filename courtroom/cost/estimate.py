@@ -96,6 +96,13 @@ class Estimate:
     """Dollars at the cheapest end of the range (None: no range, or no price)."""
     batch_cost: float | None = None
     """The same requests through the provider's batch API (``--batch``): LiteLLM's batch price, else half."""
+    prompt_cost: float | None = None
+    """Dollars of the prompts alone (None: no price): exact but for the sampling of prompt lengths."""
+    likely_cost: float | None = None
+    """Dollars at typical answer lengths (:data:`TYPICAL_FIELD_TOKENS`) where ``cost`` takes every answer
+    at ``max_tokens`` (``completion_basis == "max_tokens bound"``); else None."""
+    likely_completion_tokens: int | None = None
+    """Completion tokens at those typical lengths (None: ``completion_tokens`` is not a bound)."""
 
     @property
     def calls_per_example(self) -> float:
@@ -124,6 +131,28 @@ def role_models(config: RunConfig, roles: Sequence[str]) -> dict[str, str]:
 
     default = name(config.lm)
     return {r: name(config.roles.get(r)) if r in config.roles else default for r in roles}
+
+
+TYPICAL_FIELD_TOKENS = {"label": 4, "text": 120}
+"""Tokens a role's answer typically spends per output field: a label (a choice among the labels, a
+number, a yes/no) or free text (an argument, a reasoning), plus :data:`ANSWER_OVERHEAD` for the JSON
+around them. A prior for the dry run's likely cost, named as such where it is printed; the answers a
+run has cached (``measured``) replace it."""
+ANSWER_OVERHEAD = 10
+
+
+def typical_answer_tokens(program: Any, role: str) -> int:
+    """Tokens a typical answer of ``role`` takes: its signature's output fields at :data:`TYPICAL_FIELD_TOKENS`."""
+    predictor = getattr(program, role, None)
+    signature = getattr(predictor, "signature", None) or getattr(getattr(predictor, "predict", None), "signature", None)
+    fields = getattr(signature, "output_fields", None) or {}
+    if not fields:
+        return ANSWER_OVERHEAD + TYPICAL_FIELD_TOKENS["text"]
+    total = ANSWER_OVERHEAD
+    for info in fields.values():
+        kind = getattr(info, "annotation", str)
+        total += TYPICAL_FIELD_TOKENS["text" if kind is str else "label"]
+    return total
 
 
 def _max_tokens(model: str, config: RunConfig) -> int | None:
@@ -286,6 +315,19 @@ def estimate_run(
             cost = None
             continue
         cost += prompt * share * price[0]
+    prompt_cost = cost
+    likely_cost: float | None = None
+    likely_tokens: float | None = None
+    if basis == "max_tokens bound" and completion is not None:
+        likely_tokens, likely_cost = 0.0, prompt_cost
+        for role, count in role_calls.items():
+            model = models.get(role, default_model)
+            bound = _max_tokens(model, config)
+            typical = typical_answer_tokens(program, role)
+            answer = min(bound, typical) if bound else typical
+            likely_tokens += count * answer
+            if likely_cost is not None:
+                likely_cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
     if cost is not None and completion is not None:
         for role, count in role_calls.items():
             model = models.get(role, default_model)
@@ -313,6 +355,9 @@ def estimate_run(
         completion_basis=basis,
         cost=cost,
         batch_cost=batch_cost,
+        prompt_cost=prompt_cost,
+        likely_cost=likely_cost,
+        likely_completion_tokens=None if likely_tokens is None else round(likely_tokens),
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,
