@@ -76,8 +76,6 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
 THREADS_ENV = "COURTROOM_LOCAL_THREADS"
-RAM_CACHE_BYTES = 512 * 2**20
-"""llama.cpp's cache of prompt states (``--cache_type ram``): 14 MB for a 600-token prompt of the bundled model."""
 
 
 def default_threads() -> int:
@@ -152,15 +150,6 @@ class LocalServer:
             str(self.n_threads),
             "--interrupt_requests",
             "False",
-            # Each role's prompt state is kept, so its next call evaluates only what is new after
-            # its own prefix (roles alternate, so the one live state shares ~20 tokens with the
-            # next call): a JoT decision took 10-28% less time.
-            "--cache",
-            "True",
-            "--cache_type",
-            "ram",
-            "--cache_size",
-            str(RAM_CACHE_BYTES),
         ]
         log.info("starting embedded model server: python -m llama_cpp.server %s", " ".join(cmd[4:]))
         try:
