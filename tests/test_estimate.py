@@ -154,7 +154,9 @@ def test_a_bound_is_never_shown_as_a_price(cold_cache):
     # whose prompts cost $0.03. The dry run names the prompts' price, the bound, and the likely price.
     from courtroom.cost.dry_run import estimate_lines
 
-    config = RunConfig("jot", "boolean_expressions", data="generate", limit=6, lm="openai/gpt-4o-mini", knobs={"n_loops": 1})
+    config = RunConfig(
+        "jot", "boolean_expressions", data="generate", limit=6, lm="openai/gpt-4o-mini", knobs={"n_loops": 1}
+    )
     est = estimate_run(config)
     assert est.completion_basis == "max_tokens bound"
     assert est.prompt_cost is not None and est.likely_cost is not None and est.cost is not None

@@ -324,10 +324,10 @@ def estimate_run(
             model = models.get(role, default_model)
             bound = _max_tokens(model, config)
             typical = typical_answer_tokens(program, role)
-            answer = min(bound, typical) if bound else typical
-            likely_tokens += count * answer
+            likely = min(bound, typical) if bound else typical
+            likely_tokens += count * likely
             if likely_cost is not None:
-                likely_cost += count * answer * (_price(model, prices) or (0.0, 0.0))[1]
+                likely_cost += count * likely * (_price(model, prices) or (0.0, 0.0))[1]
     if cost is not None and completion is not None:
         for role, count in role_calls.items():
             model = models.get(role, default_model)
