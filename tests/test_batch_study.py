@@ -1,0 +1,143 @@
+"""``--batch`` beyond run and compare: a study's trial scoring, its held-out test scoring, ``score``, compile.
+
+Against the fake server's OpenAI Files and Batches endpoints: the fake counts live chat requests
+(``counts["requests"]``) apart from batch lines (``counts["batch_lines"]``), so "scored through
+batches" is the server's word, and a live study at the same seed is the reference for the results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from courtroom.data.tasks import load_splits
+from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing._fakes import answer_for_schema
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    from courtroom.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def call(*args: str) -> Any:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return call
+
+
+def oracle() -> Any:
+    _, splits, _ = load_splits("boolean_expressions", seed=0)
+    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
+    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
+
+
+def test_study_scores_its_trials_and_the_winner_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every trial's dev cases and the winner's test cases go out as batches; the study equals a live one."""
+    from courtroom.api import study
+
+    outcomes = {}
+    for mode in ("live", "batch"):
+        monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
+        with FakeServer(oracle(), turnaround=0.02) as server:
+            outcome = study(
+                "self-consistency",
+                lm="openai/m",
+                api_base=server.url,
+                trials=1,  # a second trial (k_samples=1) reads the first's samples from the cache
+                dev_limit=6,
+                train_limit=3,
+                test_limit=4,
+                storage=f"sqlite:///{tmp_path}/{mode}.db",
+                out=str(tmp_path / mode),
+                batch=mode == "batch",
+                progress=False,
+            )
+        outcomes[mode] = SimpleNamespace(outcome=outcome, server=server)
+    live, batch = outcomes["live"], outcomes["batch"]
+    assert batch.server.counts["requests"] == 0  # nothing went out live
+    assert live.server.counts["batch_lines"] == 0 and live.server.counts["requests"] > 0
+    assert batch.server.sent == live.server.sent  # the same requests, each as often as live
+    # One batch for the preparation on train, one per chunk of dev cases (3 of 2), one for the test cases.
+    assert len(batch.server.batches.created) == 4 + 1
+    trials = {
+        mode: [(t.params, t.values, t.user_attrs.get("sent")) for t in o.outcome.study.trials]
+        for mode, o in outcomes.items()
+    }
+    assert trials["batch"] == trials["live"]
+    assert batch.outcome.test == live.outcome.test and batch.outcome.test  # the held-out scoring too
+    assert batch.outcome.study.trials[0].user_attrs["examples"] == 6
+
+
+def test_study_batch_refusals(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """A model without a batch API, or worker threads, are refused in one line before anything is sent."""
+    storage = f"sqlite:///{tmp_path}/s.db"
+    done = cli("study", "self-consistency", "--lm", "local", "--trials", "1", "--batch", "--storage", storage)
+    assert done.returncode == 2 and "--batch: local has no batch API" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    with FakeServer(oracle()) as server:
+        done = cli("study", "self-consistency", "--lm", "openai/m", "--api-base", server.url, "--trials", "2",
+                   "--workers", "2", "--batch", "--storage", storage)  # fmt: skip
+    assert done.returncode == 2 and "--batch runs one trial at a time" in done.stderr
+    assert server.counts["requests"] == server.counts["batch_lines"] == 0
+
+
+FIELDS = ["--text-field", "text", "--label-field", "label", "--labels", "yes,no"]
+
+
+def _lean(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+    leans = re.findall(r"leans (yes|no)", prompt)
+    values = {n: leans[-1] for n, p in (schema.get("properties") or {}).items() if leans and p.get("enum")}
+    return answer_for_schema(schema, values, "reasoning")
+
+
+def _csv(path: Path, n: int, word: str) -> Path:
+    rows = [{"text": f"{word} {i}: the evidence leans {'yes' if i % 3 else 'no'}", "label": "yes" if i % 2 else "no"}
+            for i in range(n)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_compile_stays_live_and_score_goes_in_batches(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compile --batch`` says in one line that it runs live; ``score PROGRAM --batch`` scores in batches."""
+    train, fresh = _csv(tmp_path / "train.csv", 12, "claim"), _csv(tmp_path / "fresh.csv", 6, "new claim")
+    program = tmp_path / "program.json"
+    with FakeServer(responder=_lean, turnaround=0.02) as server:
+        done = cli("compile", "zero-shot", "--dataset", str(train), *FIELDS, "--optimizer", "labeled", "--opt",
+                   "k=2", "--train-limit", "4", "--dev-limit", "3", "--lm", "openai/m", "--api-base", server.url,
+                   "-o", str(program), "--batch")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "--batch: compile's optimizers stay live (they are interactive)" in done.stderr
+        assert server.counts["batch_lines"] == 0 and server.counts["requests"] > 0
+        scored = {}
+        for mode in ("live", "batch"):
+            monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
+            before = dict(server.counts)
+            extra = ["--batch"] if mode == "batch" else []
+            done = cli("score", str(program), "--dataset", str(fresh), *FIELDS, "--api-base", server.url,
+                       "--out", str(tmp_path / mode), "--no-matched-baselines", *extra)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            scored[mode] = (
+                done.stdout.split("accuracy", 1)[1].split("\n", 1)[0],
+                {k: server.counts[k] - before.get(k, 0) for k in ("requests", "batch_lines")},
+            )
+    assert scored["batch"][1] == {"requests": 0, "batch_lines": 6}
+    assert scored["live"][1] == {"requests": 6, "batch_lines": 0}
+    assert scored["batch"][0] == scored["live"][0]
