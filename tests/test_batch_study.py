@@ -141,3 +141,31 @@ def test_compile_stays_live_and_score_goes_in_batches(
     assert scored["batch"][1] == {"requests": 0, "batch_lines": 6}
     assert scored["live"][1] == {"requests": 6, "batch_lines": 0}
     assert scored["batch"][0] == scored["live"][0]
+
+
+def test_dry_run_counts_batch_rounds_and_wall_time(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--dry-run --batch``: the rounds each design sends (what a batch run then records) and rounds x turnaround."""
+    monkeypatch.setenv("COURTROOM_BATCH_TURNAROUND", "120")
+    common = ["compare", "--frameworks", "jot,self-consistency", "--lm", "openai/m", "--limit", "4",
+              "--train-limit", "3", "--no-matched-baselines", "--batch"]  # fmt: skip
+    with FakeServer(oracle(), turnaround=0.01) as server:
+        dry = cli(*common, "--frameworks", "jot,self-consistency,settle", "--api-base", server.url, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        lines = dry.stdout.splitlines()
+        rounds = next(x for x in lines if x.startswith("batch rounds"))
+        wall = next(x for x in lines if x.startswith("expected wall time"))
+        planned = dict(re.findall(r"(jot|self-consistency) (\d+)\b", rounds.split(": ", 1)[1]))
+        assert re.search(r"settle \d+ \.\. \d+", rounds)  # panel only .. panel and trial
+        assert f"jot {int(planned['jot']) * 2} min" in wall and "rounds x 2 min per batch" in wall
+        assert server.counts["requests"] == server.counts["batch_lines"] == 0
+        done = cli(*common, "--api-base", server.url, "--out", str(tmp_path / "runs"))
+        assert done.returncode == 0, done.stderr
+    from courtroom.comparison.plots import comparison_runs
+    from courtroom.models.batch import recorded
+
+    runs = comparison_runs(next((tmp_path / "runs").iterdir()))
+    assert {design: str(len(recorded(run))) for design, run in runs.items()} == planned
+    live = cli(*common[:-1], "--api-base", "http://127.0.0.1:9/v1", "--dry-run")
+    assert live.returncode == 0 and "batch rounds" not in live.stdout

@@ -26,6 +26,7 @@ from courtroom.models.batch._record import FILE, BatchLog, recorded
 
 __all__ = [
     "FILE",
+    "TURNAROUND_BASIS",
     "Batch",
     "BatchLog",
     "Collector",
@@ -38,6 +39,7 @@ __all__ = [
     "forked",
     "recorded",
     "request_key",
+    "turnaround",
 ]
 
 _current: list[Collector] = []
@@ -66,6 +68,21 @@ def max_lines() -> int:
         return max(1, int(os.environ.get("COURTROOM_BATCH_LINES", "50000")))
     except ValueError:
         return 50_000
+
+
+TURNAROUND_BASIS = (
+    "an assumed provider turnaround: most batches come back within an hour, each may take up to the "
+    "24 h window; set COURTROOM_BATCH_TURNAROUND=SECONDS"
+)
+"""What the dry run's expected wall time of a batch run assumes (:func:`turnaround`)."""
+
+
+def turnaround() -> float:
+    """Seconds one batch is assumed to take at the provider (``COURTROOM_BATCH_TURNAROUND``, default 3600)."""
+    try:
+        return max(0.0, float(os.environ.get("COURTROOM_BATCH_TURNAROUND", "3600")))
+    except ValueError:
+        return 3600.0
 
 
 @contextlib.contextmanager
