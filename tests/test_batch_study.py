@@ -169,3 +169,41 @@ def test_dry_run_counts_batch_rounds_and_wall_time(
     assert {design: str(len(recorded(run))) for design, run in runs.items()} == planned
     live = cli(*common[:-1], "--api-base", "http://127.0.0.1:9/v1", "--dry-run")
     assert live.returncode == 0 and "batch rounds" not in live.stdout
+
+
+def test_each_batch_has_one_progress_line(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """In a pipe: a line per batch each time its status changes (never per poll); on a terminal: a bar per batch."""
+    with FakeServer(oracle(), turnaround=0.1) as server:
+        done = cli("run", "jot", "--lm", "openai/m", "--limit", "4", "--loops", "1", "--batch", "--api-base",
+                   server.url, "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, list[tuple[str, str, str]]] = {}
+    for rnd, batch_id, n, status, finished, total in re.findall(
+        r"batch r(\d+) (\S+): (\d+) requests, (\w+), (\d+)/(\d+) done", done.stderr
+    ):
+        assert n == total
+        seen.setdefault(batch_id, []).append((rnd, status, finished))
+    assert list(seen) == [b for b, _ in server.batches.created]  # every batch, in the order submitted
+    sizes = dict(server.batches.created)
+    for batch_id, states in seen.items():
+        statuses = [s for _, s, _ in states]
+        assert len(statuses) == len(set(statuses))  # only changes are printed, though it was polled many times
+        assert statuses[0] == "validating" and statuses[-1] == "completed"
+        assert states[-1][2] == str(sizes[batch_id])
+    assert [states[0][0] for states in seen.values()] == [str(r) for r in range(1, len(seen) + 1)]
+
+    from io import StringIO
+
+    from rich.console import Console
+
+    from courtroom.models.batch import Batch
+    from courtroom.reporting.progress import ProgressDisplay
+
+    with ProgressDisplay(console=Console(file=StringIO(), force_terminal=True), interactive=True) as display:
+        batch = Batch("batch_1", None, "m", 2, {}, {"a": "k1", "b": "k2"})  # type: ignore[arg-type]
+        display.batch(batch)
+        batch.status, batch.done = "in_progress", 1
+        display.batch(batch)
+        assert display._bar is not None
+        (task,) = [t for t in display._bar.tasks if t.description == "batch r2"]  # one line, updated
+        assert (task.completed, task.total, task.fields["status"]) == (1, 2, "2 requests, in_progress")

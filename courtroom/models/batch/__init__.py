@@ -37,6 +37,7 @@ __all__ = [
     "check_names",
     "current",
     "forked",
+    "listening",
     "recorded",
     "request_key",
     "turnaround",
@@ -98,7 +99,7 @@ def batching(
     models = list(lms)
     check_batchable(models)
     log = BatchLog(folder) if folder is not None else None
-    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status)
+    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status or _notify)
     if folder is not None:
         records = recorded(folder)
         if records:
@@ -117,6 +118,30 @@ def batching(
         with _lock:
             _current.remove(collector)
         collector.close()
+
+
+_listeners: list[Callable[[Batch], None]] = []
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[Batch], None]) -> Iterator[None]:
+    """While inside, ``listener`` sees every batch of every collector as it is submitted and polled.
+
+    The progress display listens (one line per batch); a collector given its own ``on_status``
+    reports there instead.
+    """
+    with _lock:
+        _listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _lock:
+            _listeners.remove(listener)
+
+
+def _notify(batch: Batch) -> None:
+    for listener in list(_listeners):
+        listener(batch)
 
 
 @contextlib.contextmanager
