@@ -207,3 +207,27 @@ def test_each_batch_has_one_progress_line(tmp_path: Path, cli: Callable[..., Any
         assert display._bar is not None
         (task,) = [t for t in display._bar.tasks if t.description == "batch r2"]  # one line, updated
         assert (task.completed, task.total, task.fields["status"]) == (1, 2, "2 requests, in_progress")
+
+
+def test_a_case_waiting_on_another_cases_precedent_counts_as_waiting(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Courtroom-LLM cases that cite a precedent another case is explaining wait for it as waiting requests.
+
+    Uncounted, they held a batch back until the collector's deadline (30 s by default: 36 s for this
+    run, 7 s now); here the deadline is 300 s, so a stall would show.
+    """
+    import time
+
+    monkeypatch.setenv("COURTROOM_BATCH_WAIT", "300")
+
+    from courtroom.models.batch import recorded
+
+    start = time.monotonic()
+    with FakeServer(oracle(), turnaround=0.01) as server:
+        done = cli("run", "courtroom-llm", "--lm", "openai/m", "--limit", "8", "--train-limit", "3", "--batch",
+                   "--api-base", server.url, "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 150
+    rounds = [r["round"] for r in recorded(next((tmp_path / "runs").iterdir()))]
+    assert len(set(rounds)) == 3 and server.counts["requests"] == 0

@@ -71,6 +71,17 @@ def max_lines() -> int:
         return 50_000
 
 
+def max_wait() -> float:
+    """Seconds a pending request waits for the other cases before its batch goes out (``COURTROOM_BATCH_WAIT``).
+
+    Default 30: a bound on a thread that works long between its requests.
+    """
+    try:
+        return max(0.1, float(os.environ.get("COURTROOM_BATCH_WAIT", "30")))
+    except ValueError:
+        return 30.0
+
+
 TURNAROUND_BASIS = (
     "an assumed provider turnaround: most batches come back within an hour, each may take up to the "
     "24 h window; set COURTROOM_BATCH_TURNAROUND=SECONDS"
@@ -99,7 +110,9 @@ def batching(
     models = list(lms)
     check_batchable(models)
     log = BatchLog(folder) if folder is not None else None
-    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status or _notify)
+    collector = Collector(
+        log, poll=poll_seconds(), max_lines=max_lines(), max_wait=max_wait(), on_status=on_status or _notify
+    )
     if folder is not None:
         records = recorded(folder)
         if records:
