@@ -148,8 +148,8 @@ def test_dry_run_counts_batch_rounds_and_wall_time(
 ) -> None:
     """``--dry-run --batch``: the rounds each design sends (what a batch run then records) and rounds x turnaround."""
     monkeypatch.setenv("COURTROOM_BATCH_TURNAROUND", "120")
-    common = ["compare", "--frameworks", "jot,self-consistency", "--lm", "openai/m", "--limit", "4",
-              "--train-limit", "3", "--no-matched-baselines", "--batch"]  # fmt: skip
+    shared = ["--lm", "openai/m", "--limit", "4", "--train-limit", "3"]
+    common = ["compare", "--no-matched-baselines", *shared, "--batch"]
     with FakeServer(oracle(), turnaround=0.01) as server:
         dry = cli(*common, "--frameworks", "jot,self-consistency,settle", "--api-base", server.url, "--dry-run")
         assert dry.returncode == 0, dry.stderr
@@ -160,14 +160,14 @@ def test_dry_run_counts_batch_rounds_and_wall_time(
         assert re.search(r"settle \d+ \.\. \d+", rounds)  # panel only .. panel and trial
         assert f"jot {int(planned['jot']) * 2} min" in wall and "rounds x 2 min per batch" in wall
         assert server.counts["requests"] == server.counts["batch_lines"] == 0
-        done = cli(*common, "--api-base", server.url, "--out", str(tmp_path / "runs"))
-        assert done.returncode == 0, done.stderr
-    from courtroom.comparison.plots import comparison_runs
+        for design in planned:  # a run of each design records as many batches as the dry run said
+            done = cli("run", design, *shared, "--batch", "--api-base", server.url, "--out", str(tmp_path / design))
+            assert done.returncode == 0, done.stderr
     from courtroom.models.batch import recorded
 
-    runs = comparison_runs(next((tmp_path / "runs").iterdir()))
-    assert {design: str(len(recorded(run))) for design, run in runs.items()} == planned
-    live = cli(*common[:-1], "--api-base", "http://127.0.0.1:9/v1", "--dry-run")
+    made = {design: str(len(recorded(next((tmp_path / design).iterdir())))) for design in planned}
+    assert made == planned and set(planned) == {"jot", "self-consistency"}
+    live = cli(*common[:-1], "--frameworks", "jot", "--api-base", "http://127.0.0.1:9/v1", "--dry-run")
     assert live.returncode == 0 and "batch rounds" not in live.stdout
 
 
