@@ -218,6 +218,10 @@ def estimate(
                 opts.pop(k, None)
             names = list(rows) if rows else spec.design.frameworks
             configs = comparison_configs(opts.pop("task"), names, rows=rows, **opts)
+            import dataclasses
+
+            if spec.execution.batch:  # the configs' batch mode comes from the spec popped above
+                configs = {k: dataclasses.replace(c, batch=True) for k, c in configs.items()}
             found = dry_run.estimate_comparison(configs, **row_plan)
             out |= {f"{task}: {k}" if len(compared(spec)) > 1 else k: v for k, v in found.items()}
         return out, []

@@ -190,7 +190,7 @@ OPTIONS: list[Option] = [
        EXECUTION_PANEL, SPEC_COMMANDS, min=1, show_default="4; on --resume, the run's"),
     _o("batch", "--batch", bool, "Send requests through the provider's batch API: about half price, answers "
        "in minutes to hours; each round of every case is one batch (compile's optimizers stay live).",
-       EXECUTION_PANEL, dict.fromkeys(ALL, False)),
+       EXECUTION_PANEL, dict.fromkeys(SCORED, False)),
     _o("cancel_batches", "--cancel-batches", bool, "With --resume: cancel the batches the folder has in flight "
        "at the provider, then stop.", EXECUTION_PANEL, {"run": False, "compare": False}),
     _o("repeats", "--repeats", int, "Runs per framework; report mean, sd and 95% CI.", EXECUTION_PANEL,

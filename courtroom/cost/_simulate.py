@@ -19,7 +19,7 @@ from dspy.lm15 import Message, Response, TextPart, Usage
 
 from courtroom.analysis.bias import debiased
 from courtroom.models._adapter import output_schema
-from courtroom.models._concurrency import serial
+from courtroom.models._concurrency import depth, serial
 from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
 from courtroom.programs import CourtroomProgram, build_program
 from courtroom.runner.config import RunConfig
@@ -63,6 +63,9 @@ class CallCounter:
 
     def attach(self, program: CourtroomProgram) -> CourtroomProgram:
         def ask(role: str, predictor: dspy.Predict, *args: Any, **kwargs: Any) -> dspy.Prediction:
+            rounds = depth.get()
+            if rounds is not None:
+                rounds[0] += 1
             with self._lock:
                 self.by_role[role] += 1
                 values = self._answers.get(predictor.signature)
@@ -270,6 +273,46 @@ def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:
         return one_by_one(texts)
 
     index._embed = embed
+
+
+def batch_rounds(
+    config: RunConfig, labels: Any, positions: Any, examples: Sequence[dspy.Example], train: Sequence[Any] | None
+) -> int:
+    """The batches ``--batch`` sends: the rounds of preparation, then the deepest case's critical path.
+
+    Every answer pattern runs on a sample of the cases (the deepest wins); an adaptive design runs
+    with its early stopping off, as :func:`max_calls` counts it.
+    """
+    program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
+    if program.adaptive:
+        config = dataclasses.replace(config, knobs=program.most_calls_knobs())
+    picked = [examples[i] for i in sample_indices(len(examples), 30)]
+    deepest = 0
+    token = serial.set(True)
+    try:
+        for pattern in PATTERNS:
+            counter = CallCounter(pattern)
+            program = counter.attach(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS))
+            rounds = [0]
+            held = depth.set(rounds)
+            try:
+                if train is not None:
+                    program.prepare(train)
+                prepared, cases = rounds[0], 0
+                evaluated = debiased(program, config.debias)
+                for ex in picked:
+                    rounds[0] = 0
+                    try:
+                        evaluated(case=ex.case)
+                    except Exception:  # noqa: BLE001 - a fake answer that a program rejects: as deep as it went
+                        pass
+                    cases = max(cases, rounds[0])
+            finally:
+                depth.reset(held)
+            deepest = max(deepest, prepared + cases)
+    finally:
+        serial.reset(token)
+    return deepest
 
 
 def max_calls(

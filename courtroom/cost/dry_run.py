@@ -45,6 +45,8 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         calls_exact=est.calls_exact if exact is None else exact,
         min_calls=mul(est.min_calls),
         min_cost=mul(est.min_cost),
+        rounds=est.rounds if factor == 1 else None,  # repeats and trials run one after another: not one run's
+        min_rounds=est.min_rounds if factor == 1 else None,
     )
 
 
@@ -234,6 +236,7 @@ def estimate_lines(
         yield "at the batch price (--batch: the same requests, answered within the provider's window): " + ", ".join(
             batch
         )
+    yield from batch_round_lines(estimates)
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())
@@ -295,3 +298,34 @@ def estimate_comparison(
         )
         out |= estimate_runs({matched.row_name(baseline, k): config}, repeats=repeats)
     return out
+
+
+def batch_round_lines(estimates: Mapping[str, Estimate]) -> Iterator[str]:
+    """With ``--batch``: each design's batch rounds (a range for a design priced as one) and its wall time."""
+    from courtroom.models.batch import TURNAROUND_BASIS, turnaround
+
+    shown = {name: (e.min_rounds if e.min_rounds is not None else e.rounds, e.rounds)
+             for name, e in estimates.items() if e.rounds}  # fmt: skip
+    if not shown:
+        return
+
+    def span(low: float, high: float, unit: Any = str) -> str:
+        return unit(high) if low == high else f"{unit(low)} .. {unit(high)}"
+
+    each = turnaround()
+    yield "batch rounds (--batch: one batch per stage of the critical path, preparation included): " + ", ".join(
+        f"{name} {span(low, high)}" for name, (low, high) in shown.items()
+    )
+    yield (
+        "expected wall time: "
+        + ", ".join(f"{name} {span(low * each, high * each, _hours)}" for name, (low, high) in shown.items())
+        + f" (rounds x {_hours(each)} per batch, {TURNAROUND_BASIS})"
+    )
+
+
+def _hours(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h".replace(".0 h", " h")

@@ -38,6 +38,7 @@ from courtroom.cost._simulate import (
     NO_LMS,
     PATTERNS,
     CallCounter,
+    batch_rounds,
     fit_line,
     max_calls,
     measured_completion,
@@ -103,6 +104,11 @@ class Estimate:
     at ``max_tokens`` (``completion_basis == "max_tokens bound"``); else None."""
     likely_completion_tokens: int | None = None
     """Completion tokens at those typical lengths (None: ``completion_tokens`` is not a bound)."""
+    rounds: int | None = None
+    """With ``--batch``: the batches the run sends, one per stage of its critical path (preparation
+    included); for a design priced as a range, its dearest end. None: not in batch mode."""
+    min_rounds: int | None = None
+    """With ``--batch``, for a design priced as a range: the batches at its cheapest end."""
 
     @property
     def calls_per_example(self) -> float:
@@ -237,6 +243,7 @@ def estimate_run(
             calls_exact=False,
             min_calls=low.calls,
             min_cost=low.cost,
+            min_rounds=low.rounds,
             seconds=round(time.perf_counter() - start, 3),
         )
     learns = type(probe).prepare
@@ -249,6 +256,7 @@ def estimate_run(
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
     calls, prepare_calls, exact, by_role = max_calls(config, labels, positions, examples, train)
+    rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     models = role_models(config, cls.roles)
     # Render the real prompts of a sample through the real adapter.
     default_model = role_models(config, [DEFAULT])[DEFAULT]
@@ -358,6 +366,7 @@ def estimate_run(
         prompt_cost=prompt_cost,
         likely_cost=likely_cost,
         likely_completion_tokens=None if likely_tokens is None else round(likely_tokens),
+        rounds=rounds,
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,

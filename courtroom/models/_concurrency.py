@@ -21,6 +21,12 @@ serial: contextvars.ContextVar[bool] = contextvars.ContextVar("courtroom_serial"
 where a thread per call would cost more than the calls)."""
 
 
+depth: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("courtroom_depth", default=None)
+"""In a dry run's count, the rounds of calls so far on this path (a one-item list the counter
+increments): run serially, parallel thunks each start at the same depth and the caller goes on
+from the deepest, so a case's depth is its critical path (the batches ``--batch`` sends)."""
+
+
 def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     """Call each thunk in its own thread (each with a copy of the caller's context); keep order.
 
@@ -29,7 +35,16 @@ def run_parallel(thunks: Sequence[Callable[[], T]]) -> list[T]:
     all calls finish, so no call is left running in the background.
     """
     if len(thunks) <= 1 or serial.get():
-        return [t() for t in thunks]
+        rounds = depth.get()
+        if rounds is None or len(thunks) <= 1:
+            return [t() for t in thunks]
+        start, ends, out = rounds[0], [], []
+        for t in thunks:
+            rounds[0] = start
+            out.append(t())
+            ends.append(rounds[0])
+        rounds[0] = max(ends)
+        return out
     from courtroom.models.batch import forked
 
     with (

@@ -51,6 +51,9 @@ class StudyConfig:
     timeout: float | None = None
     """Seconds per LM request (None: the model's default)."""
     concurrency: int = 4
+    batch: bool = False
+    """``--batch``: each trial's scoring (and the chosen trials' test scoring) goes through the provider's
+    batch API (:mod:`courtroom.models.batch`); a trial's compile stays live. Answers do not depend on it."""
     chunks: int = 4
     """Partial evaluations per trial (pruning steps)."""
     prune: bool = True

@@ -12,6 +12,7 @@ stops it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -122,6 +123,19 @@ def framework_builder(
     return build
 
 
+def batch_mode(config: Any, lms: Any = None) -> Any:
+    """Batch mode for a study's scoring when ``config.batch`` (``--batch``), else nothing.
+
+    No run folder records the batches: a study that stops is continued trial by trial, and a
+    trial cut short is scored again (its answered requests come from the cache).
+    """
+    if not getattr(config, "batch", False):
+        return contextlib.nullcontext()
+    from courtroom.models.batch import batching
+
+    return batching(None, lms.models() if lms is not None else ())
+
+
 def make_objective(
     config: StudyConfig,
     space: Sequence[Param],
@@ -145,7 +159,15 @@ def make_objective(
     optuna = _optuna()
     single = not config.cost_objective
     size = max(1, -(-len(dev) // max(1, config.chunks)))
+    if getattr(config, "batch", False) and not (single and config.prune):
+        size = max(1, len(dev))  # nothing to prune: every dev case in the same batches
     build = build or framework_builder(config, base, train, labels, positions, model_objects)
+    if getattr(config, "batch", False):
+        from courtroom.models.batch import check_batchable
+
+        check_batchable([*base.models(), *model_objects.values()])  # before any trial sends anything
+    # A trial's compile (a study with --compile) stays live: an optimizer waits on each answer.
+    live_build = bool(getattr(config, "compile", None))
 
     def objective(trial: Any) -> Any:
         try:
@@ -174,10 +196,14 @@ def make_objective(
             return _dedupe.reuse(trial, dup.original)
         start = time.perf_counter()
         prep_tally, tally = TokenTally(), TokenTally()
-        with metered() as prep, tallied(prep_tally):
+        with (
+            metered() as prep,
+            tallied(prep_tally),
+            contextlib.nullcontext() if live_build else batch_mode(config),
+        ):
             program = build(trial, params)
         results: list[ExampleResult] = []
-        with tallied(tally):
+        with tallied(tally), batch_mode(config):
             for i in range(0, len(dev), size):
                 results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
                 trial.set_user_attr("heartbeat", time.time())

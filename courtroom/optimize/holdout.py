@@ -83,6 +83,7 @@ def score_chosen(
     from courtroom.eval.harness import evaluate
     from courtroom.eval.metrics import score, wilson
     from courtroom.models.cache import configure_cache
+    from courtroom.optimize._trials import batch_mode
 
     if test_limit < 1:
         raise ConfigError(f"--test-limit must be >= 1, got {test_limit}")
@@ -98,7 +99,8 @@ def score_chosen(
     found: dict[int, dict[str, Any]] = {}
     for trial in chosen(study):
         program = rebuild(trial, config, base, train.examples, labels, positions, model_objects or {})
-        results = evaluate(program, test.examples, concurrency=config.concurrency)
+        with batch_mode(config):  # --batch: the test cases go out as batches too (the compile above: cached)
+            results = evaluate(program, test.examples, concurrency=config.concurrency)
         s = score([r.gold for r in results], [r.prediction for r in results], labels)
         low, high = wilson(float(s["accuracy"]), len(results))
         found[trial.number] = (

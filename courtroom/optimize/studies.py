@@ -66,6 +66,9 @@ def study_config(spec: Experiment) -> StudyConfig:
         "splits": d.splits(),
         "spec": spec.to_dict(),
     }
+    if spec.execution.batch:
+        common["batch"] = True
+        common["api_base"] = _batch_base(spec)
     if design.frameworks or design.optimizer:  # a study over designs (one design with --compile alone)
         if design.framework and design.frameworks:
             raise ConfigError("give a FRAMEWORK or --frameworks, not both")
@@ -184,6 +187,23 @@ def design_fixed(
 def _space_value(value: Any) -> str:
     """A fixed value as a ``--space`` override (``true``, ``3``, ``0.5``, ``sequential``)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _batch_base(spec: Experiment) -> str | None:
+    """``--batch``: the models' base URL (models without a batch API refused here, before anything is built)."""
+    import os
+
+    from courtroom.models.batch import check_names
+    from courtroom.models.panels import split_models
+
+    if spec.execution.workers > 1:
+        raise ConfigError(
+            "--batch runs one trial at a time in a process (each batch gathers every case of its trial): "
+            "drop --workers, or start several `courtroom study ... --batch` processes on one --storage"
+        )
+    m = spec.models
+    named = [*(m.lm or [os.environ.get("COURTROOM_LM", "local")]), *m.roles.values()]
+    return check_names([x for value in named for x in split_models(str(value))], m.api_base)
 
 
 def is_design_study(config: Any) -> bool:

@@ -163,8 +163,9 @@ class PrecedentIndex:
                 with self._lock:
                     for p in mine:
                         pending.pop(p.key).set()
-            for event in theirs:
-                event.wait()
+            with _idle():  # in batch mode, waiting on another example's request counts as waiting
+                for event in theirs:
+                    event.wait()
             with self._lock:
                 if all(p.key in self.reasons for p in precedents):  # else another example's call failed: ask
                     return [Precedent(p.key, p.case, p.label, p.similarity, self.reasons[p.key]) for p in precedents]
@@ -184,3 +185,13 @@ class PrecedentIndex:
     def from_dict(cls, data: Mapping[str, Any]) -> PrecedentIndex:
         """Inverse of :meth:`to_dict`."""
         return cls(data["cases"], embedder=data.get("embedder", TFIDF), reasons=data.get("reasons"))
+
+
+def _idle() -> Any:
+    """Batch mode's ``idle`` (this thread waits for another's answer), or nothing outside batch mode."""
+    import contextlib
+
+    from courtroom.models.batch import current
+
+    collector = current()
+    return collector.idle() if collector is not None else contextlib.nullcontext()

@@ -230,6 +230,9 @@ class ProgressDisplay:
         self._thread: threading.Thread | None = None
         self._print_lock = threading.Lock()
         self._context: Any = None
+        self._listening: Any = None
+        self._batches: dict[str, Any] = {}
+        """Batch id -> its bar task (terminal) or the status last printed (plain lines)."""
 
     def __enter__(self) -> ProgressDisplay:
         import dspy
@@ -255,9 +258,15 @@ class ProgressDisplay:
         if self.enabled:
             self._thread = threading.Thread(target=self._lines, daemon=True, name="courtroom-progress")
             self._thread.start()
+            from courtroom.models.batch import listening
+
+            self._listening = listening(self.batch)
+            self._listening.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._listening is not None:
+            self._listening.__exit__(*exc)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -275,6 +284,29 @@ class ProgressDisplay:
             tracker.handle = self._bar.add_task(name, total=total, status="starting")
         self.trackers.append(tracker)
         return tracker
+
+    def batch(self, batch: Any) -> None:
+        """One line per batch (``--batch``): its round, requests, the provider's status, lines done, elapsed.
+
+        On a terminal the line updates in place; elsewhere a line is printed when the status changes.
+        """
+        total = len(batch.keys)
+        text = f"{total} requests, {batch.status}"
+        with self._print_lock:
+            if self._bar is not None:
+                handle = self._batches.get(batch.id)
+                if handle is None:
+                    handle = self._batches[batch.id] = self._bar.add_task(
+                        f"batch r{batch.round}", total=total, status=text
+                    )
+                self._bar.update(handle, completed=batch.done, status=text)
+                return
+            if self._batches.get(batch.id) == batch.status:
+                return
+            self._batches[batch.id] = batch.status
+            elapsed = time.monotonic() - batch.started
+            line = f"[{elapsed:5.0f}s] batch r{batch.round} {batch.id}: {text}, {batch.done}/{total} done"
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def _refresh(self, t: Tracker) -> None:
         if self._bar is None and self.enabled and self._thread is not None and t.note != t.stage:

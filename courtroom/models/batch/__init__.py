@@ -26,6 +26,7 @@ from courtroom.models.batch._record import FILE, BatchLog, recorded
 
 __all__ = [
     "FILE",
+    "TURNAROUND_BASIS",
     "Batch",
     "BatchLog",
     "Collector",
@@ -36,8 +37,10 @@ __all__ = [
     "check_names",
     "current",
     "forked",
+    "listening",
     "recorded",
     "request_key",
+    "turnaround",
 ]
 
 _current: list[Collector] = []
@@ -68,6 +71,32 @@ def max_lines() -> int:
         return 50_000
 
 
+def max_wait() -> float:
+    """Seconds a pending request waits for the other cases before its batch goes out (``COURTROOM_BATCH_WAIT``).
+
+    Default 30: a bound on a thread that works long between its requests.
+    """
+    try:
+        return max(0.1, float(os.environ.get("COURTROOM_BATCH_WAIT", "30")))
+    except ValueError:
+        return 30.0
+
+
+TURNAROUND_BASIS = (
+    "an assumed provider turnaround: most batches come back within an hour, each may take up to the "
+    "24 h window; set COURTROOM_BATCH_TURNAROUND=SECONDS"
+)
+"""What the dry run's expected wall time of a batch run assumes (:func:`turnaround`)."""
+
+
+def turnaround() -> float:
+    """Seconds one batch is assumed to take at the provider (``COURTROOM_BATCH_TURNAROUND``, default 3600)."""
+    try:
+        return max(0.0, float(os.environ.get("COURTROOM_BATCH_TURNAROUND", "3600")))
+    except ValueError:
+        return 3600.0
+
+
 @contextlib.contextmanager
 def batching(
     folder: str | Path | None, lms: Iterable[Any] = (), *, on_status: Callable[[Batch], None] | None = None
@@ -81,7 +110,9 @@ def batching(
     models = list(lms)
     check_batchable(models)
     log = BatchLog(folder) if folder is not None else None
-    collector = Collector(log, poll=poll_seconds(), max_lines=max_lines(), on_status=on_status)
+    collector = Collector(
+        log, poll=poll_seconds(), max_lines=max_lines(), max_wait=max_wait(), on_status=on_status or _notify
+    )
     if folder is not None:
         records = recorded(folder)
         if records:
@@ -100,6 +131,30 @@ def batching(
         with _lock:
             _current.remove(collector)
         collector.close()
+
+
+_listeners: list[Callable[[Batch], None]] = []
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[Batch], None]) -> Iterator[None]:
+    """While inside, ``listener`` sees every batch of every collector as it is submitted and polled.
+
+    The progress display listens (one line per batch); a collector given its own ``on_status``
+    reports there instead.
+    """
+    with _lock:
+        _listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _lock:
+            _listeners.remove(listener)
+
+
+def _notify(batch: Batch) -> None:
+    for listener in list(_listeners):
+        listener(batch)
 
 
 @contextlib.contextmanager
