@@ -7,7 +7,10 @@ work does not compete with the client for the GIL), ``--concurrency`` at a time:
 - bare: ``dspy.Predict`` in an N-thread pool, same cases, same server, DSPy's disk cache on too.
 
 Each pair runs back to back and the figures are their ratio (the machine's noise cancels). Goal:
-courtroom's wall at most 1.1x bare's, and the peak in flight equal to ``--concurrency``.
+courtroom's wall at most 1.1x bare's, and the peak in flight equal to ``--concurrency``. The peak
+reaches ``--concurrency`` only when a request takes longer than the client's own work for that
+many calls: at 0.05 s on 2 cores both clients are CPU-bound (their peaks stay below 64); at
+``--latency 0.5`` both reach 64 (tests/test_in_flight.py checks courtroom's).
 
     python bench/scale.py [--cases 3000] [--concurrency 64] [--latency 0.05] [--pairs 2]
 """

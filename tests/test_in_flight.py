@@ -76,3 +76,13 @@ def test_predict_bounds_requests_in_flight(tmp_path: Path, _cli: Any) -> None:
              "--api-base", server.url, cwd=tmp_path)  # fmt: skip
     print(f"predict: peak {server.max_in_flight} in flight")
     assert server.max_in_flight <= N
+
+
+def test_concurrency_n_means_n_in_flight_when_the_model_is_slower_than_the_client(tmp_path: Path, _cli: Any) -> None:
+    # Where the client's own work is not the limit (here 0.4 s a request), one call per case keeps
+    # exactly N open: the bound is reached, not only respected.
+    with FakeServer(latency=0.4) as server:
+        model = f"openai/fake-full-{time.time_ns()}"
+        args = ["run", "zero-shot", "--limit", "48", "--concurrency", "16", "--lm", model, "--api-base", server.url]
+        _cli(*args, cwd=tmp_path)
+    assert server.counts["requests"] == 48 and server.max_in_flight == 16
