@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from courtroom.cli._app import app
 from courtroom.cli._options import CONFIG, REPORT_OUT
@@ -24,4 +23,6 @@ def report_command(
 
     writable_file(out, "-o", "report.html", inputs_of(None, source))
     path = report(source, out)
-    Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)
+    from courtroom.reporting.tables import say, stdout_console
+
+    say(stdout_console(), f"report: {path.resolve()}")
