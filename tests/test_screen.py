@@ -53,6 +53,7 @@ def test_every_command_fits_80_columns(courtroom_cli: Any, tmp_path: Path) -> No
     cli("show", str(run_dir.relative_to(tmp_path)), "--example", "0")
     cli("show", str(next((tmp_path / "cmp").iterdir()).relative_to(tmp_path)))
     cli("report", str(next((tmp_path / "cmp").iterdir()).relative_to(tmp_path)), "-o", "cmp.html")
+    cli("report", "study", "-o", "study.html")
 
 
 def test_wrapped_lines_keep_every_word_and_paths_whole() -> None:
@@ -106,3 +107,36 @@ def test_errors_name_options_as_typed_not_as_python_values(courtroom_cli: Any, t
     assert "no --role (you asked --role classifier=openai/n)" in other.stderr
     for err in (resumed.stderr, other.stderr):
         assert "{" not in err and "None" not in err and "task_file" not in err
+
+
+def _browse(chromium: str, url: str, profile: Path, width: int, *action: str) -> Any:
+    import subprocess
+
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", f"--window-size={width},1400", *action, url]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_a_study_folder_has_an_html_report(chromium: str, courtroom_cli: Any, tmp_path: Path) -> None:
+    with FakeServer() as server:
+        done = courtroom_cli("study", "jot", "--trials", "3", "--dev-limit", "2", "--test-limit", "2",
+                             "--cost-objective", "--storage", f"sqlite:///{tmp_path}/s.db", "--out",
+                             str(tmp_path / "st"), "--lm", "openai/m", "--api-base", server.url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "study.html"
+    reported = courtroom_cli("report", str(tmp_path / "st"), "-o", str(out))  # refused a study folder before
+    assert reported.returncode == 0, reported.stderr
+    page = out.read_text()
+    assert "https://" not in page and page.count("data:image/png;base64,") >= 2  # self-contained: pareto, history
+    for width in (1280, 800):
+        dom = _browse(chromium, out.as_uri(), tmp_path / f"profile{width}", width, "--dump-dom")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        html = dom.stdout
+        for section in ("best", "dev-test", "pareto", "importances", "history", "trials"):
+            assert f'<section id="{section}">' in html, section
+        assert "n_loops=" in html and "test accuracy" in html and "Trials (4)" in html  # 3 + the paper's default
+        assert "[0." in html.split('id="dev-test"')[1]  # the test interval beside the dev score
+        shot = tmp_path / f"study-{width}.png"
+        res = _browse(chromium, out.as_uri(), tmp_path / f"shot{width}", width, f"--screenshot={shot}")
+        assert res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,4 @@
-"""``courtroom report RUN_OR_COMPARISON_DIR -o report.html``: one self-contained HTML file."""
+"""``courtroom report RUN_COMPARISON_OR_STUDY_DIR -o report.html``: one self-contained HTML file."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from courtroom.cli._options import CONFIG, REPORT_OUT
 
 @app.command("report")
 def report_command(
-    source: Annotated[Path, typer.Argument(help="A run folder, repeat group or comparison folder.")],
+    source: Annotated[Path, typer.Argument(help="A run folder, repeat group, comparison folder or study folder.")],
     config: CONFIG = None,
     out: REPORT_OUT = Path("report.html"),
 ) -> None:
@@ -25,4 +25,4 @@ def report_command(
     path = report(source, out)
     from courtroom.reporting.tables import say, stdout_console
 
-    say(stdout_console(), f"report: {path.resolve()}")
+    say(stdout_console(), f"report: {path}")

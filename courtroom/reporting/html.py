@@ -1,4 +1,4 @@
-"""``courtroom report``: one self-contained HTML file for a run, a repeat group or a comparison.
+"""``courtroom report``: one self-contained HTML file for a run, a repeat group, a comparison or a study.
 
 It opens with what ran (models per role, seed, date, data source, n, library versions:
 :mod:`courtroom.runner.provenance`), then holds the summary tables (numbers formatted for
@@ -273,10 +273,11 @@ def _section(key: str, title: str, body: str) -> str:
     return f'<section id="{key}"><h2>{title}</h2>{body or "<p class=none>none for this run</p>"}</section>'
 
 
-def _page(title: str, about: Provenance, sections: Sequence[str]) -> str:
+def _page(title: str, about: Provenance | None, sections: Sequence[str], block: str = "") -> str:
+    head = html_block(about) if about is not None else block
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{html_block(about)}{''.join(sections)}"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{head}{''.join(sections)}"
         f"<script>{_JS}</script></body></html>"
     )
 
@@ -305,10 +306,15 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
     src, out = Path(source), Path(out)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        from courtroom.reporting.study_html import is_study_folder, study_sections
+
+        if is_study_folder(src):
+            title, sections, block = study_sections(src, _img, _table, _section)
+            return _write(out, _page(title, None, sections, block))
         if not any((src / f).is_file() for f in ("comparison.json", "group.json", "meta.json")):
             raise ConfigError(
-                f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
-                "`courtroom run` or `courtroom compare`"
+                f"{src} is not a run, repeat group, comparison or study folder: pass a folder printed by "
+                "`courtroom run`, `courtroom compare` or `courtroom study` (its report: line)"
             )
         about = provenance(src)
         if (src / "comparison.json").is_file():
@@ -375,6 +381,10 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
                 _transcripts({meta["config"]["framework"]: [src]}),
             ]
         page = _page(title, about, sections)
+    return _write(out, page)
+
+
+def _write(out: Path, page: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out
