@@ -140,3 +140,47 @@ def test_a_study_folder_has_an_html_report(chromium: str, courtroom_cli: Any, tm
         shot = tmp_path / f"study-{width}.png"
         res = _browse(chromium, out.as_uri(), tmp_path / f"shot{width}", width, f"--screenshot={shot}")
         assert res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_frontier_labels_do_not_overlap() -> None:
+    from courtroom.reporting.plots import place_labels, plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    # A comparison's usual crowd: baselines at one call per case, votes near each other.
+    points = [("zero-shot", (1.0, 0.5)), ("cot", (1.0, 0.5)), ("self-consistency k=1", (1.0, 0.52)),
+              ("jot", (9.0, 0.5)), ("self-consistency k=9", (9.0, 0.51)),
+              ("self-consistency k=8", (8.0, 0.5))]  # fmt: skip
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 1.05)
+    texts = place_labels(ax, points)
+    boxes = [t.get_window_extent(fig.canvas.get_renderer()) for t in texts]
+    plt.close(fig)
+    assert [t.get_text() for t in texts] == [name for name, _ in points]
+    assert not [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
+
+
+_PROBE = (
+    "<script>window.addEventListener('load',function(){var d=document.querySelector('#summary div.scroll');"
+    "document.body.setAttribute('data-fit',d.scrollWidth<=d.clientWidth?'yes':'no');});</script>"
+)
+
+
+def test_comparison_report_reads_as_words_and_its_table_fits(chromium: str, courtroom_cli: Any, tmp_path: Path) -> None:
+    with FakeServer() as server:
+        done = courtroom_cli("compare", "--frameworks", "zero-shot,jot,courtroom-llm", "--limit", "3", "--lm",
+                             "openai/m", "--api-base", server.url, "--out", str(tmp_path / "cmp"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    folder = next((tmp_path / "cmp").iterdir())
+    out = tmp_path / "cmp.html"
+    assert courtroom_cli("report", str(folder), "-o", str(out)).returncode == 0
+    page = out.read_text()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", _PROBE + "</body>"))
+    for width, fits in ((1280, "yes"), (800, None)):
+        dom = _browse(chromium, probed.as_uri(), tmp_path / f"cmp{width}", width, "--dump-dom").stdout
+        analyses = dom.split('<section id="analyses">')[1].split("</section>")[0]
+        assert "judge agreement (parallel): unanimous" in analyses and "Brier score" in analyses
+        assert "rate: None" not in analyses and "{" not in analyses and "ties: " not in analyses  # no raw dicts
+        assert "McNemar p (exact)" in dom
+        if fits:  # the whole summary table, McNemar column included, without scrolling (800 px: it scrolls)
+            assert 'data-fit="yes"' in dom, width
