@@ -162,7 +162,7 @@ def test_compare_resume_finishes_without_sending_twice(tmp_path, capsys):
         # Options that would change the answers are refused in one line; so is a folder that is not a comparison.
         assert main(["compare", "--resume", str(folder), "--limit", "7", "--api-base", server.url]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "limit 7 (the comparison has 6)" in err
+        assert err.count("\n") == 1 and "--limit 7 (the comparison has --limit 6)" in err
         assert main(["compare", "--resume", str(tmp_path), "--api-base", server.url]) == 2
         assert "not a comparison folder" in capsys.readouterr().err
         assert main(["compare", "--resume", str(folder)]) == 2  # it ran with --api-base: needed again

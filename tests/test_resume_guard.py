@@ -34,13 +34,13 @@ def run_dir(server, tmp_path_factory) -> Path:
     [
         (["--lm", "openai/other"], "lawyer openai/other (the run has openai/fake-guard)"),
         (["--role", "judge=openai/other-judge"], "judge openai/other-judge (the run has openai/fake-guard-judge)"),
-        (["--set", "n_loops=2"], "--set n_loops=2 (the run has 1)"),
+        (["--set", "n_loops=2"], "--set n_loops=2 (the run has --set n_loops=1)"),
         (["--loops", "3"], "--set n_loops=3"),
-        (["--seed", "9"], "seed 9 (the run has 31)"),
-        (["--temperature", "0.7"], "temperature 0.7"),
-        (["--max-tokens", "99"], "max_tokens 99"),
-        (["--task", "sports_understanding"], "task 'sports_understanding'"),
-        (["zero-shot"], "framework 'zero-shot' (the run has 'jot')"),
+        (["--seed", "9"], "--seed 9 (the run has --seed 31)"),
+        (["--temperature", "0.7"], "--temperature 0.7"),
+        (["--max-tokens", "99"], "--max-tokens 99"),
+        (["--task", "sports_understanding"], "task sports_understanding"),
+        (["zero-shot"], "framework zero-shot (the run has framework jot)"),
     ],
 )
 def test_resume_refuses_what_changes_the_answers(run_dir, server, extra, needle, capsys):

@@ -103,7 +103,8 @@ def test_score_a_compiled_program_on_a_separate_csv(
     assert "accuracy" in shown and "new-claim" not in shown
     assert main(["show", str(folder)]) == 0  # the score folder: both rows, and the show line of each
     shown = capsys.readouterr().out
-    assert "self-consistency k=1" in shown and f"program: courtroom show {run_dir}" in shown
+    words = " ".join(shown.split())  # the line wraps at the terminal's width
+    assert "self-consistency k=1" in shown and f"courtroom show {folder}/ROW, ROW one of: {run_dir.name}," in words
     report = tmp_path / "report.html"
     assert main(["report", str(folder), "-o", str(report)]) == 0
     assert "self-consistency k=1" in report.read_text()

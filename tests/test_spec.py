@@ -273,9 +273,12 @@ def test_a_study_continued_under_another_spec_is_refused_naming_what_differs(
         assert cli(*base, *api, "--dev-limit", "4", "--study-name", "mine").returncode == 0
         refused = cli(*base, *api, "--dev-limit", "2", "--study-name", "mine")
         assert refused.returncode == 2
-        assert "--dev-limit=4 (you asked 2)" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+        assert (
+            "--dev-limit 4 (you asked --dev-limit 2)" in refused.stderr
+            and len(refused.stderr.strip().splitlines()) == 1
+        )
         other_model = cli(*base[:-1], "openai/other", *api, "--dev-limit", "4", "--study-name", "mine")
-        assert other_model.returncode == 2 and "--lm=['openai/m'] (you asked ['openai/other'])" in other_model.stderr
+        assert other_model.returncode == 2 and "--lm openai/m (you asked --lm openai/other)" in other_model.stderr
         # Same spec: the study continues (2 trials now).
         assert cli(*base, *api, "--dev-limit", "4", "--study-name", "mine").returncode == 0
         # Without --study-name, another spec gets a study of its own; the first is left alone.

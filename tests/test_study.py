@@ -183,9 +183,9 @@ def test_resume_and_name_conflicts(data: Any, tmp_path: Path) -> None:
     again = study(data, tmp_path, trials=2, study_name="s1")
     assert len([t for t in again.study.trials if "duplicate_of" not in t.user_attrs]) == 4
     assert sum(bool(t.user_attrs.get("paper_default")) for t in again.study.trials) == 1
-    with pytest.raises(ConfigError, match="already exists with framework='jot'"):
+    with pytest.raises(ConfigError, match="already exists with framework jot .you asked framework courtroom-llm."):
         study(data, tmp_path, framework="courtroom-llm", trials=1, study_name="s1")
-    with pytest.raises(ConfigError, match="already exists with task="):
+    with pytest.raises(ConfigError, match="already exists with task .* .you asked task web_of_lies."):
         create_study(StudyConfig("jot", task="web_of_lies", storage=f"sqlite:///{tmp_path}/s.db", study_name="s1"))
 
 

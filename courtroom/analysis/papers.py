@@ -353,7 +353,8 @@ def analyses_lines(name: str, found: dict[str, Any]) -> list[str]:
         if key in found:
             b = found[key]
             rate = "n/a" if b["rate"] is None else f"{b['rate']:.3f}"
-            lines.append(f"{name}: {what} {rate} (n={b['n']})")
+            ties = f"; {b['ties']} tie(s) not counted" if b.get("ties") else ""
+            lines.append(f"{name}: {what} {rate} (n={b['n']}{ties})")
     if "flips" in found:
         lines += flip_lines(name, found["flips"])
     if found.get("ambiguity"):

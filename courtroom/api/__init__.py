@@ -486,7 +486,7 @@ def _check_keys(program: Any) -> None:
 
 
 def report(source: str | Path, out: str | Path = "report.html") -> Path:
-    """Write the self-contained HTML report of a run, repeat group or comparison (``courtroom report``)."""
+    """The self-contained HTML report of a run, repeat group, comparison or study folder (``courtroom report``)."""
     from courtroom._files import check_output
     from courtroom.reporting.html import write_report
 

@@ -34,7 +34,7 @@ RIGHT = ("calls per example", "cost ($)", "McNemar p (exact)", "macro-F1", "exam
          "tokens per example", "time (s)")  # fmt: skip
 """Columns of numbers, right-aligned."""
 
-HINT = "all columns: --format md|csv|json, or table.md / table.csv in the comparison folder"
+HINT = "all columns: --format md|csv|json, or table.md / table.csv in the folder"
 
 
 def suite_frame(table: Any) -> Any:
@@ -108,9 +108,8 @@ def print_results(
     ``--format table`` draws the key columns at the terminal's width; ``md``, ``csv`` and ``json``
     print the whole table on stdout and the other lines on stderr.
     """
-    from courtroom.analysis.papers import analyses_lines
     from courtroom.eval.status import TooManyFailures
-    from courtroom.reporting.tables import fitted, stdout_console, terminal_width
+    from courtroom.reporting.tables import fitted, say, stdout_console, terminal_width
 
     fmt = spec.output.format
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
@@ -124,16 +123,18 @@ def print_results(
                            right=RIGHT)  # fmt: skip
             table.title_justify = "left"
             console.print(table)
-            console.print(HINT, markup=False, soft_wrap=True)
+            say(console, HINT)
         for name, found in result.analyses.items():
-            for line in analyses_lines(name, found):
-                console.print(line, markup=False, soft_wrap=True)
-        for name, path in result.plots.items():
-            console.print(f"plot {name}: {Path(path)}", markup=False, soft_wrap=True)
-        console.print(f"{folder}: {result.out_dir}", markup=False, soft_wrap=True)
+            print_analyses(console, name, found)
+        say(console, f"{folder}: {result.out_dir}")
+        if result.plots:
+            say(
+                console,
+                "its plots: " + ", ".join(_inside(Path(p), result.out_dir) for p in result.plots.values()),
+            )
     if suite is not None:
         text, table = suite
-        console.print(text, markup=False, soft_wrap=True)
+        say(console, text)
         if fmt == "table":
             frame = suite_frame(table).astype(str)
             console.print(fitted(frame, SUITE_KEY, console.width))
@@ -146,6 +147,22 @@ def print_results(
         name, reason = next(iter(failed.items()))
         more = f" (and {len(failed) - 1} more framework(s))" if len(failed) > 1 else ""
         raise TooManyFailures(f"{name}: {reason}{more}")
+
+
+def _inside(path: Path, folder: Path) -> str:
+    """``path`` relative to ``folder`` when it is in it (a plot in the comparison folder), else whole."""
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+def print_analyses(console: Console, name: str, found: dict[str, Any]) -> None:
+    """The papers' analyses of one framework, in sentences at the console's width (the ambiguity split a table)."""
+    from courtroom.analysis.papers import analyses_lines
+    from courtroom.reporting.tables import print_text
+
+    print_text(console, analyses_lines(name, found))
 
 
 def _print_data(results: dict[str, Any], fmt: str, suite: tuple[str, Any] | None) -> None:

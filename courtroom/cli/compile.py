@@ -69,7 +69,7 @@ def compile_command(
     from courtroom.cli._values import check_providers, inputs_of, writable_file
     from courtroom.eval.status import TooManyFailures
     from courtroom.optimize.recipes import read_config
-    from courtroom.reporting.tables import print_data, stdout_console, terminal_width
+    from courtroom.reporting.tables import print_data, say, stdout_console, terminal_width
 
     recipe = read_config(config) if config else {}
     check_providers(spec.models.lm or recipe.get("lm"), [f"{r}={m}" for r, m in spec.models.roles.items()])
@@ -91,11 +91,9 @@ def compile_command(
         console.print(scores_table(result, title))
     else:
         print_data(fmt, scores_frame(result))
-    for line in proof_lines(result):
-        console.print(line, markup=False, soft_wrap=True)
-    console.print(f"program: {result.path}", markup=False, soft_wrap=True)
+    say(console, *proof_lines(result), f"program: {result.path}")
     for name, folder in result.run_dirs.items():
-        console.print(f"{name}: {folder} (courtroom show {folder})", markup=False, soft_wrap=True)
+        say(console, f"{name}: {folder} (courtroom show {folder})")
     if result.after["status"] == "failed":
         raise TooManyFailures(f"dev score after compiling: {result.after['status_reason']}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
@@ -22,12 +21,14 @@ def frameworks_command() -> None:
         # One knob and one role per line keeps the table readable in an 80-column terminal.
         knobs = "\n".join(f"{k}={v}" for k, v in cls.knobs().items()) or "-"
         table.add_row(name, "\n".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
-    console = Console()
+    from courtroom.reporting.tables import say, stdout_console
+
+    console = stdout_console()
     console.print(table)
     from courtroom.comparison.suites import SUITES
     from courtroom.programs.presets import PRESETS
 
-    # Plain lines, not tables: long names stay whole and greppable at 80 columns.
+    # Plain lines, not tables: long names stay whole and greppable; a long line goes on indented.
     lines = ["", "presets (--preset NAME on run, compare, compile, study; --set still wins):"]
     for p in PRESETS.values():
         temps = ", ".join(f"{r}={t}" for r, t in p.temperatures.items()) or "the framework's defaults"
@@ -41,4 +42,4 @@ def frameworks_command() -> None:
             "    rows: " + ", ".join(r.name for r in s.rows),
             "    tasks: " + ", ".join(s.tasks),
         ]
-    console.print("\n".join(lines), markup=False, soft_wrap=True)
+    say(console, *lines)

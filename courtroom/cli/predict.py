@@ -128,14 +128,16 @@ def predict_command(
         if v is not None
     }
     program = load_program(program_file, lm=m.default, roles=m.roles or None, **options)
-    console = Console()
+    from courtroom.reporting.tables import say, stdout_console
+
+    console = stdout_console()
     if case is not None:
         verdict = predict(program, case)[0]
         if verdict.error:
             raise ModelError(f"the case failed: {verdict.error}")
         if transcript:
             console.print(render_text(verdict.transcript), markup=False, highlight=False)
-        console.print(f"label: {verdict.label}", markup=False, highlight=False)
+        say(console, f"label: {verdict.label}")
         return
     rows = read_cases(str(input_file), spec.data.text_field, spec.data.label_field)
     verdicts = predict(program, rows, concurrency=spec.execution.concurrency or 4)

@@ -1,4 +1,4 @@
-"""``courtroom report RUN_OR_COMPARISON_DIR -o report.html``: one self-contained HTML file."""
+"""``courtroom report RUN_COMPARISON_OR_STUDY_DIR -o report.html``: one self-contained HTML file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from courtroom.cli._app import app
 from courtroom.cli._options import CONFIG, REPORT_OUT
@@ -14,7 +13,7 @@ from courtroom.cli._options import CONFIG, REPORT_OUT
 
 @app.command("report")
 def report_command(
-    source: Annotated[Path, typer.Argument(help="A run folder, repeat group or comparison folder.")],
+    source: Annotated[Path, typer.Argument(help="A run folder, repeat group, comparison folder or study folder.")],
     config: CONFIG = None,
     out: REPORT_OUT = Path("report.html"),
 ) -> None:
@@ -24,4 +23,6 @@ def report_command(
 
     writable_file(out, "-o", "report.html", inputs_of(None, source))
     path = report(source, out)
-    Console().print(f"report: {path.resolve()}", markup=False, soft_wrap=True)
+    from courtroom.reporting.tables import say, stdout_console
+
+    say(stdout_console(), f"report: {path}")

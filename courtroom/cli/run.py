@@ -70,7 +70,7 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
     """
     from courtroom import _stop
     from courtroom.eval.status import TooManyFailures
-    from courtroom.reporting.tables import stdout_console, terminal_width
+    from courtroom.reporting.tables import print_text, say, stdout_console, terminal_width
     from courtroom.runner.repeats import RepeatOutcome
 
     fmt = spec.output.format
@@ -80,10 +80,10 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
 
         title = f"{len(outcome.outcomes)} repeats"
         if fmt == "table":
-            stdout.print(stats_markdown(outcome.stats, title), markup=False)
+            print_text(stdout, [stats_markdown(outcome.stats, title)])
         else:
             _print_data(fmt, outcome.stats, stats_markdown(outcome.stats, title), stats=True)
-        stdout.print(f"repeat group: {outcome.group_dir}", soft_wrap=True, markup=False)
+        say(stdout, f"repeat group: {outcome.group_dir}")
         failed = [o for o in outcome.outcomes if o.summary.get("status") == "failed"]
         if failed:
             raise TooManyFailures(f"{failed[0].run_dir.name}: {failed[0].summary['status_reason']}")
@@ -98,22 +98,22 @@ def print_outcome(outcome: Any, spec: Experiment, retry_failed: bool = False) ->
         _print_data(fmt, outcome.summary, summary_markdown(outcome.summary, outcome.run_dir.name))
     retry = _stop.with_flags(f"courtroom run --resume {outcome.run_dir} --retry-failed")
     if outcome.summary["failures"]:
-        stdout.print(
+        say(
+            stdout,
             f"{outcome.summary['failures']} example(s) failed: "
-            f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors"
+            f"{', '.join(outcome.summary['failed_ids'][:10])}; see results.jsonl for errors",
         )
         if not retry_failed:
-            stdout.print(f"to run them again: {retry}", soft_wrap=True, markup=False)
+            say(stdout, f"to run them again: {retry}")
     if outcome.analyses:
-        from courtroom.analysis.papers import analyses_lines
+        from courtroom.cli.compare import print_analyses
 
-        for line in analyses_lines(outcome.run_dir.name, outcome.analyses):
-            stdout.print(line, markup=False, soft_wrap=True)
+        print_analyses(stdout, outcome.run_dir.name, outcome.analyses)
     if spec.output.show is not None:
         from courtroom.cli.show import print_example
 
         print_example(outcome.run_dir, spec.output.show, stdout)
-    stdout.print(f"run folder: {outcome.run_dir}", soft_wrap=True, markup=False)
+    say(stdout, f"run folder: {outcome.run_dir}")
     if outcome.summary.get("status") == "failed":
         raise TooManyFailures(
             f"{outcome.summary['status_reason']}; the run folder is complete: {retry} runs them again"

@@ -1,4 +1,8 @@
-"""``courtroom runs [DIR ...]``: past runs, repeat groups and comparisons, newest first."""
+"""``courtroom runs [DIR ...]``: past runs, repeat groups and comparisons, newest first.
+
+The table fits the terminal: each folder, its size, accuracy and cost, then models, frameworks,
+kind, task and date while they fit (``--format md|csv|json`` prints every column).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from courtroom.cli._app import app
 from courtroom.cli._options import CONFIG, FORMAT
@@ -22,6 +24,8 @@ def runs_command(
     format: FORMAT = "table",  # noqa: A002 - the flag's name
 ) -> None:
     """List past runs and comparisons: date, framework, task, models, n, accuracy, cost, folder."""
+    import pandas as pd
+
     from courtroom.api import runs
     from courtroom.errors import ConfigError
     from courtroom.reporting.tables import print_data
@@ -36,25 +40,30 @@ def runs_command(
     table = runs(folders or ("runs", "comparisons"))
     if format != "table":
         return print_data(format, table.set_index("created"))
-    console = Console()
-    if not console.is_terminal:  # a pipe or a log: one line per run, not a table folded to 80 columns
-        console = Console(width=max(console.width, 240))
+    from courtroom.reporting.formatting import number
+    from courtroom.reporting.tables import fitted, say, stdout_console
+
+    console = stdout_console()
     if table.empty:
-        console.print(f"no runs in {', '.join(str(f) for f in folders or ('runs', 'comparisons'))}")
+        say(console, f"no runs in {', '.join(str(f) for f in folders or ('runs', 'comparisons'))}")
         return
-    out = Table(title=f"{len(table)} run(s), newest first")
-    for col in ("created", "kind", "framework", "task", "models", "n", "accuracy", "cost", "folder"):
-        out.add_column(col, justify="right" if col in ("n", "accuracy", "cost") else "left", overflow="fold")
-    for row in table.itertuples():
-        out.add_row(
-            row.created,
-            row.kind,
-            row.framework or "",
-            row.task or "",
-            row.models,
-            "" if row.n is None or row.n != row.n else str(int(row.n)),
-            "" if row.accuracy is None or row.accuracy != row.accuracy else f"{row.accuracy:.3f}",
-            "n/a" if row.cost is None or row.cost != row.cost else f"${row.cost:.4f}",
-            row.path,
-        )
+    shown = pd.DataFrame(
+        {
+            "n": [number(v) for v in table["n"]],
+            "accuracy": ["" if v is None or v != v else f"{v:.3f}" for v in table["accuracy"]],
+            "cost": ["n/a" if v is None or v != v else f"${v:.4f}" for v in table["cost"]],
+            "models": table["models"],
+            "framework": table["framework"].fillna(""),
+            "kind": table["kind"],
+            "task": table["task"].fillna(""),
+            "created": table["created"],
+        },
+    ).set_axis(pd.Index(table["path"], name="folder"))
+    # The folder first and whole where it can be: it names the run (date, framework, task) and is what
+    # `courtroom show` and `report` take; the other columns join while they fit.
+    key = ("n", "accuracy", "cost") if table["cost"].notna().any() else ("n", "accuracy")  # no price: n/a alone
+    out = fitted(shown, key, console.width, title=f"{len(table)} run(s), newest first", right=("n", "accuracy", "cost"))
+    out.title_justify = "left"
     console.print(out)
+    if len(out.columns) < len(shown.columns) + 1:
+        say(console, "all columns: --format md|csv|json")

@@ -50,9 +50,10 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
 
     from rich.console import Console
 
-    from courtroom.reporting.tables import stdout_console
+    from courtroom.reporting.tables import say, stdout_console, terminal_width
 
-    console = stdout_console() if spec.output.format == "table" else Console(stderr=True, highlight=False)
+    fmt = spec.output.format
+    console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     table, row = outcome.table, outcome.row
     low, high = outcome.interval
     calls = float(table.at[row, "calls_per_example"])
@@ -73,5 +74,4 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
         )
     elif spec.design.matched_baselines:
         line += "; no matched vote (no calls were counted)"
-    console.print(line, markup=False, soft_wrap=True)
-    console.print(f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})", markup=False, soft_wrap=True)
+    say(console, line, f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})")

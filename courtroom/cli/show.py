@@ -158,5 +158,8 @@ def _show_comparison(folder: Path, fmt: str, console: Console, example: str | No
         return print_data(fmt, table, readable=readable_table(table))
     console.print(fitted(readable_table(table), KEY_COLUMNS, console.width, title=info.get("task"), headers=SHORT,
                          right=RIGHT))  # fmt: skip
-    for row, path in (info.get("runs") or {}).items():
-        console.print(f"{row}: courtroom show {folder / path}", markup=False, soft_wrap=True)
+    from courtroom.reporting.tables import say
+
+    runs = info.get("runs") or {}
+    if runs:
+        say(console, f"each row's run: courtroom show {folder}/ROW, ROW one of: {', '.join(runs.values())}")

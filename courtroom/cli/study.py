@@ -39,11 +39,11 @@ def study_command(
 
         return print_estimates(*estimate(spec=spec))
     outcome = study(spec=spec)
-    from courtroom.reporting.tables import stdout_console, terminal_width
+    from courtroom.reporting.tables import say, stdout_console, terminal_width
 
     fmt = spec.output.format
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
-    console.print(f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
+    say(console, f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
     if spec.study.trials == 0:
         return
     from courtroom.optimize.studies import is_design_study
@@ -64,35 +64,36 @@ def study_command(
                 f"no trial completed: {len(failed)} of {len(outcome.study.trials)} failed (the last: {why}); "
                 "fix that, then run the same command again (the study keeps its trials)"
             )
-        console.print("no trial completed: see the trials table")
+        say(console, "no trial completed: see the trials table")
         return
     from courtroom.optimize.study_report import best_trial
 
-    best = best_trial(outcome.study)
-    what = f"{best.user_attrs.get('design')} " if is_design_study(outcome.config) else ""
-    params = best.user_attrs.get("config", best.params)
-    console.print(f"best trial {best.number}: {what}values {list(best.values)} params {params}")
+    say(console, best_line(outcome, best_trial(outcome.study)))
     if outcome.test:
         from courtroom.optimize.holdout import test_table
 
-        console.print("on the test split, beside the dev score that chose each (95% Wilson; test cases no trial saw):")
-        console.print(test_table(outcome.test).to_string(index=False), markup=False)
-    console.print(f"report: {outcome.report_dir}")
+        say(console, "on the test split, beside the dev score that chose each (95% Wilson; test cases no trial saw):")
+        tested = test_table(outcome.test).set_index("trial")
+        dev = next(c for c in tested.columns if c.startswith("dev ") and c != "dev design")
+        _print_frame(console, tested, ("design", dev, "test accuracy", "test 95% CI"))
+    say(console, f"report: {outcome.report_dir} (courtroom report {outcome.report_dir} -o study.html)")
     export = spec.output.export_best
     if outcome.program_path is not None:
         path = outcome.program_path
         predict = _stop.with_flags(f"courtroom predict {path}")  # --api-base: never on disk, so in every hint
-        console.print(f"best program: {path} (use: courtroom.load({str(path)!r}) or {predict})")
+        say(console, f"best program: {path} (use: courtroom.load({str(path)!r}) or {predict})")
     elif export:
-        console.print(f"best config: {export} (use: {_stop.with_flags(f'courtroom compile --config {export}')})")
+        say(console, f"best config: {export} (use: {_stop.with_flags(f'courtroom compile --config {export}')})")
 
 
 TRIAL_HEADERS = {
     "number": "trial",
     "calls_per_example": "calls/ex",
+    "cost_per_example": "cost/ex",
     "macro_f1": "F1",
     "accuracy": "accuracy",
     "duplicate_of": "reused from",
+    "cost_unit": "unit",
 }
 """Headers for the terminal (``trials.csv`` keeps the column names)."""
 
@@ -104,7 +105,7 @@ def _print_trials(outcome: Any, console: Console) -> None:
     usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
     """
     from courtroom.optimize.study_report import pareto_table
-    from courtroom.reporting.tables import fitted
+    from courtroom.reporting.tables import say
 
     study, df = outcome.study, outcome.table
     first = ("number", "state", "accuracy", "calls_per_example")  # then the searched knobs, then usage
@@ -112,31 +113,24 @@ def _print_trials(outcome: Any, console: Console) -> None:
     cols += [c for c in SHOWN if c in df.columns and c not in cols] + (["error"] if "error" in df.columns else [])
     cols += ["duplicate_of"] if "duplicate_of" in df.columns else []
 
-    def cell(v: Any) -> str:
-        return "" if str(v) in ("nan", "None", "<NA>") else (f"{v:.3f}" if isinstance(v, float) else str(v)[:60])
-
-    counts = [c for c in ("duplicate_of", "sent", "cached", "calls", "failures") if c in df.columns]
-    # Counts stay whole where a repeated trial leaves them blank (a column with a NaN turns float).
-    df = df.assign(**{c: df[c].round().astype("Int64") for c in counts})
-    shown = df[cols].set_index("number").map(cell)
+    shown = df[cols].set_index("number")
     key = ("state", "accuracy", "calls_per_example")
-    console.print(fitted(shown, key, console.width, title=f"{outcome.config.framework} on {outcome.config.task}",
-                         headers=TRIAL_HEADERS))  # fmt: skip
+    _print_frame(console, shown, key, title=f"{outcome.config.framework} on {outcome.config.task}")
     reused = [t for t in study.trials if "duplicate_of" in t.user_attrs]
     if reused:
-        console.print(
+        say(
+            console,
             f"{len(reused)} trial(s) repeated a configuration that had run: its stored value was reused "
-            "(nothing sent, not counted against --trials)"
+            "(nothing sent, not counted against --trials)",
         )
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     if failed:
-        console.print(f"{len(failed)} trial(s) failed of {len(study.trials)}:", markup=False)
+        say(console, f"{len(failed)} trial(s) failed of {len(study.trials)}:")
         for t in failed:
-            error = t.user_attrs.get("error", "no error recorded (its worker died)")
-            console.print(f"  trial {t.number}: {error}", markup=False, soft_wrap=True)
+            say(console, f"  trial {t.number}: {t.user_attrs.get('error', 'no error recorded (its worker died)')}")
     if outcome.config.cost_objective:
-        console.print("Pareto front (score up, calls per example down):")
-        console.print(pareto_table(study).to_string(index=False), markup=False)
+        say(console, "Pareto front (score up, calls per example down):")
+        _print_frame(console, pareto_table(study).set_index("number"), ("score", "calls_per_example"))
 
 
 def _print_data(outcome: Any, fmt: str) -> None:
@@ -156,15 +150,57 @@ def _print_data(outcome: Any, fmt: str) -> None:
 def _print_designs(outcome: Any, console: Console) -> None:
     """Per design (calls, cached) and, with cost, the Pareto front across designs."""
     from courtroom.optimize._design_report import design_pareto, design_table
-    from courtroom.reporting.tables import fitted
+    from courtroom.reporting.tables import say
 
-    console.print("per design (calls: made by the programs; cached: served from the shared cache):")
+    say(console, "per design (calls: made by the programs; cached: served from the shared cache):")
     table = design_table(outcome.study)
     if table.empty:
         return
-    shown = table.set_index("design").map(lambda v: f"{v:.3f}" if isinstance(v, float) else str(v))
-    console.print(fitted(shown, ("trials", "complete", "best_score", "calls"), console.width,
-                         right=list(shown.columns)))  # fmt: skip
+    _print_frame(console, table.set_index("design"), ("trials", "complete", "best_score", "calls"))
     if outcome.config.cost_objective:
-        console.print(f"Pareto front across designs (score up, {outcome.config.cost} per example down):")
-        console.print(design_pareto(outcome.study).to_string(index=False), markup=False)
+        say(console, f"Pareto front across designs (score up, {outcome.config.cost} per example down):")
+        front = design_pareto(outcome.study).set_index("number")
+        _print_frame(console, front, ("design", "score", "cost_per_example"))
+
+
+def best_line(outcome: Any, best: Any) -> str:
+    """The best trial in words: its score (and cost per example) and its configuration, numbers as people write them."""
+    from courtroom.optimize._study_config import OBJECTIVES
+    from courtroom.optimize.studies import is_design_study
+    from courtroom.reporting.formatting import header, number
+
+    config = outcome.config
+    design = is_design_study(config)
+    objective = header(OBJECTIVES.get(config.objective, config.objective)).replace(" (95% CI)", "")
+    said = f"best trial {best.number}: " + (f"{best.user_attrs.get('design')}, " if design else "")
+    said += f"{objective} {best.values[0]:.3f}"
+    if len(best.values) > 1:
+        unit = config.cost if design else "calls"
+        said += f", {number(best.values[1])} {unit} per example"
+    params = best.user_attrs.get("config", best.params)
+    return said + ("; " + ", ".join(f"{k}={number(v)}" for k, v in params.items()) if params else "")
+
+
+SCORES = ("accuracy", "macro_f1", "score", "best_score", "value")
+"""Columns of scores in [0, 1]: three decimals, so a close race stays visible."""
+
+
+def _print_frame(console: Console, df: Any, key: tuple[str, ...], title: str | None = None) -> None:
+    """``df`` as a table at the console's width: its ``key`` columns, the others while they fit."""
+    from courtroom.reporting.formatting import number
+    from courtroom.reporting.tables import fitted
+
+    def cell(column: str, v: Any) -> str:
+        if isinstance(v, float) and not isinstance(v, bool) and column.split(" ")[-1] in SCORES and v == v:
+            return f"{v:.3f}"
+        text = number(v)
+        return "" if text in ("nan", "None", "<NA>") else text[:60]
+
+    counts = [c for c in ("duplicate_of", "sent", "cached", "calls", "failures") if c in df.columns]
+    # Counts stay whole where a repeated trial leaves them blank (a column with a NaN turns float).
+    df = df.assign(**{c: df[c].round().astype("Int64") for c in counts})
+    shown = df.astype(object).apply(lambda col: [cell(str(col.name), v) for v in col])
+    right = [c for c in shown.columns if c not in ("state", "design", "error", "cost_unit", "params")]
+    table = fitted(shown, key, console.width, title=title, headers=TRIAL_HEADERS, right=right)
+    table.title_justify = "left"
+    console.print(table)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
 from courtroom.cli._app import app
@@ -21,8 +20,12 @@ def tasks_command() -> None:
         t = TASKS[name]
         labels = ", ".join(t.labels) if t.labels else "(from the data)"
         table.add_row(name, labels, t.source, "yes" if t.has_generator else "", t.description)
-    Console().print(table)
-    Console().print(
+    from courtroom.reporting.tables import say, stdout_console
+
+    console = stdout_console()
+    console.print(table)
+    say(
+        console,
         "Any task also loads from --data PATH (json/jsonl/csv/parquet); any other dataset with "
-        "--dataset ID_OR_PATH --text-field F --label-field F --labels a,b"
+        "--dataset ID_OR_PATH --text-field F --label-field F --labels a,b",
     )

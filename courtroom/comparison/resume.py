@@ -71,9 +71,11 @@ def resume_comparison(
     check_same(stored, {k: v for k, v in given.items() if k not in SAFE | {"out"}}, out_dir, what="comparison")
     for key in ("lm", "roles"):
         if given.get(key) and given[key] != options.get(key):
+            from courtroom.spec import typed
+
             raise ConfigError(
-                f"cannot resume {out_dir} with {key} {given[key]!r} (the comparison has {options.get(key)!r}): "
-                "drop --lm/--role, or start a new comparison"
+                f"cannot resume {out_dir} with {typed(key, given[key])} (the comparison has "
+                f"{typed(key, options.get(key))}): drop --lm/--role, or start a new comparison"
             )
     api_base = given.get("api_base")
     if lms is None:

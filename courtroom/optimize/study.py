@@ -124,8 +124,12 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
             study.enqueue_trial(params, user_attrs={"paper_default": True})
     else:
         mismatch = {k: (saved.get(k), v) for k, v in config.identity().items() if k in saved and saved[k] != v}
+        if "--dataset" in mismatch:  # the task's name follows from the dataset
+            mismatch.pop("task", None)
         if mismatch:
-            got = ", ".join(f"{k}={old!r} (you asked {new!r})" for k, (old, new) in mismatch.items())
+            from courtroom.spec import typed
+
+            got = ", ".join(f"{typed(k, old)} (you asked {typed(k, new)})" for k, (old, new) in mismatch.items())
             raise ConfigError(
                 f"study {config.name!r} already exists with {got}: pass the same options to continue it, "
                 "or use another --study-name"

@@ -111,6 +111,18 @@ def money(v: Any) -> str:
     return "n/a" if _missing(v) else f"${float(v):,.3g}"
 
 
+def number(v: Any) -> str:
+    """Any figure for reading: whole numbers bare (``1``, not ``1.000``), others to 3 significant digits."""
+    if _missing(v):
+        return ""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    v = float(v)
+    if v == round(v):
+        return f"{round(v):,}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def accuracy_ci(accuracy: Any, low: Any = None, high: Any = None, n: Any = None) -> str:
     """``0.62 [0.55, 0.69]``: the given 95% CI (over repeats), else Wilson's over ``n`` examples."""
     if _missing(accuracy):

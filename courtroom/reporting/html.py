@@ -1,4 +1,4 @@
-"""``courtroom report``: one self-contained HTML file for a run, a repeat group or a comparison.
+"""``courtroom report``: one self-contained HTML file for a run, a repeat group, a comparison or a study.
 
 It opens with what ran (models per role, seed, date, data source, n, library versions:
 :mod:`courtroom.runner.provenance`), then holds the summary tables (numbers formatted for
@@ -33,7 +33,7 @@ from courtroom.transcript import render_html
 
 _CSS = """
 body{
-  font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+  font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1240px;
   color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.6rem}
 h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
@@ -80,7 +80,8 @@ table.provenance th,table.provenance td{text-align:left;border:none;padding:.1re
 table.provenance th{color:#666;font-weight:600;white-space:nowrap}
 table.summary{font-size:.82rem}
 table.summary th{white-space:normal;max-width:7rem;vertical-align:bottom}
-table.summary td{white-space:nowrap}
+table.summary td{white-space:nowrap;padding:.25rem .45rem}
+table.summary td:first-child{white-space:normal}
 details.more>summary,details.repeat>summary{cursor:pointer;color:#444;margin:.4rem 0}
 details.repeat{border-left:3px solid #ddd;padding-left:.6rem;margin:.6rem 0}
 p.shown{color:#444;font-size:.9rem}
@@ -269,14 +270,53 @@ def _flips(by_framework: Mapping[str, Any]) -> str:
     )
 
 
+def _analyses(name: str, found: Mapping[str, Any]) -> str:
+    """One framework's analyses in sentences (the ambiguity split a table); the flips have their own section."""
+    said = [
+        line.split(": ", 1)[1] if line.startswith(f"{name}: ") else line
+        for line in analysis.analyses_lines(name, {k: v for k, v in found.items() if k not in ("flips", "ambiguity")})
+    ]
+    calibration = found.get("calibration")
+    if calibration:
+        said.append(
+            f"calibration: Brier score {calibration['brier']:.3f}, expected calibration error "
+            f"{calibration['ece']:.3f} (n={calibration['n']})"
+        )
+    if found.get("repeat_accuracies"):
+        said.append("accuracy per repeat: " + ", ".join(f"{a:.3f}" for a in found["repeat_accuracies"]))
+    known = {"agreement", "ph_transitions", "corrections", "position_consistency", "length_bias", "flips",
+             "ambiguity", "calibration", "repeat_accuracies"}  # fmt: skip
+    rest = "".join(
+        f"<tr><th>{html.escape(k.replace('_', ' '))}</th><td>{_value(v)}</td></tr>"
+        for k, v in found.items()
+        if k not in known
+    )
+    ambiguity = found.get("ambiguity")
+    body = "".join(f"<li>{html.escape(s)}</li>" for s in said)
+    if not (body or rest or ambiguity):
+        return ""
+    return (
+        f"<h3>{html.escape(name)}</h3>"
+        + (f"<ul class='analysis'>{body}</ul>" if body else "")
+        + (f"<table class='analysis'>{rest}</table>" if rest else "")
+        + (
+            "<p class=shown>ambiguous vs normal cases:</p>"
+            + _table(pd.DataFrame(ambiguity).set_index("rule"), "analysis")
+            if ambiguity
+            else ""
+        )
+    )
+
+
 def _section(key: str, title: str, body: str) -> str:
     return f'<section id="{key}"><h2>{title}</h2>{body or "<p class=none>none for this run</p>"}</section>'
 
 
-def _page(title: str, about: Provenance, sections: Sequence[str]) -> str:
+def _page(title: str, about: Provenance | None, sections: Sequence[str], block: str = "") -> str:
+    head = html_block(about) if about is not None else block
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{html_block(about)}{''.join(sections)}"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{head}{''.join(sections)}"
         f"<script>{_JS}</script></body></html>"
     )
 
@@ -305,24 +345,21 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
     src, out = Path(source), Path(out)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        from courtroom.reporting.study_html import is_study_folder, study_sections
+
+        if is_study_folder(src):
+            title, sections, block = study_sections(src, _img, _table, _section)
+            return _write(out, _page(title, None, sections, block))
         if not any((src / f).is_file() for f in ("comparison.json", "group.json", "meta.json")):
             raise ConfigError(
-                f"{src} is not a run, repeat group or comparison folder: pass a folder printed by "
-                "`courtroom run` or `courtroom compare`"
+                f"{src} is not a run, repeat group, comparison or study folder: pass a folder printed by "
+                "`courtroom run`, `courtroom compare` or `courtroom study` (its report: line)"
             )
         about = provenance(src)
         if (src / "comparison.json").is_file():
             info, table, analyses = load_comparison(src)
             images = sorted((src / "plots").glob("*.png"))
-            extra = "".join(
-                f"<h3>{html.escape(f)}</h3><table class='analysis'>"
-                + "".join(
-                    f"<tr><th>{html.escape(k)}</th><td>{_value(v)}</td></tr>" for k, v in a.items() if k != "flips"
-                )
-                + "</table>"
-                for f, a in analyses.items()
-                if any(k != "flips" for k in a)
-            )
+            extra = "".join(_analyses(f, a) for f, a in analyses.items())
             flipped = {f: a["flips"] for f, a in analyses.items() if a.get("flips")}
             title = f"courtroom comparison: {info['task']}"
             frontier = src / "frontier.png"
@@ -375,6 +412,10 @@ def write_report(source: str | Path, out: str | Path = "report.html") -> Path:
                 _transcripts({meta["config"]["framework"]: [src]}),
             ]
         page = _page(title, about, sections)
+    return _write(out, page)
+
+
+def _write(out: Path, page: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

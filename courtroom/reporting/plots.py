@@ -253,7 +253,6 @@ def frontier(
             color="#d84315" if on else "#5c6bc0",
             markersize=7 if on else 5,
         )
-        ax.annotate(k, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=8)
     if len(front) > 1:
         ax.step([points[k][0] for k in front], [points[k][1] for k in front], where="post", color="#d84315", alpha=0.6)
     ax.plot([], [], "o", color="#d84315", label="Pareto front")
@@ -268,7 +267,31 @@ def frontier(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title or "accuracy vs cost")
+    place_labels(ax, [(k, points[k]) for k in names])  # after the scales: labels are measured where they land
     return _save(fig, path, note)
+
+
+_OFFSETS = [(6, 5, "left"), (6, -12, "left"), (-6, 5, "right"), (-6, -12, "right"), (6, 16, "left"),
+            (-6, 16, "right"), (6, -23, "left"), (-6, -23, "right"), (6, 27, "left"), (-6, 27, "right"),
+            (6, -34, "left"), (-6, -34, "right")]  # fmt: skip
+"""Where a point's label may go (points right/up, then around it, further out): the first free one wins."""
+
+
+def place_labels(ax: Any, labels: Sequence[tuple[str, tuple[float, float]]]) -> list[Any]:
+    """Annotate each point with its name where it overlaps no label placed before (the text artists)."""
+    renderer = ax.figure.canvas.get_renderer()
+    boxes: list[Any] = []
+    texts = []
+    for name, xy in labels:
+        for i, (dx, dy, ha) in enumerate(_OFFSETS):
+            text = ax.annotate(name, xy, textcoords="offset points", xytext=(dx, dy), fontsize=8, ha=ha)
+            box = text.get_window_extent(renderer)
+            if i == len(_OFFSETS) - 1 or not any(box.overlaps(b) for b in boxes):
+                boxes.append(box)
+                texts.append(text)
+                break
+            text.remove()
+    return texts
 
 
 def reliability_diagram(

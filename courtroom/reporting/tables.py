@@ -4,7 +4,8 @@
 columns only while they fit), so an 80-column terminal gets readable rows, not folded Markdown.
 ``md``, ``csv`` and ``json`` print the whole table, as the run or comparison folder holds it.
 The width is ``COLUMNS`` when set, else the terminal's (stdout's, or stderr's when stdout is a
-pipe), else :data:`DEFAULT_WIDTH`.
+pipe), else :data:`DEFAULT_WIDTH`. :func:`say` prints prose wrapped to that width (continuation
+lines indented), and :func:`print_text` also draws the Markdown tables in a text as tables that fit.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -92,6 +95,86 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def wrapped(text: str, width: int) -> list[str]:
+    """``text``'s lines cut at spaces to ``width``; a cut line goes on indented two more spaces.
+
+    A word is never cut; a short label stays with the path after it (``run folder: PATH``), and with
+    any other word, and a command with its first argument (``courtroom show PATH``), where they fit.
+    Paths are copied whole, so a path longer than the terminal is the one thing that may run past it.
+    """
+    out = []
+    for line in text.splitlines() or [""]:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        # A command with its argument stays whole where it fits a line of its own.
+        glued = _COMMAND.sub(lambda m: m.group(0).replace(" ", _GLUE) if len(m.group(0)) < width - 4 else m.group(0),
+                             line.strip())  # fmt: skip
+        label, colon, rest = glued.partition(": ")
+        first = rest.split(" ", 1)[0]
+        if colon and len(label) < width // 2 and ("/" in first.split(_GLUE)[0] or len(label) + len(first) < width):
+            glued = label.replace(" ", _GLUE) + ":" + _GLUE + rest  # `run folder: PATH` is never parted
+        more = indent + "  " if len(indent) + 2 < width // 2 else indent
+        cut = textwrap.wrap(
+            glued,
+            width,
+            initial_indent=indent,
+            subsequent_indent=more,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        out += [piece.replace(_GLUE, " ") for piece in cut]
+    return out
+
+
+_COMMAND = re.compile(r"\bcourtroom [a-z]+ \S+")
+"""``courtroom show PATH``: a command and its first argument, kept on one line."""
+_GLUE = "\u00a0"
+"""A space :func:`wrapped` never breaks at (textwrap breaks at ASCII whitespace only)."""
+
+
+def say(console: Console, *texts: str) -> None:
+    """Print each text as plain words (no markup), wrapped to the console's width by :func:`wrapped`."""
+    for text in texts:
+        for line in wrapped(text, console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_text(console: Console, lines: Iterable[str]) -> None:
+    """Print text lines whose Markdown tables (``| a | b |`` rows) become tables that fit the console.
+
+    A table that fits is printed as it is; one that does not, one row per paragraph
+    (``first cell: header value; ...``), so no figure is dropped. ``# title`` lines lose the ``#``.
+    """
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            _print_markdown_table(console, block)
+            block.clear()
+
+    for line in lines:
+        for part in line.split("\n"):
+            if part.startswith("|"):
+                block.append(part)
+                continue
+            flush()
+            say(console, part[2:] if part.startswith("# ") else part)
+    flush()
+
+
+def _print_markdown_table(console: Console, rows: Sequence[str]) -> None:
+    if max(len(row) for row in rows) <= console.width:
+        for row in rows:
+            console.print(row, markup=False, highlight=False, soft_wrap=True)
+        return
+    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in rows]
+    header, body = cells[0], [r for r in cells[1:] if not all(set(c) <= set("-: ") for c in r)]
+    for cell in body:
+        say(console, f"{cell[0]}: " + "; ".join(f"{h} {v}" for h, v in zip(header[1:], cell[1:], strict=False)))
+
+
 def markdown(df: pd.DataFrame) -> str:
     """``df`` as a GitHub Markdown table (the index first)."""
     from courtroom.analysis.papers import markdown_table
@@ -135,6 +218,9 @@ __all__ = [
     "json_text",
     "markdown",
     "print_data",
+    "print_text",
+    "say",
     "stdout_console",
     "terminal_width",
+    "wrapped",
 ]

@@ -36,6 +36,8 @@ def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: s
     ``knobs`` may name a subset of the knobs; every other setting must equal the stored one.
     Model names are compared after the models are built (:func:`check_models`).
     """
+    from courtroom.spec import typed
+
     differ = []
     for key, value in overrides.items():
         if value is None or value == {} or key in SAFE or key in ("lm", "roles"):
@@ -43,9 +45,13 @@ def check_same(stored: Mapping[str, Any], overrides: Mapping[str, Any], where: s
         old = stored.get(key)
         if key == "knobs":
             old = old or {}
-            differ += [f"--set {k}={v!r} (the {what} has {old.get(k)!r})" for k, v in value.items() if old.get(k) != v]
+            differ += [
+                f"{typed('--set', {k: v})} (the {what} has {typed('--set', {k: old.get(k)})})"
+                for k, v in value.items()
+                if old.get(k) != v
+            ]
         elif value != old:
-            differ.append(f"{key} {value!r} (the {what} has {old!r})")
+            differ.append(f"{typed(key, value)} (the {what} has {typed(key, old)})")
     if differ:
         raise ConfigError(
             f"cannot resume {where} with {'; '.join(differ)}: a resume uses the {what}'s settings; "

@@ -23,6 +23,7 @@ from courtroom.spec._sections import (
     check_sizes,
     check_url,
 )
+from courtroom.spec._typed import typed
 from courtroom.spec._values import parse_value, typed_knobs, typed_value
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "differences",
     "flag_of",
     "parse_value",
+    "typed",
     "typed_knobs",
     "typed_value",
 ]
