@@ -295,7 +295,8 @@ def test_cli_refuses_a_framework_without_sides(capsys):
     assert code == 2 and "use one of swap, swap-vote" in err
 
 
-def test_cli_dry_run_counts_both_orders(capsys):
+def test_cli_dry_run_counts_both_orders(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the dry run's table as a table (at 80 its rows are paragraphs)
     args = ["run", "jot", "--loops", "2", "--limit", "4", "--data", "generate", "--lm", "openai/fake", "--dry-run"]
     code, plain, err = _cli(args, capsys)
     assert code == 0, err

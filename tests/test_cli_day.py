@@ -52,7 +52,9 @@ def test_version() -> None:
     assert done.returncode == 0 and done.stdout.strip() == f"courtroom {courtroom.__version__}"
 
 
-def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Callable[..., Any], clock: Any) -> None:
+def test_runs_lists_runs_and_comparisons_newest_first(
+    tmp_path: Path, cli: Callable[..., Any], clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeServer() as server:
         common = ["--lm", "openai/m-one", "--api-base", server.url, "--limit", "3"]
         assert cli("run", "zero-shot", "--out", str(tmp_path / "runs"), *common).returncode == 0
@@ -63,6 +65,7 @@ def test_runs_lists_runs_and_comparisons_newest_first(tmp_path: Path, cli: Calla
             cli("run", "cot", "--out", str(tmp_path / "runs"), *common, "--role", "classifier=openai/m-two").returncode
             == 0
         )
+    monkeypatch.setenv("COLUMNS", "400")  # every column beside the full tmp paths (long under xdist)
     done = cli("runs", str(tmp_path / "runs"), str(tmp_path / "cmp"))
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.lstrip().startswith(str(tmp_path))]
