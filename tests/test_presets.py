@@ -101,7 +101,8 @@ def test_ask_sends_the_sampling_temperature_when_the_model_has_none() -> None:
     assert all("temperature" not in h["kwargs"] for h in lm.history) and program.temperature_of("classifier") == 0.1
 
 
-def test_frameworks_lists_presets_and_suites(capsys) -> None:
+def test_frameworks_lists_presets_and_suites(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # each knob's line unwrapped (tests/test_screen.py checks 80 columns)
     assert main(["frameworks"]) == 0
     out = capsys.readouterr().out
     for name in [*PRESETS, *SUITES]:

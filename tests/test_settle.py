@@ -234,8 +234,12 @@ def test_dry_run_prices_a_range(cold_cache: Any) -> None:
     assert "18 .. 54 (all settled .. all tried)" in table and "3.00 .. 9.00" in table
 
 
-def test_runs_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from courtroom.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")  # the flip line unwrapped (tests/test_screen.py checks 80 columns)
 
     with FakeServer() as server:
         code = main(
