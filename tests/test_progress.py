@@ -272,3 +272,19 @@ def test_plain_lines_keep_coming_while_one_slow_call_holds_the_task() -> None:
         time.sleep(1.2)  # nothing moves: no result, no call
     lines = [line for line in out.getvalue().splitlines() if "slow: 0/1 examples" in line]
     assert 3 <= len(lines) <= 6, out.getvalue()
+
+
+def test_gepa_into_a_pipe_prints_lines_by_time_not_one_per_iteration(tmp_path: Path, courtroom_cli: Any) -> None:
+    # GEPA wrote a line per iteration into a pipe (399 in a user's log; 130 iterations here).
+    env = {"COURTROOM_PROGRESS_EVERY": "600", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer() as server:
+        args = ["compile", "zero-shot", "--optimizer", "gepa", "--opt", "auto=light", "--train-limit", "6",
+                "--dev-limit", "4", "--test-limit", "0", "--lm", "openai/m", "--api-base", server.url,
+                "-o", str(tmp_path / "p.json")]  # fmt: skip
+        done = courtroom_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    gepa = [line for line in done.stderr.splitlines() if "optimizing (gepa)" in line]
+    assert 1 <= len(gepa) <= 3 and "done" in gepa[-1], done.stderr
+    # In order: dev before, the optimizer, dev after.
+    order = [done.stderr.index(k) for k in ("dev before: 4/4", "optimizing (gepa): done", "dev after: 4/4")]
+    assert order == sorted(order), done.stderr

@@ -82,7 +82,9 @@ PHASES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], bool]] = [
     (re.compile(r"^=+ Trial (\d+) / (\d+) =+\s*$"), lambda m: f"evaluate trial {m[1]}/{int(m[2]) + 1}", True),
     (re.compile(r"Trial (\d+) / (\d+)"), lambda m: f"evaluate trial {m[1]}/{max(int(m[1]), int(m[2]))}", True),
     (re.compile(r"Iteration Depth: (\d+)/(\d+)"), lambda m: f"propose round {m[1]}/{m[2]}", True),
-    (re.compile(r"Iteration (\d+):"), lambda m: f"iteration {m[1]}", True),  # GEPA
+    # GEPA runs one iteration per proposal (130 for auto=light on 6 cases): each updates the phase,
+    # which a pipe then gets every COURTROOM_PROGRESS_EVERY seconds, not a line per iteration.
+    (re.compile(r"Iteration (\d+):"), lambda m: f"iteration {m[1]}", False),
     (re.compile(r"Will attempt to bootstrap (\d+) candidate sets"), lambda m: f"bootstrap {m[1]} candidate sets", True),
     (re.compile(r"Bootstrapped (\d+) full traces"), lambda m: f"bootstrapped {m[1]} demo(s)", False),
     (re.compile(r"(\d+) candidate programs found"), lambda m: f"{m[1]} candidate programs", False),

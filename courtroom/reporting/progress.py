@@ -112,6 +112,8 @@ class Tracker:
     printed_at: float = 0.0
     stage: str = ""
     """The note of the last stage line printed (plain lines only)."""
+    finished: float = 0.0
+    """When its last example finished (``time.monotonic``; 0: not yet): its elapsed time stops there."""
 
     def start(self, n: int) -> None:
         """``n`` more examples are to be evaluated (called again by each repeat)."""
@@ -126,6 +128,9 @@ class Tracker:
         self.correct += bool(res.correct)
         self._spent(res.usage)
         self.display._refresh(self)
+        if self.total and self.done >= self.total and not self.finished:
+            self.finished = time.monotonic()
+            self.display._ended(self)
 
     def _spent(self, usage: Any) -> None:
         from courtroom.eval.metrics import user_prices
@@ -176,7 +181,7 @@ class Tracker:
 
     def line(self) -> str:
         """The plain-text form of the task's state."""
-        elapsed = time.monotonic() - self.started
+        elapsed = (self.finished or time.monotonic()) - self.started
         parts = [self.note] if self.note else []
         if self.unit:
             parts.append(f"{self.done}/{self.total if self.total is not None else '?'} {self.unit}")
@@ -322,6 +327,11 @@ class ProgressDisplay:
         if t.failed:
             bits.append(f"failed {t.failed}")
         self._bar.update(t.handle, total=t.total, completed=t.done, status="  ".join(bits))
+
+    def _ended(self, t: Tracker) -> None:
+        """A task's last example finished: off a terminal its final line comes now, in the order tasks end."""
+        if self._bar is None and self.enabled and self._thread is not None:
+            self._print_line(t)
 
     def _print_lines(self) -> None:
         now = time.monotonic()
