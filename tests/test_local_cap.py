@@ -62,11 +62,11 @@ def test_user_sets_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
         _lm.local_lm()
 
 
-def test_llama_threads_leave_a_core_for_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llama_threads_default_to_the_cores_and_the_user_sets_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from courtroom.models.local import _server
 
     monkeypatch.delenv(_server.THREADS_ENV, raising=False)
-    for cores, threads in [(1, 1), (2, 1), (4, 3), (16, 4)]:
+    for cores, threads in [(1, 1), (2, 2), (4, 4), (16, 4)]:
         monkeypatch.setattr(_server.os, "cpu_count", lambda cores=cores: cores)
         assert _server.default_threads() == threads
     monkeypatch.setenv(_server.THREADS_ENV, "3")

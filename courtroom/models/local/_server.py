@@ -79,12 +79,11 @@ THREADS_ENV = "COURTROOM_LOCAL_THREADS"
 
 
 def default_threads() -> int:
-    """llama.cpp's threads: ``$COURTROOM_LOCAL_THREADS``, else one core fewer than the machine has (1 to 4).
+    """llama.cpp's threads: ``$COURTROOM_LOCAL_THREADS``, else the machine's cores (1 to 4).
 
-    ggml's threads spin while they wait for each other, so a thread that shares its core with
-    another busy process stalls them all: measured on 2 cores with one other busy process, 64
-    tokens took 4.5-5.6 s on 2 threads and 1.5-2.0 s on 1 (idle: 1.1 s and 1.6-2.2 s). The core
-    left free serves the process that sends the requests.
+    ggml's threads spin while they wait for each other, so on a machine busy with other work fewer
+    threads can be faster: measured on 2 cores, 64 tokens took 1.1 s on 2 threads and 1.6-2.2 s on
+    1 when idle, but 4.5-5.6 s on 2 and 1.5-2.0 s on 1 beside one other busy process.
     """
     raw = os.environ.get(THREADS_ENV)
     if raw is not None and raw.strip():
@@ -95,7 +94,7 @@ def default_threads() -> int:
         if value < 1:
             raise ConfigError(f"{THREADS_ENV}={raw!r} is not a whole number >= 1: fix or unset it")
         return value
-    return max(1, min((os.cpu_count() or 2) - 1, 4))
+    return max(1, min(os.cpu_count() or 2, 4))
 
 
 class LocalServer:
