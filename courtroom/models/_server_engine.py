@@ -112,10 +112,14 @@ class ServerEngine:
             collector = batch.current()
             if collector is not None:
                 return self._batched(collector, request)
-            return self._inner().complete(dataclasses.replace(request, model=_wire_model(request.model)))
+            return self._inner().complete(dataclasses.replace(request, model=self._route(request.model)))
         except Exception as exc:
             self._scrub(exc)
             raise
+
+    def _route(self, model: str) -> str:
+        """The model string the native engine routes (here: this server's provider)."""
+        return _wire_model(model)
 
     def batches(self) -> Any:
         """This server's Files and Batches API (:class:`courtroom.models.batch.OpenAIBatches`), made once."""
@@ -126,19 +130,26 @@ class ServerEngine:
                 self._batches = OpenAIBatches(self.api_base, self._api_key)
             return self._batches
 
+    def _provider(self, name: str) -> Any:
+        """lm15's provider LM for model ``name`` (it builds the wire body and parses the answer)."""
+        return self._inner().router.lm(f"{PROVIDER}:{name}")
+
+    def _parse(self, provider: Any, body: dict[str, Any], name: str) -> Any:
+        """A batch line's answer body as DSPy's response."""
+        # By name, as in _inner(): mypy following dspy._vendor loses dspy's own star-exports.
+        chat = importlib.import_module("dspy._vendor.lm15.providers.openai_chat")
+        return chat.response_from_openai_chat(body, model=name)
+
     def _batched(self, collector: Any, request: Any) -> Any:
         from dspy.utils.exceptions import LMServerError, LMTransportError
 
-        # By name, as in _inner(): mypy following dspy._vendor loses dspy's own star-exports.
-        chat = importlib.import_module("dspy._vendor.lm15.providers.openai_chat")
-
         name = request.model.split("/", 1)[-1]
-        provider = self._inner().router.lm(f"{PROVIDER}:{name}")
+        provider = self._provider(name)
         wire = provider.build_request(dataclasses.replace(request, model=name), stream=False)
         answer = collector.ask(self.batches(), json.loads(wire.body))
         response = answer.get("response") or {}
         if int(response.get("status_code") or 0) == 200:
-            return chat.response_from_openai_chat(response["body"], model=name)
+            return self._parse(provider, response["body"], name)
         error = answer.get("error") or (response.get("body") or {}).get("error") or {}
         message = f"batch line failed: {error.get('message') or error.get('code') or response.get('status_code')}"
         if answer.get("transport"):
@@ -156,7 +167,7 @@ class ServerEngine:
 
     def stream(self, request: Any) -> Any:
         """Stream ``request`` (not used by courtroom; part of DSPy's engine contract)."""
-        return self._inner().stream(dataclasses.replace(request, model=_wire_model(request.model)))
+        return self._inner().stream(dataclasses.replace(request, model=self._route(request.model)))
 
     def close(self) -> None:
         """Close the connection pool, if one was opened."""
@@ -167,13 +178,13 @@ class ServerEngine:
         """Build the route (provider, adapter, HTTP client) now, in this thread; nothing is sent."""
         if self._asynchronous or self._prepared:
             return
-        engine = self._inner()
+        self._inner()
         with self._lock:
             if self._prepared:
                 return
             self._prepared = True
         # lm15's router builds (and keeps) the provider's LM for this model string on first use.
-        engine.router.lm(f"{PROVIDER}:courtroom-warm-up")
+        self._provider("courtroom-warm-up")
 
 
 class AsyncServerEngine(ServerEngine):
@@ -184,7 +195,7 @@ class AsyncServerEngine(ServerEngine):
 
     async def complete(self, request: Any) -> Any:  # type: ignore[override]  # noqa: D102
         try:
-            return await self._inner().complete(dataclasses.replace(request, model=_wire_model(request.model)))
+            return await self._inner().complete(dataclasses.replace(request, model=self._route(request.model)))
         except Exception as exc:
             self._scrub(exc)
             raise

@@ -76,18 +76,23 @@ class OpenAICompatibleLM(dspy.LM):
 OPENAI_WIRE = ("openai/", "hosted_vllm/")
 """Model prefixes that speak OpenAI's chat wire to an ``api_base``: served by DSPy's native engine."""
 
+ANTHROPIC = "anthropic/"
+"""The model prefix of Anthropic's Messages API: with an ``api_base``, served by DSPy's native Anthropic route."""
+
 
 def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> OpenAICompatibleLM:
     """``model`` served by the server at ``api_base``.
 
     An OpenAI-wire name (:data:`OPENAI_WIRE`) goes through DSPy's native engine toward the server
     (:mod:`courtroom.models._server_engine`), which sends ``max_tokens`` (which such servers
-    honour) without importing LiteLLM. Other providers' names (``ollama_chat/`` speaks Ollama's own
-    API, ``anthropic/`` Anthropic's) and URLs carrying credentials (``user:password@`` or a query
-    token, for a proxy: DSPy's native client takes neither) go through LiteLLM, which also sends
-    ``max_tokens``. The key is ``$OPENAI_API_KEY`` for ``openai/`` names when set (a proxy in
-    front of OpenAI), else a placeholder local servers accept. ``timeout`` bounds each attempt's
-    wait, in seconds.
+    honour) without importing LiteLLM. An ``anthropic/`` name goes through DSPy's native
+    Anthropic route toward ``api_base`` with ``$ANTHROPIC_API_KEY``
+    (:mod:`courtroom.models._anthropic_engine`, which also serves batch mode). Other providers'
+    names (``ollama_chat/`` speaks Ollama's own API) and URLs carrying credentials
+    (``user:password@`` or a query token, for a proxy: DSPy's native client takes neither) go
+    through LiteLLM, which also sends ``max_tokens``. The key is ``$OPENAI_API_KEY`` for
+    ``openai/`` names when set (a proxy in front of OpenAI), else a placeholder local servers
+    accept. ``timeout`` bounds each attempt's wait, in seconds.
     """
     from urllib.parse import urlsplit
 
@@ -95,8 +100,14 @@ def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT
 
     url = urlsplit(api_base)
     key = os.environ.get("OPENAI_API_KEY") if model.startswith("openai/") else None
-    if model.startswith(OPENAI_WIRE) and not (url.username or url.password or url.query):
+    plain = not (url.username or url.password or url.query)
+    if model.startswith(OPENAI_WIRE) and plain:
         lm = OpenAICompatibleLM(model, **server_engines(api_base, key or "sk-no-key", timeout), **kwargs)
+    elif model.startswith(ANTHROPIC) and plain:
+        from courtroom.models._anthropic_engine import anthropic_engines
+
+        key = os.environ.get("ANTHROPIC_API_KEY") or "sk-no-key"
+        lm = OpenAICompatibleLM(model, **anthropic_engines(api_base, key, timeout), **kwargs)
     else:
         if model.startswith("openai/") and not key:
             kwargs["api_key"] = "sk-no-key"  # local servers need none; LiteLLM insists on one

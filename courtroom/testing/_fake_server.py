@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from courtroom.testing._fake_batches import Batches
+from courtroom.testing._fake_messages import MessageBatches
 
 Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
 FAULTS = ("429", "500", "timeout", "garbage", "truncated")
@@ -74,8 +75,10 @@ class FakeServer:
         expire: which batches (1: the first created) expire with only half their lines answered.
 
     The server also speaks OpenAI's Files and Batches API (:mod:`courtroom.testing._fake_batches`,
-    held in ``batches``): each batch line is answered as the same request sent live would be
-    (responder, faults, ``served``, ``billed``), and counted in ``counts["batch_lines"]``.
+    held in ``batches``) and Anthropic's Message Batches (:mod:`courtroom.testing._fake_messages`,
+    held in ``messages``; their batches are listed in ``batches.created`` too): each batch line is
+    answered as the same request sent live would be (responder, faults, ``served``, ``billed``),
+    and counted in ``counts["batch_lines"]``.
 
     ``counts`` holds ``requests`` plus one count per outcome; ``served`` lists, for each request
     answered successfully, its whole message list as JSON (system prompt included, so two roles
@@ -123,6 +126,7 @@ class FakeServer:
         self.max_in_flight = 0
         self.sent: Counter[str] = Counter()
         self.batches = Batches(self._batch_line, turnaround, expire)
+        self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler())
@@ -262,6 +266,8 @@ class FakeServer:
                     pass  # the client gave up (its timeout); nothing to answer
 
             def do_GET(self) -> None:
+                if self.path.startswith("/v1/messages/batches"):
+                    return self._send(*server.messages.handle("GET", self.path, self.headers, b""))
                 if self.path.startswith(("/v1/files", "/v1/batches")):
                     return self._send(*server.batches.get(self.path))
                 self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
@@ -269,6 +275,8 @@ class FakeServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.startswith("/v1/messages/batches"):
+                    return self._send(*server.messages.handle("POST", self.path, self.headers, raw))
                 if self.path.startswith(("/v1/files", "/v1/batches")):
                     return self._send(*server.batches.post(self.path, self.headers.get("Content-Type", ""), raw))
                 body = json.loads(raw or b"{}")

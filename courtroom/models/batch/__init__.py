@@ -20,14 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from courtroom.errors import ConfigError
+from courtroom.models.batch._anthropic import AnthropicBatches
 from courtroom.models.batch._collector import Batch, Collector, request_key
-from courtroom.models.batch._openai import OpenAIBatches
+from courtroom.models.batch._openai import BatchClient, OpenAIBatches
 from courtroom.models.batch._record import FILE, BatchLog, recorded
 
 __all__ = [
     "FILE",
     "TURNAROUND_BASIS",
+    "AnthropicBatches",
     "Batch",
+    "BatchClient",
     "BatchLog",
     "Collector",
     "OpenAIBatches",
@@ -116,7 +119,7 @@ def batching(
     if folder is not None:
         records = recorded(folder)
         if records:
-            clients = {id(c): c for c in (_client_of(lm) for lm in models) if c is not None}
+            clients = {c.reach: c for c in (_client_of(lm) for lm in models) if c is not None}
             if len(clients) != 1:
                 raise ConfigError(
                     f"{Path(folder) / FILE} records batches, but its models reach {len(clients)} batch APIs: "
@@ -172,7 +175,7 @@ def forked(n: int) -> Iterator[Callable[[], None]]:
         yield leave
 
 
-def _client_of(lm: Any) -> OpenAIBatches | None:
+def _client_of(lm: Any) -> BatchClient | None:
     engine = getattr(lm, "_engine_spec", None)
     batches = getattr(engine, "batches", None)
     return batches() if callable(batches) else None
@@ -181,21 +184,50 @@ def _client_of(lm: Any) -> OpenAIBatches | None:
 OPENAI = "https://api.openai.com/v1"
 """Where ``openai/`` models go in batch mode without ``--api-base`` or ``$OPENAI_BASE_URL`` (key: $OPENAI_API_KEY)."""
 
+ANTHROPIC = "https://api.anthropic.com/v1"
+"""Where ``anthropic/`` models go in batch mode without ``--api-base`` or ``$ANTHROPIC_BASE_URL``."""
+
 WIRE = ("openai/", "hosted_vllm/")
 """Model prefixes whose requests are OpenAI chat bodies (:data:`courtroom.models.lms.OPENAI_WIRE`)."""
 
 _FIX = (
     "batch mode serves openai/ models (OpenAI's Batch API, or an --api-base server that speaks /v1/files and "
-    "/v1/batches, like courtroom.testing.FakeServer); drop --batch"
+    "/v1/batches, like courtroom.testing.FakeServer) and anthropic/ models (Message Batches); drop --batch"
 )
 
 
 def check_names(names: Iterable[str], api_base: str | None) -> str | None:
-    """Refuse, before anything is built, a model with no batch API; the base URL batch mode uses."""
+    """Refuse, before anything is built, a model with no batch API; the base URL batch mode uses.
+
+    One run's models reach one batch API: ``anthropic/`` models together with OpenAI-wire ones
+    are refused (run them as two runs). ``anthropic/`` needs ``$ANTHROPIC_API_KEY``.
+    """
+    names = list(names)
     for name in names:
+        if name.startswith("anthropic/"):
+            continue
         if not name.startswith(WIRE) or (not api_base and not name.startswith("openai/")):
             raise ConfigError(f"--batch: {name} has no batch API here ({_FIX})")
-    return api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or OPENAI
+    claude = [n for n in names if n.startswith("anthropic/")]
+    if not claude:
+        return api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or OPENAI
+    other = next((n for n in names if not n.startswith("anthropic/")), None)
+    if other is not None:
+        raise ConfigError(
+            f"--batch: {claude[0]} (Anthropic's Message Batches) and {other} (an OpenAI batch API) in one run: "
+            "batch mode sends a run's requests to one batch API; run them as two runs"
+        )
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise ConfigError(
+            f"--batch: {claude[0]} needs ANTHROPIC_API_KEY in the environment: export it "
+            "(keys are never read from files or flags)"
+        )
+    if api_base:
+        return api_base
+    base = os.environ.get("ANTHROPIC_BASE_URL", "").rstrip("/")
+    if not base:
+        return ANTHROPIC
+    return base if base.endswith("/v1") else base + "/v1"  # Anthropic's SDKs spell it without /v1
 
 
 def check_batchable(lms: Iterable[Any]) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from courtroom import _stop
-from courtroom.models.batch._openai import OpenAIBatches, Status
+from courtroom.models.batch._openai import BatchClient, Status
 from courtroom.models.batch._record import BatchLog
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class Line:
 
     key: str
     body: dict[str, Any]
-    client: OpenAIBatches
+    client: BatchClient
     answer: dict[str, Any] | None = None
     """The output line (``response``/``error``), once the batch ended."""
     ready: threading.Event = field(default_factory=threading.Event)
@@ -59,7 +59,7 @@ class Batch:
     """A submitted batch and the lines waiting on it (custom_id -> line)."""
 
     id: str
-    client: OpenAIBatches
+    client: BatchClient
     model: str
     round: int
     lines: dict[str, Line]
@@ -149,7 +149,7 @@ class Collector:
                     left[0] = 0
                 self._cond.notify_all()
 
-    def ask(self, client: OpenAIBatches, body: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, client: BatchClient, body: dict[str, Any]) -> dict[str, Any]:
         """Park this thread until ``body``'s line is answered; the output line (``response`` or ``error``)."""
         key = request_key(body)
         while True:
@@ -347,7 +347,7 @@ class Collector:
 
     # ----- resume and close
 
-    def reattach(self, client: OpenAIBatches, records: list[dict[str, Any]]) -> int:
+    def reattach(self, client: BatchClient, records: list[dict[str, Any]]) -> int:
         """Follow the recorded batches: lines of the same requests wait on them instead of going out again."""
         n = 0
         for record in records:

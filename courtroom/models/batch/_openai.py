@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -33,11 +33,26 @@ class Status:
     output_file_id: str | None
     error_file_id: str | None
     errors: Any = None
+    results_url: str | None = None
+    """Where the results are (Anthropic's Message Batches; in memory only, never written)."""
 
     @property
     def done(self) -> bool:
         """Whether the batch has ended (every line answered, failed, expired or cancelled)."""
         return self.status in TERMINAL
+
+
+class BatchClient(Protocol):
+    """What the collector needs of a provider's batch API (:class:`OpenAIBatches`, ``AnthropicBatches``)."""
+
+    provider: str
+    reach: tuple[str, str, str]
+
+    def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status: ...
+    def status(self, batch_id: str) -> Status: ...
+    def results(self, status: Status) -> dict[str, dict[str, Any]]: ...
+    def cancel(self, batch_id: str) -> Status: ...
+    def close(self) -> None: ...
 
 
 class OpenAIBatches:
@@ -50,6 +65,8 @@ class OpenAIBatches:
         self._key = api_key
         self._timeout = timeout
         self._client: httpx.Client | None = None
+        self.reach = (type(self).__name__, self._base, api_key)
+        """Which API this client reaches (in memory only): two clients with the same reach are one API."""
 
     def __repr__(self) -> str:  # never the base URL: it can hold a user and password
         return f"{type(self).__name__}()"

@@ -1,0 +1,89 @@
+"""DSPy's native Anthropic route toward one Messages API base URL, which joins the batch in batch mode.
+
+An ``anthropic/NAME`` model given a base URL (``--api-base``, or in batch mode
+``$ANTHROPIC_BASE_URL`` or Anthropic's own) is served by this engine. Live, it hands the request
+to DSPy's native ``LM15Engine`` with lm15's Anthropic provider bound to that base URL and
+``$ANTHROPIC_API_KEY`` (no LiteLLM import). In batch mode (:mod:`courtroom.models.batch`) lm15's
+provider builds the same Messages body (``build_request``), which joins the current batch as a
+Message Batches line's ``params``; the succeeded ``message`` is parsed back by the provider's own
+``parse_response``, so a batch answer reads exactly as a live one. As in
+:mod:`courtroom.models._server_engine`, DSPy keeps the cache, retries, history and usage, and the
+base URL and key live here, never in the LM's ``kwargs`` or on disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+from courtroom.models._server_engine import ServerEngine
+
+PROVIDER = "anthropic"
+"""lm15's provider id for Anthropic's Messages API."""
+
+
+class AnthropicEngine(ServerEngine):
+    """Anthropic's Messages API at ``api_base``, reached through DSPy's native engine (module docstring)."""
+
+    def _inner(self) -> Any:
+        with self._lock:
+            if self._engine is None:
+                from dspy.clients.engines.lm15_engine import AsyncLM15Engine, LM15Engine, timeouts_for
+                from dspy.lm15 import RouterConfig
+
+                config = RouterConfig(
+                    env={},
+                    api_keys={PROVIDER: self._api_key},
+                    base_urls={PROVIDER: self.api_base},
+                    timeouts=timeouts_for(self.timeout),
+                )
+                cls = AsyncLM15Engine if self._asynchronous else LM15Engine
+                self._engine = cls(config, model_type="chat")
+            return self._engine
+
+    def _route(self, model: str) -> str:
+        return f"{PROVIDER}/{model.split('/', 1)[-1]}"
+
+    def _provider(self, name: str) -> Any:
+        return self._inner().router.lm(f"{PROVIDER}:{name}")
+
+    def _parse(self, provider: Any, body: dict[str, Any], name: str) -> Any:
+        # By name: mypy following dspy._vendor loses dspy's own star-exports.
+        base = importlib.import_module("dspy._vendor.lm15.providers.base")
+        return provider.parse_response(base.batch_entry_request(body.get("model") or name), base.batch_entry_http(body))
+
+    def batches(self) -> Any:
+        """Anthropic's Message Batches API at this base URL (:class:`~courtroom.models.batch.AnthropicBatches`)."""
+        from courtroom.models.batch import AnthropicBatches
+
+        with self._lock:
+            if self._batches is None:
+                self._batches = AnthropicBatches(self.api_base, self._api_key)
+            return self._batches
+
+
+class AsyncAnthropicEngine(AnthropicEngine):
+    """The async twin of :class:`AnthropicEngine` (DSPy's ``acall`` path; always live)."""
+
+    def __init__(self, api_base: str, api_key: str, timeout: float | None) -> None:  # noqa: D107
+        super().__init__(api_base, api_key, timeout, asynchronous=True)
+
+    async def complete(self, request: Any) -> Any:  # type: ignore[override]  # noqa: D102
+        try:
+            return await self._inner().complete(dataclasses.replace(request, model=self._route(request.model)))
+        except Exception as exc:
+            self._scrub(exc)
+            raise
+
+    async def aclose(self) -> None:  # noqa: D102
+        if self._engine is not None:
+            await self._engine.aclose()
+
+
+def anthropic_engines(api_base: str, api_key: str, timeout: float | None) -> dict[str, Any]:
+    """``engine=`` and ``async_engine=`` for a ``dspy.LM`` named ``anthropic/...`` served at ``api_base``."""
+    return {
+        "engine": AnthropicEngine(api_base, api_key, timeout),
+        "async_engine": AsyncAnthropicEngine(api_base, api_key, timeout),
+    }
