@@ -82,7 +82,7 @@ def check_reachable(lms: RoleLMs, timeout: float = 3.0) -> None:
 
 
 def _batch_base(config: RunConfig) -> str | None:
-    """The models' base URL: ``--api-base``, or in batch mode OpenAI's (models without a batch API refused here)."""
+    """The models' base URL: ``--api-base``, or in batch mode OpenAI's or Anthropic's (others refused here)."""
     if not config.batch:
         return config.api_base
     from courtroom.models.batch import check_names
