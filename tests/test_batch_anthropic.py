@@ -102,12 +102,12 @@ def test_the_fake_speaks_message_batches() -> None:
 def test_anthropic_batch_equals_openai_live(
     tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """anthropic/ in batch mode: the verdicts, requests and prompts of openai/ live; one batch per round; half price."""
+    """anthropic/ in batch mode: the verdicts, requests and prompts of anthropic/ and openai/ live; a batch a round."""
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai/m": [3.0, 15.0], "anthropic/m": [3.0, 15.0]}))
     common = ["run", "jot", "--limit", "6", "--prices", str(prices)]
     runs = {}
-    for mode, lm in (("live", "openai/m"), ("batch", "anthropic/m")):
+    for mode, lm in (("live", "openai/m"), ("claude-live", "anthropic/m"), ("batch", "anthropic/m")):
         monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{mode}"))
         with FakeServer(oracle(), turnaround=0.05) as server:
             extra = ["--batch"] if mode == "batch" else []
@@ -116,8 +116,9 @@ def test_anthropic_batch_equals_openai_live(
             run_dir = next((tmp_path / mode).iterdir())
             runs[mode] = SimpleNamespace(server=server, run=run_dir, rows=_rows(tmp_path / mode),
                                          summary=load_run(run_dir)[2], url=server.url)  # fmt: skip
-    live, batch = runs["live"], runs["batch"]
-    assert batch.rows == live.rows and all(p is not None for p in batch.rows.values())
+    live, batch, claude = runs["live"], runs["batch"], runs["claude-live"]
+    assert batch.rows == live.rows == claude.rows and all(p is not None for p in batch.rows.values())
+    assert claude.server.sent == live.server.sent and claude.server.counts["batch_lines"] == 0  # the live route
     assert batch.server.counts["requests"] == 0 and live.server.counts["batch_lines"] == 0
     assert batch.server.sent == live.server.sent  # the same requests, each sent once, as live
     assert batch.summary["sent"] == live.summary["sent"] == batch.server.counts["batch_lines"]

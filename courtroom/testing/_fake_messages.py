@@ -75,6 +75,14 @@ def message(chat: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def as_anthropic(status: int, reply: Mapping[str, Any]) -> dict[str, Any]:
+    """The fake's chat answer (HTTP ``status`` and body) as Anthropic answers: a ``message``, or an error."""
+    if status == 200:
+        return message(reply)
+    text = str((reply.get("error") or {}).get("message") or status)
+    return {"type": "error", "error": {"type": ERROR_TYPE.get(status, "api_error"), "message": text}}
+
+
 class MessageBatches:
     """The Message Batches one fake server holds (module docstring).
 
@@ -176,12 +184,11 @@ class MessageBatches:
                 chat = chat_body(item["params"])
                 self.owner.lines[json.dumps(chat["messages"], sort_keys=True)] += 1
                 status, reply, _ = self.owner.reply(chat)
+                answer = as_anthropic(status, reply)
                 if status == 200:
-                    result = {"type": "succeeded", "message": message(reply)}
+                    result = {"type": "succeeded", "message": answer}
                 else:
-                    text = str((reply.get("error") or {}).get("message") or status)
-                    error = {"type": ERROR_TYPE.get(status, "api_error"), "message": text}
-                    result = {"type": "errored", "error": {"type": "error", "error": error}}
+                    result = {"type": "errored", "error": answer}
             counts["succeeded" if result["type"] == "succeeded" else result["type"]] += 1
             out.append({"custom_id": item["custom_id"], "result": result})
         batch["_results"] = "".join(json.dumps(r) + "\n" for r in out).encode()

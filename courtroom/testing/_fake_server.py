@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from courtroom.testing._fake_batches import Batches
-from courtroom.testing._fake_messages import MessageBatches
+from courtroom.testing._fake_messages import MessageBatches, as_anthropic, chat_body
 
 Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
 FAULTS = ("429", "500", "timeout", "garbage", "truncated")
@@ -73,6 +73,9 @@ class FakeServer:
             a fake's engine (``oracle_lm(...).engine_impl``, ``learnable_lm(...).engine_impl``), the
             role being the model name as sent (``--role judge=openai/judge`` is role ``judge``).
         expire: which batches (1: the first created) expire with only half their lines answered.
+
+    ``/v1/messages`` (Anthropic's Messages API) is answered by the same logic: the body is read as
+    the chat body it stands for and the answer is sent back as Anthropic's ``message``.
 
     The server also speaks OpenAI's Files and Batches API (:mod:`courtroom.testing._fake_batches`,
     held in ``batches``) and Anthropic's Message Batches (:mod:`courtroom.testing._fake_messages`,
@@ -152,7 +155,8 @@ class FakeServer:
         # The tokenizer loads lazily on first use: load it here, so no handler thread imports it
         # while the client's threads make their first calls (the import race `_warmup` prevents).
         _usage("fake", [{"role": "user", "content": "warm-up"}], "warm-up")
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # Polled every 0.05 s for shutdown (the default 0.5 s made every stop() wait about 0.5 s).
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -280,6 +284,9 @@ class FakeServer:
                 if self.path.startswith(("/v1/files", "/v1/batches")):
                     return self._send(*server.batches.post(self.path, self.headers.get("Content-Type", ""), raw))
                 body = json.loads(raw or b"{}")
+                anthropic = self.path.startswith("/v1/messages")  # Anthropic's Messages API, live
+                if anthropic:
+                    body = chat_body(body)
                 with server._lock:
                     server.counts["requests"] += 1
                     server.models[str(body.get("model"))] += 1
@@ -288,7 +295,7 @@ class FakeServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 self._open = True
                 try:
-                    self._answer(body)
+                    self._answer(body, anthropic)
                 finally:
                     self._close_request()
 
@@ -298,12 +305,12 @@ class FakeServer:
                     with server._lock:
                         server.in_flight -= 1
 
-            def _answer(self, body: dict[str, Any]) -> None:
+            def _answer(self, body: dict[str, Any], anthropic: bool) -> None:
                 if server.latency:
                     time.sleep(server.latency)
                 status, reply, headers = server.reply(body)
                 if status == 504:
                     time.sleep(server.hang)
-                self._send(status, reply, headers)
+                self._send(status, as_anthropic(status, reply) if anthropic else reply, headers)
 
         return Handler
