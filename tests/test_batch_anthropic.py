@@ -142,8 +142,12 @@ def test_anthropic_batch_equals_openai_live(
 def test_stopped_with_a_batch_in_flight_resumes_without_resubmitting(
     tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Stopped while a Message Batch is in flight; --resume collects it instead of sending its lines again."""
-    args = ["run", "jot", "--lm", "anthropic/m", "--limit", "4", "--batch", "--loops", "1"]
+    """Stopped while a Message Batch is in flight; --resume collects it instead of sending its lines again.
+
+    Two models (the judge's own) reach one batch API: the resume follows the batches with one client.
+    """
+    args = ["run", "jot", "--lm", "anthropic/m", "--role", "judge=anthropic/j", "--limit", "4", "--batch"]
+    args += ["--loops", "1"]
     with FakeServer(oracle(), turnaround=0.05) as whole:
         done = cli(*args, "--api-base", whole.url, "--out", str(tmp_path / "whole"))
         assert done.returncode == 0, done.stderr
@@ -171,6 +175,7 @@ def test_stopped_with_a_batch_in_flight_resumes_without_resubmitting(
     assert server.batches.created[0] == first and recorded(run_dir)[0]["status"] == "completed"
     assert sum(n for _, n in server.batches.created) == sum(n for _, n in whole.batches.created)
     assert [r["id"] for r in recorded(run_dir)] == [b for b, _ in server.batches.created]
+    assert {p["model"] for p in server.messages.params} == {"m", "j"}
 
 
 def test_errored_lines_and_an_expired_batch(tmp_path: Path, cli: Callable[..., Any]) -> None:
