@@ -63,7 +63,7 @@ class LMSpec:
 
 
 class OpenAICompatibleLM(dspy.LM):
-    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, ...): OpenAI structured outputs.
+    """An LM behind a user-given ``api_base`` (vLLM, Ollama, LM Studio, Anthropic's API, ...): JSON-schema outputs.
 
     Built by :func:`compatible_lm`. ``api_base`` names the server for the checks that run before
     the first call (the native engine, not the LM's ``kwargs``, holds the URL and the key).
