@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from courtroom import _stop
@@ -78,6 +79,12 @@ def test_the_fake_speaks_message_batches() -> None:
             time.sleep(0.02)
         assert (done.status, done.completed, done.failed) == ("completed", 1, 1)
         answers = client.results(done)
+        assert done.results_url is not None
+        raw = httpx.get(done.results_url, headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"}).text
+        assert {json.loads(line)["custom_id"]: json.loads(line)["result"]["type"] for line in raw.splitlines()} == {
+            "r1-1": "succeeded",
+            "r1-2": "errored",  # a per-line failure, as Anthropic reports it
+        }
         message = answers["r1-1"]["response"]["body"]
         assert answers["r1-1"]["response"]["status_code"] == 200 and message["type"] == "message"
         assert json.loads(message["content"][0]["text"]) == {} and message["stop_reason"] == "end_turn"
