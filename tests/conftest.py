@@ -21,6 +21,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Anything that still reached DSPy's default cache would share ~/.dspy_cache with every other run.
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
+# One llama.cpp thread for the embedded model in the suite. ggml's threads spin while they wait for
+# each other, and beside the other busy workers the second thread's spinning costs a core of CPU the
+# rest of the suite needs, for little gain (the suite is CPU-bound on 2 cores). Users keep the default.
+os.environ.setdefault("COURTROOM_LOCAL_THREADS", "1")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids

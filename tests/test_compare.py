@@ -154,25 +154,6 @@ def test_compare_cli_over_http(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "unknown framework 'nope'" in capsys.readouterr().err
 
 
-@pytest.mark.local_model
-def test_tiny_compare_on_the_embedded_model(local_lm, tmp_path: Path) -> None:
-    from courtroom.reporting.html import write_report
-
-    result = compare(
-        "boolean_expressions",
-        ["zero-shot", "cot"],
-        limit=1,
-        knobs={"k_shots": 0},  # zero-shot CoT: no demos to generate on the slow local model
-        out=tmp_path,
-        lms=RoleLMs({"default": local_lm}),
-        matched_baselines=False,
-    )
-    assert list(result.table.index) == ["zero-shot", "cot"]
-    assert (result.table["calls"] == 1).all() and (result.table["failures"] <= 1).all()
-    page = write_report(result.out_dir, tmp_path / "r.html").read_text()
-    assert page.count('<details class="example') == 2
-
-
 def test_run_prints_the_ambiguity_split_and_compare_prints_analyses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -224,6 +224,12 @@ def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
     # The suite's table at the terminal's width: task, row, the paper's figure, the measured one.
     assert re.search(r"boolean_expressions\s+jot\s+0\.98\s", out), out
     assert re.search(r"boolean_expressions\s+jot-without-feedback\s+0\.96\s", out), out
+    # The HTML report of a comparison the real model answered (the fakes' reports are checked elsewhere).
+    from courtroom.reporting.html import write_report
+
+    folder = next(p.parent for p in tmp_path.rglob("comparison.json"))
+    page = write_report(folder, tmp_path / "r.html").read_text()
+    assert page.count('<details class="example') >= 2  # one example in each of two rows
 
 
 def test_compile_with_a_preset_records_it_in_the_program_file(server, capsys, tmp_path) -> None:
