@@ -211,6 +211,24 @@ def test_a_model_without_a_batch_api_is_refused_before_anything(tmp_path: Path, 
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "zero-shot", "--limit", "2"],
+        ["compare", "--frameworks", "zero-shot,cot", "--limit", "2"],
+        ["study", "zero-shot", "--trials", "2", "--dev-limit", "2"],
+    ],
+    ids=["run", "compare", "study"],
+)
+def test_the_dry_run_refuses_a_model_without_a_batch_api_as_the_run_would(
+    command: list[str], cli: Callable[..., Any]
+) -> None:
+    """A dry run that priced a batch run the real run then refuses would mislead: both refuse, naming the model."""
+    done = cli(*command, "--lm", "ollama_chat/m", "--batch", "--dry-run")
+    assert done.returncode == 2, done.stdout
+    assert "--batch: ollama_chat/m has no batch API" in done.stderr, done.stderr
+
+
 def test_cancel_batches_in_flight(tmp_path: Path, cli: Callable[..., Any]) -> None:
     """--resume RUN --cancel-batches cancels what the folder has in flight; a resume then sends only the rest."""
     with FakeServer(oracle(), turnaround=600) as server:

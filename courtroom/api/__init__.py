@@ -202,6 +202,8 @@ def estimate(
     if framework and command == "compare":
         options["frameworks"] = framework
     spec = experiment(command, spec, framework=None if command == "compare" else framework, **options)
+    if spec.execution.batch and spec.command != "compile":  # refused now, not only when the real run starts
+        _check_batchable(spec)
     if spec.command == "run":
         planned = run_config(spec)
         return dry_run.estimate_runs({planned.framework: planned}, repeats=spec.execution.repeats), []
@@ -238,6 +240,18 @@ def estimate(
             raise ConfigError("the dry run of a score needs the program: estimate(program=PATH, command='score')")
         return score_estimate(spec, program), []
     raise ConfigError(f"no dry run for {spec.command}: use run, compare, compile, study or score")
+
+
+def _check_batchable(spec: Experiment) -> None:
+    """``--batch``: a model without a batch API (or two batch APIs in one run) refused in one line."""
+    import os
+
+    from courtroom.models.batch import check_names
+    from courtroom.models.panels import split_models
+
+    m = spec.models
+    named = [*(m.lm or [os.environ.get("COURTROOM_LM", "local")]), *m.roles.values()]
+    check_names([x for value in named for x in split_models(str(value))], m.api_base, keys=False)
 
 
 def compare(

@@ -196,11 +196,12 @@ _FIX = (
 )
 
 
-def check_names(names: Iterable[str], api_base: str | None) -> str | None:
+def check_names(names: Iterable[str], api_base: str | None, *, keys: bool = True) -> str | None:
     """Refuse, before anything is built, a model with no batch API; the base URL batch mode uses.
 
     One run's models reach one batch API: ``anthropic/`` models together with OpenAI-wire ones
-    are refused (run them as two runs). ``anthropic/`` needs ``$ANTHROPIC_API_KEY``.
+    are refused (run them as two runs). ``anthropic/`` needs ``$ANTHROPIC_API_KEY`` (not checked
+    with ``keys=False``: a dry run sends nothing).
     """
     names = list(names)
     for name in names:
@@ -217,7 +218,7 @@ def check_names(names: Iterable[str], api_base: str | None) -> str | None:
             f"--batch: {claude[0]} (Anthropic's Message Batches) and {other} (an OpenAI batch API) in one run: "
             "batch mode sends a run's requests to one batch API; run them as two runs"
         )
-    if not os.environ.get("ANTHROPIC_API_KEY"):
+    if keys and not os.environ.get("ANTHROPIC_API_KEY"):
         raise ConfigError(
             f"--batch: {claude[0]} needs ANTHROPIC_API_KEY in the environment: export it "
             "(keys are never read from files or flags)"
