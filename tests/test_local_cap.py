@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from courtroom import _env
 from courtroom.errors import ConfigError
 from courtroom.models.local import _lm
 from courtroom.programs import build_program
@@ -38,7 +39,7 @@ def _sent_limits(monkeypatch: pytest.MonkeyPatch, max_tokens: int) -> set[int]:
 
 def test_bundled_model_keeps_short_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
-    monkeypatch.delenv(_lm.MAX_CHARS_ENV, raising=False)
+    monkeypatch.delenv(_env.MAX_CHARS_ENV, raising=False)
     assert max(_sent_limits(monkeypatch, 2048)) == 240
 
 
@@ -46,18 +47,18 @@ def test_own_model_field_cap_scales_with_max_tokens(monkeypatch: pytest.MonkeyPa
     weights = tmp_path / "big.gguf"
     weights.write_bytes(b"GGUF")
     monkeypatch.setenv("COURTROOM_LOCAL_MODEL", str(weights))
-    monkeypatch.delenv(_lm.MAX_CHARS_ENV, raising=False)
+    monkeypatch.delenv(_env.MAX_CHARS_ENV, raising=False)
     small, large = _sent_limits(monkeypatch, 512), _sent_limits(monkeypatch, 4096)
     assert max(large) > 2000 and max(large) > 4 * max(small)
 
 
 def test_user_sets_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
-    monkeypatch.setenv(_lm.MAX_CHARS_ENV, "1500")
+    monkeypatch.setenv(_env.MAX_CHARS_ENV, "1500")
     assert max(_sent_limits(monkeypatch, 4096)) == 1500
     # The max_tokens budget still bounds it, so the JSON answer always closes.
     assert max(_sent_limits(monkeypatch, 256)) <= (256 - 12) * 2.5 < 1500
-    monkeypatch.setenv(_lm.MAX_CHARS_ENV, "lots")
+    monkeypatch.setenv(_env.MAX_CHARS_ENV, "lots")
     with pytest.raises(ConfigError, match="COURTROOM_LOCAL_MAX_CHARS"):
         _lm.local_lm()
 
@@ -65,13 +66,13 @@ def test_user_sets_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_llama_threads_default_to_the_cores_and_the_user_sets_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from courtroom.models.local import _server
 
-    monkeypatch.delenv(_server.THREADS_ENV, raising=False)
+    monkeypatch.delenv(_env.THREADS_ENV, raising=False)
     for cores, threads in [(1, 1), (2, 2), (4, 4), (16, 4)]:
         monkeypatch.setattr(_server.os, "cpu_count", lambda cores=cores: cores)
-        assert _server.default_threads() == threads
-    monkeypatch.setenv(_server.THREADS_ENV, "3")
+        assert _env.default_threads() == threads
+    monkeypatch.setenv(_env.THREADS_ENV, "3")
     assert _server.LocalServer().n_threads == 3
     for bad in ("0", "two"):
-        monkeypatch.setenv(_server.THREADS_ENV, bad)
+        monkeypatch.setenv(_env.THREADS_ENV, bad)
         with pytest.raises(ConfigError, match="COURTROOM_LOCAL_THREADS"):
-            _server.default_threads()
+            _env.default_threads()

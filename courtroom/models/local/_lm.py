@@ -7,10 +7,9 @@ from typing import Any
 
 import dspy
 
-from courtroom.errors import ConfigError
+from courtroom._env import max_chars
 from courtroom.models.local._server import DEFAULT_MAX_TOKENS, MAX_STRING_CHARS, shared_server
 
-MAX_CHARS_ENV = "COURTROOM_LOCAL_MAX_CHARS"
 LOCAL_TIMEOUT = 300.0
 """Seconds per request to the embedded model: 135M parameters on 2 shared cores are slow under load."""
 
@@ -22,15 +21,9 @@ def string_cap() -> int | None:
     135M model keeps short fields (it rambles past ~240 characters), and a model named by
     ``$COURTROOM_LOCAL_MODEL`` gets whatever ``--max-tokens`` leaves room for.
     """
-    raw = os.environ.get(MAX_CHARS_ENV)
-    if raw is not None and raw.strip():
-        try:
-            value = int(raw)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise ConfigError(f"{MAX_CHARS_ENV}={raw!r} is not a whole number >= 0 (0: no cap beyond --max-tokens)")
-        return value or None
+    chosen = max_chars()
+    if chosen is not None:
+        return chosen or None
     return None if os.environ.get("COURTROOM_LOCAL_MODEL") else MAX_STRING_CHARS
 
 

@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from courtroom.errors import ConfigError, ModelError
+from courtroom._env import default_threads
+from courtroom.errors import ModelError
 from courtroom.models.local._weights import BUNDLED, served_weights
 
 log = logging.getLogger(__name__)
@@ -74,28 +75,6 @@ def watch():
 threading.Thread(target=watch, name="courtroom-parent-watch", daemon=True).start()
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
-
-
-THREADS_ENV = "COURTROOM_LOCAL_THREADS"
-
-
-def default_threads() -> int:
-    """llama.cpp's threads: ``$COURTROOM_LOCAL_THREADS``, else the machine's cores (1 to 4).
-
-    ggml's threads spin while they wait for each other, so on a machine busy with other work fewer
-    threads can be faster: measured on 2 cores, 64 tokens took 1.1 s on 2 threads and 1.6-2.2 s on
-    1 when idle, but 4.5-5.6 s on 2 and 1.5-2.0 s on 1 beside one other busy process.
-    """
-    raw = os.environ.get(THREADS_ENV)
-    if raw is not None and raw.strip():
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ConfigError(f"{THREADS_ENV}={raw!r} is not a whole number >= 1: fix or unset it")
-        return value
-    return max(1, min(os.cpu_count() or 2, 4))
 
 
 class LocalServer:
