@@ -47,10 +47,11 @@ system:
 demo: setup
 	$(BIN)/courtroom run jot --task boolean_expressions --limit 3 --loops 2 --show 0
 
-# Two workers: most tests wait on a fake server's or the embedded model's latency, not on CPU. The
-# tests of each service share a worker (tests/conftest.py groups them), so each starts once.
+# Three workers on two cores: many tests wait on a fake server's latency or a child process, and the
+# embedded model's tests (one worker, one llama.cpp thread: tests/conftest.py) leave a core mostly to
+# the other two. The tests of each service share a worker (conftest groups them), so each starts once.
 test: setup system
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --dist loadgroup
 
 # Every benchmark at a small size, every figure printed (each script's defaults are the full size).
 bench: setup

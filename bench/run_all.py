@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 SIZES: dict[str, dict[str, list[str]]] = {
-    "startup": {"small": ["--runs", "5"], "smoke": ["--runs", "1"]},
+    "startup": {"small": ["--runs", "5"], "smoke": ["--runs", "1", "--warm-ups", "0"]},
     "overhead": {"small": ["--decisions", "100", "--repeats", "3"], "smoke": ["--decisions", "5", "--repeats", "1"]},
     "critical_path": {
         "small": ["--latency", "0.2", "--examples", "8", "--concurrency", "4"],

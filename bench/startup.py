@@ -11,7 +11,7 @@ pairwise ratios. The commands:
 
 Peak memory is the largest resident set of the command's process (``wait4``'s ``ru_maxrss``).
 
-    python bench/startup.py [--runs 5]
+    python bench/startup.py [--runs 5] [--warm-ups 1]
 """
 
 from __future__ import annotations
@@ -68,7 +68,10 @@ def fake_server(env: dict[str, str]) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="counted runs of each command (after one warm-up)")
+    parser.add_argument("--runs", type=int, default=5, help="counted runs of each command (after the warm-ups)")
+    parser.add_argument(
+        "--warm-ups", type=int, default=1, help="uncounted runs of each command first (the file cache, .pyc files)"
+    )
     args = parser.parse_args()
 
     py = sys.executable
@@ -100,13 +103,13 @@ def main() -> None:
         rows = []
         for name, (cmd, expected) in commands.items():
             walls, peaks, base_walls, base_peaks, ratios = [], [], [], [], []
-            for i in range(args.runs + 1):
+            for i in range(args.warm_ups + args.runs):
                 run_env = {**env, "COURTROOM_CACHE_DIR": str(work / f"cache-{name.split()[0]}-{i}")}
                 b, base_peak, _ = timed(baseline, run_env)
                 w, peak, code = timed(cmd, run_env)
                 if code != expected:
                     raise SystemExit(f"{name}: exit status {code}, expected {expected}: {' '.join(cmd)}")
-                if i == 0:
+                if i < args.warm_ups:
                     continue  # warm-up: the file cache, .pyc files
                 walls.append(w)
                 peaks.append(peak)

@@ -1,4 +1,4 @@
-"""The suite's own contract: under ``make test``'s ``-n 2 --dist loadgroup``, the tests of one
+"""The suite's own contract: under ``make test``'s ``-n 3 --dist loadgroup``, the tests of one
 service (the embedded model, PostgreSQL) run in one worker, so each service starts once.
 
 It broke silently twice: xdist reads the groups into node ids in its own collection hook, so ours
@@ -45,7 +45,7 @@ def test_the_tests_of_one_service_run_in_one_worker(tmp_path: Path) -> None:
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    local_model: x\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "."],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadgroup", "."],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ}, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
