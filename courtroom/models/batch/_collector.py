@@ -276,9 +276,11 @@ class Collector:
                 self._fail(todo, exc)
 
     def _submit(self, lines: list[Line]) -> None:
-        groups: dict[tuple[int, str], list[Line]] = defaultdict(list)
+        # One batch per API and model: roles with LM objects of their own (a judge's temperature) reach
+        # the same API through clients of their own, and their lines belong in the round's one batch.
+        groups: dict[tuple[Any, str], list[Line]] = defaultdict(list)
         for line in lines:
-            groups[(id(line.client), str(line.body.get("model")))].append(line)
+            groups[(getattr(line.client, "reach", id(line.client)), str(line.body.get("model")))].append(line)
         self.rounds += 1
         for (_, model), group in groups.items():
             for start in range(0, len(group), self.max_lines):
