@@ -80,6 +80,28 @@ def cold_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 @pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """``courtroom ARGS`` in this process (fast): returncode, stdout and stderr, like a subprocess.
+
+    ``COLUMNS`` is 200 for the whole test (a test may set its own before calling), unlike
+    :func:`courtroom_cli`, which sets it for each call.
+    """
+    import types
+
+    from courtroom.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def call(*args: str) -> types.SimpleNamespace:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return call
+
+
+@pytest.fixture
 def courtroom_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     """``courtroom ARGS`` run in this process, like a subprocess: returncode, stdout and stderr as text.
 

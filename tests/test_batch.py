@@ -34,21 +34,6 @@ def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
 
 
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
-    from courtroom.cli import main
-
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def call(*args: str) -> Any:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
-
-    return call
-
-
 def oracle(accuracy: float = 0.7) -> Any:
     _, splits, _ = load_splits("boolean_expressions", seed=0)
     gold = {ex.case: ex.label for examples in splits.values() for ex in examples}

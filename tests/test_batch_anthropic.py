@@ -38,21 +38,6 @@ def anthropic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
 
 
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
-    from courtroom.cli import main
-
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def call(*args: str) -> Any:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
-
-    return call
-
-
 def oracle(accuracy: float = 0.7) -> Any:
     _, splits, _ = load_splits("boolean_expressions", seed=0)
     gold = {ex.case: ex.label for examples in splits.values() for ex in examples}

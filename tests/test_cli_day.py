@@ -10,29 +10,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from courtroom.testing import FakeServer, fault_prompts
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
-    """``courtroom ARGS`` in this process (fast): returncode, stdout and stderr, like a subprocess."""
-    from courtroom.cli import main
-
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def call(*args: str) -> Any:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
-
-    return call
 
 
 def subprocess_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:

@@ -9,7 +9,6 @@ import random
 import shlex
 import sqlite3
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,22 +17,6 @@ from courtroom.errors import ConfigError
 from courtroom.spec import Experiment, differences
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``courtroom ARGS`` in this process: returncode, stdout and stderr."""
-    from courtroom.cli import main
-
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def call(*args: str) -> Any:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
-
-    return call
 
 
 def write_reviews(path: Path, n: int = 40) -> Path:

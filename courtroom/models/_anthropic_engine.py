@@ -13,11 +13,10 @@ base URL and key live here, never in the LM's ``kwargs`` or on disk.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from typing import Any
 
-from courtroom.models._server_engine import ServerEngine
+from courtroom.models._server_engine import AsyncServerEngine, ServerEngine
 
 PROVIDER = "anthropic"
 """lm15's provider id for Anthropic's Messages API."""
@@ -63,22 +62,11 @@ class AnthropicEngine(ServerEngine):
             return self._batches
 
 
-class AsyncAnthropicEngine(AnthropicEngine):
-    """The async twin of :class:`AnthropicEngine` (DSPy's ``acall`` path; always live)."""
+class AsyncAnthropicEngine(AnthropicEngine, AsyncServerEngine):
+    """The async twin of :class:`AnthropicEngine` (DSPy's ``acall`` path; always live).
 
-    def __init__(self, api_base: str, api_key: str, timeout: float | None) -> None:  # noqa: D107
-        super().__init__(api_base, api_key, timeout, asynchronous=True)
-
-    async def complete(self, request: Any) -> Any:  # type: ignore[override]  # noqa: D102
-        try:
-            return await self._inner().complete(dataclasses.replace(request, model=self._route(request.model)))
-        except Exception as exc:
-            self._scrub(exc)
-            raise
-
-    async def aclose(self) -> None:  # noqa: D102
-        if self._engine is not None:
-            await self._engine.aclose()
+    :class:`AsyncServerEngine`'s ``complete`` and ``aclose`` over this engine's route and provider.
+    """
 
 
 def anthropic_engines(api_base: str, api_key: str, timeout: float | None) -> dict[str, Any]:

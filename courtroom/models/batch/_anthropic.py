@@ -20,10 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
-from courtroom.errors import ModelError
-from courtroom.models.batch._openai import Status
+from courtroom.models.batch._openai import HttpBatches, Status
 
 VERSION = "2023-06-01"
 """The ``anthropic-version`` header."""
@@ -45,57 +42,30 @@ ERROR_STATUS = {
 _UNANSWERED = {"canceled": "batch_cancelled", "expired": "batch_expired"}
 
 
-class AnthropicBatches:
+class AnthropicBatches(HttpBatches):
     """Submit, poll, read and cancel Message Batches at ``base_url`` (ending in ``/v1``)."""
 
     provider = "anthropic"
 
-    def __init__(self, base_url: str, api_key: str, timeout: float = 60.0) -> None:  # noqa: D107
-        self._base = base_url.rstrip("/")
-        self._key = api_key
-        self._timeout = timeout
-        self._client: httpx.Client | None = None
-        self.reach = (type(self).__name__, self._base, api_key)
-        """Which API this client reaches (in memory only): two clients with the same reach are one API."""
-
-    def __repr__(self) -> str:  # never the base URL or the key
-        return f"{type(self).__name__}()"
-
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            headers = {"x-api-key": self._key, "anthropic-version": VERSION}
-            self._client = httpx.Client(timeout=self._timeout, headers=headers)
-        return self._client
-
-    def _call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http().request(method, url, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"batch API: {method} {what} failed ({type(exc).__name__}): is the server up?") from exc
-        if response.status_code >= 400:
-            try:
-                message = response.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:200]
-            raise ModelError(f"batch API: {method} {what} answered {response.status_code}: {message}")
-        return response
+    def _headers(self) -> dict[str, str]:
+        return {"x-api-key": self._key, "anthropic-version": VERSION}
 
     def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status:
         """Create one batch of ``(custom_id, params)`` lines (``metadata`` is dropped: the API has no such field)."""
         requests = [{"custom_id": cid, "params": dict(params)} for cid, params in lines]
         path = "/messages/batches"
-        return _status(self._call("POST", self._base + path, path, json={"requests": requests}).json())
+        return _status(self._call("POST", path, json={"requests": requests}).json())
 
     def status(self, batch_id: str) -> Status:
         """The batch as it is now."""
         path = f"/messages/batches/{batch_id}"
-        return _status(self._call("GET", self._base + path, path).json())
+        return _status(self._call("GET", path).json())
 
     def results(self, status: Status) -> dict[str, dict[str, Any]]:
         """custom_id -> its line in the collector's terms (module docstring)."""
         if not status.results_url:
             return {}
-        text = self._call("GET", status.results_url, f"/messages/batches/{status.id}/results").text
+        text = self._call("GET", f"/messages/batches/{status.id}/results", url=status.results_url).text
         out: dict[str, dict[str, Any]] = {}
         for raw in text.splitlines():
             if raw.strip():
@@ -106,13 +76,8 @@ class AnthropicBatches:
     def cancel(self, batch_id: str) -> Status:
         """Ask Anthropic to cancel the batch; the batch as it is after (``canceling`` until it has ended)."""
         path = f"/messages/batches/{batch_id}/cancel"
-        cancelled = _status(self._call("POST", self._base + path, path).json())
+        cancelled = _status(self._call("POST", path).json())
         return cancelled if cancelled.done else self.status(batch_id)
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        if self._client is not None:
-            self._client.close()
 
 
 def _line(result: Mapping[str, Any]) -> dict[str, Any]:

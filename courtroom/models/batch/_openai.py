@@ -55,10 +55,10 @@ class BatchClient(Protocol):
     def close(self) -> None: ...
 
 
-class OpenAIBatches:
-    """Submit, poll, read and cancel batches of chat requests at ``base_url`` (ending in ``/v1``)."""
+class HttpBatches:
+    """What every batch client shares: base URL and key in memory only, one pooled HTTP client, one-line errors."""
 
-    provider = "openai-compatible"
+    provider = "batch API"
 
     def __init__(self, base_url: str, api_key: str, timeout: float = 60.0) -> None:  # noqa: D107
         self._base = base_url.rstrip("/")
@@ -68,17 +68,21 @@ class OpenAIBatches:
         self.reach = (type(self).__name__, self._base, api_key)
         """Which API this client reaches (in memory only): two clients with the same reach are one API."""
 
-    def __repr__(self) -> str:  # never the base URL: it can hold a user and password
+    def __repr__(self) -> str:  # never the base URL (it can hold a user and password) or the key
         return f"{type(self).__name__}()"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"}
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=self._timeout, headers={"Authorization": f"Bearer {self._key}"})
+            self._client = httpx.Client(timeout=self._timeout, headers=self._headers())
         return self._client
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _call(self, method: str, path: str, *, url: str | None = None, **kwargs: Any) -> httpx.Response:
+        """``method`` on ``base + path`` (or on ``url``, named by ``path`` in errors)."""
         try:
-            response = self._http().request(method, f"{self._base}{path}", **kwargs)
+            response = self._http().request(method, url or f"{self._base}{path}", **kwargs)
         except httpx.HTTPError as exc:
             raise ModelError(f"batch API: {method} {path} failed ({type(exc).__name__}): is the server up?") from exc
         if response.status_code >= 400:
@@ -88,6 +92,17 @@ class OpenAIBatches:
                 message = response.text[:200]
             raise ModelError(f"batch API: {method} {path} answered {response.status_code}: {message}")
         return response
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            self._client.close()
+
+
+class OpenAIBatches(HttpBatches):
+    """Submit, poll, read and cancel batches of chat requests at ``base_url`` (ending in ``/v1``)."""
+
+    provider = "openai-compatible"
 
     def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status:
         """Upload ``(custom_id, body)`` lines as one file and create a batch on it."""
@@ -128,11 +143,6 @@ class OpenAIBatches:
     def cancel(self, batch_id: str) -> Status:
         """Ask the provider to cancel the batch (lines already answered stay answered)."""
         return _status(self._call("POST", f"/batches/{batch_id}/cancel").json())
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        if self._client is not None:
-            self._client.close()
 
 
 def _status(body: Mapping[str, Any]) -> Status:
