@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import warm
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Anything that still reached DSPy's default cache would share ~/.dspy_cache with every other run.
@@ -130,15 +131,22 @@ def courtroom_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monkey
     return call
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _warm_children() -> Iterator[None]:
+    """The fork server of :mod:`warm` (real child processes that start warm) ends with the session."""
+    yield
+    warm.close()
+
+
 @pytest.fixture
 def courtroom_process():
-    """``courtroom ARGS`` as a real subprocess (``env`` added to this process's), captured as text."""
+    """``courtroom ARGS`` as a real (warm) child process (``env`` added to this process's), captured as text."""
     import sys
 
     def call(
         *args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return warm.run(
             [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,
             text=True,

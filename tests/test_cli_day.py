@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +13,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import warm
 
 from courtroom.testing import FakeServer, fault_prompts
 
 
 def subprocess_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
-    return subprocess.run(
+    return warm.run(
         [sys.executable, "-m", "courtroom.cli", *args],
         capture_output=True,
         text=True,
@@ -57,7 +57,7 @@ def test_runs_lists_runs_and_comparisons_newest_first(
     assert "_compare_" in lines[1] and "zero-shot,cot" in lines[1]
     assert "zero-shot" in lines[2] and "openai/m-one" in lines[2] and " 3 " in lines[2]
     # At 80 columns (here through a pipe) the table fits: each folder whole on its line, the columns that fit.
-    piped = subprocess.run([sys.executable, "-m", "courtroom.cli", "runs", "runs"], capture_output=True, text=True,
+    piped = warm.run([sys.executable, "-m", "courtroom.cli", "runs", "runs"], capture_output=True, text=True,
                            cwd=tmp_path, env={**os.environ, "COLUMNS": "80"}, timeout=120)  # fmt: skip
     rows = [line for line in piped.stdout.splitlines() if line.lstrip().startswith("runs/20")]
     assert len(rows) == 2 and all(" 3 " in row for row in rows), piped.stdout

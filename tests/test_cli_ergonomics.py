@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm
 
 import courtroom
 from courtroom.cli import main
@@ -210,7 +211,7 @@ def test_ctrl_c_in_compare_names_compare_resume(tmp_path):
         server.latency = 0.3
         out = tmp_path / "cut"
         args = [*COMPARE, "--lm", "openai/sig", "--api-base", server.url, "--out", str(out), "--concurrency", "2"]
-        proc = subprocess.Popen(
+        proc = warm.Popen(
             [sys.executable, "-m", "courtroom.cli", *args, "--no-matched-baselines"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -228,7 +229,7 @@ def test_ctrl_c_in_compare_names_compare_resume(tmp_path):
         (folder,) = out.iterdir()
         assert f"resume with: courtroom compare --resume {folder}" in err
         server.latency = 0.0
-        resumed = subprocess.run(
+        resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", "compare", "--resume", str(folder), "--api-base", server.url],
             capture_output=True,
             text=True,

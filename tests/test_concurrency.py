@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+import warm
 
 from courtroom.models._concurrency import REQUESTS, Slots, bounded_requests
 from courtroom.programs import CourtroomLLM
@@ -97,22 +98,18 @@ def test_concurrency_is_lowered_to_what_ulimit_n_can_hold(tmp_path) -> None:
     # Before: at `ulimit -n 128` and --concurrency 16 examples failed with "Too many open files".
     import os
     import resource
-    import subprocess
     import sys
 
     from courtroom.testing import FakeServer
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
-
     with FakeServer(latency=0.05) as server:
         args = ["run", "jot", "--limit", "16", "--loops", "1", "--lm", "openai/fake", "--api-base", server.url]
-        done = subprocess.run(
+        done = warm.run(
             [sys.executable, "-m", "courtroom.cli", *args, "--concurrency", "16", "--out", str(tmp_path / "runs")],
             capture_output=True,
             text=True,
             timeout=300,
-            preexec_fn=limit,
+            rlimits={resource.RLIMIT_NOFILE: (128, 128)},
             env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
         )
     said = [x for x in done.stderr.splitlines() if "ulimit -n allows 128" in x]
@@ -126,22 +123,18 @@ def test_a_limit_too_low_for_one_example_is_refused_in_one_line(tmp_path) -> Non
     # study blamed its storage; every command needs ~100 files before its first request.
     import os
     import resource
-    import subprocess
     import sys
 
     from courtroom.testing import FakeServer
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-
     with FakeServer() as server:
         args = ["compare", "--frameworks", "jot,zero-shot", "--limit", "4", "--loops", "1", "--lm", "openai/fake"]
-        done = subprocess.run(
+        done = warm.run(
             [sys.executable, "-m", "courtroom.cli", *args, "--api-base", server.url, "--out", str(tmp_path / "c")],
             capture_output=True,
             text=True,
             timeout=300,
-            preexec_fn=limit,
+            rlimits={resource.RLIMIT_NOFILE: (64, 64)},
             env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
         )
     errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]

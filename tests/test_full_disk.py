@@ -8,11 +8,12 @@ import json
 import os
 import resource
 import shlex
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import warm
 
 from courtroom._files import read_jsonl
 from courtroom.testing import FakeServer, answer_for_schema
@@ -29,21 +30,17 @@ def responder(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
     return answer_for_schema(schema, values, f"argument {h % 99991}: " + "the facts support it. " * 1800)
 
 
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
-
-
 def test_a_full_disk_exits_2_naming_the_file_and_the_resume_and_loses_nothing(tmp_path: Path) -> None:
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     args = ["run", "jot", "--limit", "10", "--loops", "1", "--seed", "31", "--lm", "openai/fake"]
     with FakeServer(responder) as server:
         args += ["--api-base", server.url, "--concurrency", "2", "--out", str(tmp_path / "runs")]
-        full = subprocess.run(
+        full = warm.run(
             [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,
             text=True,
             env=env,
-            preexec_fn=_limited,  # noqa: PLW1509 - the limit must hold in the child only
+            rlimits={resource.RLIMIT_FSIZE: (LIMIT, LIMIT)},  # in the child only
             timeout=300,
         )
         lines = [x for x in full.stderr.splitlines() if x.startswith("error:")]
@@ -54,7 +51,7 @@ def test_a_full_disk_exits_2_naming_the_file_and_the_resume_and_loses_nothing(tm
         run_dir = Path(hint[hint.index("--resume") + 1])
         written, bad = read_jsonl(run_dir / "results.jsonl")
         assert 0 < len(written) < 10 and not bad  # whole lines only: the cut-off write was taken back
-        resumed = subprocess.run(
+        resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", *hint[1:]], capture_output=True, text=True, env=env, timeout=300
         )
         assert resumed.returncode == 0, resumed.stderr

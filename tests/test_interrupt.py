@@ -11,15 +11,17 @@ import sys
 import time
 from pathlib import Path
 
+import warm
+
 from courtroom.testing import FakeServer
 
 CONCURRENCY = 4
 
 
-def _start(server: FakeServer, out: Path, seed: int, *extra: str) -> subprocess.Popen:
+def _start(server: FakeServer, out: Path, seed: int, *extra: str) -> warm.WarmProcess:
     args = ["run", "jot", "--limit", "12", "--loops", "3", "--seed", str(seed), "--lm", "openai/fake"]
     args += ["--api-base", server.url, "--concurrency", str(CONCURRENCY), "--out", str(out), *extra]
-    return subprocess.Popen(
+    return warm.Popen(
         [sys.executable, "-m", "courtroom.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -28,7 +30,7 @@ def _start(server: FakeServer, out: Path, seed: int, *extra: str) -> subprocess.
     )
 
 
-def _wait_for_requests(server: FakeServer, proc: subprocess.Popen, n: int) -> None:
+def _wait_for_requests(server: FakeServer, proc: warm.WarmProcess, n: int) -> None:
     deadline = time.monotonic() + 120
     while server.counts["requests"] < n:
         assert proc.poll() is None, proc.communicate()
@@ -36,7 +38,7 @@ def _wait_for_requests(server: FakeServer, proc: subprocess.Popen, n: int) -> No
         time.sleep(0.02)
 
 
-def _wait_for_line(proc: subprocess.Popen, text: str) -> None:
+def _wait_for_line(proc: warm.WarmProcess, text: str) -> None:
     """Read ``proc``'s stderr until a line holds ``text`` (the lines read are kept for communicate)."""
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -69,7 +71,7 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         assert hint[hint.index("--api-base") + 1] == server.url  # what no folder records, repeated
         assert not (run_dir / "summary.json").exists()
 
-        resumed = subprocess.run(
+        resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", "run", "--resume", str(run_dir), "--api-base", server.url],
             capture_output=True,
             text=True,
@@ -110,19 +112,19 @@ def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):
 
     with FakeServer(latency=0.2) as server:
         line, env = command("uninterrupted")
-        whole = subprocess.run(line, capture_output=True, text=True, env=env, timeout=180)
+        whole = warm.run(line, capture_output=True, text=True, env=env, timeout=180)
         assert whole.returncode == 0, whole.stderr
         needed = server.counts["requests"]
         start = server.counts["requests"]
         line, env = command("interrupted")
-        proc = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = warm.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         _wait_for_requests(server, proc, start + 6)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130 and "Traceback" not in err
         assert "no run folder was written" in err and "sends only what is missing" in err
         received = server.counts["requests"] - start
-        again = subprocess.run(line, capture_output=True, text=True, env=env, timeout=180)
+        again = warm.run(line, capture_output=True, text=True, env=env, timeout=180)
         assert again.returncode == 0, again.stderr
         resent = server.counts["requests"] - start - received
     assert 0 < received < needed and resent == needed - received  # nothing received is asked again

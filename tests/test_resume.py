@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm
 
 from courtroom.cli import main
 from courtroom.models.lms import RoleLMs
@@ -121,7 +122,7 @@ def test_killed_cli_run_resumes_to_the_same_table(
         "import sys; from courtroom.cli import main; sys.exit(main(sys.argv[1:]))",
         *_cli(server, f"openai/kill-{time.time_ns()}", out),
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = warm.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import warm
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -71,8 +72,8 @@ def test_resume_allows_what_does_not_change_the_answers(run_dir, server, capsys)
     assert code == 0, err
 
 
-def _cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
+def _cli(*args: str) -> warm.WarmProcess:
+    return warm.Popen(
         [sys.executable, "-m", "courtroom.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
@@ -103,7 +104,7 @@ def test_two_resumes_at_once_one_writes_the_other_fails(tmp_path):
             time.sleep(0.05)
         folder = next(tmp_path.iterdir())
         # A writer is running: a resume of its folder fails at once, naming the holder.
-        busy = subprocess.run(
+        busy = warm.run(
             [sys.executable, "-m", "courtroom.cli", "run", "--resume", str(folder), *common],
             capture_output=True,
             text=True,

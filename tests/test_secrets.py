@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -95,7 +95,7 @@ def test_resume_asks_for_the_base_url_again(server: FakeServer, tmp_path: Path, 
 def test_debug_logs_and_traceback_redact_credentials(tmp_path: Path) -> None:
     """HTTP clients log each request URL at DEBUG, and their errors name it; neither shows the password."""
     with FakeServer(faults={"500": 1.0}) as failing:
-        proc = subprocess.run(
+        proc = warm.run(
             [sys.executable, "-m", "courtroom.cli", "--debug", "run", "zero-shot", "--limit", "1"]
             + ["--lm", "openai/fake-debug", "--api-base", _url(failing), "--out", str(tmp_path)],
             env={**os.environ, "COURTROOM_CACHE_DIR": str(tmp_path / "cache")},

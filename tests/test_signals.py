@@ -14,16 +14,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import warm
 
 from courtroom.testing import FakeServer
 
 N, CONCURRENCY = 10, 4
 
 
-def _start(server: FakeServer, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _start(server: FakeServer, out: Path, *extra: str, env: dict[str, str] | None = None) -> warm.WarmProcess:
     args = ["run", "jot", "--limit", str(N), "--loops", "1", "--seed", "31", "--lm", "openai/fake"]
     args += ["--api-base", server.url, "--concurrency", str(CONCURRENCY), "--out", str(out), *extra]
-    return subprocess.Popen(
+    return warm.Popen(
         [sys.executable, "-m", "courtroom.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -32,7 +33,7 @@ def _start(server: FakeServer, out: Path, *extra: str, env: dict[str, str] | Non
     )
 
 
-def _wait_for_requests(server: FakeServer, proc: subprocess.Popen, n: int) -> None:
+def _wait_for_requests(server: FakeServer, proc: warm.WarmProcess, n: int) -> None:
     deadline = time.monotonic() + 120
     while server.counts["requests"] < n:
         assert proc.poll() is None, proc.communicate()
@@ -57,7 +58,7 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
         hint = shlex.split(line[0].split("resume with: ")[1])
         run_dir = Path(hint[hint.index("--resume") + 1])
         answered_before = len(server.served)
-        resumed = subprocess.run(
+        resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", *hint[1:]], capture_output=True, text=True, timeout=300
         )
         assert resumed.returncode == 0, resumed.stderr
@@ -96,7 +97,7 @@ def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path
     args += ["--train-limit", "6", "--dev-limit", "1", "--test-limit", "0", "--concurrency", "1", "--lm", "openai/fake"]
     with FakeServer(latency=1.0) as server:
         args += ["--api-base", server.url, "-o", str(tmp_path / "program.json")]
-        proc = subprocess.Popen(
+        proc = warm.Popen(
             [sys.executable, "-m", "courtroom.cli", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -113,7 +114,7 @@ def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path
         assert "Traceback" not in err
         first = Counter(server.served)
         assert len(first) == 3  # the request in flight at the stop was answered ...
-        rerun = subprocess.run(
+        rerun = warm.run(
             [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,
             text=True,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm
 
 from courtroom.cli import main
 from courtroom.errors import ConfigError
@@ -52,7 +53,7 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
                 str(tmp_path / f"report-{round_}"),
             ]
             procs = [
-                subprocess.Popen(
+                warm.Popen(
                     [sys.executable, "-m", "courtroom.cli", *args],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

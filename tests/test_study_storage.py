@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm
 
 LABELS = ["True", "False"]
 
@@ -205,6 +206,7 @@ limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 from courtroom.cli import main
 
+
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -212,7 +214,6 @@ sys.exit(main(sys.argv[2:]))
 def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_path: Path, courtroom_cli: Any) -> None:
     import os
     import shlex
-    import subprocess
     import sys
 
     from courtroom.testing import FakeServer
@@ -229,7 +230,7 @@ def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_p
         ]  # fmt: skip
         assert courtroom_cli(*args, "--trials", "0").returncode == 0  # the study exists; the disk fills next
         # Past 8 KB no file may grow: every page of the study's database lies beyond.
-        full = subprocess.run(
+        full = warm.run(
             [sys.executable, str(script), "8192", *args, "--trials", "2"],
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip

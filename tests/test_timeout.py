@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import warm
 
 from courtroom.models.lms import DEFAULT_TIMEOUT, LMSpec, build_lm, resolve_roles
 from courtroom.programs import build_program
@@ -21,7 +22,7 @@ HANG = 150.0
 def _cli(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
     env = os.environ | {"COURTROOM_CACHE_DIR": str(cwd / "cache")}
     start = time.monotonic()
-    proc = subprocess.run(
+    proc = warm.run(
         [sys.executable, "-m", "courtroom.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
     )
     return proc, time.monotonic() - start
