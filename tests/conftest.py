@@ -26,6 +26,9 @@ os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
 # each other, and beside the other busy workers the second thread's spinning costs a core of CPU the
 # rest of the suite needs, for little gain (the suite is CPU-bound on 2 cores). Users keep the default.
 os.environ.setdefault("COURTROOM_LOCAL_THREADS", "1")
+# Retries wait 0.05 s x 2^attempt, not 1 s: the fault tests check what is retried and counted, not
+# the backoff (users keep 1 s; a test of the wait itself sets its own).
+os.environ.setdefault("COURTROOM_RETRY_WAIT", "0.05")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids

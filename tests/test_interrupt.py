@@ -71,6 +71,7 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         assert hint[hint.index("--api-base") + 1] == server.url  # what no folder records, repeated
         assert not (run_dir / "summary.json").exists()
 
+        server.latency = 0.0  # the resume is checked for what it sends, not for when
         resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", "run", "--resume", str(run_dir), "--api-base", server.url],
             capture_output=True,
@@ -110,12 +111,13 @@ def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):
         line += ["--concurrency", "2", "-o", str(tmp_path / f"{cache}.json")]
         return line, os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / cache)}
 
-    with FakeServer(latency=0.2) as server:
+    with FakeServer() as server:
         line, env = command("uninterrupted")
         whole = warm.run(line, capture_output=True, text=True, env=env, timeout=180)
         assert whole.returncode == 0, whole.stderr
         needed = server.counts["requests"]
         start = server.counts["requests"]
+        server.latency = 0.2  # slow enough to be stopped part-way
         line, env = command("interrupted")
         proc = warm.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         _wait_for_requests(server, proc, start + 6)
@@ -124,6 +126,7 @@ def test_ctrl_c_in_compile_keeps_its_answers_for_the_next_try(tmp_path):
         assert proc.returncode == 130 and "Traceback" not in err
         assert "no run folder was written" in err and "sends only what is missing" in err
         received = server.counts["requests"] - start
+        server.latency = 0.0
         again = warm.run(line, capture_output=True, text=True, env=env, timeout=180)
         assert again.returncode == 0, again.stderr
         resent = server.counts["requests"] - start - received

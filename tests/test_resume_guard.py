@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 import warm
 
 from courtroom.cli import main
-from courtroom.testing import FakeServer
+from courtroom.testing import FakeServer, answer_for_schema
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,18 @@ def _cli(*args: str) -> warm.WarmProcess:
 
 
 def test_two_resumes_at_once_one_writes_the_other_fails(tmp_path):
-    with FakeServer(latency=2.0) as server:
+    # Each stage waits for a state, never for a clock: the server holds every answer after the
+    # first example's judgment (the first run is then a writer that cannot finish), and again
+    # while the two resumes race for the folder, until the loser has exited.
+    first_judgment = threading.Event()
+
+    def responder(prompt: str, schema: dict) -> dict:
+        if "decision" in (schema.get("properties") or {}) and not first_judgment.is_set():
+            first_judgment.set()
+            server.hold()  # the answers to come wait; this one goes out
+        return answer_for_schema(schema, {}, "fake server reply")
+
+    with FakeServer(responder) as server:
         common = ["--api-base", server.url]
         first = _cli(
             "run",
@@ -114,14 +126,18 @@ def test_two_resumes_at_once_one_writes_the_other_fails(tmp_path):
         assert f"is being written by pid {first.pid}" in busy.stderr and len(busy.stderr.strip().splitlines()) == 1
         first.send_signal(signal.SIGKILL)  # dies holding the lock: the kernel drops it
         first.wait()
+        server.release()
         while server.in_flight:  # the killed run's requests still complete on the server
-            time.sleep(0.05)
+            time.sleep(0.01)
         ids = json.loads((folder / "meta.json").read_text())["example_ids"]
         served_before = len(server.served)
-        # The resume that wins needs only to outlast the other's start-up (a few seconds), not 2 s a call.
-        server.latency = 1.0
+        server.hold()  # the winner cannot finish before the loser has tried
 
         a, b = _cli("run", "--resume", str(folder), *common), _cli("run", "--resume", str(folder), *common)
+        while a.poll() is None and b.poll() is None:
+            assert time.monotonic() < deadline + 120, "neither resume exited while the other held the folder"
+            time.sleep(0.01)
+        server.release()
         (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
         codes = sorted([a.returncode, b.returncode])
         assert codes[0] == 0 and codes[1] != 0, (err_a, err_b)

@@ -58,6 +58,7 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
         hint = shlex.split(line[0].split("resume with: ")[1])
         run_dir = Path(hint[hint.index("--resume") + 1])
         answered_before = len(server.served)
+        server.latency = 0.0  # the resume is checked for what it sends, not for when
         resumed = warm.run(
             [sys.executable, "-m", "courtroom.cli", *hint[1:]], capture_output=True, text=True, timeout=300
         )
@@ -77,16 +78,21 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
 
 
 def test_a_grace_period_bounds_the_wait_for_answers_in_flight(tmp_path: Path) -> None:
-    with FakeServer(latency=8.0) as server:
+    # The answers are held until the run has exited: the SIGTERM always finds them in flight (with
+    # 8 s answers instead, one idle run in two printed no "grace period" when it landed as they came).
+    with FakeServer() as server:
+        server.hold()
         proc = _start(server, tmp_path, env={"COURTROOM_STOP_GRACE": "0.5"})
         _wait_for_requests(server, proc, CONCURRENCY)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         waited = time.monotonic() - t0
+        assert server.in_flight == CONCURRENCY and not server.served  # none was answered
+        server.release()
     assert proc.returncode == 143, err
     assert "grace period" in err and "resume with: courtroom run --resume" in err
-    assert waited < 5  # the 8 s answers in flight were not awaited past the grace period
+    assert waited < 5  # the held answers were not awaited past the grace period
 
 
 def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path: Path) -> None:
@@ -114,6 +120,7 @@ def test_a_stop_in_compiles_optimizer_phase_saves_the_answers_in_flight(tmp_path
         assert "Traceback" not in err
         first = Counter(server.served)
         assert len(first) == 3  # the request in flight at the stop was answered ...
+        server.latency = 0.0
         rerun = warm.run(
             [sys.executable, "-m", "courtroom.cli", *args],
             capture_output=True,

@@ -132,6 +132,8 @@ class FakeServer:
         self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self._gate = threading.Event()
+        self._gate.set()
         self._httpd = _Server(("127.0.0.1", 0), self._handler())
         self._thread: threading.Thread | None = None
 
@@ -160,8 +162,21 @@ class FakeServer:
         self._thread.start()
         return self
 
+    def hold(self) -> None:
+        """Hold every answer, open or to come, until :meth:`release` (after its ``latency``).
+
+        A test that must find requests in flight (to stop a run while it waits for them) holds
+        them, so no answer can arrive at the wrong moment, however slow the machine.
+        """
+        self._gate.clear()
+
+    def release(self) -> None:
+        """Let the held answers go, and answer again as usual."""
+        self._gate.set()
+
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and close the socket (held answers are let go)."""
+        self._gate.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -308,6 +323,7 @@ class FakeServer:
             def _answer(self, body: dict[str, Any], anthropic: bool) -> None:
                 if server.latency:
                     time.sleep(server.latency)
+                server._gate.wait()
                 status, reply, headers = server.reply(body)
                 if status == 504:
                     time.sleep(server.hang)
