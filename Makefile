@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # once pip caches it, and OpenMP halves throughput under concurrent requests.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF
 
-.PHONY: setup system demo test bench lint docs clean
+.PHONY: setup system demo test test-times bench lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,14 @@ demo: setup
 # Three workers on two cores: many tests wait on a fake server's latency or a child process, and the
 # embedded model's tests (one worker, one llama.cpp thread: tests/conftest.py) leave a core mostly to
 # the other two. The tests of each service share a worker (conftest groups them), so each starts once.
+PYTEST_ARGS := -q -p no:cacheprovider -n 3 --dist loadgroup
 test: setup system
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --dist loadgroup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The same run, measured: wall and CPU time, the slowest tests and each file's worker-seconds, written
+# to tests/DURATIONS.md (commit it with a change that moves the figures).
+test-times: setup system
+	$(BIN)/python tests/_durations.py $(PYTEST_ARGS)
 
 # Every benchmark at a small size, every figure printed (each script's defaults are the full size).
 bench: setup

@@ -1,4 +1,4 @@
-"""The suite's own contract: under ``make test``'s ``-n 3 --dist loadgroup``, the tests of one
+"""The suite's own contract: under ``make test``'s ``-n N --dist loadgroup``, the tests of one
 service (the embedded model, PostgreSQL) run in one worker, so each service starts once.
 
 It broke silently twice: xdist reads the groups into node ids in its own collection hook, so ours
@@ -22,8 +22,18 @@ pytest.importorskip("xdist")
 TESTS = Path(__file__).resolve().parent
 
 
+def make_test_args() -> list[str]:
+    """``make test``'s pytest arguments (the Makefile's ``PYTEST_ARGS``), workers included."""
+    makefile = (TESTS.parent / "Makefile").read_text()
+    line = next(x for x in makefile.splitlines() if x.startswith("PYTEST_ARGS"))
+    args = line.split(":=", 1)[1].split()
+    assert "--dist" in args and "loadgroup" in args, args
+    return args
+
+
 def test_the_tests_of_one_service_run_in_one_worker(tmp_path: Path) -> None:
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(TESTS / "warm.py", tmp_path / "warm.py")  # the conftest imports it
     log = tmp_path / "workers.log"
     (tmp_path / "test_grouped.py").write_text(
         textwrap.dedent(
@@ -45,7 +55,7 @@ def test_the_tests_of_one_service_run_in_one_worker(tmp_path: Path) -> None:
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    local_model: x\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadgroup", "."],
+        [sys.executable, "-m", "pytest", *make_test_args(), "."],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ}, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
