@@ -356,7 +356,9 @@ class WarmProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not select.select([self._conn], [], [], left)[0]:
+            poller = select.poll()  # not select(): a worker may hold more than 1,024 files
+            poller.register(self._conn, select.POLLIN)
+            if not poller.poll(None if left is None else left * 1000):
                 return None
             chunk = self._conn.recv(64)
             if not chunk:
