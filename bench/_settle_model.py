@@ -173,28 +173,37 @@ def weights(kinds: Sequence[Kind], x: int, y: int) -> list[tuple[Kind, float, fl
     return [(k, k.share * k.q**x * (1 - k.q) ** y / 2, k.share * k.q**y * (1 - k.q) ** x / 2) for k in kinds]
 
 
+@functools.cache
+def _weighed(kinds: tuple[Kind, ...], x: int, y: int) -> tuple[float, float, float]:
+    """What the policy weighs at ``x`` votes for A and ``y`` for B, whatever a call costs: the accuracy of
+    settling now, that of holding the trial and deciding on its verdict too, and P(the next answer says A)."""
+    w = weights(kinds, x, y)
+    z = sum(a + b for _, a, b in w)
+    settle = max(sum(a for _, a, _ in w), sum(b for _, _, b in w)) / z
+    # hold the trial, hear its verdict v, then take the more probable label given everything
+    heard = sum(
+        max(
+            sum(a * (k.r if v == "A" else 1 - k.r) for k, a, _ in w),
+            sum(b * (k.r if v == "B" else 1 - k.r) for k, _, b in w),
+        )
+        for v in ("A", "B")
+    )
+    p_a = sum(a * k.q + b * (1 - k.q) for k, a, b in w) / z  # the next answer says A
+    return settle, heard / z, p_a
+
+
 def _policy(kinds: Sequence[Kind], trial_calls: float, lam: float, max_panel: int):  # noqa: ANN202
     """The best policy at price ``lam`` per call: ``value(x, y)`` and ``action(x, y)`` over vote counts.
 
     ``x`` answers said label A, ``y`` label B; the gold label is A or B with probability 1/2.
     """
+    kinds = tuple(kinds)
 
     @functools.cache
     def best(x: int, y: int) -> tuple[float, str]:
-        w = weights(kinds, x, y)
-        z = sum(a + b for _, a, b in w)
-        settle = max(sum(a for _, a, _ in w), sum(b for _, _, b in w)) / z
-        # hold the trial, hear its verdict v, then take the more probable label given everything
-        heard = sum(
-            max(
-                sum(a * (k.r if v == "A" else 1 - k.r) for k, a, _ in w),
-                sum(b * (k.r if v == "B" else 1 - k.r) for k, _, b in w),
-            )
-            for v in ("A", "B")
-        )
-        options = [(settle, "settle"), (heard / z - lam * trial_calls, "trial")]
+        settle, heard, p_a = _weighed(kinds, x, y)
+        options = [(settle, "settle"), (heard - lam * trial_calls, "trial")]
         if x + y < max_panel:
-            p_a = sum(a * k.q + b * (1 - k.q) for k, a, b in w) / z  # the next answer says A
             options.append((p_a * best(x + 1, y)[0] + (1 - p_a) * best(x, y + 1)[0] - lam, "ask"))
         return max(options)
 
@@ -202,27 +211,34 @@ def _policy(kinds: Sequence[Kind], trial_calls: float, lam: float, max_panel: in
 
 
 def _evaluate(kinds: Sequence[Kind], trial_calls: float, best) -> tuple[float, float]:  # noqa: ANN001
-    """Exact (accuracy, calls) of the policy ``best`` (gold label A, by symmetry)."""
+    """Exact (accuracy, calls) of the policy ``best`` (gold label A, by symmetry).
+
+    The action depends only on the vote counts, so the probability of reaching each count ``(x, y)``
+    is carried forward one answer at a time (a path through every sequence of answers is exponential).
+    """
     acc = calls = 0.0
     for kind in kinds:
-        stack = [(0, 0, kind.share)]
-        while stack:
-            x, y, p = stack.pop()
-            action = best(x, y)[1]
-            if action == "ask":
-                stack += [(x + 1, y, p * kind.q), (x, y + 1, p * (1 - kind.q))]
-                calls += p
-                continue
-            post = weights(kinds, x, y)
-            if action == "settle":
-                a, b = sum(a for _, a, _ in post), sum(b for _, _, b in post)
-                acc += p * (1.0 if a > b else 0.5 if a == b else 0.0)
-                continue
-            calls += p * trial_calls
-            for v_right, pv in ((True, kind.r), (False, 1 - kind.r)):  # the verdict says A (right) or B
-                a = sum(pa * (k.r if v_right else 1 - k.r) for k, pa, _ in post)
-                b = sum(pb * ((1 - k.r) if v_right else k.r) for k, _, pb in post)
-                acc += p * pv * (1.0 if a > b else 0.5 if a == b else 0.0)
+        level = {(0, 0): kind.share}  # the counts reached after x + y answers, and their probability
+        while level:
+            ahead: dict[tuple[int, int], float] = {}
+            for (x, y), p in level.items():
+                action = best(x, y)[1]
+                if action == "ask":
+                    ahead[x + 1, y] = ahead.get((x + 1, y), 0.0) + p * kind.q
+                    ahead[x, y + 1] = ahead.get((x, y + 1), 0.0) + p * (1 - kind.q)
+                    calls += p
+                    continue
+                post = weights(kinds, x, y)
+                if action == "settle":
+                    a, b = sum(a for _, a, _ in post), sum(b for _, _, b in post)
+                    acc += p * (1.0 if a > b else 0.5 if a == b else 0.0)
+                    continue
+                calls += p * trial_calls
+                for v_right, pv in ((True, kind.r), (False, 1 - kind.r)):  # the verdict says A (right) or B
+                    a = sum(pa * (k.r if v_right else 1 - k.r) for k, pa, _ in post)
+                    b = sum(pb * ((1 - k.r) if v_right else k.r) for k, _, pb in post)
+                    acc += p * pv * (1.0 if a > b else 0.5 if a == b else 0.0)
+            level = ahead
     return acc, calls
 
 

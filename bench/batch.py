@@ -24,13 +24,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistency")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Run each design in batch mode and print one row per design."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=50)
     parser.add_argument("--turnaround", type=float, default=0.5, help="seconds each batch takes at the fake")
     parser.add_argument("--designs", default=",".join(DESIGNS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from courtroom.api import run
     from courtroom.data.tasks import load_splits

@@ -188,12 +188,12 @@ def call_ms(prog: dspy.Module, server: FakeServer, name: str, calls: int) -> flo
         server.latency = latency
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=4)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     configure_cache(enabled=False)
     with FakeServer(latency=args.latency) as server:
         lm = server.lm(cache=False)

@@ -142,7 +142,7 @@ def true_front_at(true: Sequence[tuple[float, float, Any]], cost: float) -> floa
     return max((a for a, c, _ in true if c <= cost), default=0.0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--dev", type=int, default=100)
@@ -150,7 +150,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=8, help="Train examples (self-consistency draws demos).")
     parser.add_argument("--p", type=float, default=0.7, help="Every role's accuracy.")
     parser.add_argument("--seed", type=int, default=0, help="Sampler seed.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")

@@ -26,12 +26,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 FRAMEWORKS = ("jot", "courtroom-llm", "self-consistency")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", type=int, default=1000, help="Cases the dry run estimates.")
     parser.add_argument("--real", type=int, default=1000, help="Cases the real run (fake server) evaluates.")
     parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     start = time.perf_counter()
     import litellm  # noqa: F401

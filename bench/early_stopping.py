@@ -62,11 +62,11 @@ def run(framework: str, knobs: dict[str, Any], gold: dict[str, str], accuracy: d
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     gold = cases(args.cases)
     head = (
         f"{'framework':<16} {'knob':<22} {'calls off':>9} {'calls on':>9} {'saved':>7} {'saved %':>8} "

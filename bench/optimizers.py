@@ -103,7 +103,7 @@ def false_discoveries(optimizer: str, seeds: range, data: tuple[Any, ...], base:
     return gains, losses, len(seeds)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frameworks", default="zero-shot,jot,courtroom-llm,debate-feedback")
     parser.add_argument("--optimizers", default="all", help="comma-separated, or all")
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--fdr-test", type=int, default=20, help="held-out cases of each no-signal compile")
     parser.add_argument("--base", type=float, default=0.5)
     parser.add_argument("--learned", type=float, default=0.9)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")

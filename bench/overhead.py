@@ -59,11 +59,11 @@ def per_call_bare(calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     jot, bare = [], []
     calls = 0
     for _ in range(args.repeats):

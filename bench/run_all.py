@@ -18,11 +18,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 SIZES: dict[str, dict[str, list[str]]] = {
-    "startup": {"small": ["--runs", "5"], "smoke": ["--runs", "1", "--warm-ups", "0"]},
+    "startup": {"small": ["--runs", "5"], "smoke": ["--runs", "1", "--warm-ups", "0", "--only", "help", "predict"]},
     "overhead": {"small": ["--decisions", "100", "--repeats", "3"], "smoke": ["--decisions", "5", "--repeats", "1"]},
     "critical_path": {
         "small": ["--latency", "0.2", "--examples", "8", "--concurrency", "4"],
-        "smoke": ["--latency", "0.05", "--examples", "2", "--concurrency", "2"],
+        "smoke": ["--latency", "0.01", "--examples", "2", "--concurrency", "2"],
     },
     "dry_run": {
         "small": ["--examples", "200", "--real", "50"],
@@ -41,7 +41,10 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "small": ["--dev", "20", "50", "--seeds", "4", "--test", "100"],
         "smoke": ["--dev", "6", "--seeds", "1", "--trials", "3", "--test", "6"],
     },
-    "settle": {"small": ["--cases", "200", "--seeds", "2"], "smoke": ["--cases", "20", "--seeds", "2"]},
+    "settle": {
+        "small": ["--cases", "200", "--seeds", "2"],
+        "smoke": ["--cases", "10", "--dev-cases", "20", "--seeds", "2", "--aurocs", "0.9"],
+    },
     "optimizers": {
         "small": ["--train", "16", "--dev", "12", "--test", "30", "--seeds", "30"],
         "smoke": [
@@ -78,11 +81,11 @@ def command(name: str, size: str) -> list[str]:
     return [sys.executable, str(HERE / f"{name}.py"), *SIZES[name][size]]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=("small", "smoke"), default="small")
     parser.add_argument("--only", nargs="*", choices=sorted(SIZES), help="run only these benchmarks")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     failed = []
     for name in args.only or SIZES:
         cmd = command(name, args.size)

@@ -1,7 +1,8 @@
 """The live path at scale: courtroom's wall against bare DSPy's, and requests in flight.
 
-Both send one zero-shot call per case to the same loopback fake (a separate process, so its
-work does not compete with the client for the GIL), ``--concurrency`` at a time:
+Both send one zero-shot call per case to the same loopback fake (in this process, whose main
+thread only waits while a client runs: its work does not compete with the client's for the GIL),
+``--concurrency`` at a time:
 
 - courtroom: ``courtroom run zero-shot --dataset CSV --concurrency N`` (the CLI, in a subprocess);
 - bare: ``dspy.Predict`` in an N-thread pool, same cases, same server, DSPy's disk cache on too.
@@ -18,15 +19,16 @@ many calls: at 0.05 s on 2 cores both clients are CPU-bound (their peaks stay be
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
-import multiprocessing
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +44,25 @@ def _answer(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"reasoning": "because", "answer": "yes"}
 
 
-def _serve(conn: Any, latency: float) -> None:
+def _by_length(model: str, messages: list[dict[str, Any]], text: str) -> dict[str, int]:
+    """Tokens counted by length, not by LiteLLM's tokenizer: the server must not be what sets the pace."""
+    prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
+    completion = len(text) // 4
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@contextlib.contextmanager
+def serving(latency: float) -> Iterator[Any]:
+    """The fake server, answering after ``latency`` seconds, in threads of this process."""
     from courtroom.testing import FakeServer, _fake_server
 
-    # Tokens counted by length, not by LiteLLM's tokenizer: the server must not be what sets the
-    # pace (it has one core; the client has the other).
-    _fake_server._usage = lambda model, messages, text: {  # type: ignore[attr-defined]
-        "prompt_tokens": (p := sum(len(str(m.get("content") or "")) for m in messages) // 4),
-        "completion_tokens": (c := len(text) // 4),
-        "total_tokens": p + c,
-    }
-
-    with FakeServer(_answer, latency=latency) as server:
-        conn.send(server.url)
-        while (command := conn.recv()) != "stop":
-            if command == "reset":
-                server.max_in_flight, server.counts["requests"] = 0, 0
-            conn.send({"peak": server.max_in_flight, "requests": server.counts["requests"]})
+    usage = _fake_server._usage
+    _fake_server._usage = _by_length  # type: ignore[attr-defined]
+    try:
+        with FakeServer(_answer, latency=latency) as server:
+            yield server
+    finally:
+        _fake_server._usage = usage  # type: ignore[attr-defined]
 
 
 def _cases(folder: Path, n: int) -> Path:
@@ -105,24 +109,19 @@ def bare(url: str, csv_path: str, n: int, concurrency: int) -> None:
     assert len(answers) == len(cases)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the fake takes per request")
     parser.add_argument("--pairs", type=int, default=2, help="courtroom/bare pairs, run back to back")
     parser.add_argument("--bare", nargs=2, metavar=("URL", "CSV"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.bare:
         return bare(args.bare[0], args.bare[1], args.cases, args.concurrency)
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    server = ctx.Process(target=_serve, args=(theirs, args.latency), daemon=True)
-    server.start()
-    url = ours.recv()
     rows: dict[str, list[tuple[float, int, int]]] = {"courtroom": [], "bare": []}
-    with tempfile.TemporaryDirectory(prefix="courtroom-scale-") as tmp:
-        folder = Path(tmp)
+    with serving(args.latency) as server, tempfile.TemporaryDirectory(prefix="courtroom-scale-") as tmp:
+        url, folder = server.url, Path(tmp)
         data = _cases(folder, args.cases)
         for pair in range(args.pairs):
             env = {
@@ -171,19 +170,13 @@ def main() -> None:
                 ],
             }
             for name, cmd in commands.items():
-                ours.send("reset")
-                ours.recv()
+                server.max_in_flight, server.counts["requests"] = 0, 0
                 wall = _timed(cmd, env)
-                ours.send("stats")
-                stats = ours.recv()
-                rows[name].append((wall, stats["peak"], stats["requests"]))
+                peak, requests = server.max_in_flight, server.counts["requests"]
+                rows[name].append((wall, peak, requests))
                 print(
-                    f"pair {pair + 1} {name:9} {wall:6.2f} s  peak {stats['peak']:3} in flight  "
-                    f"{stats['requests']} requests",
-                    flush=True,
+                    f"pair {pair + 1} {name:9} {wall:6.2f} s  peak {peak:3} in flight  {requests} requests", flush=True
                 )
-        ours.send("stop")
-    server.join(5)
     ratio = [c[0] / b[0] for c, b in zip(rows["courtroom"], rows["bare"], strict=True)]
     print(json.dumps({"cases": args.cases, "concurrency": args.concurrency, "latency": args.latency}))
     for name, runs in rows.items():

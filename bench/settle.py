@@ -420,7 +420,7 @@ def print_seeds(args: argparse.Namespace, runs: list[dict[str, Any]], model: Mod
         )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
@@ -446,21 +446,23 @@ def main() -> None:
         default=[0.7, 0.8, 0.9],
         help="also run the target with an informative stated confidence at these AUROCs ('' for none)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.dev_cases = args.dev_cases or args.cases
     token = serial.set(True)  # one call after another: the oracle's draws do not depend on thread timing
-    model = Model(args.easy, args.hard_single, args.hard_judge, args.hard, TRIAL_CALLS)
-    first = headline(args, args.seed)
-    print_headline(args, first, model)
-    print_bound(args, model)
-    print_curve(args, first, model)
-    print_flips(args, first)
-    if args.aurocs:
-        print_confidence(args, model)
-    if args.seeds > 1:
-        runs = [first] + [headline(args, s) for s in range(args.seed + 1, args.seed + args.seeds)]
-        print_seeds(args, runs, model)
-    serial.reset(token)
+    try:
+        model = Model(args.easy, args.hard_single, args.hard_judge, args.hard, TRIAL_CALLS)
+        first = headline(args, args.seed)
+        print_headline(args, first, model)
+        print_bound(args, model)
+        print_curve(args, first, model)
+        print_flips(args, first)
+        if args.aurocs:
+            print_confidence(args, model)
+        if args.seeds > 1:
+            runs = [first] + [headline(args, s) for s in range(args.seed + 1, args.seed + args.seeds)]
+            print_seeds(args, runs, model)
+    finally:
+        serial.reset(token)
 
 
 if __name__ == "__main__":

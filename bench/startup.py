@@ -10,14 +10,16 @@ pairwise ratios. The commands:
 - ``courtroom predict program.json CASE`` from a program compiled once up front; target < 2.5 s.
 
 Peak memory is the largest resident set of the command's process (``wait4``'s ``ru_maxrss``).
+``--only help predict`` times only those commands (its smallest size, in ``bench/run_all.py``).
 
-    python bench/startup.py [--runs 5] [--warm-ups 1]
+    python bench/startup.py [--runs 5] [--warm-ups 1] [--only help bad-option run predict]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import statistics
 import subprocess
@@ -28,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TARGETS = {"--help": 0.5, "bad option": 0.5, "run --limit 1": 2.5, "predict one case": 2.5}
+ONLY = {"help": "--help", "bad-option": "bad option", "run": "run --limit 1", "predict": "predict one case"}
+"""``--only`` names -> the commands' names."""
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -50,8 +54,14 @@ with FakeServer() as server:
 
 
 @contextlib.contextmanager
-def fake_server(env: dict[str, str]) -> Iterator[str]:
-    """A fake OpenAI-compatible server in a child process; yields its base URL."""
+def fake_server(env: dict[str, str], here: bool) -> Iterator[str]:
+    """A fake OpenAI-compatible server in a child process (in a thread of this one if ``here``); its base URL."""
+    if here:
+        from courtroom.testing import FakeServer
+
+        with FakeServer() as server:
+            yield server.url
+        return
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
@@ -66,30 +76,57 @@ def fake_server(env: dict[str, str]) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def main() -> None:
+def compile_program(args: list[str], env: dict[str, str], here: bool) -> None:
+    """``courtroom compile ARGS`` in a child process (in this one if ``here``): the program predict loads."""
+    if here:
+        from courtroom.cli import main
+
+        out, saved = io.StringIO(), dict(os.environ)
+        os.environ.update(env)  # the child's environment (its cache folder), for this call only
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = main(args)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        log = out.getvalue()
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "courtroom.cli", *args], capture_output=True, text=True, env=env, check=False
+        )
+        code, log = done.returncode, done.stderr
+    if code != 0:
+        raise SystemExit(f"could not compile the program predict loads:\n{log[-2000:]}")
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="counted runs of each command (after the warm-ups)")
     parser.add_argument(
         "--warm-ups", type=int, default=1, help="uncounted runs of each command first (the file cache, .pyc files)"
     )
-    args = parser.parse_args()
+    parser.add_argument("--only", nargs="+", choices=list(ONLY), help="time only these commands")
+    args = parser.parse_args(argv)
+    names = [ONLY[name] for name in args.only or ONLY]
 
     py = sys.executable
     cli = [py, "-m", "courtroom.cli"]
     work = Path(tempfile.mkdtemp(prefix="courtroom-startup-"))
     env = {**os.environ, "COURTROOM_CACHE_DIR": str(work / "cache"), "COLUMNS": "100"}
-    # The fake server runs in its own process: this one stays small, so that a forked command's
-    # peak memory is its own (ru_maxrss counts the parent's pages a child starts with).
-    with fake_server(env) as url:
+    # The fake server and the compile run in processes of their own: this one stays small, so that
+    # a forked command's peak memory is its own (ru_maxrss counts the parent's pages a child starts
+    # with). A process that holds DSPy already (main() called from the test suite) is not small
+    # whatever it runs, and runs both itself: two interpreters fewer to start.
+    here = "dspy" in sys.modules
+    with fake_server(env, here) as url:
         model = ["--lm", "openai/fake", "--api-base", url]
         program = work / "program.json"
-        compiled = subprocess.run(
-            [*cli, "compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
-             "--dev-limit", "1", "-o", str(program), *model],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-        if compiled.returncode != 0:
-            raise SystemExit(f"could not compile the program predict loads:\n{compiled.stderr[-2000:]}")
+        if "predict one case" in names:
+            compile_program(
+                ["compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
+                 "--dev-limit", "1", "--test-limit", "0", "-o", str(program), *model],
+                env, here,
+            )  # fmt: skip
         commands = {
             "--help": ([*cli, "--help"], 0),
             "bad option": ([*cli, "run", "zero-shot", "--no-such-option"], 2),
@@ -99,6 +136,7 @@ def main() -> None:
             ),
             "predict one case": ([*cli, "predict", str(program), "True and not False is", "--api-base", url], 0),
         }  # fmt: skip
+        commands = {name: commands[name] for name in names}
         baseline = [py, "-c", "import dspy"]
         rows = []
         for name, (cmd, expected) in commands.items():

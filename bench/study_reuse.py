@@ -19,14 +19,14 @@ import tempfile
 import time
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="jot")
     parser.add_argument("--trials", type=int, default=24)
     parser.add_argument("--dev", type=int, default=20)
     parser.add_argument("--train", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0, help="Sampler seed.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")

@@ -81,14 +81,14 @@ def one_study(dev: int, seed: int, args: argparse.Namespace, workdir: str) -> di
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dev", type=int, nargs="+", default=[20, 50, 100], help="Dev sizes.")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--test", type=int, default=200, help="Held-out test examples the chosen trial is scored on.")
     parser.add_argument("--p", type=float, default=0.7, help="Every vote's accuracy.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")

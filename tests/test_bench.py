@@ -1,5 +1,8 @@
 """Every benchmark runs: each script in bench/ at its smallest size (bench/run_all.py's ``smoke``).
 
+Each script's ``main`` runs in this process (an interpreter started per script cost seconds of
+imports each); what a script changes in the process is put back after it (:func:`isolated`).
+
 Only that it runs and prints its figures is checked, never a figure against a target: the figures
 are timings on a shared machine. ``make bench`` prints them at a small size.
 """
@@ -7,8 +10,12 @@ are timings on a shared machine. ``make bench`` prints them at a small size.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
-import subprocess
+import shutil
+import tempfile
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,23 +49,78 @@ PRINTS = {
 """What a benchmark must print at its smoke size, beyond running."""
 
 
+def load(name: str) -> types.ModuleType:
+    """``bench/NAME.py`` as a module, its ``main`` not run."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def _isolated_cache() -> None:
+    """Overrides conftest.py's per-test cache: the bench tests make their own (:func:`isolated`), the others need none.
+
+    Each costs a second on a disk that syncs every SQLite write (the cache's 16 shards).
+    """
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """What a bench changes in its process is put back after it: the environment, the working folder,
+    the courtroom cache, DSPy's settings, logging's level and root handlers, ``sys.path``.
+
+    Its temporary folders (its caches, SQLite files) are in memory where the machine has ``/dev/shm``:
+    on a disk that syncs every write, each new cache costs a second.
+    """
+    import dspy
+
+    from courtroom.models import cache
+
+    shm = Path("/dev/shm")
+    in_memory = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 * 2**20
+    scratch = Path(tempfile.mkdtemp(prefix="courtroom-bench-", dir=shm)) if in_memory else tmp_path
+    settings = importlib.import_module("dspy.dsp.utils.settings")  # the module (dspy.settings is its instance)
+    env = dict(os.environ)
+    dspy_config = dict(settings.main_thread_config)
+    saved_cache, configured = dspy.cache, cache._configured
+    disabled = logging.root.manager.disable
+    root_handlers, root_level = logging.root.handlers[:], logging.root.level
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(BENCH))  # settle.py imports _settle_model, as ``python bench/settle.py`` can
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the benches' mkdtemp folders
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(scratch / "cache"))
+    cache.configure_cache(scratch / "cache")
+    try:
+        yield tmp_path
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+        settings.main_thread_config.clear()
+        settings.main_thread_config.update(dspy_config)
+        with dspy._cache_lock:
+            dspy.cache = saved_cache
+        cache._configured = configured
+        logging.disable(disabled)
+        logging.root.handlers[:] = root_handlers  # the CLI's basicConfig, when a bench calls it in process
+        logging.root.setLevel(root_level)
+        if scratch != tmp_path:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 @pytest.mark.parametrize("name", sorted(bench_all.SIZES))
-def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
-    env = {**os.environ, "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        bench_all.command(name, "smoke"), capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert len(done.stdout.strip().splitlines()) >= 3, done.stdout
+def test_benchmark_runs_at_its_smallest_size(name: str, isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load(name)
+    bench.main(list(bench_all.SIZES[name]["smoke"]))
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) >= 3, out
     for needle in PRINTS.get(name, ()):
-        assert needle in done.stdout, needle
+        assert needle in out, needle
 
 
 def test_best_schedule_of_critical_path_is_exact() -> None:
-    spec = importlib.util.spec_from_file_location("bench_critical_path", BENCH / "critical_path.py")
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("critical_path")
     # One Courtroom-LLM decision at 4 in flight: hearing, advocates, 4 judges, the fifth judge. Both
     # old bounds say 3 latencies (the path; 8 calls over 4 slots is 2): no schedule does it in 3.
     assert bench.best_steps([1, 2, 5], 1, 4) == (4, 4)
