@@ -31,6 +31,35 @@ os.environ.setdefault("COURTROOM_LOCAL_THREADS", "1")
 os.environ.setdefault("COURTROOM_RETRY_WAIT", "0.05")
 
 
+_MEMORY = Path("/dev/shm")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path factory reads --basetemp
+def pytest_configure(config: pytest.Config) -> None:
+    """Temporary folders in memory (``/dev/shm``) unless ``--basetemp`` says otherwise.
+
+    Every test gets a cache of its own (16 SQLite files, :func:`_isolated_cache`) and most write
+    run folders: on this machine's disk creating the cache alone takes 0.1 s idle and up to 0.8 s
+    under load, 0.02 s in memory. The folder is new for each run (two runs never share one) and is
+    removed at the end; xdist's workers get a folder each inside it.
+    """
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    try:
+        room = shutil.disk_usage(_MEMORY).free
+    except OSError:
+        return
+    if room > 2 << 30 and os.access(_MEMORY, os.W_OK):
+        config.option.basetemp = tempfile.mkdtemp(prefix="courtroom-tests-", dir=_MEMORY)
+        config._courtroom_basetemp = config.option.basetemp  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = getattr(config, "_courtroom_basetemp", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), the tests of one service run in one worker.
