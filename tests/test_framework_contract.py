@@ -128,7 +128,7 @@ def test_jot_is_binary_only() -> None:
 SMALLEST = {
     "jot": {"n_loops": 1},
     "courtroom-llm": {"n_judges": 1, "k_precedents": 0, "max_argument_sentences": 1},
-    "debate-feedback": {"n_rounds": 1, "n_debaters": 2, "word_limit": 30},
+    "debate-feedback": {"n_rounds": 1, "n_debaters": 2, "word_limit": 30, "summarize": False},
     "few-shot": {"k_shots": 1},
     "cot": {"k_shots": 1},
     "self-consistency": {"k_samples": 1, "k_shots": 1},
@@ -137,6 +137,8 @@ SMALLEST = {
     "reflexion": {"max_retries": 0},
     "settle": {"panel_size": 2, "trial_knobs": "n_judges=1,k_precedents=0"},
 }
+"""The fewest calls that still run each framework's path (debate-feedback: 6, its judge reading the
+comments; the summarizer's extra call is checked on the fakes)."""
 
 
 ON_THE_README = {"jot"}
