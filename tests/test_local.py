@@ -5,17 +5,19 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import dspy
 import pytest
+from dspy.utils.callback import BaseCallback
 
 from courtroom.data.tasks import load_task
 from courtroom.errors import ModelError
 from courtroom.eval.harness import evaluate
 from courtroom.models.local import _server
-from courtroom.models.usage import metered
-from courtroom.programs import JudgmentOfThought
 
 pytestmark = pytest.mark.local_model
 
@@ -37,29 +39,64 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
     return False
 
 
-def test_jot_end_to_end_over_http(local_lm):
-    data = load_task("boolean_expressions", data="generate", limit=2, seed=7)
-    prog = JudgmentOfThought(["True", "False"], lm=local_lm, n_loops=1)
-    results = evaluate(prog, data.examples, concurrency=2)
-    assert len(results) == 2  # two at once on a server that answers one at a time
-    # Constrained decoding: every answer parses, and the label is one of the labels.
-    assert [r.error for r in results] == [None, None]
-    assert all(r.prediction in ("True", "False") for r in results)
-    assert all([t["role"] for t in r.transcript] == ["lawyer", "prosecutor", "judge"] for r in results)
-    assert all(r.usage["sent"] + r.usage["cached"] == 3 for r in results)
+class _InFlight(BaseCallback):
+    """The most LM calls open at once (DSPy's callbacks run in the callers' threads)."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+        self._lock = threading.Lock()
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:
+        with self._lock:
+            self.now -= 1
 
 
-def test_local_lm_sends_max_tokens_and_a_bounded_schema(local_lm):
-    assert local_lm.kwargs["max_tokens"] == 64 and local_lm.engine == "litellm"
-    with metered() as meter:
-        prog = JudgmentOfThought(["True", "False"], lm=local_lm, n_loops=1, use_lawyer=False)
-        prog(case="True and False is")
-    assert meter.usage.calls == 2
-    last = local_lm.history[-1]
-    schema = last["kwargs"]["response_format"]["schema"]
-    assert last["kwargs"]["response_format"]["type"] == "json_object"
-    assert schema["properties"]["decision"]["enum"] == ["True", "False"]
-    assert all(p.get("maxLength") for k, p in schema["properties"].items() if k != "decision")
+def test_jot_end_to_end_over_http(local_lm, tmp_path):
+    """JoT's one case on the real server, as a compiled program file: harness, two requests at once, answers parsed.
+
+    The program is compiled on the oracle (the labeled optimizer gives the judge a demo), saved and
+    loaded onto the embedded model; the lawyer and the prosecutor ask at once (evaluate's
+    concurrency=2 lets both through) on a server that answers one at a time. What is sent
+    (max_tokens, the schema) is read on the fake server in tests/test_local_cap.py.
+    """
+    import courtroom
+    from courtroom.optimize.compile import compile_program
+    from courtroom.saving import save_program
+    from courtroom.testing import oracle_lm
+
+    train = load_task("boolean_expressions", split="train", limit=2).examples
+    dev = load_task("boolean_expressions", split="dev", limit=1).examples
+    res = compile_program(
+        "jot",
+        optimizer="labeled",
+        settings={"k": 1},
+        trainset=train,
+        devset=dev,
+        labels=["True", "False"],
+        lm=oracle_lm({e.case: e.label for e in train + dev}, ["True", "False"]),
+        knobs={"n_loops": 1},
+    )
+    program = courtroom.load(save_program(res.program, tmp_path / "p.json", res.metadata), lm=local_lm)
+    assert len(program.judge.demos) == 1
+    data = load_task("boolean_expressions", data="generate", limit=1, seed=7)
+    in_flight = _InFlight()
+    before = len(local_lm.history)
+    with dspy.context(callbacks=[in_flight]):
+        (result,) = evaluate(program, data.examples, concurrency=2)
+    assert in_flight.most == 2 and in_flight.now == 0
+    # Constrained decoding: the answers parse, and the label is one of the labels.
+    assert result.error is None and result.prediction in ("True", "False")
+    assert [t["role"] for t in result.transcript] == ["lawyer", "prosecutor", "judge"]
+    assert result.usage["sent"] + result.usage["cached"] == 3
+    assert result.usage["prompt_tokens"] > 0 and result.usage["completion_tokens"] > 0  # llama.cpp's usage, read
+    # The judge's demo reached the server as a user/assistant pair before the case.
+    judge = local_lm.history[before:][-1]
+    assert [m["role"] for m in judge["messages"]] == ["system", "user", "assistant", "user"]
 
 
 SCRIPT = textwrap.dedent("""

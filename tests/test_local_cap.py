@@ -1,7 +1,8 @@
-"""The embedded model's per-field length cap: scaled from max_tokens, raised by the user.
+"""What the embedded model's LM sends: max_tokens, the bounded schema and its per-field length cap.
 
 The llama.cpp server is replaced by the fake server (``shared_server`` patched), so these
-tests read the schema ``local_lm`` really sends without loading a model.
+tests read the request ``local_lm`` really sends without loading a model; that llama.cpp accepts
+it and its answers parse is proved on the real server (tests/test_local.py, test_framework_contract.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from courtroom import _env
 from courtroom.errors import ConfigError
 from courtroom.models.local import _lm
+from courtroom.models.usage import metered
 from courtroom.programs import build_program
 from courtroom.testing._fake_server import FakeServer
 
@@ -35,6 +37,28 @@ def _sent_limits(monkeypatch: pytest.MonkeyPatch, max_tokens: int) -> set[int]:
         build_program("jot", ["True", "False"], knobs={"n_loops": 1}, lm=lm)(case="True or False")
     assert schemas
     return {p["maxLength"] for s in schemas for p in s["properties"].values() if "maxLength" in p}
+
+
+def test_local_lm_sends_max_tokens_and_a_bounded_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """max_tokens (not max_completion_tokens, which llama.cpp ignores) and the schema as json_object."""
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
+    monkeypatch.delenv(_env.MAX_CHARS_ENV, raising=False)
+    with FakeServer() as srv:
+        monkeypatch.setattr(_lm, "shared_server", lambda: SimpleNamespace(alias="fake", api_base=srv.url))
+        lm = _lm.local_lm(max_tokens=64, temperature=0.0)
+        lm.cache = False
+        assert lm.kwargs["max_tokens"] == 64 and lm.engine == "litellm"
+        with metered() as meter:
+            build_program("jot", ["True", "False"], knobs={"n_loops": 1, "use_lawyer": False}, lm=lm)(case="True is")
+    assert meter.usage.calls == 2 and len(srv.options) == 2  # the prosecutor and the judge, each sent once
+    for sent in srv.options:  # the request bodies as they arrived
+        assert sent["max_tokens"] == 64 and "max_completion_tokens" not in sent
+        assert sent["response_format"]["type"] == "json_object"
+    schemas = [sent["response_format"]["schema"] for sent in srv.options]
+    (judge,) = [s for s in schemas if "decision" in s["properties"]]
+    assert judge["properties"]["decision"]["enum"] == ["True", "False"]
+    for schema in schemas:
+        assert all(p.get("maxLength") for k, p in schema["properties"].items() if k != "decision")
 
 
 def test_bundled_model_keeps_short_fields(monkeypatch: pytest.MonkeyPatch) -> None:

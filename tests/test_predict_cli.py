@@ -118,32 +118,28 @@ def test_bad_compile_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
         assert code == 2 and message in err, err
 
 
-@pytest.mark.local_model
-def test_saved_program_runs_on_the_embedded_model(local_lm: Any, tmp_path: Path) -> None:
-    """Load and predict on a real model server (3 calls; SmolLM2 is at chance: only the plumbing is checked).
+def test_predict_on_the_local_model(
+    program_file: Path, server: FakeServer, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``predict --lm local``: a compiled file on the embedded model's LM, the fake server in llama.cpp's place.
 
-    Compiling over HTTP is covered on the fake server above; here the compiled file meets a real model.
+    What is sent is checked here (llama.cpp's request shape, --max-tokens, the judge's demos); that
+    the real model answers a compiled program (its judge's demo before the case) is
+    tests/test_local.py::test_jot_end_to_end_over_http.
     """
-    import courtroom
-    from courtroom.data.tasks import load_task
-    from courtroom.optimize.compile import compile_program
-    from courtroom.saving import save_program
-    from courtroom.testing import oracle_lm
+    from types import SimpleNamespace
 
-    train = load_task("boolean_expressions", split="train", limit=2).examples
-    dev = load_task("boolean_expressions", split="dev", limit=1).examples
-    res = compile_program(
-        "jot",
-        optimizer="labeled",
-        settings={"k": 1},
-        trainset=train,
-        devset=dev,
-        labels=["True", "False"],
-        lm=oracle_lm({e.case: e.label for e in train + dev}, ["True", "False"]),
-        knobs={"n_loops": 1},
-    )
-    path = save_program(res.program, tmp_path / "p.json", res.metadata)
-    program = courtroom.load(path, lm=local_lm)
-    verdict = program(case="not ( True ) and ( True ) is")
-    assert verdict.label in ("True", "False")
-    assert [t.role for t in verdict.transcript] == ["lawyer", "prosecutor", "judge"]
+    from courtroom.models.local import _lm
+
+    monkeypatch.setattr(_lm, "shared_server", lambda: SimpleNamespace(alias="smollm2", api_base=server.url))
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
+    options, served = len(server.options), len(server.served)
+    done = cli("predict", str(program_file), "not ( True ) and ( True ) is", "--lm", "local", "--max-tokens", "64")
+    assert done.returncode == 0, done.stderr
+    assert "label: True" in done.stdout and all(r in done.stdout for r in ("LAWYER", "PROSECUTOR", "JUDGE"))
+    sent = server.options[options:]
+    assert len(sent) == 3 and all(o["model"] == "smollm2" and o["max_tokens"] == 64 for o in sent)
+    assert all(o["response_format"]["type"] == "json_object" for o in sent)
+    turns = sorted([m["role"] for m in json.loads(m)] for m in server.served[served:])
+    # The advocates' prompts, then the judge's with the labeled optimizer's two demos before the case.
+    assert turns == [["system", "user"]] * 2 + [["system", *["user", "assistant"] * 2, "user"]]

@@ -207,24 +207,37 @@ def test_run_suite_runs_one_comparison_per_task_with_the_rows() -> None:
         run_suite("jot-table4", tasks=["rte"], compare_fn=fake_compare)
 
 
-@pytest.mark.local_model
-def test_compare_suite_on_the_embedded_model(tmp_path, capsys) -> None:
-    """One task, one example, the JoT feedback ablation: paper figures printed beside measured ones."""
-    code = main(
-        [
-            "compare", "--suite", "jot-table5", "--suite-tasks", "boolean_expressions", "--limit", "1",
-            "--set", "n_loops=1", "--max-tokens", "48", "--fail-on-error", "1", "--out", str(tmp_path),
-        ]
+def test_compare_suite_on_the_local_model_prints_the_paper_beside_the_measured(
+    server, cli, monkeypatch, tmp_path
+) -> None:
+    """One task, one example, the JoT feedback ablation on the default model: paper figures beside measured ones.
+
+    The default model is the embedded one ('local'); the fake server answers in llama.cpp's place
+    (its start is patched out), so the table and the report are checked without a model: the real
+    model's answers parse in tests/test_local.py and test_framework_contract.py.
+    """
+    from types import SimpleNamespace
+
+    from courtroom.models.local import _lm
+
+    monkeypatch.setattr(_lm, "shared_server", lambda: SimpleNamespace(alias="smollm2", api_base=server.url))
+    monkeypatch.delenv("COURTROOM_LM", raising=False)
+    monkeypatch.delenv("COURTROOM_LOCAL_MODEL", raising=False)
+    options = len(server.options)
+    done = cli(
+        "compare", "--suite", "jot-table5", "--suite-tasks", "boolean_expressions", "--limit", "1",
+        "--set", "n_loops=1", "--max-tokens", "48", "--out", str(tmp_path),
     )  # fmt: skip
-    # --fail-on-error 1: what is checked is the table, not the 135M model's answers, which a 48-token
-    # limit sometimes cuts off (a cut-off answer is that example's failure, and exit 2 by default)
-    out, err = capsys.readouterr()
-    assert code == 0, err
+    assert done.returncode == 0, done.stderr
+    sent = server.options[options:]
+    # The embedded model's requests: the alias it serves, --max-tokens, the schema as llama.cpp takes it.
+    assert sent and all(o["model"] == "smollm2" and o["max_tokens"] == 48 for o in sent)
+    assert all(o["response_format"]["type"] == "json_object" for o in sent)
+    out = done.stdout
     assert "judgment-of-thought, Table 5" in out
-    # The suite's table at the terminal's width: task, row, the paper's figure, the measured one.
-    assert re.search(r"boolean_expressions\s+jot\s+0\.98\s", out), out
-    assert re.search(r"boolean_expressions\s+jot-without-feedback\s+0\.96\s", out), out
-    # The HTML report of a comparison the real model answered (the fakes' reports are checked elsewhere).
+    # The suite's table at the terminal's width: task, row, the paper's figure, the measured one (of one example).
+    assert re.search(r"boolean_expressions\s+jot\s+0\.98\s+[01]\.0\s", out), out
+    assert re.search(r"boolean_expressions\s+jot-without-feedback\s+0\.96\s+[01]\.0\s", out), out
     from courtroom.reporting.html import write_report
 
     folder = next(p.parent for p in tmp_path.rglob("comparison.json"))
