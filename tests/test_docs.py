@@ -10,14 +10,16 @@ folder per page (a block may use a file an earlier one wrote):
   or the code its comment names (``# exits 3``);
 * a block preceded by ``<!-- file: NAME -->`` (any language) is written to ``NAME`` instead;
 * a block preceded by ``<!-- not-tested: REASON -->`` is skipped, and must say why;
-* a block preceded by ``<!-- tested: local -->`` runs on the embedded model (no fake server), in a
-  test of its own marked ``local_model``: keep such blocks few, self-contained and tiny.
+* a block preceded by ``<!-- tested: local -->`` runs on the real embedded model (no fake server),
+  in a test of its own marked ``local_model``: only the README's first run (the ``make demo``
+  command, at its smallest), since each call of the embedded model costs seconds.
 
 ``openai/...`` models are served by one loopback :class:`FakeServer` (LiteLLM and the OpenAI client
 read ``OPENAI_BASE_URL``), and the default model is ``openai/gpt-4o-mini``, so the blocks run
-unchanged. Other fenced languages (``text``, ``yaml``, ``toml``, ``json``) are not run. A page's
-folder and its LM cache are in memory (``/dev/shm``) where there is one: studies, MLflow and the
-cache commit to SQLite at every step, and on a disk each commit waits for a sync.
+unchanged; ``--lm local`` is answered by the same server, standing in for the embedded model's.
+Other fenced languages (``text``, ``yaml``, ``toml``, ``json``) are not run. A page's folder and
+its LM cache are in memory (``/dev/shm``) where there is one: studies, MLflow and the cache commit
+to SQLite at every step, and on a disk each commit waits for a sync.
 """
 
 from __future__ import annotations
@@ -186,14 +188,26 @@ def _server():
         yield server
 
 
+@dataclass
+class _EmbeddedStandIn:
+    """What :func:`courtroom.models.local.local_lm` reads of the embedded server, pointed at the fake."""
+
+    api_base: str
+    alias: str = "smollm2-135m-instruct.q8_0"
+
+
 @pytest.fixture
 def fake_openai(_server, monkeypatch: pytest.MonkeyPatch):
-    """``openai/...`` models, answered by the fake server."""
+    """``openai/...`` models and the embedded model (``--lm local``), both answered by the fake server."""
+    from courtroom.models.local import _lm
+
     for var in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
         monkeypatch.setenv(var, _server.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
     monkeypatch.setenv("COURTROOM_LM", "openai/gpt-4o-mini")
     monkeypatch.setenv("COLUMNS", "100")
+    # Only the README's tour runs the real embedded model (tested: local); here its server is the fake.
+    monkeypatch.setattr(_lm, "shared_server", lambda: _EmbeddedStandIn(_server.url))
     yield _server
 
 
@@ -274,7 +288,7 @@ def test_every_block_runs_or_says_why() -> None:
     untested = [b for b in runnable if not b.runs]
     assert len(untested) <= len(runnable) // 4, [b.where for b in untested]  # most blocks run
     local = [b for b in runnable if b.local]
-    assert 1 <= len(local) <= 3  # the embedded model is slow on CPU: few blocks, tiny limits
+    assert [b.page for b in local] == [README], [b.where for b in local]  # the embedded model: the README's run only
 
 
 def test_local_blocks_use_tiny_limits() -> None:
