@@ -44,20 +44,25 @@ def run_suite(args: list[str], report: Path) -> tuple[int, float, float, str]:
     return os.waitstatus_to_exitcode(status), wall, usage.ru_utime + usage.ru_stime, closing
 
 
-def times(report: Path) -> list[tuple[float, str, str]]:
-    """(seconds, file, test id) of every test in a JUnit XML report."""
+def times(report: Path) -> list[tuple[float, str, str, float]]:
+    """(seconds, file, test id, CPU seconds) of every test in a JUnit XML report (CPU: tests/conftest.py)."""
     out = []
     for case in ET.parse(report).getroot().iter("testcase"):
         module = case.get("classname", "")
         file = "tests/" + module.split(".")[-1] + ".py" if module else "?"
-        out.append((float(case.get("time") or 0), file, f"{file}::{case.get('name')}"))
+        cpu = next((float(p.get("value") or 0) for p in case.iter("property") if p.get("name") == "cpu"), 0.0)
+        out.append((float(case.get("time") or 0), file, f"{file}::{case.get('name')}", cpu))
     return out
 
 
-def page(args: list[str], code: int, wall: float, cpu: float, closing: str, tests: list[tuple[float, str, str]]) -> str:
+def page(
+    args: list[str], code: int, wall: float, cpu: float, closing: str, tests: list[tuple[float, str, str, float]]
+) -> str:
     files: Counter[str] = Counter()
-    for seconds, file, _ in tests:
+    cpus: Counter[str] = Counter()
+    for seconds, file, _, used in tests:
         files[file] += seconds
+        cpus[file] += used
     total = sum(files.values())
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [
@@ -69,18 +74,20 @@ def page(args: list[str], code: int, wall: float, cpu: float, closing: str, test
         f"- wall: {wall:.0f} s",
         f"- CPU (user + system, pytest and every process it started): {cpu:.0f} s",
         f"- worker-seconds (the tests' own seconds, summed over workers): {total:.0f} s",
+        f"- the tests' own CPU (each test's process and the children it waited for): {sum(cpus.values()):.0f} s;",
+        "  the rest is the workers' start, collection, and the warm children of tests/warm.py",
         "",
         "What each test over 20 s is for: docs/guides/testing.md (the suite's own tests).",
         "",
         f"## The {SLOWEST} slowest tests",
         "",
-        "| seconds | test |",
-        "| ---: | --- |",
+        "| seconds | CPU s | test |",
+        "| ---: | ---: | --- |",
     ]
-    lines += [f"| {s:.1f} | `{name}` |" for s, _, name in sorted(tests, reverse=True)[:SLOWEST]]
-    lines += ["", "## Worker-seconds per file", "", "| seconds | tests | file |", "| ---: | ---: | --- |"]
-    counts = Counter(file for _, file, _ in tests)
-    lines += [f"| {s:.1f} | {counts[f]} | `{f}` |" for f, s in files.most_common()]
+    lines += [f"| {s:.1f} | {c:.1f} | `{name}` |" for s, _, name, c in sorted(tests, reverse=True)[:SLOWEST]]
+    lines += ["", "## Worker-seconds per file", "", "| seconds | CPU s | tests | file |", "| ---: | ---: | ---: | --- |"]
+    counts = Counter(file for _, file, _, _ in tests)
+    lines += [f"| {s:.1f} | {cpus[f]:.1f} | {counts[f]} | `{f}` |" for f, s in files.most_common()]
     return "\n".join(lines) + "\n"
 
 

@@ -60,6 +60,31 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    item._cpu_start = _cpu_seconds()  # type: ignore[attr-defined]
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Each test's CPU seconds (its process's threads and the children it waited for, set-up and
+    tear-down included) as the ``cpu`` property of the JUnit report that ``make test-times`` reads.
+    A warm child's CPU (:mod:`warm`) is the fork server's until the session ends, so it counts in
+    the run's total only."""
+    start = getattr(item, "_cpu_start", None)
+    if call.when == "teardown" and start is not None:
+        item.user_properties.append(("cpu", round(_cpu_seconds() - start, 3)))
+    yield
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), the tests of one service run in one worker.

@@ -100,3 +100,24 @@ def test_llama_threads_default_to_the_cores_and_the_user_sets_them(monkeypatch: 
         monkeypatch.setenv(_env.THREADS_ENV, bad)
         with pytest.raises(ConfigError, match="COURTROOM_LOCAL_THREADS"):
             _env.default_threads()
+
+
+def test_the_threads_set_read_the_prompt_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: only --n_threads was passed, and llama.cpp read every prompt (most of a call's cost)
+    # on all the machine's cores whatever COURTROOM_LOCAL_THREADS said.
+    from courtroom.models.local import _server
+
+    started: list[list[str]] = []
+
+    def popen(cmd: list[str], **kwargs: object) -> object:
+        started.append(cmd)
+        raise OSError("not started in this test")
+
+    monkeypatch.setenv(_env.THREADS_ENV, "1")
+    monkeypatch.setattr(_server.subprocess, "Popen", popen)
+    server = _server.LocalServer()
+    with pytest.raises(OSError, match="not started"):
+        server.start()
+    server.stop()
+    (cmd,) = started
+    assert cmd[cmd.index("--n_threads") + 1] == "1" and cmd[cmd.index("--n_threads_batch") + 1] == "1"

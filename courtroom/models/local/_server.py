@@ -128,6 +128,10 @@ class LocalServer:
             str(self.n_ctx),
             "--n_threads",
             str(self.n_threads),
+            # Reading the prompt (most of a call's cost) is batch work: without this llama.cpp takes
+            # every core for it, whatever n_threads (and COURTROOM_LOCAL_THREADS) says.
+            "--n_threads_batch",
+            str(self.n_threads),
             "--interrupt_requests",
             "False",
         ]
