@@ -85,7 +85,8 @@ def page(
         "| ---: | ---: | --- |",
     ]
     lines += [f"| {s:.1f} | {c:.1f} | `{name}` |" for s, _, name, c in sorted(tests, reverse=True)[:SLOWEST]]
-    lines += ["", "## Worker-seconds per file", "", "| seconds | CPU s | tests | file |", "| ---: | ---: | ---: | --- |"]
+    lines += ["", "## Worker-seconds per file", "", "| seconds | CPU s | tests | file |"]
+    lines += ["| ---: | ---: | ---: | --- |"]
     counts = Counter(file for _, file, _, _ in tests)
     lines += [f"| {s:.1f} | {cpus[f]:.1f} | {counts[f]} | `{f}` |" for f, s in files.most_common()]
     return "\n".join(lines) + "\n"
