@@ -76,11 +76,12 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Each test's CPU seconds (its process's threads and the children it waited for, set-up and
-    tear-down included) as the ``cpu`` property of the JUnit report that ``make test-times`` reads.
-    A warm child's CPU (:mod:`warm`) is the fork server's until the session ends, so it counts in
-    the run's total only."""
+    call) as the ``cpu`` property of the JUnit report that ``make test-times`` reads. Tear-down is
+    left out: the last test of a worker would get the session's services (the fork server, whose
+    warm children's CPU reaches the worker only when it is reaped, the embedded model, PostgreSQL),
+    which count in the run's total only."""
     start = getattr(item, "_cpu_start", None)
-    if call.when == "teardown" and start is not None:
+    if call.when == "call" and start is not None:
         item.user_properties.append(("cpu", round(_cpu_seconds() - start, 3)))
     yield
 
