@@ -37,16 +37,45 @@ PRELOAD = (
     "dspy",
     "litellm",
     "optuna",
-    "courtroom.cli._main",
-    "courtroom.cli.run",
-    "courtroom.cli.compile",
-    "courtroom.cli.compare",
-    "courtroom.cli.study",
-    "courtroom.cli.predict",
-    "courtroom.cli.score",
-    "courtroom.testing",
+    "optuna.storages",
+    "optuna.importance",
+    "optuna.visualization",
+    "courtroom.*",
+    "pandas",
+    "scipy.stats",
+    "sklearn.linear_model",
+    "sklearn.metrics",
+    "sklearn.feature_extraction.text",
+    "sklearn.ensemble",
+    "sqlalchemy.orm",
+    "sqlalchemy.dialects.sqlite",
+    "alembic.command",
+    "alembic.migration",
+    "diskcache",
+    "matplotlib.pyplot",
+    "httpcore",
+    "h11",
+    "h2",
+    "pyarrow",
 )
-"""What the server imports before it forks: each child starts with these loaded."""
+"""What the server imports before it forks (``courtroom.*``: every module of the package): what a
+command imports on its way (a study's storage, plots and report, a comparison's statistics) would
+otherwise cost each child seconds again."""
+
+
+def _preload(names: tuple[str, ...]) -> None:
+    import importlib
+    import pkgutil
+
+    for name in names:
+        if not name.endswith(".*"):
+            importlib.import_module(name)
+            continue
+        package = importlib.import_module(name[:-2])
+        for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if not found.name.endswith("__main__"):  # a package's __main__ runs its command
+                importlib.import_module(found.name)
+
 
 _HEADER = 1 << 20  # a request's JSON (argv, environment, folder) fits in one message
 
@@ -223,8 +252,8 @@ class ForkServer:
             if os.path.exists(self.path):
                 os.unlink(self.path)
             code = (
-                f"import importlib, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import warm\n"
-                f"for name in {list(self.preload)!r}: importlib.import_module(name)\n"
+                f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import warm\n"
+                f"warm._preload({tuple(self.preload)!r})\n"
                 f"warm._as_python(warm._serve({self.path!r}))\n"
             )
             self._proc = subprocess.Popen(
