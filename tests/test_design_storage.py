@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import warm
 
 DESIGNS = "jot,self-consistency,courtroom-llm"
 WORKER = textwrap.dedent("""
@@ -45,8 +44,8 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres"))  # the session's server (tests/conftest.py)
 
 
-def _worker(script: Path, storage: str, trials: int, env: dict[str, str]) -> warm.WarmProcess:
-    return warm.Popen(
+def _worker(script: Path, storage: str, trials: int, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, str(script), storage, str(trials), DESIGNS],
         env=env,
         stdout=subprocess.PIPE,

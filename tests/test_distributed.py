@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import warm
 
 pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
 
@@ -45,7 +44,7 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
     script.write_text(WORKER)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     workers = [
-        warm.Popen(
+        subprocess.Popen(
             [sys.executable, str(script), postgres, name, str(per_worker)],
             env=env,
             stdout=subprocess.PIPE,

@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import warm
-
 from courtroom.testing import FakeServer
 
 WORKER = textwrap.dedent("""
@@ -56,12 +54,12 @@ def _args(tmp_path: Path, server: FakeServer, name: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0) -> warm.WarmProcess:
+def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0) -> subprocess.Popen[str]:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     args = _args(tmp_path, server, name)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / f"cache-{name}")}  # no answer shared
-    return warm.Popen(
+    return subprocess.Popen(
         [sys.executable, str(script), str(skew), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
