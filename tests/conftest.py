@@ -8,6 +8,7 @@ packages are installed by ``make test``'s set-up step (``make system``), never f
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import socket
@@ -26,6 +27,13 @@ os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
 # each other, and beside the other busy workers the second thread's spinning costs a core of CPU the
 # rest of the suite needs, for little gain (the suite is CPU-bound on 2 cores). Users keep the default.
 os.environ.setdefault("COURTROOM_LOCAL_THREADS", "1")
+# LiteLLM points tiktoken at the encodings it ships by setting $TIKTOKEN_CACHE_DIR when it is
+# imported. Set here first, so a test that restores the environment after a first import of LiteLLM
+# (test_bench's benches) cannot drop it: tiktoken would then try to download the encodings offline,
+# and the fake server's token counts fail with HTTP 500 for every later test of that worker.
+_litellm = importlib.util.find_spec("litellm")
+if _litellm is not None and _litellm.origin:
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(_litellm.origin).parent / "litellm_core_utils" / "tokenizers"))
 # Retries wait 0.05 s x 2^attempt, not 1 s: the fault tests check what is retried and counted, not
 # the backoff (users keep 1 s; a test of the wait itself sets its own).
 os.environ.setdefault("COURTROOM_RETRY_WAIT", "0.05")
