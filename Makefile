@@ -47,10 +47,12 @@ system:
 demo: setup
 	$(BIN)/courtroom run jot --task boolean_expressions --limit 3 --loops 2 --show 0
 
-# Three workers on two cores: many tests wait on a fake server's latency or a child process, and the
-# embedded model's tests (one worker, one llama.cpp thread: tests/conftest.py) leave a core mostly to
-# the other two. The tests of each service share a worker (conftest groups them), so each starts once.
-PYTEST_ARGS := -q -p no:cacheprovider -n 3 --dist loadgroup
+# Two workers on two cores, picked by the figures (one idle 2-core machine, the same tree, one run each):
+# -n 2 317 s wall and 484 CPU-s, -n 3 303 s and 545, -n 4 320 s and 610. A third worker gained 14 s of
+# wall for 61 s more CPU (its imports, its fork server), and CI shares the machine. The embedded
+# model's tests share one worker (one llama.cpp thread: tests/conftest.py) and PostgreSQL's another
+# (conftest groups them), so each starts once. `make test-times` measures a run (tests/DURATIONS.md).
+PYTEST_ARGS := -q -p no:cacheprovider -n 2 --dist loadgroup
 test: setup system
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
