@@ -19,7 +19,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import warm
 
 from courtroom.comparison.plots import comparison_runs
 from courtroom.data.tasks import load_splits
@@ -131,7 +130,9 @@ def test_killed_with_batches_in_flight_resumes_without_paying_twice(
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     with FakeServer(oracle(), turnaround=1.5) as server:
         env = {**os.environ, "COURTROOM_BATCH_POLL": "0.05"}
-        child = warm.Popen(
+        # Cold, as before: forked warm it failed once in eight suite runs (one batch more created at
+        # the fake than the killed child had recorded), not yet understood; see the session note.
+        child = subprocess.Popen(
             [sys.executable, "-m", "courtroom.cli", *args, "--api-base", server.url, "--out", str(tmp_path / "runs")],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
