@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import shutil
 import tempfile
 import types
 from collections.abc import Iterator
@@ -59,28 +58,19 @@ def load(name: str) -> types.ModuleType:
 
 
 @pytest.fixture
-def _isolated_cache() -> None:
-    """Overrides conftest.py's per-test cache: the bench tests make their own (:func:`isolated`), the others need none.
-
-    Each costs a second on a disk that syncs every SQLite write (the cache's 16 shards).
-    """
-
-
-@pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """What a bench changes in its process is put back after it: the environment, the working folder,
     the courtroom cache, DSPy's settings, logging's level and root handlers, ``sys.path``.
 
-    Its temporary folders (its caches, SQLite files) are in memory where the machine has ``/dev/shm``:
-    on a disk that syncs every write, each new cache costs a second.
+    Its temporary folders (its caches, SQLite files) are under ``tmp_path``, in memory where the machine
+    has ``/dev/shm`` (tests/conftest.py's basetemp).
     """
     import dspy
 
     from courtroom.models import cache
 
-    shm = Path("/dev/shm")
-    in_memory = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 * 2**20
-    scratch = Path(tempfile.mkdtemp(prefix="courtroom-bench-", dir=shm)) if in_memory else tmp_path
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     settings = importlib.import_module("dspy.dsp.utils.settings")  # the module (dspy.settings is its instance)
     env = dict(os.environ)
     dspy_config = dict(settings.main_thread_config)
@@ -105,8 +95,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         logging.disable(disabled)
         logging.root.handlers[:] = root_handlers  # the CLI's basicConfig, when a bench calls it in process
         logging.root.setLevel(root_level)
-        if scratch != tmp_path:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", sorted(bench_all.SIZES))

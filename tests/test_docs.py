@@ -18,7 +18,7 @@ folder per page (a block may use a file an earlier one wrote):
 read ``OPENAI_BASE_URL``), and the default model is ``openai/gpt-4o-mini``, so the blocks run
 unchanged; ``--lm local`` is answered by the same server, standing in for the embedded model's.
 Other fenced languages (``text``, ``yaml``, ``toml``, ``json``) are not run. A page's folder and
-its LM cache are in memory (``/dev/shm``) where there is one: studies, MLflow and the cache commit
+its LM cache are in memory (``/dev/shm``, tests/conftest.py's basetemp) where there is one: studies, MLflow and the cache commit
 to SQLite at every step, and on a disk each commit waits for a sync.
 """
 
@@ -31,8 +31,6 @@ import io
 import os
 import re
 import shlex
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,30 +210,9 @@ def fake_openai(_server, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def folder(tmp_path: Path):
-    """The test's folder: in memory (``/dev/shm``) where there is one, else ``tmp_path``.
-
-    Studies, MLflow and the LM cache commit to SQLite after every trial, attribute and answer; on
-    a disk each commit waits for a sync (creating an empty LM cache took up to 1 s).
-    """
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 * 2**20):
-        yield tmp_path  # a page's folder holds up to about 12 MB
-        return
-    base = Path(tempfile.mkdtemp(prefix="courtroom-docs-", dir=shm))
-    try:
-        yield base
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(folder: Path) -> None:
-    """Conftest's fixture of that name, with the test's own LM cache in :func:`folder` (in memory)."""
-    from courtroom.models.cache import configure_cache
-
-    os.environ["COURTROOM_CACHE_DIR"] = str(folder / ".cache")
-    configure_cache(folder / ".cache")
+def folder(tmp_path: Path) -> Path:
+    """The page's folder (in memory where the machine has ``/dev/shm``: tests/conftest.py's basetemp)."""
+    return tmp_path
 
 
 @pytest.fixture
