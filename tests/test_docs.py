@@ -18,8 +18,7 @@ folder per page (a block may use a file an earlier one wrote):
 read ``OPENAI_BASE_URL``), and the default model is ``openai/gpt-4o-mini``, so the blocks run
 unchanged; ``--lm local`` is answered by the same server, standing in for the embedded model's.
 Other fenced languages (``text``, ``yaml``, ``toml``, ``json``) are not run. A page's folder and
-its LM cache are in memory (``/dev/shm``, tests/conftest.py's basetemp) where there is one: studies, MLflow and the cache commit
-to SQLite at every step, and on a disk each commit waits for a sync.
+its LM cache are in memory (``/dev/shm``: tests/conftest.py's basetemp) where there is one.
 """
 
 from __future__ import annotations
