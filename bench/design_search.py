@@ -157,9 +157,9 @@ def main(argv: list[str] | None = None) -> None:
 
     from courtroom.data.tasks import load_task
     from courtroom.models.lms import RoleLMs
-    from courtroom.optimize._design_report import design_table
-    from courtroom.optimize.designs import DesignStudyConfig, design_space, run_design_study
-    from courtroom.optimize.holdout import score_chosen
+    from courtroom.optimize.study._design_report import design_table
+    from courtroom.optimize.study.designs import DesignStudyConfig, design_space, run_design_study
+    from courtroom.optimize.study.holdout import score_chosen
     from courtroom.testing import oracle_lm
 
     parts = {s: load_task("boolean_expressions", split=s, limit=n).examples

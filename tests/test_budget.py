@@ -26,7 +26,8 @@ def test_requests_never_pass_the_budget(framework, limit, cold_cache):
     assert sent <= limit
     assert stop.value.budget.spent_calls == sent
     assert stop.value.left > 0
-    run_dir = Path(stop.value.resume.split()[-1])
+    hint = shlex.split(stop.value.resume)  # flags a command line carried may follow the folder
+    run_dir = Path(hint[hint.index("--resume") + 1])
     _, rows, summary = load_run(run_dir)
     assert summary is None  # not finished: resumable
     assert len(rows) + stop.value.left == 30
@@ -154,7 +155,7 @@ def test_repeats_share_the_budget_and_the_group_resumes(cold_cache):
 
 def _designs(server: FakeServer, storage: Path, **kw):
     """A design study of jot and self-consistency on generated data, against ``server``."""
-    from courtroom.optimize.designs import DesignStudyConfig
+    from courtroom.optimize.study.designs import DesignStudyConfig
 
     return DesignStudyConfig(
         frameworks=["jot", "self-consistency"],
@@ -168,7 +169,7 @@ def _designs(server: FakeServer, storage: Path, **kw):
 
 
 def test_design_study_stops_starting_trials_and_its_dry_run_sends_nothing(cold_cache, tmp_path):
-    from courtroom.optimize.designs import design_estimates, run_design_study
+    from courtroom.optimize.study.designs import design_estimates, run_design_study
 
     with FakeServer() as server:
         config = _designs(server, tmp_path / "d.db", trials=8, dev=4, train=4)
@@ -198,7 +199,7 @@ def test_training_calls_start_only_within_the_budget(cold_cache):
 
 def test_design_study_that_compiles_is_bounded_by_trial_and_compile(cold_cache, tmp_path):
     # A design study with --compile once refused every budget; bootstrap's runs are bounded now.
-    from courtroom.optimize.designs import design_estimates, run_design_study
+    from courtroom.optimize.study.designs import design_estimates, run_design_study
 
     def config(compile: str, storage: str):
         return _designs(server, tmp_path / f"{storage}.db", trials=6, dev=3, train=3, compile=compile)

@@ -11,7 +11,7 @@ import dspy
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.optimize.spaces import build_space
+from courtroom.optimize.study.spaces import build_space
 from courtroom.programs import CourtroomLLM
 from courtroom.programs.presets import get_preset
 from courtroom.testing import scripted_lm

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.optimize.spaces import build_space, default_params
+from courtroom.optimize.study.spaces import build_space, default_params
 from courtroom.programs import DebateFeedback, build_program
 from courtroom.programs.debate_feedback import TIES
 from courtroom.programs.presets import get_preset

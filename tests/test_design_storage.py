@@ -18,7 +18,7 @@ WORKER = textwrap.dedent("""
     import sys
     from courtroom.data.tasks import load_task
     from courtroom.models.lms import RoleLMs
-    from courtroom.optimize.designs import DesignStudyConfig, run_design_study
+    from courtroom.optimize.study.designs import DesignStudyConfig, run_design_study
     from courtroom.testing import oracle_lm
 
     storage, trials = sys.argv[1], int(sys.argv[2])

@@ -19,7 +19,7 @@ import courtroom
 from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
 from courtroom.models.lms import RoleLMs
-from courtroom.optimize.designs import DESIGN, DesignStudyConfig, design_space, run_design_study
+from courtroom.optimize.study.designs import DESIGN, DesignStudyConfig, design_space, run_design_study
 from courtroom.programs import FRAMEWORKS
 from courtroom.testing import FakeServer, oracle_lm
 
@@ -48,7 +48,7 @@ def test_the_design_comes_first_and_each_space_is_conditional_on_it() -> None:
     assert by_name["jot.n_loops"].only_if == (DESIGN, ("jot",))
     assert by_name["jot.use_prosecutor"].only_if == ("jot.use_lawyer", (True,))
     study = optuna.create_study()
-    from courtroom.optimize.spaces import sample
+    from courtroom.optimize.study.spaces import sample
 
     for _ in range(12):
         trial = study.ask()
@@ -87,7 +87,7 @@ def test_one_study_over_designs_with_cost_and_compile(data: Any, tmp_path: Path)
         assert t.user_attrs["compile_calls"] > 0, "bootstrap ran the program on the train split"
         per_example = t.user_attrs["cost_per_example"]
         assert per_example == pytest.approx(eval_calls / len(dev), rel=0.01), (t.number, t.user_attrs)
-    from courtroom.optimize._design_report import write_design_report
+    from courtroom.optimize.study._design_report import write_design_report
 
     written = write_design_report(out.study, tmp_path / "report")
     pareto = pd.read_csv(written["pareto_table"])
@@ -224,7 +224,7 @@ def test_dollar_cost_uses_the_price_table(data: Any, tmp_path: Path) -> None:
 
 
 def test_single_framework_studies_offer_the_panel_to_repeated_roles_only() -> None:
-    from courtroom.optimize.spaces import build_space
+    from courtroom.optimize.study.spaces import build_space
 
     space = {p.name: p.choices for p in build_space("courtroom-llm", models=["openai/a", "openai/b"])}
     assert space["model:judge"] == ("openai/a", "openai/b", "openai/a,openai/b")

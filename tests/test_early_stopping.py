@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from courtroom.errors import ConfigError
-from courtroom.optimize.spaces import build_space, default_params, sample
+from courtroom.optimize.study.spaces import build_space, default_params, sample
 from courtroom.programs import FRAMEWORKS, CourtroomLLM, DebateFeedback, JudgmentOfThought, KhanDebate
 from courtroom.programs._probability import max_change
 from courtroom.testing import oracle_lm, scripted_lm

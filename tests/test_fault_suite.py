@@ -219,8 +219,8 @@ def test_retry_failed_reuses_every_answer_that_parsed_and_counts_what_it_replace
 def test_a_study_never_passes_max_calls_under_faults(tmp_path: Path) -> None:
     from courtroom.cost.dry_run import estimate_study
     from courtroom.cost.study_budget import study_run_config
-    from courtroom.optimize.spaces import build_space
     from courtroom.optimize.study import StudyConfig, run_study
+    from courtroom.optimize.study.spaces import build_space
 
     with FakeServer(responder, faults={"429": 0.15, "500": 0.15}, retry_after=0.01, seed=13) as server:
         config = StudyConfig(

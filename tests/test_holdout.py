@@ -106,7 +106,7 @@ def test_test_limit_is_checked_before_anything_runs(capsys: pytest.CaptureFixtur
 
 
 def test_scores_survive_on_the_study(tmp_path: Path) -> Any:
-    from courtroom.optimize.holdout import KEY, stored
+    from courtroom.optimize.study.holdout import KEY, stored
 
     outcome = courtroom.study(
         "jot",

@@ -199,7 +199,7 @@ def test_study_plots_have_integer_trial_ticks_subtitles_and_distinct_titles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from courtroom.optimize.study import StudyConfig, run_study, study_config_dict
-    from courtroom.optimize.study_report import write_report as write_study_report
+    from courtroom.optimize.study.report import write_report as write_study_report
 
     labels = ["True", "False"]
     train = load_task("boolean_expressions", split="train", limit=2).examples

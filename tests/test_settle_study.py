@@ -13,8 +13,8 @@ import pytest
 from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
 from courtroom.models.lms import RoleLMs
-from courtroom.optimize.designs import DesignStudyConfig, design_space, parse_frameworks, run_design_study
-from courtroom.optimize.spaces import build_space, default_params, sample, split_params
+from courtroom.optimize.study.designs import DesignStudyConfig, design_space, parse_frameworks, run_design_study
+from courtroom.optimize.study.spaces import build_space, default_params, sample, split_params
 from courtroom.programs import build_program
 from courtroom.testing import oracle_lm
 
@@ -75,7 +75,7 @@ def test_designs_without_knobs_join_a_study_across_designs() -> None:
 
 
 def test_a_study_of_one_knobless_design_is_refused() -> None:
-    from courtroom.optimize.studies import study_config
+    from courtroom.optimize.study.pipeline import study_config
     from courtroom.spec import Experiment
 
     spec = Experiment.build("study", framework="zero-shot")

@@ -16,10 +16,9 @@ import pytest
 from courtroom.data.tasks import load_task
 from courtroom.errors import ConfigError
 from courtroom.models.lms import RoleLMs
-from courtroom.optimize import spaces
-from courtroom.optimize.spaces import build_space, default_params
-from courtroom.optimize.study import StudyConfig, create_study, run_study
-from courtroom.optimize.study_report import trials_table, write_report
+from courtroom.optimize.study import StudyConfig, create_study, run_study, spaces
+from courtroom.optimize.study.report import trials_table, write_report
+from courtroom.optimize.study.spaces import build_space, default_params
 from courtroom.programs import FRAMEWORKS
 from courtroom.testing import oracle_lm
 
@@ -202,7 +201,7 @@ def test_the_creation_lock_leaves_optunas_journal_lock_name_free(tmp_path: Path)
     # creates and removes): each journal study then waited out Optuna's 30 s stale-lock grace.
     from optuna.storages.journal._file import LOCK_FILE_SUFFIX
 
-    from courtroom.optimize._storage import creation_lock
+    from courtroom.optimize.study._storage import creation_lock
 
     url = f"journal:{tmp_path}/study.journal"
     assert creation_lock(url).lock_file != tmp_path / f"study.journal{LOCK_FILE_SUFFIX}"
@@ -375,7 +374,7 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
 ) -> None:
     """It printed 'no trial completed' and exited 0, so a script took a study of failures for a result."""
     from courtroom.cli import main
-    from courtroom.optimize import _trials
+    from courtroom.optimize.study import _trials
     from courtroom.testing import FakeServer
 
     def broken(*args: Any, **kwargs: Any) -> Any:

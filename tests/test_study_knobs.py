@@ -12,8 +12,8 @@ from typing import Any
 import optuna
 import pytest
 
-from courtroom.optimize.designs import DesignStudyConfig, design_space
-from courtroom.optimize.spaces import build_space, default_params, sample, split_params
+from courtroom.optimize.study.designs import DesignStudyConfig, design_space
+from courtroom.optimize.study.spaces import build_space, default_params, sample, split_params
 from courtroom.programs import FRAMEWORKS, build_program
 from courtroom.programs._debate import SIDES
 from courtroom.programs.courtroom_llm import PREVIOUS_JUDGES

@@ -81,7 +81,7 @@ def _config(tmp_path: Path, **kw: Any) -> StudyConfig:
 
 
 def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, monkeypatch):
-    from courtroom.optimize import _trials as trials_mod
+    from courtroom.optimize.study import _trials as trials_mod
 
     real = trials_mod.build_program
     calls = {"n": 0}
@@ -122,7 +122,7 @@ def test_failed_trials_are_counted_and_shown_with_their_error(tmp_path, capsys, 
 
 
 def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, capsys, monkeypatch):
-    from courtroom.optimize import _trials as trials_mod
+    from courtroom.optimize.study import _trials as trials_mod
 
     def broken(*a: Any, **k: Any) -> Any:
         raise ConfigError("jot: n_loops must be >= 1")
@@ -153,7 +153,7 @@ def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, cap
 
 
 def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):
-    from courtroom.optimize import _trials as trials_mod
+    from courtroom.optimize.study import _trials as trials_mod
 
     def broken(*a: Any, **k: Any) -> Any:
         raise ConfigError("jot: n_loops must be >= 1")
@@ -188,7 +188,7 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
         labels=LABELS,
     )
     study = outcome.study
-    from courtroom.optimize.spaces import default_params
+    from courtroom.optimize.study.spaces import default_params
 
     default = default_params("jot", outcome.space)
     everyone = {k: "good" for k in default if k.startswith("model")}

@@ -63,7 +63,7 @@ def test_a_torn_journal_line_is_set_aside_and_the_study_goes_on(
 
 def test_a_journal_damaged_inside_is_named_with_the_fix(tmp_path: Path) -> None:
     from courtroom.errors import ConfigError
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     journal = tmp_path / "x.journal"
     _study(f"journal:{journal}", trials=0)
@@ -81,7 +81,7 @@ def test_the_documented_postgresql_url_works_with_the_extras_driver(postgres: st
     # SQLAlchemy 2.1 reads as psycopg 3 (not installed by the [postgres] extra): before, "cannot reach".
     import optuna
 
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     documented = postgres.replace("postgresql+psycopg2://", "postgresql://")
     assert documented.startswith("postgresql://")
@@ -94,7 +94,7 @@ def test_a_missing_postgresql_driver_is_named(monkeypatch: pytest.MonkeyPatch) -
     import sys
 
     from courtroom.errors import ConfigError
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     for module in ("psycopg2", "psycopg", "pg8000"):
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
@@ -168,8 +168,8 @@ def test_every_writer_of_a_storage_url_redacts_it_with_the_one_function() -> Non
     from courtroom.cost.budget import Budget
     from courtroom.cost.study_budget import stopped_study
     from courtroom.errors import ConfigError
-    from courtroom.optimize._storage import open_storage, storage_failure
     from courtroom.optimize.study import StudyConfig, study_config_dict
+    from courtroom.optimize.study._storage import open_storage, storage_failure
     from courtroom.spec import Experiment
 
     url = f"postgresql://me:{PASSWORD}@db.example:5432/studies?sslmode=require"
@@ -247,7 +247,7 @@ def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_p
     assert resumed.returncode == 0, resumed.stderr
     import optuna
 
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     trials = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{db}")).trials
     states = [t.state.name for t in trials if "duplicate_of" not in t.user_attrs]  # a repeat is not run again
@@ -264,8 +264,8 @@ def test_a_storage_that_fails_as_a_trial_is_told_is_named_not_an_assertion(tmp_p
 
     from courtroom import _stop
     from courtroom.errors import ConfigError
-    from courtroom.optimize._workers import optimize_owed
     from courtroom.optimize.study import StudyConfig
+    from courtroom.optimize.study._workers import optimize_owed
 
     class FullDisk(optuna.storages.InMemoryStorage):
         def set_trial_state_values(self, trial_id: int, state: Any, values: Any = None) -> bool:

@@ -24,7 +24,7 @@ WORKER = textwrap.dedent("""
     skew = float(sys.argv[1])
     time.time = lambda: real() + skew  # this worker's clock, ahead of the other's by SKEW seconds
 
-    from courtroom.optimize import _workers
+    from courtroom.optimize.study import _workers
 
     _workers.BEAT_SECONDS, _workers.GRACE_SECONDS = 0.2, 1.0
     from courtroom.cli import main
@@ -68,7 +68,7 @@ def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0) ->
 def _trials(tmp_path: Path) -> list[Any]:
     import optuna
 
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     try:
         return list(
@@ -115,7 +115,7 @@ def test_a_worker_whose_trial_was_taken_goes_on_and_exits_0(tmp_path: Path) -> N
     import optuna
     from optuna.trial import TrialState
 
-    from courtroom.optimize._storage import open_storage
+    from courtroom.optimize.study._storage import open_storage
 
     with FakeServer() as server:
         gate = Gate(server)

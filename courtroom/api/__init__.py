@@ -232,7 +232,7 @@ def estimate(
         est, note = compile_estimate(spec, models)
         return {str(spec.design.framework): est}, [note]
     if spec.command == "study":
-        from courtroom.optimize.studies import study_estimates
+        from courtroom.optimize.study.pipeline import study_estimates
 
         return study_estimates(spec)
     if spec.command == "score":
@@ -390,7 +390,7 @@ def study(
     the best program). The outcome holds the Optuna ``study``, ``best`` trials, ``report_dir`` and
     ``table`` (the trials).
     """
-    from courtroom.optimize.studies import run_spec_study
+    from courtroom.optimize.study.pipeline import run_spec_study
 
     spec = experiment("study", spec, framework=framework, **options)
     if spec.budget.dry_run:
@@ -404,7 +404,7 @@ def study(
     except Exception as exc:
         if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
             raise
-        from courtroom.optimize._storage import storage_failure
+        from courtroom.optimize.study._storage import storage_failure
 
         raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
     return _tracked(spec, outcome)

@@ -73,7 +73,7 @@ def describe(exc: BaseException) -> tuple[int, str] | None:
     if isinstance(exc, OSError) and exc.errno in BAD_PATH and exc.filename:
         return 2, f"error: {_short(exc.filename)}: {exc.strerror or exc}: pass another path{resume_line()}"
     if _storage_error(exc):
-        from courtroom.optimize._storage import reason_of
+        from courtroom.optimize.study._storage import reason_of
 
         return 2, (
             f"error: a database failed ({reason_of(exc)}): if it is read-only, make it writable; if it is "

@@ -40,7 +40,7 @@ def inputs_of(spec: Any, *more: str | Path | None) -> list[str]:
     import click
 
     from courtroom.cli._config_file import CONFIG_KEY
-    from courtroom.optimize._storage import storage_file
+    from courtroom.optimize.study._storage import storage_file
 
     found: list[Any] = list(more)
     if spec is not None:

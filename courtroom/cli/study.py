@@ -46,7 +46,7 @@ def study_command(
     say(console, f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
     if spec.study.trials == 0:
         return
-    from courtroom.optimize.studies import is_design_study
+    from courtroom.optimize.study.pipeline import is_design_study
 
     if fmt != "table":
         _print_data(outcome, fmt)
@@ -66,11 +66,11 @@ def study_command(
             )
         say(console, "no trial completed: see the trials table")
         return
-    from courtroom.optimize.study_report import best_trial
+    from courtroom.optimize.study.report import best_trial
 
     say(console, best_line(outcome, best_trial(outcome.study)))
     if outcome.test:
-        from courtroom.optimize.holdout import test_table
+        from courtroom.optimize.study.holdout import test_table
 
         say(console, "on the test split, beside the dev score that chose each (95% Wilson; test cases no trial saw):")
         tested = test_table(outcome.test).set_index("trial")
@@ -104,7 +104,7 @@ def _print_trials(outcome: Any, console: Console) -> None:
     The key columns (trial, state, score, calls per example) always; the searched parameters,
     usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
     """
-    from courtroom.optimize.study_report import pareto_table
+    from courtroom.optimize.study.report import pareto_table
     from courtroom.reporting.tables import say
 
     study, df = outcome.study, outcome.table
@@ -135,11 +135,11 @@ def _print_trials(outcome: Any, console: Console) -> None:
 
 def _print_data(outcome: Any, fmt: str) -> None:
     """The whole trials table (a design study: one row per design) on stdout as md, csv or json."""
-    from courtroom.optimize.studies import is_design_study
+    from courtroom.optimize.study.pipeline import is_design_study
     from courtroom.reporting.tables import print_data
 
     if is_design_study(outcome.config):
-        from courtroom.optimize._design_report import design_table
+        from courtroom.optimize.study._design_report import design_table
 
         table = design_table(outcome.study)
         print_data(fmt, table.set_index("design") if "design" in table.columns else table)
@@ -149,7 +149,7 @@ def _print_data(outcome: Any, fmt: str) -> None:
 
 def _print_designs(outcome: Any, console: Console) -> None:
     """Per design (calls, cached) and, with cost, the Pareto front across designs."""
-    from courtroom.optimize._design_report import design_pareto, design_table
+    from courtroom.optimize.study._design_report import design_pareto, design_table
     from courtroom.reporting.tables import say
 
     say(console, "per design (calls: made by the programs; cached: served from the shared cache):")
@@ -165,8 +165,8 @@ def _print_designs(outcome: Any, console: Console) -> None:
 
 def best_line(outcome: Any, best: Any) -> str:
     """The best trial in words: its score (and cost per example) and its configuration, numbers as people write them."""
-    from courtroom.optimize._study_config import OBJECTIVES
-    from courtroom.optimize.studies import is_design_study
+    from courtroom.optimize.study._config import OBJECTIVES
+    from courtroom.optimize.study.pipeline import is_design_study
     from courtroom.reporting.formatting import header, number
 
     config = outcome.config

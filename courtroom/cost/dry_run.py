@@ -155,12 +155,12 @@ def max_points(space: Sequence[Any]) -> list[dict[str, Any]]:
     """The knobs of a study space at their dearest: the most calls and tokens a trial spends.
 
     Integers at their highest values, choices at their declared dearest
-    (:func:`~courtroom.optimize.spaces.dearest_values`), a choice narrowed to one value at it.
+    (:func:`~courtroom.optimize.study.spaces.dearest_values`), a choice narrowed to one value at it.
 
     A space that chooses a design to convene (settle's ``trial``) gives one point per choice, each
     with that design's knobs at their dearest too (packed as the design takes them).
     """
-    from courtroom.optimize.spaces import CONVENES, dearest_values, pack_convened
+    from courtroom.optimize.study.spaces import CONVENES, dearest_values, pack_convened
 
     choosers = {c for c, _ in CONVENES.values()}
     chooser = next((p for p in space if p.kind == "cat" and p.name in choosers), None)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from courtroom.errors import ConfigError
-from courtroom.optimize.spaces import split_params
-from courtroom.optimize.study_report import best_trial
+from courtroom.optimize.study.report import best_trial
+from courtroom.optimize.study.spaces import split_params
 
 
 def export_config(

@@ -289,7 +289,7 @@ def build_space(
     if missing:
         raise ConfigError(
             f"the search space of {framework} names knob(s) {', '.join(missing)} that {cls.__name__} "
-            f"does not have (its knobs: {', '.join(knobs)}); update courtroom/optimize/spaces.py"
+            f"does not have (its knobs: {', '.join(knobs)}); update courtroom/optimize/study/spaces.py"
         )
     space = list(SPACES[framework])
     if len(set(models)) > 1:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize._dedupe import chosen
+from courtroom.optimize.study._dedupe import chosen
 
 log = logging.getLogger(__name__)
 USAGE_COLUMNS = (

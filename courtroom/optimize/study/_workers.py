@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from courtroom.errors import ConfigError
-from courtroom.optimize import _storage
+from courtroom.optimize.study import _storage
 
 logger = logging.getLogger(__name__)
 

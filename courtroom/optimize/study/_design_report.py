@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize._dedupe import chosen
-from courtroom.optimize.study_report import best_trial, write_report
+from courtroom.optimize.study._dedupe import chosen
+from courtroom.optimize.study.report import best_trial, write_report
 
 
 def _complete(study: Any) -> list[Any]:
@@ -123,7 +123,7 @@ def export_design_program(
 
     The file is ready for ``courtroom.load``; its metadata names the study and the trial.
     """
-    from courtroom.optimize.designs import DESIGN, build_trial_program
+    from courtroom.optimize.study.designs import DESIGN, build_trial_program
     from courtroom.saving import save_program
 
     trial = best_trial(study)

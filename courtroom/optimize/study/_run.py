@@ -14,8 +14,8 @@ Several workers: ``workers`` threads in this process (``n_jobs``), or several pr
 machines that run the same study on a shared storage (each runs ``trials`` trials). The study is
 created once (:func:`create_study`) before any trial starts.
 
-The study's settings are :class:`StudyConfig` (:mod:`courtroom.optimize._study_config`); what one
-trial does (build, score, record) is :mod:`courtroom.optimize._trials`.
+The study's settings are :class:`StudyConfig` (:mod:`courtroom.optimize.study._config`); what one
+trial does (build, score, record) is :mod:`courtroom.optimize.study._trials`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize import _storage, _workers
+from courtroom.optimize.study import _storage, _workers
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
-from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
-from courtroom.optimize._trials import TrialFailed, make_objective
-from courtroom.optimize.spaces import Param, build_space
+from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
+from courtroom.optimize.study._trials import TrialFailed, make_objective
+from courtroom.optimize.study.spaces import Param, build_space
 from courtroom.programs import get_framework
 
 
@@ -62,12 +62,12 @@ class StudyOutcome:
     """The best program, saved by ``export_best`` in a study that compiles each trial."""
     test: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Trial number -> its test-split scores beside its dev score (``--test-limit``,
-    :mod:`courtroom.optimize.holdout`)."""
+    :mod:`courtroom.optimize.study.holdout`)."""
 
     @property
     def best(self) -> list[Any]:
         """The best trial (single objective) or the Pareto front (with cost)."""
-        from courtroom.optimize._dedupe import chosen
+        from courtroom.optimize.study._dedupe import chosen
 
         return chosen(self.study)
 
@@ -257,11 +257,11 @@ def _optimize(
     Two workers (threads, or processes on one SQLite file) can pop the same enqueued trial and
     tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
     at a time, under the storage's lock, before the workers fan out. A sampled configuration the
-    study already holds takes its stored value (:func:`courtroom.optimize._dedupe.run_distinct`).
+    study already holds takes its stored value (:func:`courtroom.optimize.study._dedupe.run_distinct`).
     """
     from optuna.trial import TrialState
 
-    from courtroom.optimize import _dedupe
+    from courtroom.optimize.study import _dedupe
 
     catch = (TrialFailed,)
 

@@ -25,9 +25,9 @@ from courtroom.eval.metrics import score
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
-from courtroom.optimize import _dedupe, _storage, _workers
-from courtroom.optimize._study_config import OBJECTIVES, StudyConfig, _optuna
-from courtroom.optimize.spaces import Param, sample, split_params
+from courtroom.optimize.study import _dedupe, _storage, _workers
+from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
+from courtroom.optimize.study.spaces import Param, sample, split_params
 from courtroom.programs import build_program
 from courtroom.programs.presets import sampling_temperatures
 

@@ -2,7 +2,7 @@
 
 The config is stored on the study as user attributes (:meth:`StudyConfig.identity` is what a
 continued study must match). Both :mod:`courtroom.optimize.study` (creating and running studies)
-and :mod:`courtroom.optimize._trials` (each trial, which the study module imports) use these, so the
+and :mod:`courtroom.optimize.study._trials` (each trial, which the study module imports) use these, so the
 trials never import the study module.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from courtroom.errors import ConfigError
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
-from courtroom.optimize.spaces import Param, default_params
+from courtroom.optimize.study.spaces import Param, default_params
 
 OBJECTIVES = {"accuracy": "accuracy", "f1": "macro_f1"}
 

@@ -79,7 +79,7 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
 def _claim_lock(storage: str | None) -> Any:
     """The storage's file lock under its own name (a queued trial runs under the creation lock itself)."""
     from courtroom._lock import FolderLock
-    from courtroom.optimize import _storage
+    from courtroom.optimize.study import _storage
 
     lock = _storage.creation_lock(storage)
     if isinstance(lock, FolderLock):
@@ -92,7 +92,7 @@ def _wait(study: Any, other: Any, heartbeat: Any) -> None:
     from optuna.trial import TrialState
 
     from courtroom import _stop
-    from courtroom.optimize import _workers
+    from courtroom.optimize.study import _workers
 
     checked = time.monotonic()
     while study._storage.get_trial(other._trial_id).state == TrialState.RUNNING:
@@ -209,7 +209,7 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
     import logging
 
     from courtroom import _stop
-    from courtroom.optimize._storage import WORKER
+    from courtroom.optimize.study._storage import WORKER
 
     size = space_size(space)
     before = ran_here(study, WORKER)

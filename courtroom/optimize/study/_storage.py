@@ -5,7 +5,7 @@
   ``postgresql://`` takes the driver installed (:func:`with_postgres_driver`).
 * ``journal:PATH`` (or a path ending in ``.journal``/``.log``) is Optuna's journal file, safe for
   several processes on one machine; a torn last line is set aside before it is opened
-  (:func:`repair_journal`). Trials of dead or silent workers: :mod:`courtroom.optimize._workers`.
+  (:func:`repair_journal`). Trials of dead or silent workers: :mod:`courtroom.optimize.study._workers`.
 
 A URL is shown or written only without its password (:func:`redact`).
 """

@@ -19,8 +19,8 @@ from courtroom.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from courtroom.optimize._study_config import StudyConfig
-    from courtroom.optimize.study import StudyOutcome
+    from courtroom.optimize.study._config import StudyConfig
+    from courtroom.optimize.study._run import StudyOutcome
     from courtroom.spec import Experiment
 
 logger = logging.getLogger(__name__)
@@ -30,11 +30,11 @@ def study_config(spec: Experiment) -> StudyConfig:
     """The study ``spec`` describes.
 
     A :class:`~courtroom.optimize.study.StudyConfig`, or a
-    :class:`~courtroom.optimize.designs.DesignStudyConfig` across designs.
+    :class:`~courtroom.optimize.study.designs.DesignStudyConfig` across designs.
     """
-    from courtroom.optimize._study_config import StudyConfig
-    from courtroom.optimize.designs import DesignStudyConfig, parse_frameworks
-    from courtroom.optimize.spaces import SPACES
+    from courtroom.optimize.study._config import StudyConfig
+    from courtroom.optimize.study.designs import DesignStudyConfig, parse_frameworks
+    from courtroom.optimize.study.spaces import SPACES
     from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset
 
@@ -120,7 +120,7 @@ def fixed_knobs(
 
     A knob both ``--set`` and ``--space`` name is refused (one fixes it, the other searches it).
     """
-    from courtroom.optimize.spaces import SPACES
+    from courtroom.optimize.study.spaces import SPACES
     from courtroom.programs import check_knobs, get_framework
     from courtroom.spec._values import typed_knobs
 
@@ -220,10 +220,10 @@ def run_spec_study(
     budget: Any = None,
 ) -> StudyOutcome:
     """Create or continue the study ``spec`` describes, run its trials, write the report and the export."""
-    from courtroom.optimize import _storage
-    from courtroom.optimize.designs import DesignStudyConfig, run_design_study
-    from courtroom.optimize.study import run_study, unclaimed_name
-    from courtroom.optimize.study_report import trials_table
+    from courtroom.optimize.study import _storage
+    from courtroom.optimize.study._run import run_study, unclaimed_name
+    from courtroom.optimize.study.designs import DesignStudyConfig, run_design_study
+    from courtroom.optimize.study.report import trials_table
     from courtroom.reporting.logs import phases_to
     from courtroom.reporting.progress import ProgressDisplay
 
@@ -284,7 +284,7 @@ def test_limit(spec: Experiment, budget: Any = None) -> int:
 
 def _score_test(outcome: StudyOutcome, spec: Experiment, lms: Any, model_objects: Any, budget: Any) -> dict[int, Any]:
     """The chosen trial(s) scored on the test split (number -> scores); {} when off or (by default) no test data."""
-    from courtroom.optimize.holdout import score_chosen
+    from courtroom.optimize.study.holdout import score_chosen
 
     limit = test_limit(spec, budget)
     if not limit:
@@ -301,10 +301,10 @@ def _score_test(outcome: StudyOutcome, spec: Experiment, lms: Any, model_objects
 def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, model_objects: Any = None) -> None:
     """The report folder and, with ``export_best``, the recipe (or, with ``--compile``, the best program)."""
     from courtroom._lock import FolderLock
-    from courtroom.optimize._design_report import write_design_report
     from courtroom.optimize.recipes import export_config
-    from courtroom.optimize.study import report_dir, study_config_dict
-    from courtroom.optimize.study_report import best_trial, write_report
+    from courtroom.optimize.study._design_report import write_design_report
+    from courtroom.optimize.study._run import report_dir, study_config_dict
+    from courtroom.optimize.study.report import best_trial, write_report
 
     config, study = outcome.config, outcome.study
     folder = report_dir(config, spec.output.out)
@@ -318,7 +318,7 @@ def write_outputs(outcome: StudyOutcome, spec: Experiment, *, lms: Any = None, m
         else:
             written = write_report(study, folder, recorded, outcome.models)
         outcome.report_dir = written["summary"].parent
-        from courtroom.optimize.holdout import stored, write_test
+        from courtroom.optimize.study.holdout import stored, write_test
 
         write_test(outcome.report_dir, outcome.test or stored(study))
         export = spec.output.export_best
@@ -339,8 +339,8 @@ def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any
     """The best trial of a study with ``--compile``, rebuilt and recompiled from the cache, saved as a program."""
     from courtroom.data.tasks import load_sized
     from courtroom.models.lms import resolve_roles
-    from courtroom.optimize._design_report import export_design_program
-    from courtroom.optimize.holdout import stored
+    from courtroom.optimize.study._design_report import export_design_program
+    from courtroom.optimize.study.holdout import stored
     from courtroom.programs import get_framework
 
     config: Any = outcome.config
@@ -371,8 +371,8 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     """The dry run of a study: per design, one trial at its most expensive point, and the total bound."""
     from courtroom.cost.dry_run import estimate_study, scaled
     from courtroom.cost.study_budget import study_run_config
-    from courtroom.optimize.designs import compile_bounded, design_estimates
-    from courtroom.optimize.spaces import build_space
+    from courtroom.optimize.study.designs import compile_bounded, design_estimates
+    from courtroom.optimize.study.spaces import build_space
 
     config: Any = study_config(spec)
     prices = spec.budget.table()
@@ -398,7 +398,7 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     out = {f"{fw} (1 trial)": e for fw, e in per_trial.items()}
     dearest = max(per_trial.values(), key=lambda e: (e.calls, e.cost or 0.0))
     out[f"{config.trials} trial(s), at most"] = scaled(dearest, config.trials, exact=False)
-    from courtroom.optimize.designs import design_space
+    from courtroom.optimize.study.designs import design_space
 
     space = design_space(config)
     spaces = {

@@ -24,7 +24,7 @@ KEY = "courtroom_test"
 
 def chosen(study: Any) -> list[Any]:
     """The trials a study chose: its best trial, or every point of its Pareto front (each configuration once)."""
-    from courtroom.optimize._dedupe import chosen as distinct_chosen
+    from courtroom.optimize.study._dedupe import chosen as distinct_chosen
 
     return distinct_chosen(study)
 
@@ -56,8 +56,8 @@ def rebuild(
     model_objects: Mapping[str, Any],
 ) -> Any:
     """The program ``trial`` scored: built from its parameters, prepared (and compiled) on ``train``."""
-    from courtroom.optimize._trials import trial_program
-    from courtroom.optimize.designs import DESIGN, build_trial_program
+    from courtroom.optimize.study._trials import trial_program
+    from courtroom.optimize.study.designs import DESIGN, build_trial_program
 
     own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
     if hasattr(config, "frameworks"):
@@ -83,7 +83,7 @@ def score_chosen(
     from courtroom.eval.harness import evaluate
     from courtroom.eval.metrics import score, wilson
     from courtroom.models.cache import configure_cache
-    from courtroom.optimize._trials import batch_mode
+    from courtroom.optimize.study._trials import batch_mode
 
     if test_limit < 1:
         raise ConfigError(f"--test-limit must be >= 1, got {test_limit}")

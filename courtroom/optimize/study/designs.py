@@ -1,7 +1,7 @@
 """One Optuna study over courtroom designs, their knobs, prompts and models (SPEC §11).
 
 The first parameter of every trial is the ``design`` (a framework name); each design's knobs
-(:mod:`courtroom.optimize.spaces`) are drawn only when that design is (define-by-run), under the
+(:mod:`courtroom.optimize.study.spaces`) are drawn only when that design is (define-by-run), under the
 names ``{design}.{knob}``. Trial 0 of each design is its paper default (enqueued). With
 ``compile`` set, each trial's program is compiled on the train split (LabeledFewShot,
 BootstrapFewShot, MIPROv2 light, ...) before it is scored on dev, so prompts are searched with
@@ -28,12 +28,12 @@ from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
-from courtroom.optimize import _storage, _workers
-from courtroom.optimize._dedupe import run_distinct
-from courtroom.optimize._study_config import StudyConfig, _portable
-from courtroom.optimize._trials import TrialFailed, make_objective, trial_program
-from courtroom.optimize.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
-from courtroom.optimize.study import StudyOutcome, create_study, study_data
+from courtroom.optimize.study import _storage, _workers
+from courtroom.optimize.study._config import StudyConfig, _portable
+from courtroom.optimize.study._dedupe import run_distinct
+from courtroom.optimize.study._run import StudyOutcome, create_study, study_data
+from courtroom.optimize.study._trials import TrialFailed, make_objective, trial_program
+from courtroom.optimize.study.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
 from courtroom.programs import get_framework
 
 DESIGN = "design"
