@@ -179,7 +179,7 @@ def test_cost_objective_reports_a_pareto_front(data: Any, tmp_path: Path) -> Non
 
 def test_resume_and_name_conflicts(data: Any, tmp_path: Path) -> None:
     study(data, tmp_path, trials=2, study_name="s1")
-    again = study(data, tmp_path, trials=2, study_name="s1")
+    again = study(data, tmp_path, trials=4, study_name="s1")  # --trials: what the study holds when done
     assert len([t for t in again.study.trials if "duplicate_of" not in t.user_attrs]) == 4
     assert sum(bool(t.user_attrs.get("paper_default")) for t in again.study.trials) == 1
     with pytest.raises(ConfigError, match="already exists with framework jot .you asked framework courtroom-llm."):

@@ -35,7 +35,7 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
                 "study",
                 "jot",
                 "--trials",
-                "2",
+                "4",
                 "--dev-limit",
                 "2",
                 "--train-limit",
@@ -52,10 +52,6 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
                 str(tmp_path / f"report-{round_}"),
             ]
             # Cold processes, as users start them: the creation race lives in each one's first steps.
-            # (Forked warm, both start in the same millisecond and draw the same configuration at
-            # once: a duplicate of a trial still running then counts as one of its worker's two
-            # trials, 3 distinct trials instead of 4 in about one run in six; a study bug left to
-            # the studies issue, not this test's point.)
             procs = [
                 subprocess.Popen(
                     [sys.executable, "-m", "courtroom.cli", *args],
@@ -71,9 +67,12 @@ def test_two_workers_on_a_fresh_sqlite_file_both_finish(tmp_path):
             import optuna
 
             study = optuna.load_study(study_name="jot-boolean_expressions", storage=f"sqlite:///{db}")
-            # Each worker ran two configurations; a trial that drew one already run took its value instead.
-            states = [t.state.name for t in study.trials if "duplicate_of" not in t.user_attrs]
-            assert len(states) == 4 and set(states) <= {"COMPLETE", "PRUNED"}, states
+            # The two workers share --trials 4 (each may finish the trial it started: one over at most);
+            # a trial that drew a configuration already run took its value instead, uncounted.
+            ran = [t for t in study.trials if "duplicate_of" not in t.user_attrs]
+            states = [t.state.name for t in ran]
+            assert 4 <= len(states) <= 5 and set(states) <= {"COMPLETE", "PRUNED"}, states
+            assert len({t.user_attrs["config_key"] for t in ran}) == len(ran), "no configuration evaluated twice"
 
 
 def _config(tmp_path: Path, **kw: Any) -> StudyConfig:

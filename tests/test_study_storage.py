@@ -46,13 +46,13 @@ def test_a_torn_journal_line_is_set_aside_and_the_study_goes_on(
     caplog.clear()
     # before: the next record glued onto the fragment, and this run and every later one died
     # with JSONDecodeError
-    _study(storage)
+    _study(storage, trials=2)  # --trials counts the study's trials: one more
     said = [r.getMessage() for r in caplog.records if "cut-off line" in r.getMessage()]
     assert len(said) == 1 and str(journal) in said[0] and "study.journal.torn-1" in said[0], said
     assert "\n" not in said[0] and "the study goes on" in said[0]
     assert (tmp_path / "study.journal.torn-1").read_bytes() == whole[-40:-1]
     caplog.clear()
-    trials = _study(storage).study.trials  # a third run: nothing to repair, the study goes on
+    trials = _study(storage, trials=3).study.trials  # a third run: nothing to repair, the study goes on
     assert not [r for r in caplog.records if "cut-off line" in r.getMessage()]
     ran = [t for t in trials if "duplicate_of" not in t.user_attrs]  # a repeated configuration is not run again
     assert [t.state.name for t in ran] == ["COMPLETE"] * 3
@@ -148,8 +148,8 @@ def test_no_storage_password_in_any_file_database_or_line_a_study_writes(
             cwd=tmp_path,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        # One trial costs up to 12 calls: the first fits, the budget stops the study before the second.
-        stopped = courtroom_cli(*study, "--trials", "2", "--max-calls", "12", cwd=tmp_path)
+        # One trial costs up to 12 calls: of the two owed, the first fits, the budget stops the second.
+        stopped = courtroom_cli(*study, "--trials", "3", "--max-calls", "12", cwd=tmp_path)
     assert stopped.returncode == 3, stopped.stderr
     budget_line = stopped.stderr.strip().splitlines()[-1]
     assert "--storage " in budget_line and f"postgres:PASSWORD@{postgres.split('@', 1)[1]}" in budget_line

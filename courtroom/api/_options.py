@@ -165,6 +165,11 @@ class StudyOptions(_CommonOptions, total=False):
     study_name: str | None
     workers: int
     prune: bool
+    pruner: str
+    """How a trial stops early: ``race`` (the default) or ``median`` (``--pruner``)."""
+    prefer: str | None
+    """Which configuration tied with the best is exported and tested: ``best`` or ``cheapest`` (``--prefer``)."""
+    show_repeats: bool
     export_best: str | PathLike[str] | None
 
 

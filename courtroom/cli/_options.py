@@ -158,7 +158,8 @@ OPTIONS: list[Option] = [
        "front).", STUDY_PANEL, {"study": False}),
     _o("cost_unit", "--cost-unit", STR, "calls | tokens | dollars.", STUDY_PANEL, ("study",),
        show_default="tokens; dollars with --prices"),
-    _o("trials", "--trials", int, "Trials this process runs (0: only create the study).", STUDY_PANEL,
+    _o("trials", "--trials", int, "Trials the study holds when done, counting earlier runs and other workers (a "
+       "continued study runs what it still owes; 0: only create the study).", STUDY_PANEL,
        {"study": 20}, min=0),
     _o("storage", "--storage", STR, "sqlite:///FILE.db, journal:FILE, or postgresql://...", STUDY_PANEL,
        ("study",), show_default="sqlite:///courtroom-studies.db"),
@@ -166,6 +167,13 @@ OPTIONS: list[Option] = [
        show_default="FRAMEWORK-TASK, or designs-TASK"),
     _o("workers", "--workers", int, "Trials run at once in this process.", STUDY_PANEL, {"study": 1}, min=1),
     _o("no_prune", "--no-prune", bool, "Evaluate every trial fully.", STUDY_PANEL, {"study": False}),
+    _o("pruner", "--pruner", str, "How a trial stops early: race (paired with the best so far on the same dev cases) "
+       "| median (Optuna's median pruner).", STUDY_PANEL, {"study": "race"}, metavar="race|median"),
+    _o("prefer", "--prefer", STR, "Which of the configurations tied with the best is exported and tested: best | "
+       "cheapest.", STUDY_PANEL, ("study",), show_default="cheapest with --cost-objective, else best",
+       metavar="best|cheapest"),
+    _o("show_repeats", "--show-repeats", bool, "List the trials that repeated or continued a configuration too.",
+       STUDY_PANEL, {"study": False}),
     # Output
     _o("out", "-o --out", STR, "Where results go.", OUTPUT_PANEL, {"run": "runs", "compare": "comparisons",
        "compile": "program.json", "study": None, "predict": None, "score": "runs"}),

@@ -132,7 +132,7 @@ def fits_none(est: Any, budget: Budget) -> None:
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
     """The one-line outcome of a study stopped at its budget."""
     left = max(0, config.trials - done)
-    resume = with_flags(continue_line(config, "--trials", str(left)))
+    resume = with_flags(continue_line(config, "--trials", str(config.trials)))  # --trials: what the study holds
     line = (
         f"budget reached ({budget.limit_text()}): spent {budget.spent_text()}; {left} trial(s) not started; "
         f"continue with: {resume}"

@@ -360,13 +360,20 @@ class StudySettings:
     space: dict[str, str] = field(default_factory=dict)
     search_temperature: bool = False
     prune: bool = True
+    pruner: str = "race"
+    prefer: str | None = None
+    show_repeats: bool = False
 
     def validate(self) -> None:
-        """Known objective and cost unit."""
+        """Known objective, cost unit, pruner and preference."""
         if self.objective not in ("accuracy", "f1"):
             raise ConfigError(f"unknown objective {self.objective!r}: use accuracy or f1")
         if self.cost_unit not in (None, "calls", "tokens", "dollars"):
             raise ConfigError(f"unknown cost unit {self.cost_unit!r}: use calls, tokens or dollars")
+        if self.pruner not in ("race", "median"):
+            raise ConfigError(f"unknown --pruner {self.pruner!r}: use race or median (or --no-prune)")
+        if self.prefer not in (None, "best", "cheapest"):
+            raise ConfigError(f"unknown --prefer {self.prefer!r}: use best or cheapest")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
         if self.study_name is not None and not 0 < len(self.study_name.encode()) <= 200:

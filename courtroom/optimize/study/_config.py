@@ -55,8 +55,14 @@ class StudyConfig:
     """``--batch``: each trial's scoring (and the chosen trials' test scoring) goes through the provider's
     batch API (:mod:`courtroom.models.batch`); a trial's compile stays live. Answers do not depend on it."""
     chunks: int = 4
-    """Partial evaluations per trial (pruning steps)."""
+    """Blocks of dev cases per trial: the race (or the pruner) looks after each but the last."""
     prune: bool = True
+    pruner: str = "race"
+    """How a trial is stopped early: ``race`` (paired with the incumbent on the same dev cases,
+    :mod:`courtroom.optimize.study.race`) or ``median`` (Optuna's median pruner)."""
+    prefer: str | None = None
+    """Which configuration of the set tied with the best is exported and tested: ``best`` or ``cheapest``
+    (None: cheapest with a cost objective, else best; :mod:`courtroom.optimize.study.tied`)."""
     fail_on_error: float = DEFAULT_FAIL_ON_ERROR
     """A trial whose failed examples exceed this fraction stops the study (:class:`TooManyFailures`)."""
     dataset: dict[str, Any] | None = None

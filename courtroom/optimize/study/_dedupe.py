@@ -7,12 +7,14 @@ it looks for the same parameters among the study's trials (:func:`claim`), under
 lock so two workers cannot both claim one configuration:
 
 * finished (COMPLETE): the trial returns the stored value and is marked ``duplicate_of``;
-* cut short by the pruner (PRUNED): the trial is pruned again, marked the same way;
+* stopped early by the race or the pruner (PRUNED), none complete: the trial continues it, with
+  at least one block of dev cases more before it may be stopped again (its earlier cases come from
+  the cache);
 * running in another worker or thread: the trial waits until that one ends (polling the storage),
   then does one of the above (or, if it failed, runs it itself);
 * otherwise the trial claims the configuration (user attribute :data:`KEY`) and runs.
 
-A duplicate does not count against ``--trials`` (:func:`ran_here` counts the trials that ran) and
+A duplicate does not count against ``--trials`` (:func:`ran` counts the study's trials that ran) and
 is left out of the chosen trials and the Pareto front (:func:`distinct`).
 """
 
@@ -46,12 +48,18 @@ class Duplicate(Exception):  # noqa: N818 - an outcome, not a failure
         self.original = original
 
 
-def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: Any = None) -> None:
+def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: Any = None, block: int = 0) -> None:
     """Claim ``params`` for ``trial``, or raise :class:`Duplicate` naming the trial that evaluated them.
 
     A trial running the same configuration is waited for (``heartbeat()`` is called while waiting).
+    A configuration stopped early (pruned) and none completed: the trial continues it, and may not
+    be stopped before it has seen ``block`` cases more than the stopped one (:func:`.race.floor`);
+    one cut short by a stop (Ctrl-C) is simply run again. Either way its earlier cases come from
+    the cache.
     """
     from optuna.trial import TrialState
+
+    from courtroom.optimize.study import race
 
     key = config_key(params)
     study = trial.study
@@ -60,12 +68,16 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
             same = [
                 t for t in study.get_trials(deepcopy=False) if t.number != trial.number and t.user_attrs.get(KEY) == key
             ]
-            done = [t for t in same if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+            done = [t for t in same if t.state == TrialState.COMPLETE and DUPLICATE not in t.user_attrs]
             if done:
                 raise Duplicate(min(done, key=lambda t: t.number))
             running = [t for t in same if t.state == TrialState.RUNNING]
             if not running:
                 trial.set_user_attr(KEY, key)
+                stopped = [t for t in same if t.state == TrialState.PRUNED and counts(t)]
+                if stopped:
+                    trial.set_user_attr(race.CONTINUES, max(t.number for t in stopped))
+                    trial.set_user_attr(race.FLOOR, race.floor(stopped, block))
                 return
         _wait(study, running[0], heartbeat)
         from courtroom import _stop
@@ -73,6 +85,7 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
         if _stop.stop_requested():
             import optuna
 
+            trial.set_user_attr("interrupted", True)
             raise optuna.TrialPruned(f"stopped while waiting for trial {running[0].number} (same configuration)")
 
 
@@ -107,16 +120,11 @@ def _wait(study: Any, other: Any, heartbeat: Any) -> None:
 
 
 def reuse(trial: Any, original: Any) -> Any:
-    """Record ``trial`` as a duplicate of ``original``: its value (or a prune, if ``original`` was pruned)."""
-    import optuna
-    from optuna.trial import TrialState
-
+    """Record ``trial`` as a duplicate of the completed ``original``: its value."""
     trial.set_user_attr(DUPLICATE, original.number)
     for name in ("config", "design", "accuracy", "macro_f1", "examples"):
         if name in original.user_attrs:
             trial.set_user_attr(name, original.user_attrs[name])
-    if original.state == TrialState.PRUNED:
-        raise optuna.TrialPruned(f"same configuration as trial {original.number}, which was pruned")
     values = list(original.values)
     return values[0] if len(values) == 1 else tuple(values)
 
@@ -127,29 +135,61 @@ def distinct(trials: Iterable[Any]) -> list[Any]:
 
 
 def chosen(study: Any) -> list[Any]:
-    """The trials a study chose, each configuration once: its best trial, or every point of its Pareto front."""
+    """The trial a study chose, as a list: the one it exports from its tied set (:mod:`.tied`).
+
+    A study without case-by-case dev records (or optimising F1) chooses as before: its best trial,
+    or every point of its Pareto front.
+    """
+    from courtroom.optimize.study.tied import exported
+
+    pick = exported(study)
+    if pick is not None:
+        return [pick]
+    if len(study.directions) > 1:
+        return pareto_front(study)
+    return best_value(study)
+
+
+def pareto_front(study: Any) -> list[Any]:
+    """The Pareto front of a two-objective study, each configuration once."""
+    try:
+        return distinct(study.best_trials)
+    except ValueError:
+        return []
+
+
+def best_value(study: Any) -> list[Any]:
+    """The trial with the best value (a tie: the first that reached it), as a list; [] when none completed."""
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
-    if len(study.directions) > 1:
-        try:
-            return distinct(study.best_trials)
-        except ValueError:
-            return []
     done = distinct(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     if not done:
         return []
     sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
-    return [max(done, key=lambda t: (sign * t.values[0], -t.number))]  # a tie: the first that reached it
+    return [max(done, key=lambda t: (sign * t.values[0], -t.number))]
 
 
-def ran_here(study: Any, worker: str) -> int:
-    """Trials this worker ran (duplicates and trials the budget refused left out)."""
-    return sum(
-        1
-        for t in study.get_trials(deepcopy=False)
-        if t.user_attrs.get("worker") == worker and DUPLICATE not in t.user_attrs and "budget" not in t.user_attrs
-    )
+def counts(trial: Any) -> bool:
+    """Whether ``trial`` counts against ``--trials``: it ran (or runs) a configuration.
+
+    Not counted: a repeat (it took a stored value), a trial the budget refused, one cut short by a
+    stop (Ctrl-C: it runs again when the study is continued), and one marked failed without an
+    error of its own (its worker died; the same).
+    """
+    from optuna.trial import TrialState
+
+    attrs = trial.user_attrs
+    if DUPLICATE in attrs or "budget" in attrs or attrs.get("interrupted"):
+        return False
+    if trial.state == TrialState.FAIL:
+        return "error" in attrs
+    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+
+
+def ran(study: Any) -> int:
+    """Trials that count against ``--trials``, whichever worker or earlier command ran them (:func:`counts`)."""
+    return sum(1 for t in study.get_trials(deepcopy=False) if counts(t))
 
 
 def evaluated(study: Any) -> int:
@@ -200,8 +240,11 @@ def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
 
 
 def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> int:
-    """Call ``rounds(n, first)`` until ``trials`` configurations ran in this process; returns how many ran.
+    """Call ``rounds(n, first)`` until the study holds ``trials`` trials that ran; returns how many ran here.
 
+    ``--trials`` counts the study's trials (:func:`ran`), not this command's: a continued study
+    runs only what it still owes, and several workers on one storage share the count (each may
+    finish the trial it started, so the study can end a trial or two over per extra worker).
     ``rounds(n, first=True)`` runs the queued trials (it may run none), later calls up to ``n``
     sampled trials. It stops early when every configuration of a finite ``space`` has run, when
     three rounds in a row ran nothing new, at a stop (Ctrl-C) and when the budget refused a trial.
@@ -209,30 +252,29 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
     import logging
 
     from courtroom import _stop
-    from courtroom.optimize.study._storage import WORKER
 
     size = space_size(space)
-    before = ran_here(study, WORKER)
+    before = ran(study)
     idle, first = 0, True
     while idle < 3 and not _stop.stop_requested():
-        ran = ran_here(study, WORKER) - before
-        if trials - ran <= 0 or (size is not None and evaluated(study) >= size):
+        owed = trials - ran(study)
+        if owed <= 0 or (size is not None and evaluated(study) >= size):
             break
-        refused = _refused(study)
-        rounds(trials - ran, first)
+        refused, held = _refused(study), ran(study)
+        rounds(owed, first)
         if _refused(study) > refused:  # the budget stopped the study
             break
-        idle = 0 if first or ran_here(study, WORKER) - before > ran else idle + 1
+        idle = 0 if first or ran(study) > held else idle + 1
         if idle and size is not None:  # the sampler keeps proposing what ran: queue a configuration not yet run
             idle = 0 if enqueue_unseen(study, space, len(study.trials)) else idle
         first = False
-    ran = ran_here(study, WORKER) - before
-    if ran < trials and size is not None and evaluated(study) >= size:
+    done = ran(study)
+    if done < trials and size is not None and evaluated(study) >= size:
         logging.getLogger(__name__).warning(
-            "the space holds %d configuration(s) and every one has run: %d new trial(s) here, not %d",
-            size, ran, trials,
+            "the space holds %d configuration(s) and every one has run: the study holds %d trial(s), not %d",
+            size, done, trials,
         )  # fmt: skip
-    return ran
+    return done - before
 
 
 def _refused(study: Any) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize.study._dedupe import chosen
+from courtroom.optimize.study._dedupe import pareto_front
 from courtroom.optimize.study.report import best_trial, write_report
 
 
@@ -56,7 +56,7 @@ def design_pareto(study: Any) -> pd.DataFrame:
             "cost_unit": t.user_attrs.get("cost_unit"),
             "params": json.dumps(t.user_attrs.get("config") or {}, sort_keys=True),
         }
-        for t in chosen(study)
+        for t in pareto_front(study)
     ]
     return pd.DataFrame(rows).sort_values(["cost_per_example", "score"]) if rows else pd.DataFrame()
 

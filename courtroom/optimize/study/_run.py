@@ -31,12 +31,13 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize.study import _storage, _workers
+from courtroom.optimize.study import _storage, _workers, race
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
-from courtroom.optimize.study._trials import TrialFailed, make_objective
+from courtroom.optimize.study._trials import TrialFailed, make_objective, races
 from courtroom.optimize.study.spaces import Param, build_space
+from courtroom.optimize.study.tied import PREFER_ATTR
 from courtroom.programs import get_framework
 
 
@@ -98,9 +99,11 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
         else optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=min(10, max(config.trials // 3, 1)))
     )
     pruner = (
-        optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
-        if config.prune and not config.cost_objective
-        else optuna.pruners.NopPruner()
+        optuna.pruners.NopPruner()
+        if not config.prune or config.cost_objective
+        else race.RacePruner(looks=max(1, config.chunks - 1))
+        if races(config)
+        else optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
     )
     try:
         study = optuna.create_study(
@@ -115,6 +118,8 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
         raise ConfigError(
             f"study {config.name!r} exists with a different setup ({exc}); pick another --study-name"
         ) from exc
+    if config.prefer is not None:  # which of the tied configurations is exported (not part of its identity)
+        study.set_user_attr(PREFER_ATTR, config.prefer)
     saved = study.user_attrs.get("courtroom")
     if saved is None:
         study.set_user_attr(

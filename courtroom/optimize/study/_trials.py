@@ -25,7 +25,7 @@ from courtroom.eval.metrics import score
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
-from courtroom.optimize.study import _dedupe, _storage, _workers
+from courtroom.optimize.study import _dedupe, _storage, _workers, race
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
 from courtroom.optimize.study.spaces import Param, sample, split_params
 from courtroom.programs import build_program
@@ -158,9 +158,9 @@ def make_objective(
     """
     optuna = _optuna()
     single = not config.cost_objective
-    size = max(1, -(-len(dev) // max(1, config.chunks)))
-    if getattr(config, "batch", False) and not (single and config.prune):
-        size = max(1, len(dev))  # nothing to prune: every dev case in the same batches
+    size = block_size(config, len(dev))
+    looks = -(-len(dev) // size) - 1  # the race looks after every block but the last
+    racing = races(config)
     build = build or framework_builder(config, base, train, labels, positions, model_objects)
     if getattr(config, "batch", False):
         from courtroom.models.batch import check_batchable
@@ -183,6 +183,7 @@ def make_objective(
             raise TrialFailed(error) from exc
 
     def run_trial(trial: Any) -> Any:
+        from courtroom import _stop
         from courtroom.cost.tally import TokenTally, tallied
 
         trial.set_user_attr("worker", _storage.WORKER)
@@ -190,10 +191,12 @@ def make_objective(
         params = sample(space, trial)
         try:
             _dedupe.claim(
-                trial, dict(trial.params), config.storage, lambda: trial.set_user_attr("heartbeat", time.time())
+                trial, dict(trial.params), config.storage, lambda: trial.set_user_attr("heartbeat", time.time()), size
             )
         except _dedupe.Duplicate as dup:
             return _dedupe.reuse(trial, dup.original)
+        floor = int(trial.user_attrs.get(race.FLOOR, 0))
+        trial.set_user_attr(race.LOOKS, looks)
         start = time.perf_counter()
         prep_tally, tally = TokenTally(), TokenTally()
         with (
@@ -207,7 +210,29 @@ def make_objective(
             for i in range(0, len(dev), size):
                 results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
                 trial.set_user_attr("heartbeat", time.time())
-                if single and config.prune and len(results) < len(dev):
+                trial.set_user_attr(race.OUTCOMES, race.outcomes(results))
+                if _stop.stop_requested():  # cut short: not a score; a continued study runs it again
+                    trial.set_user_attr("interrupted", True)
+                    _record(trial, results, labels, prep.usage, start)
+                    raise optuna.TrialPruned(f"stopped after {len(results)} of {len(dev)} examples")
+                if not config.prune or len(results) >= len(dev) or len(results) < floor:
+                    continue
+                if racing:
+                    said = race.verdict(trial.study, trial.number, race.outcomes(results), looks, floor=floor)
+                    if said is not None:
+                        trial.set_user_attr("race", said.to_dict())
+                    if single:  # Optuna's pruner interface (the study's RacePruner) makes the same call
+                        trial.report(_value(results, labels, config.objective), step=len(results))
+                        stop = trial.should_prune()
+                    else:
+                        stop = bool(said and said.stop)
+                    if stop and said is not None:
+                        _record(trial, results, labels, prep.usage, start)
+                        raise optuna.TrialPruned(
+                            f"worse than trial {said.against} on {said.cases} shared cases "
+                            f"({said.losses} lost, {said.wins} won; p = {said.p:.3g})"
+                        )
+                elif single:
                     trial.report(_value(results, labels, config.objective), step=len(results))
                     if trial.should_prune():
                         _record(trial, results, labels, prep.usage, start)
@@ -224,6 +249,20 @@ def make_objective(
         return (value, cost) if config.cost_objective else value
 
     return objective
+
+
+def races(config: Any) -> bool:
+    """Whether the study's trials race (:mod:`courtroom.optimize.study.race`): pruning on, the race rule, accuracy."""
+    return bool(config.prune) and getattr(config, "pruner", "race") == "race" and config.objective == "accuracy"
+
+
+def block_size(config: Any, n_dev: int) -> int:
+    """Dev cases per block: ``config.chunks`` blocks; one block when nothing is pruned in batch mode."""
+    size = max(1, -(-n_dev // max(1, config.chunks)))
+    stops = config.prune and (races(config) or not config.cost_objective)
+    if getattr(config, "batch", False) and not stops:
+        size = max(1, n_dev)  # nothing to prune: every dev case in the same batches
+    return size
 
 
 def trial_cost(trial: Any, config: Any, results: Sequence[ExampleResult], prep_tally: Any, tally: Any) -> float:

@@ -176,7 +176,15 @@ def optimize_owed(
     that fails (a full disk, a read-only file) raises one :class:`ConfigError` naming it, the cause
     and the command that resumes the study. ``catch``: the objective's errors recorded on a failed trial.
     """
+    from courtroom.optimize.study._dedupe import ran
+
     told: list[int] = []
+    total = getattr(config, "trials", None)
+
+    def enough(study: Any, _trial: Any) -> None:  # other workers count too: stop once the study holds --trials
+        if total is not None and ran(study) >= total:
+            study.stop()
+
     for _ in range(n_trials + 1):
         remaining = n_trials - len(told)
         if remaining <= 0 or study._stop_flag:
@@ -188,7 +196,7 @@ def optimize_owed(
                 n_jobs=n_jobs,
                 catch=catch,
                 gc_after_trial=False,
-                callbacks=[lambda _study, trial: told.append(trial.number), *callbacks],
+                callbacks=[lambda _study, trial: told.append(trial.number), *callbacks, enough],
             )
             return
         except Exception as exc:

@@ -61,6 +61,8 @@ def study_config(spec: Experiment) -> StudyConfig:
         "timeout": m.timeout,
         "concurrency": spec.execution.concurrency or 4,
         "prune": st.prune,
+        "pruner": st.pruner,
+        "prefer": st.prefer,
         "fail_on_error": spec.execution.threshold,
         "dataset": d.custom(),
         "splits": d.splits(),

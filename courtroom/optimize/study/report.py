@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from courtroom.optimize.study._dedupe import chosen
+from courtroom.optimize.study._dedupe import chosen, pareto_front
 
 log = logging.getLogger(__name__)
 USAGE_COLUMNS = (
@@ -50,7 +50,8 @@ def trials_table(study: Any) -> pd.DataFrame:
 def pareto_table(study: Any) -> pd.DataFrame:
     """The Pareto front of a two-objective study (score up, calls per example down)."""
     rows = [
-        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params} for t in chosen(study)
+        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
+        for t in pareto_front(study)
     ]
     return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
 

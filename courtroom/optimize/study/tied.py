@@ -1,0 +1,134 @@
+"""The configurations a study's dev data cannot separate from the best, and the one it exports.
+
+After a study, each completed configuration with a full case-by-case dev record
+(:data:`~courtroom.optimize.study.race.OUTCOMES`) is paired with the best one (the highest dev
+accuracy; a tie: the cheaper) on the same dev cases. The exact one-sided McNemar test asks
+whether it is worse; Holm's step-down correction holds the family-wise error at :data:`LEVEL`
+over all those comparisons. A configuration the corrected test does not find worse is *tied with
+the best*: the dev data cannot tell them apart. A configuration the race stopped was found worse
+on its cases, and is not in the set.
+
+The exported configuration (``--export-best``, and the one scored once on the test split) is
+the best, or with ``--prefer cheapest`` (the default with ``--cost-objective``) the cheapest of
+the tied set: the same accuracy as far as the data can tell, at its cost per case.
+
+Studies whose trials hold no case-by-case record (made before it was kept, or optimising macro-F1)
+have no set: they export their best trial as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtroom.optimize.study.race import OUTCOMES, accuracy, cost_of, discordant, full_trials, one_sided_p
+
+LEVEL = 0.05
+"""Family-wise level of the comparisons with the best (Holm)."""
+PREFER = ("best", "cheapest")
+PREFER_ATTR = "prefer"
+"""Study user attribute: which member of the tied set the study exports (``best`` or ``cheapest``)."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """One configuration beside the best: its dev accuracy, cost per case and the corrected test."""
+
+    number: int
+    accuracy: float
+    cost: float
+    unit: str
+    p: float
+    """One-sided exact McNemar p-value of "worse than the best" (1.0 for the best itself)."""
+    p_holm: float
+    """``p`` after Holm's correction over the comparisons with the best."""
+    tied: bool
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"trial": self.number, "accuracy": round(self.accuracy, 4), "cost_per_case": round(self.cost, 6),
+                "cost_unit": self.unit, "p": round(self.p, 6), "p_holm": round(self.p_holm, 6), "tied": self.tied,
+                "config": self.config}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TiedSet:
+    """The best configuration, the others beside it, and which are tied with it."""
+
+    best: int
+    cases: int
+    members: list[Member]
+    level: float = LEVEL
+
+    @property
+    def tied(self) -> list[Member]:
+        """The set: the best and every configuration not found worse, best first."""
+        return [m for m in self.members if m.tied]
+
+    def cheapest(self) -> Member:
+        """The cheapest member of the set (a tie in cost: the more accurate, then the earlier)."""
+        return min(self.tied, key=lambda m: (m.cost, -m.accuracy, m.number))
+
+    def pick(self, prefer: str) -> Member:
+        """The member exported under ``prefer`` (``best`` or ``cheapest``)."""
+        return self.cheapest() if prefer == "cheapest" else self.tied[0]
+
+    def to_dict(self, prefer: str) -> dict[str, Any]:  # noqa: D102
+        return {"level": self.level, "test": "exact one-sided McNemar vs the best, Holm-corrected",
+                "dev_cases": self.cases, "best": self.best, "prefer": prefer, "exported": self.pick(prefer).number,
+                "members": [m.to_dict() for m in self.members]}  # fmt: skip
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (each at most 1, never below an earlier one's)."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted = [1.0] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
+    """The study's tied set; None when no completed trial holds a case-by-case dev record (or it optimises F1)."""
+    if (study.user_attrs.get("courtroom") or {}).get("objective", "accuracy") != "accuracy":
+        return None
+    done = full_trials(study)
+    if not done:
+        return None
+    best = max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -cost_of(t), -t.number))
+    others = sorted((t for t in done if t.number != best.number), key=lambda t: t.number)
+    marks = best.user_attrs[OUTCOMES]
+    pvalues = [one_sided_p(*discordant(t.user_attrs[OUTCOMES], marks)) for t in others]
+    adjusted = holm(pvalues)
+
+    def member(t: Any, p: float, p_holm: float) -> Member:
+        unit = str(t.user_attrs.get("cost_unit", "calls"))
+        config = dict(t.user_attrs.get("config", t.params))
+        return Member(t.number, accuracy(t.user_attrs[OUTCOMES]), cost_of(t), unit, p, p_holm, p_holm >= level, config)
+
+    members = [member(best, 1.0, 1.0)]
+    members += sorted(
+        (member(t, p, a) for t, p, a in zip(others, pvalues, adjusted, strict=True)),
+        key=lambda m: (not m.tied, -m.accuracy, m.cost, m.number),
+    )
+    return TiedSet(best.number, len(marks), members, level)
+
+
+def preference(study: Any) -> str:
+    """What the study exports from its tied set: ``prefer`` as recorded, else cheapest with a cost objective."""
+    saved = study.user_attrs.get(PREFER_ATTR)
+    if saved in PREFER:
+        return str(saved)
+    return "cheapest" if len(study.directions) > 1 else "best"
+
+
+def exported(study: Any) -> Any | None:
+    """The trial the study exports and tests (see the module docstring); None when it has no tied set."""
+    found = tied_set(study)
+    if found is None:
+        return None
+    number = found.pick(preference(study)).number
+    return next(t for t in study.get_trials(deepcopy=False) if t.number == number)
