@@ -1,22 +1,36 @@
-"""How often a study picks the true optimum, and how far its dev score overstates the chosen trial.
+"""How often a study's choice holds the true optimum, and what it costs: today's rule against racing.
 
-The space has a known optimum: parallel-vote with ``n_models`` in 1..5 on the cached oracle fake
-(``courtroom.testing.oracle_lm``), every vote right with probability ``p`` (default 0.7),
-independently per call, on generated boolean expressions. A majority of n votes (a tie broken by
-the first vote, right half the time) is right with a probability known in closed form, which rises
-with the odd n: n = 5 is the one optimum (0.837 at p = 0.7; n = 3 and 4 tie at 0.784).
+Three spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
+answer right with a set probability, independently per call) and generated boolean expressions:
 
-For each dev size and seed (the seed drives the sampler and the oracle's draws), the bench runs a
-study as ``courtroom study`` does (TPE, the paper default as trial 0, a configuration evaluated
-once, the chosen trial scored on ``--test`` held-out examples by default) and records:
+* ``vote``: parallel-vote, ``n_models`` 1..5 of one model right with p = 0.7. A majority of n votes
+  (a tie broken by the first vote) is right with a probability known in closed form: 0.700, 0.700,
+  0.784, 0.784, 0.837. The optimum is n = 5; n = 1 and 2 are 0.137 below it. Configurations share
+  calls (n = 5 asks n = 4's four votes again: the cache answers them).
+* ``models``: parallel-vote with one vote, the model chosen among five whose answers are right with
+  0.60, 0.65, 0.70, 0.75 and 0.80. No two configurations share a call. The optimum is the 0.80 model.
+* ``flat``: parallel-vote with one or two votes of one of three models, each right with 0.7: six
+  configurations, every one right with 0.7 (two votes that disagree fall back to the first); one
+  vote costs half as many calls. Studied with a cost objective: the cheapest should be exported.
 
-* whether the chosen trial is the optimum (n = 5);
-* its dev score, its test score and its true accuracy (closed form);
-* the gap dev - test (the optimism of picking the best of several noisy dev scores), and the gap
-  dev - true;
-* how many trials ran and how many repeated configurations took a stored value instead.
+A dev *budget* in LM calls sets the dev split: ``budget / calls per dev case over the whole space``
+(5, 5 and 6), so both rules see the same cases and every configuration can be scored on all of them.
+Each seed draws new cases, new oracle draws and a new sampler; each rule runs its own study with
+its own cache. Per rule and budget, over the seeds:
 
-Run: ``.venv/bin/python bench/study_selection.py [--dev 20 50 100] [--seeds 8] [--trials 10] [--test 200]``.
+* **holds optimum**: the share of studies whose set holds the true optimum (today's rule: the one
+  chosen trial; racing: the set tied with the best), with its 95% Wilson interval;
+* **excludes n=1,2** (vote): the share whose set holds neither configuration 0.137 below the optimum;
+* **holds all** (flat): the share whose set holds every configuration;
+* **size**: the set's mean size; **regret**: the optimum's true accuracy minus the exported
+  configuration's (mean, with a 95% t interval); **cheapest** (flat): the share exporting a one-vote
+  configuration; **calls**: LM calls sent per study (mean).
+
+Today's rule is the median pruner and the trial with the best dev score (a cost objective: the
+highest-scoring point of the Pareto front); racing is ``--pruner race`` and the tied set
+(``courtroom.optimize.study.tied``), exporting the best (flat: the cheapest) of it.
+
+Run: ``.venv/bin/python bench/study_selection.py [--budgets 100 400 1600] [--seeds 20] [--spaces vote models flat]``.
 """
 
 from __future__ import annotations
@@ -27,8 +41,11 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 LABELS = ["True", "False"]
+RULES = ("today", "race")
 
 
 def majority(n: int, p: float, tie: float = 0.5) -> float:
@@ -39,86 +56,182 @@ def majority(n: int, p: float, tie: float = 0.5) -> float:
     return win
 
 
-def one_study(dev: int, seed: int, args: argparse.Namespace, workdir: str) -> dict[str, float | int | bool]:
-    """Run one study; what it chose, and how its dev and test scores compare with the truth."""
-    import courtroom
+@dataclass
+class Space:
+    """A space with a known truth: its study's knobs, its models, and each configuration's true accuracy."""
+
+    name: str
+    per_case: int
+    """LM calls per dev case over every configuration (what the cache does not answer twice)."""
+    space: dict[str, str]
+    accuracy: dict[str, float] = field(default_factory=dict)
+    """Model name -> its answers' accuracy (one model: ``default``)."""
+    cost_objective: bool = False
+
+    def truth(self, config: dict[str, Any]) -> float:
+        """The true accuracy of ``config`` (a trial's parameters)."""
+        n = int(config.get("n_models", 1))
+        model = str(config.get("model:classifier", "default")).split("-s")[0]
+        p = self.accuracy[model]
+        return majority(n, p)  # a tie is broken by the first vote: right half the time
+
+
+SPACES = {
+    "vote": Space("vote", 5, {"n_models": "1:5"}, {"default": 0.7}),
+    "models": Space("models", 5, {"n_models": "1"}, {"m60": 0.60, "m65": 0.65, "m70": 0.70, "m75": 0.75, "m80": 0.80}),
+    "flat": Space("flat", 6, {"n_models": "1:2"}, {"a70": 0.7, "b70": 0.7, "c70": 0.7}, cost_objective=True),
+}
+
+
+def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str) -> dict[str, Any]:
+    """One study of ``space`` at ``budget`` under ``rule``: what it chose and what that is worth."""
     from courtroom.data.tasks import load_task
     from courtroom.models.lms import RoleLMs
+    from courtroom.optimize.study import StudyConfig, run_study
+    from courtroom.optimize.study._dedupe import best_value, distinct, pareto_front
+    from courtroom.optimize.study.tied import tied_set
     from courtroom.testing import oracle_lm
 
-    # The study's seed also draws its generated cases: the oracle must know those.
-    splits = {s: load_task("boolean_expressions", data="generate", split=s, limit=n, seed=seed).examples
-              for s, n in (("train", 4), ("dev", dev), ("test", args.test))}  # fmt: skip
-    gold = {e.case: e.label for part in splits.values() for e in part}
-    lm = oracle_lm(gold, LABELS, accuracy=args.p, seed=seed, cache=True, model=f"fake/oracle-{seed}")
-    outcome = courtroom.study(
+    dev_n = max(4, budget // space.per_case)
+    dev = load_task("boolean_expressions", data="generate", split="dev", limit=dev_n, seed=seed).examples
+    train = load_task("boolean_expressions", data="generate", split="train", limit=4, seed=seed).examples
+    gold = {e.case: e.label for e in [*dev, *train]}
+    tag = f"{space.name}-{budget}-{seed}-{rule}"  # its own cache entries: each rule pays for its own calls
+
+    def lm(model: str, p: float) -> Any:
+        return oracle_lm(gold, LABELS, accuracy=p, seed=seed, cache=True, model=f"fake/{model}-s{tag}")
+
+    objects = {f"{m}-s{tag}": lm(m, p) for m, p in space.accuracy.items() if m != "default"}
+    narrowed = dict(space.space)
+    if objects:
+        narrowed["model:classifier"] = ",".join(objects)
+    base = lm("default", space.accuracy["default"]) if "default" in space.accuracy else next(iter(objects.values()))
+    config = StudyConfig(
         "parallel-vote",
-        task="boolean_expressions",
-        data="generate",
-        trials=args.trials,
-        train_limit=4,
-        dev_limit=dev,
-        test_limit=args.test,
+        trials=len(list(_configurations(space))),
+        dev=dev_n,
+        train=4,
         seed=seed,
-        space={"n_models": "1:5"},
-        storage=f"sqlite:///{workdir}/dev{dev}-seed{seed}.db",
-        out=os.path.join(workdir, f"rep-{dev}-{seed}"),
-        lms=RoleLMs({"default": lm}),
-        progress=False,
+        storage=f"sqlite:///{workdir}/{tag}.db",
+        study_name=tag,
+        space=narrowed,
+        models=list(objects),
+        cost_objective=space.cost_objective,
+        pruner="race" if rule == "race" else "median",
+        prefer="cheapest" if space.cost_objective else "best",
+        concurrency=8,
     )
-    best = outcome.best[0]
-    n = int(best.user_attrs["config"]["n_models"])
-    test = outcome.test[best.number]
-    trials = outcome.study.trials
+    outcome = run_study(
+        config, lms=RoleLMs({"default": base}), model_objects=objects, trainset=train, devset=dev, labels=LABELS
+    )
+    study = outcome.study
+    trials = distinct(study.trials)
+    sent = sum(int(t.user_attrs.get("sent", 0)) for t in trials)
+    truths = [space.truth(c) for c in _configurations(space)]
+    optimum = max(truths)
+    if rule == "race":
+        found = tied_set(study)
+        assert found is not None
+        members = [_config_of(study, m.number) for m in found.tied]
+        exported = _config_of(study, found.pick(config.prefer or "best").number)
+    else:
+        if space.cost_objective:
+            front = pareto_front(study)
+            pick = sorted(front, key=lambda t: (-t.values[0], t.values[1]))[0]
+        else:
+            pick = best_value(study)[0]
+        exported = dict(pick.user_attrs.get("config", pick.params))
+        members = [exported]
+    held = [space.truth(c) for c in members]
     return {
-        "optimum": n == 5,
-        "n": n,
-        "dev": float(best.values[0]),
-        "test": float(test["accuracy"]),
-        "true": majority(n, args.p),
-        "ran": sum(1 for t in trials if "duplicate_of" not in t.user_attrs),
-        "repeats": sum(1 for t in trials if "duplicate_of" in t.user_attrs),
+        "holds_optimum": any(abs(h - optimum) < 1e-9 for h in held),
+        "holds_all": len(members) == len(truths),
+        "excludes_low": all(int(c.get("n_models", 1)) > 2 for c in members),
+        "size": len(members),
+        "regret": optimum - space.truth(exported),
+        "cheapest": int(exported.get("n_models", 1)) == 1,
+        "sent": sent,
     }
+
+
+def _config_of(study: Any, number: int) -> dict[str, Any]:
+    trial = next(t for t in study.trials if t.number == number)
+    return dict(trial.user_attrs.get("config", trial.params))
+
+
+def _configurations(space: Space) -> list[dict[str, Any]]:
+    low, _, high = space.space["n_models"].partition(":")
+    ns = range(int(low), int(high or low) + 1)
+    models = [m for m in space.accuracy if m != "default"] or ["default"]
+    return [{"n_models": n, "model:classifier": m} for n in ns for m in models]
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """95% Wilson interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    z, phat = 1.96, k / n
+    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def share(rows: list[dict[str, Any]], key: str) -> str:
+    """``k/n (low-high)`` of rows where ``key`` holds."""
+    k = sum(bool(r[key]) for r in rows)
+    low, high = wilson(k, len(rows))
+    return f"{k}/{len(rows)} ({low:.2f}-{high:.2f})"
+
+
+def mean_ci(values: list[float]) -> str:
+    """Mean with a 95% t interval (normal for n > 30)."""
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return f"{m:.3f}"
+    half = 2.09 * statistics.stdev(values) / math.sqrt(len(values))
+    return f"{m:.3f} ±{half:.3f}"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dev", type=int, nargs="+", default=[20, 50, 100], help="Dev sizes.")
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--trials", type=int, default=10)
-    parser.add_argument("--test", type=int, default=200, help="Held-out test examples the chosen trial is scored on.")
-    parser.add_argument("--p", type=float, default=0.7, help="Every vote's accuracy.")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[100, 400, 1600], help="Dev budgets in LM calls.")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")
-    truth = {n: majority(n, args.p) for n in range(1, 6)}
-    print(f"parallel-vote n_models 1..5, p = {args.p}: true accuracy " +
-          ", ".join(f"n={n} {a:.3f}" for n, a in truth.items()) + "; the optimum is n=5")  # fmt: skip
-    print(f"{args.trials} trials per study, {args.seeds} seed(s) per dev size, test split {args.test} examples\n")
-    print(f"{'dev':>5} {'optimum chosen':>15} {'dev - test':>11} {'dev - true':>11} {'test - true':>12} "
-          f"{'regret':>7} {'ran':>4} {'reused':>6} {'s/study':>8}")  # fmt: skip
-    for dev in args.dev:
-        rows = []
-        start = time.perf_counter()
-        for seed in range(args.seeds):
-            rows.append(one_study(dev, seed, args, workdir))
-        took = (time.perf_counter() - start) / len(rows)
+    import optuna
 
-        def mean(key: str, rows: list[dict[str, float | int | bool]] = rows) -> float:
-            return statistics.fmean(float(r[key]) for r in rows)
-
-        hits = sum(bool(r["optimum"]) for r in rows)
-        gap = statistics.fmean(float(r["dev"]) - float(r["test"]) for r in rows)
-        over = statistics.fmean(float(r["dev"]) - float(r["true"]) for r in rows)
-        noise = statistics.fmean(float(r["test"]) - float(r["true"]) for r in rows)
-        regret = statistics.fmean(truth[5] - float(r["true"]) for r in rows)
-        print(f"{dev:>5} {f'{hits}/{len(rows)}':>15} {gap:>+11.3f} {over:>+11.3f} {noise:>+12.3f} {regret:>7.3f} "
-              f"{mean('ran'):>4.1f} {mean('repeats'):>6.1f} {took:>8.1f}")  # fmt: skip
-        print("      chosen n per seed: " + " ".join(str(r["n"]) for r in rows))
-    print("\ndev - test: how much the dev score of the chosen trial overstates it on new cases (mean over seeds);")
-    print("regret: the true accuracy given up against the optimum; ran/reused: trials per study that ran, or")
-    print("repeated a configuration and took its stored value (not counted against --trials).")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    print(f"{args.seeds} seed(s) per space, budget and rule; dev cases = budget / calls per case of the space\n")
+    for name in args.spaces:
+        space = SPACES[name]
+        truths = {str(c): f"{space.truth(c):.3f}" for c in _configurations(space)}
+        print(f"space {name}: {len(truths)} configurations; true accuracy " + ", ".join(truths.values()))
+        extra = {"vote": "excludes n=1,2", "flat": "holds all", "models": ""}[name]
+        head = f"{'budget':>6} {'dev':>4} {'rule':>6} {'holds optimum':>20} {'size':>5} {'regret':>14}"
+        head += f" {'calls':>7} {'s/study':>7}" + (f" {extra:>20}" if extra else "")
+        head += f" {'cheapest':>20}" if name == "flat" else ""
+        print(head)
+        for budget in args.budgets:
+            for rule in RULES:
+                start = time.perf_counter()
+                rows = [one_study(space, budget, seed, rule, workdir) for seed in range(args.seeds)]
+                took = (time.perf_counter() - start) / len(rows)
+                line = (
+                    f"{budget:>6} {max(4, budget // space.per_case):>4} {rule:>6} {share(rows, 'holds_optimum'):>20} "
+                    f"{statistics.fmean(r['size'] for r in rows):>5.2f} {mean_ci([r['regret'] for r in rows]):>14} "
+                    f"{statistics.fmean(r['sent'] for r in rows):>7.0f} {took:>7.1f}"
+                )
+                if name == "vote":
+                    line += f" {share(rows, 'excludes_low'):>20}"
+                if name == "flat":
+                    line += f" {share(rows, 'holds_all'):>20} {share(rows, 'cheapest'):>20}"
+                print(line, flush=True)
+        print()
+    print("holds optimum: the set (today: the chosen trial) holds a configuration of the best true accuracy;")
+    print("regret: the optimum's true accuracy minus the exported configuration's; calls: LM calls sent per study.")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     workers = [
         subprocess.Popen(
-            [sys.executable, str(script), postgres, name, str(per_worker)],
+            [sys.executable, str(script), postgres, name, str(2 * per_worker)],  # --trials: what the study holds
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -59,7 +59,8 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
 
     final = run_study(config)
     trials = final.study.trials
-    assert len([t for t in trials if "duplicate_of" not in t.user_attrs]) == 2 * per_worker
+    # the workers share the count; each may finish the trial it started when the other reached it
+    assert 2 * per_worker <= len([t for t in trials if "duplicate_of" not in t.user_attrs]) <= 2 * per_worker + 1
     assert sorted(t.number for t in trials) == list(range(len(trials))), "every trial recorded exactly once"
     assert len({t._trial_id for t in trials}) == len(trials)
     assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)

@@ -45,19 +45,19 @@ class Gate:
         return self._answer(prompt, schema)
 
 
-def _args(tmp_path: Path, server: FakeServer, name: str) -> list[str]:
+def _args(tmp_path: Path, server: FakeServer, name: str, trials: int = 1) -> list[str]:
     return [
-        "study", "jot", "--task", "boolean_expressions", "--trials", "1", "--dev-limit", "2", "--train-limit", "1",
-        "--space", "n_loops=1", "--lm", "openai/workers", "--api-base", server.url, "--no-prune",
+        "study", "jot", "--task", "boolean_expressions", "--trials", str(trials), "--dev-limit", "2",
+        "--train-limit", "1", "--space", "n_loops=1", "--lm", "openai/workers", "--api-base", server.url, "--no-prune",
         "--concurrency", "1", "--storage", f"journal:{tmp_path / 'study.journal'}", "--study-name", "shared",
         "--out", str(tmp_path / f"report-{name}"),
     ]  # fmt: skip
 
 
-def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0) -> subprocess.Popen[str]:
+def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0, trials: int = 1) -> subprocess.Popen[str]:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    args = _args(tmp_path, server, name)
+    args = _args(tmp_path, server, name, trials)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / f"cache-{name}")}  # no answer shared
     return subprocess.Popen(
         [sys.executable, str(script), str(skew), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -96,9 +96,10 @@ def test_a_worker_with_a_skewed_clock_never_fails_a_live_trial(tmp_path: Path, c
         # The paper default first: a worker runs a queued trial under the storage's lock, alone.
         assert courtroom_cli(*_args(tmp_path, server, "first")).returncode == 0
         gate = Gate(server)
-        live = _worker(tmp_path, server, "live")
+        # --trials 3: the study holds three when done; the two workers share the two it still owes.
+        live = _worker(tmp_path, server, "live", trials=3)
         _wait_running(tmp_path)
-        ahead = _worker(tmp_path, server, "ahead", skew=200.0)  # before: it failed the live trial at once
+        ahead = _worker(tmp_path, server, "ahead", skew=200.0, trials=3)  # before: it failed the live trial at once
         _wait_running(tmp_path, 2)
         time.sleep(3)  # both chunks held three times the stale limit: each worker watches the other's beats
         gate.opened.set()

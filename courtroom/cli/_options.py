@@ -352,7 +352,7 @@ def from_flags(
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
-              "test_limit", "keep_better", "track", "trace")  # fmt: skip
+              "test_limit", "keep_better", "track", "trace", "pruner", "prefer", "show_repeats")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

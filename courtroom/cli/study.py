@@ -52,8 +52,10 @@ def study_command(
         _print_data(outcome, fmt)
     elif is_design_study(outcome.config):
         _print_designs(outcome, console)
+        _print_tied(outcome, console)
     else:
-        _print_trials(outcome, console)
+        _print_trials(outcome, console, show_repeats=spec.study.show_repeats)
+        _print_tied(outcome, console)
     if outcome.report_dir is None:
         failed = [t for t in outcome.study.trials if t.state.name == "FAIL"]
         if failed:  # every trial this study holds failed or was cut short: nothing to report, an error
@@ -94,24 +96,28 @@ TRIAL_HEADERS = {
     "accuracy": "accuracy",
     "duplicate_of": "reused from",
     "cost_unit": "unit",
+    "cost_per_case": "cost/case",
+    "p_holm": "p (Holm)",
 }
 """Headers for the terminal (``trials.csv`` keeps the column names)."""
 
 
-def _print_trials(outcome: Any, console: Console) -> None:
+def _print_trials(outcome: Any, console: Console, *, show_repeats: bool = False) -> None:
     """The trials table of a study over one framework, its failures and (with cost) its Pareto front.
 
     The key columns (trial, state, score, calls per example) always; the searched parameters,
     usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
+    Repeats and stopped runs a later trial continued are left out unless ``show_repeats``.
     """
-    from courtroom.optimize.study.report import pareto_table
+    from courtroom.optimize.study.report import pareto_table, shown_trials
     from courtroom.reporting.tables import say
 
     study, df = outcome.study, outcome.table
+    df = df if show_repeats else shown_trials(study, df)
     first = ("number", "state", "accuracy", "calls_per_example")  # then the searched knobs, then usage
     cols = [c for c in first if c in df.columns] + [p.name for p in outcome.space if p.name in df.columns]
     cols += [c for c in SHOWN if c in df.columns and c not in cols] + (["error"] if "error" in df.columns else [])
-    cols += ["duplicate_of"] if "duplicate_of" in df.columns else []
+    cols += ["duplicate_of"] if "duplicate_of" in df.columns and df["duplicate_of"].notna().any() else []
 
     shown = df[cols].set_index("number")
     key = ("state", "accuracy", "calls_per_example")
@@ -121,7 +127,7 @@ def _print_trials(outcome: Any, console: Console) -> None:
         say(
             console,
             f"{len(reused)} trial(s) repeated a configuration that had run: its stored value was reused "
-            "(nothing sent, not counted against --trials)",
+            "(nothing sent, not counted against --trials)" + ("" if show_repeats else "; --show-repeats lists them"),
         )
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     if failed:
@@ -163,6 +169,34 @@ def _print_designs(outcome: Any, console: Console) -> None:
         _print_frame(console, front, ("design", "score", "cost_per_example"))
 
 
+def _print_tied(outcome: Any, console: Console) -> None:
+    """The configurations the dev data cannot separate from the best, with their cost per case."""
+    from courtroom.optimize.study.report import tied_table
+    from courtroom.optimize.study.tied import LEVEL, preference, tied_set
+    from courtroom.reporting.tables import say
+
+    found = tied_set(outcome.study)
+    if found is None:
+        return
+    table = tied_table(outcome.study)
+    tied = table[table["tied"] != "no"]
+    unit = found.members[0].unit
+    say(
+        console,
+        f"tied with the best on {found.cases} dev cases: {len(tied)} of {len(table)} configuration(s) "
+        f"(exact McNemar vs the best, Holm, {LEVEL:g}); cost in {unit} per case:",
+    )
+    params = [c for c in tied.columns if c not in ("number", "tied", "exported", "accuracy", "cost_per_case", "p_holm")]
+    shown = tied.set_index("number")[["tied", "exported", "accuracy", "cost_per_case", "p_holm", *params]]
+    _print_frame(console, shown, ("tied", "exported", "accuracy", "cost_per_case"))
+    rule = preference(outcome.study)
+    pick = found.pick(rule)
+    other = "--prefer best exports the best" if rule == "cheapest" else "--prefer cheapest exports the cheapest"
+    if found.cheapest().number == found.best:
+        other = "the best is also the cheapest"
+    say(console, f"exported and tested: trial {pick.number}, the {rule} of the tied set ({other})")
+
+
 def best_line(outcome: Any, best: Any) -> str:
     """The best trial in words: its score (and cost per example) and its configuration, numbers as people write them."""
     from courtroom.optimize.study._config import OBJECTIVES
@@ -172,7 +206,11 @@ def best_line(outcome: Any, best: Any) -> str:
     config = outcome.config
     design = is_design_study(config)
     objective = header(OBJECTIVES.get(config.objective, config.objective)).replace(" (95% CI)", "")
-    said = f"best trial {best.number}: " + (f"{best.user_attrs.get('design')}, " if design else "")
+    from courtroom.optimize.study.tied import tied_set
+
+    found = tied_set(outcome.study)
+    which = "best" if found is None or found.best == best.number else "chosen (the cheapest tied with the best)"
+    said = f"{which} trial {best.number}: " + (f"{best.user_attrs.get('design')}, " if design else "")
     said += f"{objective} {best.values[0]:.3f}"
     if len(best.values) > 1:
         unit = config.cost if design else "calls"

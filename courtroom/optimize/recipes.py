@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from courtroom.errors import ConfigError
-from courtroom.optimize.study.report import best_trial
+from courtroom.optimize.study.report import best_trial, tied_summary
 from courtroom.optimize.study.spaces import split_params
 
 
@@ -57,6 +57,9 @@ def export_config(
         "spec": dict(spec) if spec else None,
         "data": recorded_data(spec, task),
     }
+    tied = tied_summary(study)
+    if tied is not None:  # the configurations the dev data could not separate from the best, and the rule
+        config["tied"] = tied
     if test and trial.number in test:
         config["test"] = dict(test[trial.number])
     Path(path).parent.mkdir(parents=True, exist_ok=True)

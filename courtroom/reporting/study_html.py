@@ -70,6 +70,9 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
     sections = [
         section("best", "Best configuration", f"<p class=shown>Chosen: {what}.</p>" + table(best) if len(best) else ""),
     ]
+    tied = info.get("tied")
+    if tied:
+        sections.append(section("tied", "Tied with the best", _tied_html(tied, table)))
     test = folder / "test.csv"
     if test.is_file():
         dev_test = _cells(pd.read_csv(test).set_index("trial"))
@@ -113,6 +116,31 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts if v)
     block = f'<section id="provenance" class="provenance"><table class="provenance">{rows}</table></section>'
     return f"courtroom study: {info.get('study', folder.name)}", sections, block
+
+
+def _tied_html(tied: dict[str, Any], table: Any) -> str:
+    """The configurations the dev data cannot separate from the best, with their cost per case."""
+    rows = []
+    for m in tied.get("members") or []:
+        rows.append(
+            {
+                "trial": m.get("trial"),
+                "tied": "best" if m.get("trial") == tied.get("best") else ("yes" if m.get("tied") else "no"),
+                "exported": "yes" if m.get("trial") == tied.get("exported") else "",
+                "accuracy": f"{m.get('accuracy', 0):.3f}",
+                f"cost per case ({m.get('cost_unit', 'calls')})": number(m.get("cost_per_case")),
+                "p (Holm)": "" if m.get("trial") == tied.get("best") else f"{m.get('p_holm', 1):.3g}",
+                "configuration": ", ".join(f"{k}={number(v)}" for k, v in (m.get("config") or {}).items()) or "-",
+            }
+        )
+    n_tied = sum(1 for m in tied.get("members") or [] if m.get("tied"))
+    note = (
+        f"<p class=shown>{n_tied} of {len(rows)} configurations are not significantly worse than the best on "
+        f"{tied.get('dev_cases')} dev cases ({html.escape(str(tied.get('test')))}, family-wise level "
+        f"{tied.get('level')}). Exported and tested: trial {tied.get('exported')}, the {tied.get('prefer')} of "
+        "the tied set.</p>"
+    )
+    return note + table(pd.DataFrame(rows).set_index("trial"))
 
 
 __all__ = ["is_study_folder", "study_sections"]

@@ -193,8 +193,16 @@ def ran(study: Any) -> int:
 
 
 def evaluated(study: Any) -> int:
-    """Distinct configurations the study has claimed."""
-    return len({t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs})
+    """Distinct configurations the study has evaluated on every dev case (a stopped one may continue)."""
+    from optuna.trial import TrialState
+
+    return len(
+        {
+            t.user_attrs[KEY]
+            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if KEY in t.user_attrs and DUPLICATE not in t.user_attrs
+        }
+    )
 
 
 def configurations(space: Sequence[Any]) -> Iterator[dict[str, Any]]:
@@ -228,14 +236,24 @@ def space_size(space: Sequence[Any], cap: int = 100_000) -> int | None:
 
 
 def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
-    """Queue a configuration of the (finite) space that no trial has claimed; False when none is left."""
+    """Queue a configuration of the (finite) space no trial has claimed, else one only stopped early.
+
+    False when every configuration has been evaluated on every dev case.
+    """
     import random
 
-    seen = {t.user_attrs[KEY] for t in study.get_trials(deepcopy=False) if KEY in t.user_attrs}
-    left = [c for c in configurations(space) if config_key(c) not in seen]
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    seen = {t.user_attrs[KEY] for t in trials if KEY in t.user_attrs}
+    complete = {t.user_attrs[KEY] for t in trials if KEY in t.user_attrs and t.state == TrialState.COMPLETE}
+    waiting = {config_key(t.params) for t in trials if t.state == TrialState.WAITING}
+    every = [c for c in configurations(space) if config_key(c) not in waiting]
+    left = [c for c in every if config_key(c) not in seen] or [c for c in every if config_key(c) not in complete]
     if not left:
         return False
-    study.enqueue_trial(random.Random(seed).choice(left), skip_if_exists=True)
+    # Not skip_if_exists: a stopped configuration has a trial with its parameters, and is queued to continue.
+    study.enqueue_trial(random.Random(seed).choice(left))
     return True
 
 

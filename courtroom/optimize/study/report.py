@@ -43,8 +43,48 @@ def trials_table(study: Any) -> pd.DataFrame:
         )
     )
     df.columns = [c.replace("user_attrs_", "").replace("params_", "") for c in df.columns]
-    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config")]
+    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config", "outcomes", "race_looks")]
     return df[keep]
+
+
+def shown_trials(study: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` without the rows a reader skips: repeats (a stored value) and stopped runs a later trial continued."""
+    from courtroom.optimize.study.race import CONTINUES
+
+    continued = {int(t.user_attrs[CONTINUES]) for t in study.get_trials(deepcopy=False) if CONTINUES in t.user_attrs}
+    hidden = continued | {t.number for t in study.get_trials(deepcopy=False) if "duplicate_of" in t.user_attrs}
+    return table[~table["number"].isin(hidden)] if "number" in table.columns else table
+
+
+def tied_table(study: Any) -> pd.DataFrame:
+    """The configurations beside the best (:mod:`courtroom.optimize.study.tied`), tied ones first; empty without."""
+    from courtroom.optimize.study.tied import preference, tied_set
+
+    found = tied_set(study)
+    if found is None:
+        return pd.DataFrame()
+    exported = found.pick(preference(study)).number
+    rows = [
+        {
+            "number": m.number,
+            "tied": "best" if m.number == found.best else ("yes" if m.tied else "no"),
+            "exported": "yes" if m.number == exported else "",
+            "accuracy": m.accuracy,
+            "cost_per_case": m.cost,
+            "p_holm": m.p_holm if m.number != found.best else None,
+            **m.config,
+        }
+        for m in found.members
+    ]
+    return pd.DataFrame(rows)
+
+
+def tied_summary(study: Any) -> dict[str, Any] | None:
+    """The tied set as ``study.json`` and the recipe keep it; None without one."""
+    from courtroom.optimize.study.tied import preference, tied_set
+
+    found = tied_set(study)
+    return found.to_dict(preference(study)) if found is not None else None
 
 
 def pareto_table(study: Any) -> pd.DataFrame:
@@ -149,6 +189,7 @@ def write_report(
         "config": config or {},
         "trials": len(table),
         "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best],
+        "tied": tied_summary(study),
         "provenance": about.to_dict(),
     }
     (out / "study.json").write_text(json.dumps(summary, indent=2, default=str))
