@@ -230,3 +230,29 @@ def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], 
     assert outcome.accuracy == 3 / 6 and outcome.interval == wilson(0.5, 6)  # the odd rows are "yes"
     assert outcome.matched_vote == "self-consistency k=1" and outcome.run_dir.parent == outcome.out_dir
     assert set(lm.engine_impl.turns) == {"classifier"}
+
+
+def test_runs_lists_a_score_folder_at_the_programs_own_row(compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    import courtroom
+
+    _, program = compiled
+
+    def yes_unless_reasoning(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        # The program (no reasoning field) says yes to every case; the vote (it reasons) follows the lean.
+        if "reasoning" in (schema.get("properties") or {}):
+            return _lean(prompt, schema)
+        return answer_for_schema(schema, {"answer": "yes"}, "yes")
+
+    fresh = _csv(tmp_path / "fresh.csv", 10, "listed claim", wrong=3)
+    with FakeServer(responder=yes_unless_reasoning) as biased:
+        code = main(["score", str(program), "--dataset", str(fresh), *FIELDS, "--api-base", biased.url, "--out",
+                     str(tmp_path / "runs")])  # fmt: skip
+    assert code == 0
+    folder = next((tmp_path / "runs").iterdir())
+    table = pd.read_csv(folder / "table.csv", index_col=0)
+    assert table.at["program", "accuracy"] == 0.5 and table.at["self-consistency k=1", "accuracy"] == 0.6
+    listed = courtroom.runs(tmp_path / "runs")
+    assert len(listed) == 1
+    row = listed.iloc[0]
+    assert row["kind"] == "score" and row["accuracy"] == 0.5 and row["n"] == 10  # not the vote's 0.6
+    assert row["framework"] == "zero-shot (program)"
