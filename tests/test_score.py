@@ -256,3 +256,32 @@ def test_runs_lists_a_score_folder_at_the_programs_own_row(compiled: tuple[Path,
     row = listed.iloc[0]
     assert row["kind"] == "score" and row["accuracy"] == 0.5 and row["n"] == 10  # not the vote's 0.6
     assert row["framework"] == "zero-shot (program)"
+
+
+def test_a_repeated_case_text_is_scored_once(
+    compiled: tuple[Path, Path],
+    server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, program = compiled
+    rows = pd.read_csv(_csv(tmp_path / "half.csv", 12, "twice claim", wrong=3))
+    pd.concat([rows, rows]).to_csv(tmp_path / "twice.csv", index=False)  # 24 rows, 12 texts
+    capsys.readouterr()
+    code = main(["score", str(program), "--dataset", str(tmp_path / "twice.csv"), *FIELDS, "--no-matched-baselines",
+                 "--api-base", server.url, "--out", str(tmp_path / "runs")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = [r.getMessage() for r in caplog.records if "repeat the text" in r.getMessage()]
+    assert said == ["the test split of custom:twice: 12 case(s) repeat the text of an earlier one: each text is kept "
+                    "once (its first row), 12 case(s) used"]  # fmt: skip
+    right = sum(1 for i in range(12) if i % 3 != 0)
+    assert f"program: accuracy {right / 12:.3f}" in out and "12 cases)" in out
+    code = main(["run", "zero-shot", "--dataset", str(tmp_path / "twice.csv"), *FIELDS, "--split-sizes", "0,0,1",
+                 "--lm", "openai/fake-m", "--api-base", server.url, "--out", str(tmp_path / "runs")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads((next(p for p in (tmp_path / "runs").iterdir() if "_score_" not in p.name) / "summary.json")
+                         .read_text())  # fmt: skip
+    assert summary["n"] == 12

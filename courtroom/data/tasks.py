@@ -176,6 +176,36 @@ def split_examples(
     return out
 
 
+def case_key(text: Any) -> str:
+    """A case's text as duplicates and overlaps are found by: whitespace runs as one space, ends trimmed.
+
+    Two rows whose texts differ only in spacing are one case; case and punctuation still count.
+    """
+    return " ".join(str(text).split())
+
+
+def unique_cases(examples: Sequence[dspy.Example], limit: int | None = None) -> tuple[list[dspy.Example], int]:
+    """The first ``limit`` examples (all: None) with distinct case texts, and how many repeats were passed over.
+
+    A text repeated within a split would count as several independent cases: it inflates ``n``,
+    narrows every interval and adds to McNemar's evidence what one case cannot give. Each text is
+    kept once, its first row; the count is of the repeats met before the ``limit``-th case kept.
+    """
+    seen: set[str] = set()
+    kept: list[dspy.Example] = []
+    dropped = 0
+    for ex in examples:
+        if limit is not None and len(kept) >= limit:
+            break
+        key = case_key(ex.get("case"))
+        if key in seen:
+            dropped += 1
+            continue
+        seen.add(key)
+        kept.append(ex)
+    return kept, dropped
+
+
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
     if dataset:
         args = from_task_file(dataset["task_file"]) if "task_file" in dataset else dict(dataset)
@@ -195,8 +225,22 @@ def load_splits(
 
     ``dataset`` holds :func:`custom_task` arguments (or ``{"task_file": PATH}``); ``splits`` holds
     ``sizes`` (``--split-sizes``) and ``files`` (split -> its own file or Hub split name,
-    ``--train-data``/``--dev-data``/``--test-data``).
+    ``--train-data``/``--dev-data``/``--test-data``). A case text repeated within a split is kept
+    once, its first row (:func:`unique_cases`; :func:`load_task` says how many were left out).
     """
+    task, parts, source = _raw_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
+    return task, {s: unique_cases(examples)[0] for s, examples in parts.items()}, source
+
+
+def _raw_splits(
+    name: str | Task,
+    *,
+    data: str,
+    seed: int,
+    dataset: Mapping[str, Any] | None,
+    splits: Mapping[str, Any] | None,
+) -> tuple[Task, dict[str, list[dspy.Example]], str]:
+    """Every split as read and cut, repeated case texts included."""
     task, data = _resolve(name, dataset, data)
     files = dict((splits or {}).get("files") or {})
     sizes = (splits or {}).get("sizes")
@@ -238,8 +282,16 @@ def load_task(
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
-    task, parts, source = load_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
-    examples = parts[split][:limit] if limit is not None else parts[split]
+    task, parts, source = _raw_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
+    examples, repeats = unique_cases(parts[split], limit)
+    if repeats:
+        said = (
+            f"the {split} split of {task.name}: {repeats} case(s) repeat the text of an earlier one: "
+            f"each text is kept once (its first row), {len(examples)} case(s) used"
+        )
+        if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
+            _WARNED.add(said)
+            logger.warning(said)
     if limit_flag and limit is not None and limit > len(examples):
         if short == "warn":
             said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
@@ -291,6 +343,7 @@ __all__ = [
     "TASKS",
     "Task",
     "TaskData",
+    "case_key",
     "custom_task",
     "get_task",
     "is_local_path",
@@ -302,4 +355,5 @@ __all__ = [
     "register",
     "split_examples",
     "to_examples",
+    "unique_cases",
 ]

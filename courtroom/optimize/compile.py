@@ -273,8 +273,10 @@ def _held_out(
     """The test examples whose case text neither train nor dev holds; and a note of what was left out."""
     if not testset:
         return [], "no test split scored (--test-limit 0, or none given)"
-    known = {str(ex.get("case")) for ex in seen}
-    kept = [ex for ex in testset if str(ex.get("case")) not in known]
+    from courtroom.data.tasks import case_key
+
+    known = {case_key(ex.get("case")) for ex in seen}
+    kept = [ex for ex in testset if case_key(ex.get("case")) not in known]
     dropped = len(testset) - len(kept)
     if dropped:
         logger.warning("%d test case(s) also appear in train or dev: left out of the held-out score", dropped)
