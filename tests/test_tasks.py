@@ -77,7 +77,8 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".parquet"])
 def test_every_file_format_loads(tmp_path: Path, suffix: str) -> None:
     rows = [
-        {"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"} for i in range(30)
+        {"input": f"not {'True' if i % 2 else 'False'} is ({i})", "target": "False" if i % 2 else "True"}
+        for i in range(30)
     ]
     data = load_task("boolean_expressions", data=str(write(tmp_path / f"bool{suffix}", rows)), split="test")
     assert len(data.examples) == 18 and all(ex.id.startswith("bool-") for ex in data.examples)

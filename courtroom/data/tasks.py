@@ -9,9 +9,10 @@ is read by :mod:`courtroom.data.custom`; its public names are re-exported here.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ class TaskData:
     examples: list[dspy.Example]
     source: str
     seed: int
+    seen: dict[str, int] | None = None
+    """With a program's train and dev cases to check against (``courtroom score``): how many of the
+    examples are also in its ``train`` and ``dev`` split, and how many such cases were ``left_out``."""
 
 
 def _read_hub(task: Task) -> list[dict[str, Any]]:
@@ -184,26 +188,37 @@ def case_key(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def unique_cases(examples: Sequence[dspy.Example], limit: int | None = None) -> tuple[list[dspy.Example], int]:
-    """The first ``limit`` examples (all: None) with distinct case texts, and how many repeats were passed over.
+def case_digest(text: Any) -> str:
+    """A short digest of :func:`case_key`: how a compiled program records its train and dev cases."""
+    return hashlib.sha256(case_key(text).encode()).hexdigest()[:16]
+
+
+def unique_cases(
+    examples: Sequence[dspy.Example], limit: int | None = None, leave_out: Collection[str] = ()
+) -> tuple[list[dspy.Example], int, int]:
+    """The first ``limit`` examples (all: None) with distinct case texts; the repeats and the left out passed over.
 
     A text repeated within a split would count as several independent cases: it inflates ``n``,
     narrows every interval and adds to McNemar's evidence what one case cannot give. Each text is
-    kept once, its first row; the count is of the repeats met before the ``limit``-th case kept.
+    kept once, its first row. ``leave_out`` holds :func:`case_digest` values of texts not to keep
+    at all. The counts are of the cases passed over before the ``limit``-th case kept.
     """
     seen: set[str] = set()
     kept: list[dspy.Example] = []
-    dropped = 0
+    repeats = left = 0
     for ex in examples:
         if limit is not None and len(kept) >= limit:
             break
         key = case_key(ex.get("case"))
         if key in seen:
-            dropped += 1
+            repeats += 1
             continue
         seen.add(key)
+        if leave_out and case_digest(key) in leave_out:
+            left += 1
+            continue
         kept.append(ex)
-    return kept, dropped
+    return kept, repeats, left
 
 
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
@@ -277,27 +292,39 @@ def load_task(
     With ``limit_flag`` (the option that set ``limit``), a split smaller than ``limit`` is an
     error that says how many examples it has (``short="warn"`` logs it and uses the whole split,
     for options whose default may exceed a small dataset); without, the split is simply used whole.
+    A case text repeated within the split is kept once (a warning says how many were passed over).
+    ``splits["seen"]`` (split -> :func:`case_digest` values: a compiled program's train and dev
+    cases, ``courtroom score``) counts the examples the program saw into :attr:`TaskData.seen`,
+    with a warning; ``splits["leave_out_seen"]`` leaves them out instead (before the limit).
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
     task, parts, source = _raw_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
-    examples, repeats = unique_cases(parts[split], limit)
+    known = {s: set(v) for s, v in ((splits or {}).get("seen") or {}).items()}
+    leave_out = set().union(*known.values()) if known and (splits or {}).get("leave_out_seen") else set()
+    examples, repeats, left = unique_cases(parts[split], limit, leave_out)
     if repeats:
-        said = (
+        _warn_once(
             f"the {split} split of {task.name}: {repeats} case(s) repeat the text of an earlier one: "
             f"each text is kept once (its first row), {len(examples)} case(s) used"
         )
-        if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
-            _WARNED.add(said)
-            logger.warning(said)
+    seen = _seen(examples, known, left) if known else None
+    if seen and left:
+        _warn_once(
+            f"the {split} split of {task.name}: {left} case(s) also in the program's train or dev split left out "
+            f"(--exclude-seen), {len(examples)} case(s) used"
+        )
+    elif seen and (seen["train"] or seen["dev"]):
+        _warn_once(
+            f"the {split} split of {task.name}: {seen['train']} case(s) are also in the program's train split and "
+            f"{seen['dev']} in its dev split: its score on them is not a held-out score "
+            "(--exclude-seen leaves them out)"
+        )
     if limit_flag and limit is not None and limit > len(examples):
         if short == "warn":
-            said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
-            if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
-                _WARNED.add(said)
-                logger.warning(said)
+            _warn_once(f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all")
         else:
             raise DataError(
                 f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
@@ -305,7 +332,19 @@ def load_task(
             )
     if not examples:
         raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
-    return TaskData(task, split, examples, source, seed)
+    return TaskData(task, split, examples, source, seed, seen)
+
+
+def _warn_once(said: str) -> None:
+    if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
+        _WARNED.add(said)
+        logger.warning(said)
+
+
+def _seen(examples: Sequence[dspy.Example], known: Mapping[str, set[str]], left: int) -> dict[str, int]:
+    """How many ``examples`` a program saw while compiling, per split (``known``: digests), and ``left_out``."""
+    digests = [case_digest(ex.get("case")) for ex in examples]
+    return {s: sum(d in known.get(s, set()) for d in digests) for s in ("train", "dev")} | {"left_out": left}
 
 
 def load_sized(
@@ -343,6 +382,7 @@ __all__ = [
     "TASKS",
     "Task",
     "TaskData",
+    "case_digest",
     "case_key",
     "custom_task",
     "get_task",
