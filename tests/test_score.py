@@ -285,6 +285,14 @@ def test_a_repeated_case_text_is_scored_once(
     summary = json.loads((next(p for p in (tmp_path / "runs").iterdir() if "_score_" not in p.name) / "summary.json")
                          .read_text())  # fmt: skip
     assert summary["n"] == 12
+    # predict answers every line, and its right count takes each text once.
+    code = main(["predict", str(program), "--input", str(tmp_path / "doubled.csv"), "--text-field", "text",
+                 "--label-field", "label", "--api-base", server.url])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(out.splitlines()) == 24
+    assert (f"24 case(s), 0 failed; {right} right ({right / 12:.3f} of 12 distinct cases: 12 line(s) repeat an "
+            "earlier case text;") in " ".join(err.split())  # fmt: skip
 
 
 def test_score_warns_and_records_the_cases_the_program_saw(
