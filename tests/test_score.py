@@ -310,8 +310,10 @@ def test_score_warns_and_records_the_cases_the_program_saw(
     assert main([*argv, str(tmp_path / "kept")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     said = [r.getMessage() for r in caplog.records if "program's train split" in r.getMessage()]
-    assert said == ["the test split of custom:again: 4 case(s) are also in the program's train split and 3 in its "
-                    "dev split: its score on them is not a held-out score (--exclude-seen leaves them out)"]  # fmt: skip
+    assert said == [
+        "the test split of custom:again: 4 case(s) are also in the program's train split and 3 in its dev split: "
+        "its score on them is not a held-out score (--exclude-seen leaves them out)"
+    ]
     assert "7 of the cases were seen while compiling (train 4, dev 3): not a held-out score" in out
     (folder,) = (tmp_path / "kept").iterdir()
     summary = json.loads((folder / "program" / "summary.json").read_text())

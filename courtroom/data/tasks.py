@@ -324,7 +324,9 @@ def load_task(
         )
     if limit_flag and limit is not None and limit > len(examples):
         if short == "warn":
-            _warn_once(f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all")
+            _warn_once(
+                f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
+            )
         else:
             raise DataError(
                 f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "

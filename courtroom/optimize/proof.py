@@ -165,9 +165,9 @@ def _adjusted_phi(a: int, b: int, c: int, d: int) -> float:
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     if not margins:
         return 0.0
-    cross = a * d - b * c
+    cross = float(a * d - b * c)
     if cross > 0:
-        cross = max(cross - (a + b + c + d) / 2, 0)
+        cross = max(cross - (a + b + c + d) / 2, 0.0)
     return cross / math.sqrt(margins)
 
 
