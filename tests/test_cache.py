@@ -62,3 +62,51 @@ def test_compile_answers_from_and_into_the_courtroom_cache(tmp_path, courtroom_p
             sent.append(server.counts["requests"] - sum(sent))
     assert sent[0] > 0 and sent[1] == 0  # the second compile was answered from the cache
     assert _entries(tmp_path / "cache") == sent[0] and _entries(tmp_path / "dspy") == 0
+
+
+def test_a_samples_answers_do_not_depend_on_which_run_filled_the_cache(tmp_path, monkeypatch):
+    """Issue 41: a k_samples=1 trial reading a k_samples=3 trial's cached samples scored differently.
+
+    The three samples of one prompt reach the model concurrently; the fake drew by arrival, so the
+    answer cached for sample 0 (the one k_samples=1 reads) was whichever arrived first. Here sample 0
+    is made to arrive last, as a slow thread would: its answer must not change.
+    """
+    import threading
+
+    from courtroom.data.tasks import load_task
+    from courtroom.models.cache import configure_cache
+    from courtroom.programs.baselines import SelfConsistency
+    from courtroom.testing import oracle_lm
+
+    examples = load_task("boolean_expressions", split="test", limit=12).examples
+    gold, labels = {e.case: e.label for e in examples}, ["True", "False"]
+    sample = SelfConsistency._sample
+    done: dict[str, int] = {}
+    changed = threading.Condition()
+
+    def last_first(self, case, i):  # sample 0 of a k>1 trial waits for the case's other samples
+        if self.k_samples > 1 and i == 0:
+            with changed:
+                changed.wait_for(lambda: done.get(case, 0) >= self.k_samples - 1, timeout=5)
+            return sample(self, case, i)
+        out = sample(self, case, i)
+        with changed:
+            done[case] = done.get(case, 0) + 1
+            changed.notify_all()
+        return out
+
+    monkeypatch.setattr(SelfConsistency, "_sample", last_first)
+
+    def trial(k, lm):
+        results = evaluate(SelfConsistency(labels, lm=lm, k_shots=0, k_samples=k), examples, concurrency=4)
+        return [r.prediction for r in results]
+
+    seen = {}
+    for n, order in enumerate([(1,), (3, 1), (1,), (3, 1)]):
+        configure_cache(tmp_path / f"cache-{n}")  # each run starts cold, as an identical run elsewhere would
+        done.clear()
+        lm = oracle_lm(gold, labels, accuracy=0.6, cache=True)
+        for k in order:
+            seen.setdefault(k, []).append(trial(k, lm))
+    assert all(run == seen[1][0] for run in seen[1]), seen[1]  # k=1 alone, or after k=3 filled the cache
+    assert seen[3][0] == seen[3][1]

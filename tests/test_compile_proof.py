@@ -183,6 +183,27 @@ def test_gain_figures_by_hand() -> None:
     assert same.p_value == 1 and same.verdict == "none" and same.sentence().startswith("no significant gain on dev")
 
 
+def test_newcombe_adjusts_phi_as_published() -> None:
+    # Cavo et al. (2012), the paired example of Fagerland, Lydersen and Laake's book, as R's
+    # contingencytables tests Newcombe_square_and_add_CI_paired_2x2 on it: -0.0621 [-0.1186, -0.0046].
+    # Its first classification is our "after": 59 both, 6 only after, 16 only before, 80 neither.
+    low, high = newcombe(59, 16, 6, 80)
+    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+    # ad - bc = 5 > 0 but below n/2 = 10.5 (Bentur et al. 2009, the book's other example): phi is 0,
+    # the two Wilson intervals' errors add in squares.
+    from courtroom.eval.metrics import wilson
+
+    (l1, u1), (l2, u2) = wilson(2 / 21, 21), wilson(8 / 21, 21)
+    low, high = newcombe(1, 7, 1, 12)
+    assert low == pytest.approx(-6 / 21 - ((2 / 21 - l1) ** 2 + (u2 - 8 / 21) ** 2) ** 0.5)
+    assert high == pytest.approx(-6 / 21 + ((8 / 21 - l2) ** 2 + (u1 - 2 / 21) ** 2) ** 0.5)
+    # Two programs that agree on every case: a real interval, not [0, 0].
+    low, high = newcombe(12, 0, 0, 12)
+    assert low < -0.05 and high > 0.05 and low == pytest.approx(-high)
+    same = gain("dev", [_R(i, i < 12) for i in range(24)], [_R(i, i < 12) for i in range(24)], LABELS)
+    assert same.difference == 0 and same.ci_low < 0 < same.ci_high
+
+
 def test_the_command_prints_and_records_the_proof(
     splits: Any, tmp_path: Any, capsys: Any, monkeypatch: Any, caplog: Any
 ) -> None:

@@ -230,3 +230,101 @@ def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], 
     assert outcome.accuracy == 3 / 6 and outcome.interval == wilson(0.5, 6)  # the odd rows are "yes"
     assert outcome.matched_vote == "self-consistency k=1" and outcome.run_dir.parent == outcome.out_dir
     assert set(lm.engine_impl.turns) == {"classifier"}
+
+
+def test_runs_lists_a_score_folder_at_the_programs_own_row(compiled: tuple[Path, Path], tmp_path: Path) -> None:
+    import courtroom
+
+    _, program = compiled
+
+    def yes_unless_reasoning(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        # The program (no reasoning field) says yes to every case; the vote (it reasons) follows the lean.
+        if "reasoning" in (schema.get("properties") or {}):
+            return _lean(prompt, schema)
+        return answer_for_schema(schema, {"answer": "yes"}, "yes")
+
+    fresh = _csv(tmp_path / "fresh.csv", 10, "listed claim", wrong=3)
+    with FakeServer(responder=yes_unless_reasoning) as biased:
+        code = main(["score", str(program), "--dataset", str(fresh), *FIELDS, "--api-base", biased.url, "--out",
+                     str(tmp_path / "runs")])  # fmt: skip
+    assert code == 0
+    folder = next((tmp_path / "runs").iterdir())
+    table = pd.read_csv(folder / "table.csv", index_col=0)
+    assert table.at["program", "accuracy"] == 0.5 and table.at["self-consistency k=1", "accuracy"] == 0.6
+    listed = courtroom.runs(tmp_path / "runs")
+    assert len(listed) == 1
+    row = listed.iloc[0]
+    assert row["kind"] == "score" and row["accuracy"] == 0.5 and row["n"] == 10  # not the vote's 0.6
+    assert row["framework"] == "zero-shot (program)"
+
+
+def test_a_repeated_case_text_is_scored_once(
+    compiled: tuple[Path, Path],
+    server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, program = compiled
+    rows = pd.read_csv(_csv(tmp_path / "half.csv", 12, "twice claim", wrong=3))
+    pd.concat([rows, rows]).to_csv(tmp_path / "doubled.csv", index=False)  # 24 rows, 12 texts
+    capsys.readouterr()
+    code = main(["score", str(program), "--dataset", str(tmp_path / "doubled.csv"), *FIELDS, "--no-matched-baselines",
+                 "--api-base", server.url, "--out", str(tmp_path / "runs")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = [r.getMessage() for r in caplog.records if "repeat the text" in r.getMessage()]
+    assert said == ["the test split of custom:doubled: 12 case(s) repeat the text of an earlier one: each text is "
+                    "kept once (its first row), 12 case(s) used"]  # fmt: skip
+    right = sum(1 for i in range(12) if i % 3 != 0)
+    assert f"program: accuracy {right / 12:.3f}" in out and "12 cases)" in out
+    code = main(["run", "zero-shot", "--dataset", str(tmp_path / "doubled.csv"), *FIELDS, "--split-sizes", "0,0,1",
+                 "--lm", "openai/fake-m", "--api-base", server.url, "--out", str(tmp_path / "runs")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads((next(p for p in (tmp_path / "runs").iterdir() if "_score_" not in p.name) / "summary.json")
+                         .read_text())  # fmt: skip
+    assert summary["n"] == 12
+    # predict answers every line, and its right count takes each text once.
+    code = main(["predict", str(program), "--input", str(tmp_path / "doubled.csv"), "--text-field", "text",
+                 "--label-field", "label", "--api-base", server.url])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(out.splitlines()) == 24
+    assert (f"24 case(s), 0 failed; {right} right ({right / 12:.3f} of 12 distinct cases: 12 line(s) repeat an "
+            "earlier case text;") in " ".join(err.split())  # fmt: skip
+
+
+def test_score_warns_and_records_the_cases_the_program_saw(
+    compiled: tuple[Path, Path],
+    server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data, program = compiled
+    again = tmp_path / "again.csv"  # the program's own file under another name: scored whole, train and dev too
+    again.write_bytes(data.read_bytes())
+    argv = ["score", str(program), "--dataset", str(again), *FIELDS, "--api-base", server.url, "--out"]
+    capsys.readouterr()
+    assert main([*argv, str(tmp_path / "kept"), "--no-matched-baselines"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    said = [r.getMessage() for r in caplog.records if "program's train split" in r.getMessage()]
+    assert said == [
+        "the test split of custom:again: 4 case(s) are also in the program's train split and 3 in its dev split: "
+        "its score on them is not a held-out score (--exclude-seen leaves them out)"
+    ]
+    assert "7 of the cases were seen while compiling (train 4, dev 3): not a held-out score" in out
+    (folder,) = (tmp_path / "kept").iterdir()
+    summary = json.loads((folder / "program" / "summary.json").read_text())
+    assert summary["n"] == 30 and summary["seen"] == {"train": 4, "dev": 3, "left_out": 0}
+    assert json.loads((folder / "program" / "meta.json").read_text())["task"]["seen"] == summary["seen"]
+
+    assert main([*argv, str(tmp_path / "left"), "--exclude-seen"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "7 case(s) seen while compiling left out" in out
+    (folder,) = (tmp_path / "left").iterdir()
+    table = pd.read_csv(folder / "table.csv", index_col=0)
+    assert list(table["n"]) == [23, 23]  # the program's row and its vote's: the same 23 unseen cases
+    summary = json.loads((folder / "program" / "summary.json").read_text())
+    assert summary["seen"] == {"train": 0, "dev": 0, "left_out": 7}

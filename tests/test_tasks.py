@@ -77,7 +77,8 @@ def test_hub_loading_goes_through_datasets_with_the_hub_id(monkeypatch: pytest.M
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".parquet"])
 def test_every_file_format_loads(tmp_path: Path, suffix: str) -> None:
     rows = [
-        {"input": f"not {'True' if i % 2 else 'False'} is", "target": "False" if i % 2 else "True"} for i in range(30)
+        {"input": f"not {'True' if i % 2 else 'False'} is ({i})", "target": "False" if i % 2 else "True"}
+        for i in range(30)
     ]
     data = load_task("boolean_expressions", data=str(write(tmp_path / f"bool{suffix}", rows)), split="test")
     assert len(data.examples) == 18 and all(ex.id.startswith("bool-") for ex in data.examples)
@@ -161,6 +162,27 @@ def test_splits_are_seeded_disjoint_and_cover_the_data(tmp_path: Path) -> None:
     assert sum(len(v) for v in ids.values()) == 500
     assert not (set(ids["train"]) & set(ids["test"])) and not (set(ids["dev"]) & set(ids["test"]))
     assert len(ids["train"]) == len(ids["dev"]) == 100
+
+
+def test_a_case_text_repeated_within_a_split_counts_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # 24 rows, 12 distinct texts (the copies differ only in spacing): 12 cases, not 24.
+    rows = [{"text": f"claim {i % 12}:  the evidence" + (" " if i >= 12 else ""), "label": "yes"} for i in range(24)]
+    spec = {"dataset": str(write(tmp_path / "twice.csv", rows)), "text_fields": ["text"], "label_field": "label",
+            "labels": ["yes", "no"]}  # fmt: skip
+    whole = {"sizes": [0.0, 0.0, 1.0]}
+    with caplog.at_level("WARNING", logger="courtroom.data.tasks"):
+        data = load_task("x", dataset=spec, split="test", splits=whole)
+    assert len(data.examples) == 12 and len({" ".join(e.case.split()) for e in data.examples}) == 12
+    said = [r.getMessage() for r in caplog.records if "repeat the text" in r.getMessage()]
+    assert said == ["the test split of custom:twice: 12 case(s) repeat the text of an earlier one: each text is "
+                    "kept once (its first row), 12 case(s) used"]  # fmt: skip
+    assert len(load_splits("x", dataset=spec, splits=whole)[1]["test"]) == 12  # what estimates and compile read
+    # A limit takes that many distinct texts; repeats past it are not counted.
+    caplog.clear()
+    assert len(load_task("x", dataset=spec, split="test", splits=whole, limit=5).examples) == 5
+    assert not [r for r in caplog.records if "repeat the text" in r.getMessage()]
+    with pytest.raises(DataError, match="--limit 13 but the test split of custom:twice has 12 examples"):
+        load_task("x", dataset=spec, split="test", splits=whole, limit=13, limit_flag="--limit")
 
 
 def test_custom_dataset_from_a_local_file(tmp_path: Path) -> None:

@@ -184,6 +184,8 @@ class ExperimentOptions(EstimateOptions, total=False):
     show: int | None
     format: str
     dry_run: bool
+    exclude_seen: bool
+    """:func:`courtroom.score`: leave out the cases also in the program's train or dev split."""
 
 
 COMMAND_OPTIONS: dict[str, type] = {

@@ -8,12 +8,15 @@ finishes it); the program's run folder inside it is a run folder (``show``, ``re
 
 Data: the options ``run`` takes. With none, the data the program was compiled on, scored on its
 test split (the split the compile held out). A ``--dataset`` other than the program's is scored
-whole, every row, unless a split option says otherwise. Models: the program's saved role models,
+whole, every row, unless a split option says otherwise. A scored case whose text is also in the
+program's train or dev split (as its file records them) is counted, with a warning, in the
+summary's ``seen``; ``--exclude-seen`` leaves such cases out of both rows. Models: the program's saved role models,
 unless ``lm`` replaces them all or ``roles`` some.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
     from courtroom.spec import Experiment
 
 __all__ = ["ScoreOutcome", "run_score", "score_estimate"]
+
+logger = logging.getLogger(__name__)
 
 SPLIT_FIELDS = ("train_data", "dev_data", "test_data", "split_sizes", "seed")
 
@@ -65,6 +70,11 @@ class ScoreOutcome:
         from courtroom.eval.metrics import wilson
 
         return wilson(self.accuracy, int(self.summary["n"]))
+
+    @property
+    def seen(self) -> dict[str, int] | None:
+        """Scored cases the program saw while compiling (``train``, ``dev``) and those ``left_out``; None: unchecked."""
+        return self.summary.get("seen")
 
     @property
     def matched_vote(self) -> str | None:
@@ -141,10 +151,32 @@ def _plan(spec: Experiment, program: str | Path, ready: bool = False) -> tuple[E
         "repeats": 1,
         "plots": False,
     }
+    opts["splits"] = _checked_against(meta, opts.get("splits"), spec.data.exclude_seen, program)
     sizes = spec.data.split_sizes
     if sizes is not None and not sizes[0] and not spec.data.train_data:
         opts["baseline_knobs"] = {"k_shots": 0}  # no train split to draw the vote's demos from: zero-shot samples
     return spec, opts
+
+
+def _checked_against(
+    meta: Mapping[str, Any], splits: Mapping[str, Any] | None, exclude: bool, program: str | Path
+) -> dict[str, Any] | None:
+    """The rows' ``splits`` with the program's train and dev cases to check the scored ones against.
+
+    Every row (the program's and its vote's) loads its cases with them, so both count (or, with
+    ``exclude``, leave out) the same ones (:func:`courtroom.data.tasks.load_task`).
+    """
+    seen = (meta.get("task") or {}).get("seen_cases")
+    if not seen:
+        if exclude:
+            raise ConfigError(
+                f"{program} does not record its train and dev cases (compiled by an earlier version): "
+                "recompile it to use --exclude-seen"
+            )
+        logger.warning("%s does not record its train and dev cases: overlap with them is not checked", program)
+        return dict(splits) if splits else None
+    base = dict(splits) if splits else {"sizes": None, "files": {}}
+    return base | {"seen": {k: list(v) for k, v in seen.items()}, "leave_out_seen": exclude}
 
 
 def score_estimate(spec: Experiment, program: str | Path) -> dict[str, Estimate]:

@@ -104,6 +104,9 @@ OPTIONS: list[Option] = [
        "program on the first N (default 50); a study scores its chosen trial (or every Pareto point) on them, "
        "beside the dev score that chose it (default: the dev size; off under --max-calls/--max-cost unless given). "
        "0: none.", DATA_PANEL, ("compile", "study"), min=0, show_default="compile: 50; study: --dev-limit"),
+    _o("exclude_seen", "--exclude-seen", bool, "Leave out the cases whose text is also in the program's train or "
+       "dev split (without it they are scored, with a warning, and counted in the summary).", DATA_PANEL,
+       {"score": False}),
     # Models
     _o("lm", "--lm", LIST, "Default model for every role (a dspy.LM string, or 'local'); in a study, repeat it to "
        "let the study choose a model per role.", MODELS_PANEL, SPEC_COMMANDS, show_default="local"),
@@ -352,7 +355,8 @@ def from_flags(
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
-              "test_limit", "keep_better", "track", "trace", "pruner", "prefer", "show_repeats")  # fmt: skip
+              "test_limit", "keep_better", "track", "trace", "exclude_seen", "pruner", "prefer",
+              "show_repeats")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

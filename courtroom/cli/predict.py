@@ -155,9 +155,16 @@ def predict_command(
     failed = sum(v.label is None for v in verdicts)
     said = f"{len(verdicts)} case(s), {failed} failed"
     if golds is not None:
-        right = sum(v.label is not None and v.label == g for v, g in zip(verdicts, golds, strict=True))
-        said += f"; {right} right ({right / len(verdicts):.3f}; with its interval and the vote at the same calls: "
-        said += "courtroom score)"
+        # Every line is answered; a case text repeated in the file counts once (its first line), as in every command.
+        from courtroom.data.tasks import case_key
+
+        first = {case_key(row["case"]): n for n, row in reversed(list(enumerate(rows)))}
+        counted = sorted(first.values())
+        right = sum(verdicts[n].label is not None and verdicts[n].label == golds[n] for n in counted)
+        said += f"; {right} right ({right / len(counted):.3f}"
+        if len(counted) < len(rows):
+            said += f" of {len(counted)} distinct cases: {len(rows) - len(counted)} line(s) repeat an earlier case text"
+        said += "; with its interval and the vote at the same calls: courtroom score)"
     Console(stderr=True).print(said + (f"; results in {output}" if output else ""), soft_wrap=True)
     from courtroom.eval.status import TooManyFailures, status
 

@@ -25,7 +25,9 @@ def score_command(
     """Score a saved program on labelled data, beside a majority vote at its calls; write the score folder.
 
     With no data option, the program's own test split (held out when it was compiled); a --dataset
-    of its own is scored whole. The program's saved models are used unless --lm/--role replace them.
+    of its own is scored whole. Cases the program saw while compiling (its train and dev texts) are
+    counted with a warning, or left out with --exclude-seen. The program's saved models are used
+    unless --lm/--role replace them.
     """
     from courtroom.api import estimate, score
     from courtroom.cli._values import check_providers, writable_folder
@@ -74,4 +76,12 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
         )
     elif spec.design.matched_baselines:
         line += "; no matched vote (no calls were counted)"
+    seen = outcome.seen or {}
+    if seen.get("train") or seen.get("dev"):
+        line += (
+            f"; {seen['train'] + seen['dev']} of the cases were seen while compiling (train {seen['train']}, "
+            f"dev {seen['dev']}): not a held-out score (--exclude-seen leaves them out)"
+        )
+    elif seen.get("left_out"):
+        line += f"; {seen['left_out']} case(s) seen while compiling left out"
     say(console, line, f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})")

@@ -9,9 +9,10 @@ is read by :mod:`courtroom.data.custom`; its public names are re-exported here.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ class TaskData:
     examples: list[dspy.Example]
     source: str
     seed: int
+    seen: dict[str, int] | None = None
+    """With a program's train and dev cases to check against (``courtroom score``): how many of the
+    examples are also in its ``train`` and ``dev`` split, and how many such cases were ``left_out``."""
 
 
 def _read_hub(task: Task) -> list[dict[str, Any]]:
@@ -176,6 +180,47 @@ def split_examples(
     return out
 
 
+def case_key(text: Any) -> str:
+    """A case's text as duplicates and overlaps are found by: whitespace runs as one space, ends trimmed.
+
+    Two rows whose texts differ only in spacing are one case; case and punctuation still count.
+    """
+    return " ".join(str(text).split())
+
+
+def case_digest(text: Any) -> str:
+    """A short digest of :func:`case_key`: how a compiled program records its train and dev cases."""
+    return hashlib.sha256(case_key(text).encode()).hexdigest()[:16]
+
+
+def unique_cases(
+    examples: Sequence[dspy.Example], limit: int | None = None, leave_out: Collection[str] = ()
+) -> tuple[list[dspy.Example], int, int]:
+    """The first ``limit`` examples (all: None) with distinct case texts; the repeats and the left out passed over.
+
+    A text repeated within a split would count as several independent cases: it inflates ``n``,
+    narrows every interval and adds to McNemar's evidence what one case cannot give. Each text is
+    kept once, its first row. ``leave_out`` holds :func:`case_digest` values of texts not to keep
+    at all. The counts are of the cases passed over before the ``limit``-th case kept.
+    """
+    seen: set[str] = set()
+    kept: list[dspy.Example] = []
+    repeats = left = 0
+    for ex in examples:
+        if limit is not None and len(kept) >= limit:
+            break
+        key = case_key(ex.get("case"))
+        if key in seen:
+            repeats += 1
+            continue
+        seen.add(key)
+        if leave_out and case_digest(key) in leave_out:
+            left += 1
+            continue
+        kept.append(ex)
+    return kept, repeats, left
+
+
 def _resolve(name: str | Task, dataset: Mapping[str, Any] | None, data: str) -> tuple[Task, str]:
     if dataset:
         args = from_task_file(dataset["task_file"]) if "task_file" in dataset else dict(dataset)
@@ -195,8 +240,22 @@ def load_splits(
 
     ``dataset`` holds :func:`custom_task` arguments (or ``{"task_file": PATH}``); ``splits`` holds
     ``sizes`` (``--split-sizes``) and ``files`` (split -> its own file or Hub split name,
-    ``--train-data``/``--dev-data``/``--test-data``).
+    ``--train-data``/``--dev-data``/``--test-data``). A case text repeated within a split is kept
+    once, its first row (:func:`unique_cases`; :func:`load_task` says how many were left out).
     """
+    task, parts, source = _raw_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
+    return task, {s: unique_cases(examples)[0] for s, examples in parts.items()}, source
+
+
+def _raw_splits(
+    name: str | Task,
+    *,
+    data: str,
+    seed: int,
+    dataset: Mapping[str, Any] | None,
+    splits: Mapping[str, Any] | None,
+) -> tuple[Task, dict[str, list[dspy.Example]], str]:
+    """Every split as read and cut, repeated case texts included."""
     task, data = _resolve(name, dataset, data)
     files = dict((splits or {}).get("files") or {})
     sizes = (splits or {}).get("sizes")
@@ -233,19 +292,41 @@ def load_task(
     With ``limit_flag`` (the option that set ``limit``), a split smaller than ``limit`` is an
     error that says how many examples it has (``short="warn"`` logs it and uses the whole split,
     for options whose default may exceed a small dataset); without, the split is simply used whole.
+    A case text repeated within the split is kept once (a warning says how many were passed over).
+    ``splits["seen"]`` (split -> :func:`case_digest` values: a compiled program's train and dev
+    cases, ``courtroom score``) counts the examples the program saw into :attr:`TaskData.seen`,
+    with a warning; ``splits["leave_out_seen"]`` leaves them out instead (before the limit).
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"{limit_flag or '--limit'} must be >= 1, got {limit}")
-    task, parts, source = load_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
-    examples = parts[split][:limit] if limit is not None else parts[split]
+    task, parts, source = _raw_splits(name, data=data, seed=seed, dataset=dataset, splits=splits)
+    known = {s: set(v) for s, v in ((splits or {}).get("seen") or {}).items()}
+    leave_out = set().union(*known.values()) if known and (splits or {}).get("leave_out_seen") else set()
+    examples, repeats, left = unique_cases(parts[split], limit, leave_out)
+    if repeats:
+        _warn_once(
+            f"the {split} split of {task.name}: {repeats} case(s) repeat the text of an earlier one: "
+            f"each text is kept once (its first row), {len(examples)} case(s) used"
+        )
+    seen = _seen(examples, known, left) if known else None
+    if seen and left:
+        _warn_once(
+            f"the {split} split of {task.name}: {left} case(s) also in the program's train or dev split left out "
+            f"(--exclude-seen), {len(examples)} case(s) used"
+        )
+    elif seen and (seen["train"] or seen["dev"]):
+        _warn_once(
+            f"the {split} split of {task.name}: {seen['train']} case(s) are also in the program's train split and "
+            f"{seen['dev']} in its dev split: its score on them is not a held-out score "
+            "(--exclude-seen leaves them out)"
+        )
     if limit_flag and limit is not None and limit > len(examples):
         if short == "warn":
-            said = f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
-            if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
-                _WARNED.add(said)
-                logger.warning(said)
+            _warn_once(
+                f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: using all"
+            )
         else:
             raise DataError(
                 f"{limit_flag} {limit} but the {split} split of {task.name} has {len(examples)} examples: "
@@ -253,7 +334,19 @@ def load_task(
             )
     if not examples:
         raise DataError(f"{task.name}: the {split} split is empty; use a larger dataset or another split")
-    return TaskData(task, split, examples, source, seed)
+    return TaskData(task, split, examples, source, seed, seen)
+
+
+def _warn_once(said: str) -> None:
+    if said not in _WARNED:  # once: a dry run and the budget's bound load the same split again
+        _WARNED.add(said)
+        logger.warning(said)
+
+
+def _seen(examples: Sequence[dspy.Example], known: Mapping[str, set[str]], left: int) -> dict[str, int]:
+    """How many ``examples`` a program saw while compiling, per split (``known``: digests), and ``left_out``."""
+    digests = [case_digest(ex.get("case")) for ex in examples]
+    return {s: sum(d in known.get(s, set()) for d in digests) for s in ("train", "dev")} | {"left_out": left}
 
 
 def load_sized(
@@ -291,6 +384,8 @@ __all__ = [
     "TASKS",
     "Task",
     "TaskData",
+    "case_digest",
+    "case_key",
     "custom_task",
     "get_task",
     "is_local_path",
@@ -302,4 +397,5 @@ __all__ = [
     "register",
     "split_examples",
     "to_examples",
+    "unique_cases",
 ]

@@ -222,6 +222,8 @@ def compile_program(
         "train_ids": [str(ex.get("id")) for ex in trainset],
         "dev_ids": [str(ex.get("id")) for ex in devset],
         "test_ids": [str(ex.get("id")) for ex in testset],
+        # What the program saw, by text (digests, not the texts): `courtroom score` checks its cases against them.
+        "seen_cases": {"train": _digests(trainset), "dev": _digests(devset)},
     }
     from courtroom.saving import describe_lm
 
@@ -273,14 +275,22 @@ def _held_out(
     """The test examples whose case text neither train nor dev holds; and a note of what was left out."""
     if not testset:
         return [], "no test split scored (--test-limit 0, or none given)"
-    known = {str(ex.get("case")) for ex in seen}
-    kept = [ex for ex in testset if str(ex.get("case")) not in known]
+    from courtroom.data.tasks import case_key
+
+    known = {case_key(ex.get("case")) for ex in seen}
+    kept = [ex for ex in testset if case_key(ex.get("case")) not in known]
     dropped = len(testset) - len(kept)
     if dropped:
         logger.warning("%d test case(s) also appear in train or dev: left out of the held-out score", dropped)
     if not kept:
         return [], "every test case also appears in train or dev: no held-out score"
     return kept, f"{dropped} test case(s) also in train or dev left out" if dropped else None
+
+
+def _digests(examples: Sequence[dspy.Example]) -> list[str]:
+    from courtroom.data.tasks import case_digest
+
+    return sorted({case_digest(ex.get("case")) for ex in examples})
 
 
 def _calls(by: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:

@@ -136,7 +136,8 @@ def score(results: Sequence[Any], labels: Sequence[str], calls: int = 0) -> Scor
 def newcombe(a: int, b: int, c: int, d: int) -> tuple[float, float]:
     """95% interval of p_after - p_before for paired answers (Newcombe 1998, method 10).
 
-    ``a``: both right, ``b``: only before right, ``c``: only after right, ``d``: both wrong.
+    ``a``: both right, ``b``: only before right, ``c``: only after right, ``d``: both wrong. The two
+    Wilson intervals are combined with the continuity-adjusted phi (:func:`_adjusted_phi`).
     """
     from courtroom.eval.metrics import wilson
 
@@ -146,13 +147,28 @@ def newcombe(a: int, b: int, c: int, d: int) -> tuple[float, float]:
     p_after, p_before = (a + c) / n, (a + b) / n
     l1, u1 = wilson(p_after, n)
     l2, u2 = wilson(p_before, n)
-    # The phi correlation of the two programs' correctness (0 when a margin is empty).
-    margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    phi = _adjusted_phi(a, b, c, d)
     diff = p_after - p_before
     delta = math.sqrt(max((p_after - l1) ** 2 - 2 * phi * (p_after - l1) * (u2 - p_before) + (u2 - p_before) ** 2, 0))
     eps = math.sqrt(max((u1 - p_after) ** 2 - 2 * phi * (u1 - p_after) * (p_before - l2) + (p_before - l2) ** 2, 0))
     return max(-1.0, diff - delta), min(1.0, diff + eps)
+
+
+def _adjusted_phi(a: int, b: int, c: int, d: int) -> float:
+    """The correlation of the two programs' correctness, as method 10 uses it (0 when a margin is empty).
+
+    Newcombe corrects a positive ``ad - bc`` for continuity (``max(ad - bc - n/2, 0)``) and keeps a
+    negative one as it is; so do the published implementations (R's contingencytables,
+    ``Newcombe_square_and_add_CI_paired_2x2``; biostatUZH, ``confIntPairedProportion``). Without the
+    correction two identical programs (b = c = 0) get phi = 1 and the zero-width interval [0, 0].
+    """
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    if not margins:
+        return 0.0
+    cross = float(a * d - b * c)
+    if cross > 0:
+        cross = max(cross - (a + b + c + d) / 2, 0.0)
+    return cross / math.sqrt(margins)
 
 
 def gain(

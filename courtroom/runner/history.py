@@ -2,7 +2,8 @@
 
 Each row is read from the files a folder already holds (``meta.json`` and ``summary.json`` of
 a run, ``group.json`` and ``repeats.json`` of a repeat group, ``comparison.json`` and
-``table.csv`` of a comparison). A folder that is none of these, or is half written, is skipped.
+``table.csv`` of a comparison). A ``courtroom score`` folder (a comparison folder too) is listed
+as a ``score``, at its program's row. A folder that is none of these, or is half written, is skipped.
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ def _comparison_row(path: Path) -> dict[str, Any] | None:
         if not isinstance(info, dict):
             return None
     config = info.get("config") or info.get("options") or {}
+    scored = (info.get("spec") or {}).get("command") == "score"
+    kind = "score" if scored else "comparison"
     row: dict[str, Any] = {
         "created": _created(path),
-        "kind": "comparison (unfinished)" if unfinished else "comparison",
+        "kind": f"{kind} (unfinished)" if unfinished else kind,
         "framework": ",".join(info.get("frameworks") or []),
         "task": info.get("task"),
         "models": _models(config),
@@ -100,16 +103,24 @@ def _comparison_row(path: Path) -> dict[str, Any] | None:
         "path": str(path),
     }
     runs = info.get("runs") or {}
+    inner = None
     if runs:
         first = path / next(iter(runs.values()))
         inner = _group_row(first) if (first / "group.json").is_file() else _run_row(first)
         row["n"] = (inner or {}).get("n")
         row["created"] = (inner or {}).get("created") or row["created"]
+    program = (info.get("frameworks") or [None])[0] if scored else None
+    if scored:
+        # A score folder is one program beside its matched vote: the program's own row, not the best of the two.
+        framework = (inner or {}).get("framework")
+        row["framework"] = f"{framework} ({program})" if framework and program else program or framework
+        row["models"] = (inner or {}).get("models") or row["models"]
     try:
-        table = pd.read_csv(path / "table.csv")
-        row["accuracy"] = float(table["accuracy"].max())
+        table = pd.read_csv(path / "table.csv", index_col=0)
+        accuracy = table["accuracy"]
+        row["accuracy"] = float(accuracy[program] if program in accuracy.index else accuracy.max())
         row["cost"] = float(table["cost"].sum()) if table["cost"].notna().any() else None
-    except (OSError, KeyError, ValueError, pd.errors.ParserError):
+    except (OSError, KeyError, ValueError, IndexError, pd.errors.ParserError):
         pass
     return row
 
@@ -118,7 +129,8 @@ def list_runs(folders: str | Path | Sequence[str | Path] = ("runs", "comparisons
     """One row per run, repeat group and comparison directly under ``folders``, newest first.
 
     Columns: created, kind, framework, task, models, n, accuracy (a comparison: its best
-    framework's), cost (a comparison: the sum), path.
+    framework's; a score: the program's own, not its matched vote's), cost (a comparison or a
+    score: the sum of its rows), path.
     """
     roots = [folders] if isinstance(folders, str | Path) else list(folders)
     rows = []

@@ -120,6 +120,8 @@ class RunSetup:
     """The process's request tally when the setup was built: this session's spend is counted from it."""
     began: float = field(default_factory=time.perf_counter)
     """When building began (``perf_counter``): the summary's set-up time counts from it."""
+    seen: dict[str, int] | None = None
+    """A scored program's cases also in its train or dev split (:attr:`courtroom.data.tasks.TaskData.seen`)."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
@@ -162,7 +164,7 @@ class RunSetup:
         check_keys(lms)
         check_context(lms.models(), ((str(ex.id), ex.case) for ex in data.examples))
         check_reachable(lms)
-        return cls(config, program, lms, data.task, data.examples, data.source, began=began)
+        return cls(config, program, lms, data.task, data.examples, data.source, began=began, seen=data.seen)
 
     def batching(self, run_dir: Path) -> Any:
         """Batch mode for this run's requests (``config.batch``), recorded in ``run_dir``; else nothing."""
@@ -263,6 +265,8 @@ class RunSetup:
         learned = self.program.prepare_report()
         if learned:
             summary["learned"] = learned
+        if self.seen is not None:
+            summary["seen"] = self.seen
         write_json(run_dir / "summary.json", summary)
         write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
         return RunOutcome(run_dir, summary, results)
@@ -328,7 +332,8 @@ def _start(
             "positions": setup.program.positions,
             "split": config.split,
             "source": setup.source,
-        },
+        }
+        | ({"seen": setup.seen} if setup.seen is not None else {}),
         example_ids=[ex.id for ex in setup.examples],
     )
     if budget is not None and setup.learns and not budget.admit_training():

@@ -52,7 +52,7 @@ SECTIONS = {
 IDENTITY = {
     "data": ("task", "source", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split",
              "train_data", "dev_data", "test_data", "split_sizes", "seed", "split", "limit", "train_limit",
-             "dev_limit"),
+             "dev_limit", "exclude_seen"),
     "models": ("lm", "roles", "temperature", "max_tokens", "prompt_lm"),
     "design": ("framework", "frameworks", "knobs", "presets", "debias", "optimizer", "optimizer_settings",
                "matched_baselines", "baseline", "match"),

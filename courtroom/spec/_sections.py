@@ -60,6 +60,9 @@ class Data:
     test_limit: int | None = None
     """Held-out test examples (0: none). Compile: scores the starting and optimized program on them (None: 50).
     Study: scores the chosen trial(s) on them, beside the dev score."""
+    exclude_seen: bool = False
+    """``courtroom score``: leave out the cases whose text is also in the program's train or dev split
+    (without it they are scored, with a warning, and counted in the summary's ``seen``)."""
 
     @property
     def task_name(self) -> str:

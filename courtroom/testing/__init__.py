@@ -17,8 +17,11 @@ the output schema the adapter sends (as a constrained-decoding server would) and
       lm = oracle_lm(gold={"case text": "True", ...}, labels=["True", "False"], accuracy={"judge": 0.7})
 
   The gold label is found by looking up which known case text appears in the prompt. Draws are
-  seeded by the prompt and by how often that prompt was seen, so runs are reproducible and
-  repeated identical prompts (several judges) are independent draws.
+  seeded by the prompt, the sample (the call's ``rollout_id``) and how often that sample was asked,
+  so runs are reproducible, repeated identical prompts (several judges) are independent draws,
+  and a sample's answer does not depend on which of several concurrent samples came first (a run
+  reading another's cached samples gets the answers it would have drawn). Over HTTP
+  (:class:`FakeServer`) the rollout id is not sent: draws go by how often the prompt was seen.
 
   **Case difficulty**: ``case_accuracy={case text: {role: p}}`` (or ``{case text: p}``) sets the
   accuracies for the prompts quoting that case, over ``accuracy``; a role it leaves out falls back

@@ -21,7 +21,7 @@ from typing import Any
 from dspy.lm15 import Message, Response, TextPart, Usage
 
 from courtroom.models.lms import current_role
-from courtroom.testing._fakes import answer_for_schema
+from courtroom.testing._fakes import answer_for_schema, current_rollout
 
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
@@ -159,7 +159,7 @@ class OracleEngine(_Engine):
         self.case_accuracy = dict(case_accuracy or {})
         self.seed = seed
         self.latency = latency
-        self._seen: dict[str, int] = defaultdict(int)
+        self._seen: dict[Any, int] = defaultdict(int)
 
     def case_for(self, prompt: str) -> str | None:
         """The known case text quoted in ``prompt`` (the longest, if several are)."""
@@ -196,12 +196,27 @@ class OracleEngine(_Engine):
         z = rng.gauss(self.separation / 2 if correct else -self.separation / 2, 1.0)
         return round(0.5 + 0.5 * NormalDist().cdf(z), 6)
 
-    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
-        """The reply fields: each label field right with probability :meth:`p`, a seeded draw."""
+    def _draw(self, role: str, prompt: str) -> str | int:
+        """Which draw of ``role`` on ``prompt`` this call is: by its sample (rollout id) where it is known.
+
+        A sample's answer is a function of the prompt, its rollout id and how often that sample was
+        asked before (a fresh draw when it is asked again uncached), never of which of several
+        concurrent samples reached the fake first: so a run that reads another run's cached samples
+        gets the answers it would have drawn itself. Over HTTP (a server's responder) the rollout is
+        not sent, and the draws go by how often the prompt was seen, in arrival order.
+        """
+        rollout = current_rollout()
+        key: Any = role + prompt if rollout is None else (role, prompt, rollout)
         with self._lock:
-            k = self._seen[role + prompt]
-            self._seen[role + prompt] += 1
-        digest = hashlib.sha256(f"{self.seed}|{role}|{k}|{prompt}".encode()).digest()
+            asked = self._seen[key]
+            self._seen[key] += 1
+        if rollout is None or rollout == 0:
+            return asked
+        return rollout if asked == 0 else f"{rollout}.{asked}"
+
+    def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
+        """The reply fields: each label field right with probability :meth:`p`, a seeded draw (:meth:`_draw`)."""
+        digest = hashlib.sha256(f"{self.seed}|{role}|{self._draw(role, prompt)}|{prompt}".encode()).digest()
         rng = random.Random(int.from_bytes(digest[:8], "big"))
         case = self.case_for(prompt)
         gold = self.gold(prompt) if callable(self.gold) else None if case is None else self.gold[case]
