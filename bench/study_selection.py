@@ -98,10 +98,11 @@ def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str) -> 
     gold = {e.case: e.label for e in [*dev, *train]}
     tag = f"{space.name}-{budget}-{seed}-{rule}"  # its own cache entries: each rule pays for its own calls
 
-    def lm(model: str, p: float) -> Any:
-        return oracle_lm(gold, LABELS, accuracy=p, seed=seed, cache=True, model=f"fake/{model}-s{tag}")
+    def lm(model: str, p: float, i: int = 0) -> Any:
+        # Each model draws its own random numbers (seed + i): no model is right exactly where another is.
+        return oracle_lm(gold, LABELS, accuracy=p, seed=seed * 100 + i, cache=True, model=f"fake/{model}-s{tag}")
 
-    objects = {f"{m}-s{tag}": lm(m, p) for m, p in space.accuracy.items() if m != "default"}
+    objects = {f"{m}-s{tag}": lm(m, p, i) for i, (m, p) in enumerate(space.accuracy.items()) if m != "default"}
     narrowed = dict(space.space)
     if objects:
         narrowed["model:classifier"] = ",".join(objects)

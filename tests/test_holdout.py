@@ -41,7 +41,7 @@ def test_the_best_trial_is_scored_on_the_test_split(tmp_path: Path) -> None:
         lms=_oracle(),
         progress=False,
     )
-    best = outcome.best[0]  # every trial scores 0 on dev: the exported one is the cheapest of the tie
+    best = outcome.best[0]  # the exported trial: every trial scores 0 on dev, the first to reach it
     assert set(outcome.test) == {best.number}
     scores = outcome.test[best.number]
     assert scores["n"] == 6 and scores["accuracy"] == 1.0, "scored on the test cases, where the oracle is right"

@@ -93,11 +93,11 @@ def cost_of(trial: Any) -> float:
 
 
 def incumbent(study: Any, exclude: int | None = None) -> Any | None:
-    """The completed configuration with the best dev accuracy (a tie: the cheaper, then the earlier)."""
+    """The completed configuration with the best dev accuracy (a tie: the earlier)."""
     done = full_trials(study, exclude)
     if not done:
         return None
-    return max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -cost_of(t), -t.number))
+    return max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -t.number))
 
 
 @dataclass(frozen=True)

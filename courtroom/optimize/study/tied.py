@@ -2,7 +2,7 @@
 
 After a study, each completed configuration with a full case-by-case dev record
 (:data:`~courtroom.optimize.study.race.OUTCOMES`) is paired with the best one (the highest dev
-accuracy; a tie: the cheaper) on the same dev cases. The exact one-sided McNemar test asks
+accuracy; a tie: the trial that reached it first, as Optuna's best trial) on the same dev cases. The exact one-sided McNemar test asks
 whether it is worse; Holm's step-down correction holds the family-wise error at :data:`LEVEL`
 over all those comparisons. A configuration the corrected test does not find worse is *tied with
 the best*: the dev data cannot tell them apart. A configuration the race stopped was found worse
@@ -98,7 +98,7 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
     done = full_trials(study)
     if not done:
         return None
-    best = max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -cost_of(t), -t.number))
+    best = max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -t.number))  # a tie: the first to reach it
     others = sorted((t for t in done if t.number != best.number), key=lambda t: t.number)
     marks = best.user_attrs[OUTCOMES]
     pvalues = [one_sided_p(*discordant(t.user_attrs[OUTCOMES], marks)) for t in others]
