@@ -6,7 +6,8 @@ cache, or, when another worker runs it at this moment, are sent twice. So before
 it looks for the same parameters among the study's trials (:func:`claim`), under the storage's
 lock so two workers cannot both claim one configuration:
 
-* finished (COMPLETE): the trial returns the stored value and is marked ``duplicate_of``;
+* finished (COMPLETE): the trial returns the stored value and is marked ``duplicate_of``
+  (refused by its framework, a PRUNED trial marked ``invalid``: pruned again, marked the same way);
 * stopped early by the race or the pruner (PRUNED), none complete: the trial continues it, with
   at least one block of dev cases more before it may be stopped again (its earlier cases come from
   the cache);
@@ -68,7 +69,12 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
             same = [
                 t for t in study.get_trials(deepcopy=False) if t.number != trial.number and t.user_attrs.get(KEY) == key
             ]
-            done = [t for t in same if t.state == TrialState.COMPLETE and DUPLICATE not in t.user_attrs]
+            done = [
+                t
+                for t in same
+                if DUPLICATE not in t.user_attrs
+                and (t.state == TrialState.COMPLETE or (t.state == TrialState.PRUNED and "invalid" in t.user_attrs))
+            ]
             if done:
                 raise Duplicate(min(done, key=lambda t: t.number))
             running = [t for t in same if t.state == TrialState.RUNNING]
@@ -120,11 +126,16 @@ def _wait(study: Any, other: Any, heartbeat: Any) -> None:
 
 
 def reuse(trial: Any, original: Any) -> Any:
-    """Record ``trial`` as a duplicate of the completed ``original``: its value."""
+    """Record ``trial`` as a duplicate of ``original``: its value, or a prune if the framework refused it."""
+    import optuna
+    from optuna.trial import TrialState
+
     trial.set_user_attr(DUPLICATE, original.number)
     for name in ("config", "design", "accuracy", "macro_f1", "examples"):
         if name in original.user_attrs:
             trial.set_user_attr(name, original.user_attrs[name])
+    if original.state == TrialState.PRUNED:
+        raise optuna.TrialPruned(f"same configuration as trial {original.number}, which is invalid")
     values = list(original.values)
     return values[0] if len(values) == 1 else tuple(values)
 
@@ -192,17 +203,22 @@ def ran(study: Any) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if counts(t))
 
 
-def evaluated(study: Any) -> int:
-    """Distinct configurations the study has evaluated on every dev case (a stopped one may continue)."""
+def settled(study: Any) -> set[str]:
+    """Configurations the study is done with: scored on every dev case, or refused by their framework."""
     from optuna.trial import TrialState
 
-    return len(
-        {
-            t.user_attrs[KEY]
-            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if KEY in t.user_attrs and DUPLICATE not in t.user_attrs
-        }
-    )
+    return {
+        t.user_attrs[KEY]
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+        if KEY in t.user_attrs
+        and DUPLICATE not in t.user_attrs
+        and (t.state == TrialState.COMPLETE or "invalid" in t.user_attrs)
+    }
+
+
+def evaluated(study: Any) -> int:
+    """Distinct configurations the study is done with (:func:`settled`; a stopped one may continue)."""
+    return len(settled(study))
 
 
 def configurations(space: Sequence[Any]) -> Iterator[dict[str, Any]]:
@@ -246,7 +262,7 @@ def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
 
     trials = study.get_trials(deepcopy=False)
     seen = {t.user_attrs[KEY] for t in trials if KEY in t.user_attrs}
-    complete = {t.user_attrs[KEY] for t in trials if KEY in t.user_attrs and t.state == TrialState.COMPLETE}
+    complete = settled(study)
     waiting = {config_key(t.params) for t in trials if t.state == TrialState.WAITING}
     every = [c for c in configurations(space) if config_key(c) not in waiting]
     left = [c for c in every if config_key(c) not in seen] or [c for c in every if config_key(c) not in complete]
