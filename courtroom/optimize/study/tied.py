@@ -5,8 +5,8 @@ After a study, each completed configuration with a full case-by-case dev record
 accuracy; a tie: the trial that reached it first, as Optuna's best trial) on the same dev
 cases. The exact one-sided McNemar test asks whether it is worse; Holm's step-down correction
 holds the family-wise error at :data:`LEVEL` over all those comparisons. A configuration the
-corrected test does not find worse is *tied with the best*: the dev data cannot tell them apart. A configuration the race stopped was found worse
-on its cases, and is not in the set.
+corrected test does not find worse is *tied with the best*: the dev data cannot tell them
+apart. A configuration the race stopped was found worse on its cases, and is not in the set.
 
 The exported configuration (``--export-best``, and the one scored once on the test split) is
 the best, or with ``--prefer cheapest`` (the default with ``--cost-objective``) the cheapest of
