@@ -239,7 +239,10 @@ def run_spec_study(
             )
             config.study_name = name
     with ProgressDisplay(progress, prices=spec.budget.table()) as display:
+        held = _held(config)  # a continued study: the bar counts the trials it holds, up to --trials
         bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
+        for _ in range(min(held, config.trials)):
+            bar.advance()
 
         def on_trial(study: Any, trial: Any) -> None:
             value = trial.values[0] if trial.values else None
@@ -266,6 +269,19 @@ def run_spec_study(
     outcome.test = _score_test(outcome, spec, lms, model_objects, budget)
     write_outputs(outcome, spec, lms=lms, model_objects=model_objects)
     return outcome
+
+
+def _held(config: StudyConfig) -> int:
+    """Trials the study already holds that count against ``--trials`` (0 for a new study)."""
+    from courtroom.optimize.study import _storage
+    from courtroom.optimize.study._config import _optuna
+    from courtroom.optimize.study._dedupe import ran
+
+    optuna = _optuna()
+    try:
+        return ran(optuna.load_study(study_name=config.name, storage=_storage.open_storage(config.storage)))
+    except KeyError:  # a new study
+        return 0
 
 
 def test_limit(spec: Experiment, budget: Any = None) -> int:
