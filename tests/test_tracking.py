@@ -260,3 +260,36 @@ def test_trace_records_each_case_with_each_roles_prompt(tracked: dict[str, Any],
         assert any(span.span_type == "CHAT_MODEL" for span in trace.data.spans)
     data = (tracked["root"] / "mlflow.db").read_bytes()
     assert SECRET.encode() not in data and host.encode() not in data
+
+
+def test_a_tracking_uri_that_names_no_store_is_refused_before_the_first_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each one line, exit 2, nothing sent and no folder (before: the whole run, then MLflow's warning)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    uris = {
+        f"sqlite:///{tmp_path / 'folder'}": "is a folder",
+        "nosuch://x": "unknown scheme nosuch://",
+        "ftp://example.org/runs": "unknown scheme ftp://",
+        "/etc/passwd": "is a file, not a folder",
+        "http://127.0.0.1:99999": "0 to 65535",
+        "htp://127.0.0.1:5000": "unknown scheme htp://",
+        "mlflow.db": "sqlite:///mlflow.db",
+        f"sqlite:///{tmp_path / 'notes.txt'}": "is not a SQLite database",
+        f"sqlite:///{tmp_path / 'missing' / 'mlflow.db'}": "does not exist",
+        "http://user:pw@:5000": "names no host",
+    }
+    wrong = []
+    with FakeServer() as server:
+        for uri, says in uris.items():
+            args = ["run", "zero-shot", "--limit", "1", "--lm", "openai/fake-uri", "--api-base", server.url]
+            code = main([*args, "--track", uri, "--out", str(tmp_path / "runs")])
+            err = capsys.readouterr().err.strip()
+            if code != 2 or says not in err or len(err.splitlines()) != 1 or "pw@" in err:
+                wrong.append(f"{uri}: exit {code}: {err[:300]}")
+        assert server.counts["requests"] == 0
+    assert not wrong, "\n".join(wrong)
+    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "mlflow.db").exists()
