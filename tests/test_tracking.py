@@ -13,6 +13,7 @@ import contextlib
 import csv
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -293,3 +294,47 @@ def test_a_tracking_uri_that_names_no_store_is_refused_before_the_first_request(
     assert not wrong, "\n".join(wrong)
     assert not (tmp_path / "runs").exists()
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_stop_while_logging_to_a_slow_tracker_names_the_folder_written(tmp_path: Path) -> None:
+    """SIGTERM while the tracker holds the request: the run folder is named (before: "no run folder was written")."""
+    import signal
+    import subprocess
+    import sys
+
+    import warm
+
+    arrived = threading.Event()
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def _hold(self) -> None:
+            arrived.set()
+            release.wait(30)
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _hold
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    tracker = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=tracker.serve_forever, daemon=True).start()
+    try:
+        with FakeServer() as server:
+            args = ["run", "zero-shot", "--limit", "2", "--lm", "openai/fake-slow", "--api-base", server.url,
+                    "--track", f"http://127.0.0.1:{tracker.server_port}", "--out", str(tmp_path / "runs")]  # fmt: skip
+            proc = warm.Popen([sys.executable, "-m", "courtroom.cli", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "COURTROOM_STOP_GRACE": "0.2"})  # fmt: skip
+            assert arrived.wait(60), proc.communicate()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        tracker.shutdown()
+        tracker.server_close()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert (run_dir / "summary.json").is_file()
+    assert proc.returncode == 143, err
+    assert "no run folder was written" not in err and f"saved in {run_dir}" in err, err

@@ -96,9 +96,15 @@ def _budget(spec: Experiment) -> Any:
 def _tracked(spec: Experiment, outcome: Any) -> Any:
     """``outcome``, logged to MLflow first when the spec says ``--track`` (:mod:`courtroom.tracking`)."""
     if spec.output.track is not None:
-        from courtroom.tracking import record
+        from courtroom import _stop
+        from courtroom.tracking import record, written_to
 
-        record(spec, outcome)
+        folder = written_to(outcome)
+        # A stop while logging (a slow tracker) names the folder, which holds the finished results;
+        # a run folder resumes at once (and logs), any other command is run again.
+        again = None if type(outcome).__name__ in ("RunOutcome", "RepeatOutcome") else _stop.command_line()
+        with _stop.saving_to(folder, resume=again) if folder is not None else nullcontext():
+            record(spec, outcome)
     return outcome
 
 

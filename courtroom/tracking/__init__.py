@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from courtroom.spec import Experiment
     from courtroom.tracking._content import Entry
 
-__all__ = ["check_uri", "record", "tracing", "tracking_uri"]
+__all__ = ["check_uri", "record", "tracing", "tracking_uri", "written_to"]
 
 logger = logging.getLogger(__name__)
 _UNREACHED: set[str] = set()
@@ -138,12 +138,13 @@ def record(spec: Experiment, outcome: Any) -> str | None:
 
 def _warn(uri: str, exc: BaseException, outcome: Any) -> None:
     text = URL.sub(lambda m: without_password(m.group(0)), " ".join(str(exc).split()))[:300] or type(exc).__name__
-    folder = _folder(outcome)
+    folder = written_to(outcome)
     where = f"; the results stay in {folder}" if folder else ""
     logger.warning("tracking to %s failed: %s%s", without_password(uri), text, where)
 
 
-def _folder(outcome: Any) -> Path | None:
+def written_to(outcome: Any) -> Path | None:
+    """The folder a command's ``outcome`` was written to (None: none, e.g. an unsaved compile)."""
     for name in ("run_dir", "group_dir", "out_dir", "report_dir", "path"):
         value = getattr(outcome, name, None)
         if value is not None:
