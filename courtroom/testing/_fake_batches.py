@@ -94,7 +94,7 @@ class Batches:
 
     def post(self, path: str, content_type: str, raw: bytes) -> Answer:
         """``POST`` to a files or batches path."""
-        parts = path.rstrip("/").split("/")  # ['', 'v1', 'batches', id, 'cancel']
+        parts = path.partition("?")[0].rstrip("/").split("/")  # ['', 'v1', 'batches', id, 'cancel']
         if parts[2:] == ["files"]:
             if "multipart/form-data" not in content_type:
                 return _error(400, "upload the file as multipart/form-data")

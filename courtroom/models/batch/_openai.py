@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -112,6 +113,11 @@ class HttpBatches:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"}
 
+    def _url(self, path: str) -> str:
+        """``path`` under the base URL, the base's query (a proxy's token) kept after it."""
+        parts = urlsplit(self._base)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
     def _http(self) -> httpx.Client:
         if self._client is None:
             self._client = httpx.Client(timeout=self._timeout, headers=self._headers())
@@ -134,7 +140,7 @@ class HttpBatches:
     def _once(self, method: str, path: str, *, url: str | None = None, **kwargs: Any) -> httpx.Response:
         """One try; a failure is a :class:`BatchAPIError` saying whether trying again may help."""
         try:
-            response = self._http().request(method, url or f"{self._base}{path}", **kwargs)
+            response = self._http().request(method, url or self._url(path), **kwargs)
         except httpx.HTTPError as exc:
             # A connection never made cannot have created anything; any other break may come after.
             error = BatchAPIError(
