@@ -408,10 +408,16 @@ def study(
                 spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
             )
     except Exception as exc:
+        from courtroom.optimize._storage import is_journal, journal_path, storage_failure
+
+        journal = is_journal(spec.study.storage or "")
+        if isinstance(exc, AssertionError) and journal:  # Optuna's journal read back no trace of its own write
+            raise ConfigError(
+                f"cannot write the study journal {journal_path(spec.study.storage or '')}: a write did not land "
+                "(is the disk full?); free some space, then run the command again"
+            ) from exc
         if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
             raise
-        from courtroom.optimize._storage import storage_failure
-
         raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
     return _tracked(spec, outcome)
 

@@ -31,6 +31,7 @@ def study_command(
 
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
     if spec.output.out:
+        _not_the_storage(spec)
         writable_folder(spec.output.out, "--out")
     if spec.output.export_best:
         writable_file(spec.output.export_best, "--export-best", "best.json", inputs_of(spec))
@@ -161,6 +162,22 @@ def _print_designs(outcome: Any, console: Console) -> None:
         say(console, f"Pareto front across designs (score up, {outcome.config.cost} per example down):")
         front = design_pareto(outcome.study).set_index("number")
         _print_frame(console, front, ("design", "score", "cost_per_example"))
+
+
+def _not_the_storage(spec: Experiment) -> None:
+    """Refuse an ``--out`` (the report folder) that is the study's own SQLite or journal file."""
+    from pathlib import Path
+
+    from courtroom.errors import ConfigError
+    from courtroom.optimize._storage import redact, storage_file
+
+    held = storage_file(spec.study.storage)
+    out = Path(str(spec.output.out)).expanduser()
+    if held is not None and out.resolve() == held.expanduser().resolve():
+        raise ConfigError(
+            f"--out {out} is the study's storage ({redact(spec.study.storage or str(held))}): "
+            "pass a folder for the report, e.g. --out studies/NAME"
+        )
 
 
 def best_line(outcome: Any, best: Any) -> str:

@@ -375,6 +375,11 @@ class StudySettings:
             raise ConfigError(f"unknown cost unit {self.cost_unit!r}: use calls, tokens or dollars")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
+        if self.storage is not None:
+            from courtroom.optimize._storage import is_journal, journal_path
+
+            if is_journal(self.storage):
+                journal_path(self.storage)
         if self.study_name is not None and not 0 < len(self.study_name.encode()) <= 200:
             raise ConfigError(
                 f"--study-name is {len(self.study_name)} characters: use 1 to 200 (it names the folder studies/NAME)"
