@@ -230,3 +230,27 @@ def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], 
     assert outcome.accuracy == 3 / 6 and outcome.interval == wilson(0.5, 6)  # the odd rows are "yes"
     assert outcome.matched_vote == "self-consistency k=1" and outcome.run_dir.parent == outcome.out_dir
     assert set(lm.engine_impl.turns) == {"classifier"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--max-cost", "1"], "needs a price"),
+        (["--batch", "--lm", "local"], "has no batch API"),
+        (["--labels", "a,b"], "labels outside"),
+    ],
+)
+def test_a_refused_score_leaves_no_folder(
+    compiled: tuple[Path, Path], server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    extra: list[str], says: str,
+) -> None:
+    """Before: each left a comparison folder holding only plan.json (nothing to resume)."""
+    train, program = compiled
+    data = ["--dataset", str(train), "--text-field", "text", "--label-field", "label"]
+    args = ["score", str(program), *data, "--api-base", server.url, "--out", str(tmp_path / "scores"), *extra]
+    if "--labels" not in extra:
+        args += ["--labels", "yes,no"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert says in err, err
+    assert not (tmp_path / "scores").exists() or not any((tmp_path / "scores").iterdir())
