@@ -12,8 +12,18 @@ from pathlib import Path
 
 from courtroom.errors import ConfigError
 
-SECONDS = {"COURTROOM_RETRY_WAIT": 1.0, "COURTROOM_STOP_GRACE": 10.0, "COURTROOM_PROGRESS_EVERY": 5.0}
+SECONDS = {
+    "COURTROOM_RETRY_WAIT": 1.0,
+    "COURTROOM_STOP_GRACE": 10.0,
+    "COURTROOM_PROGRESS_EVERY": 5.0,
+    "COURTROOM_BATCH_POLL": 10.0,
+    "COURTROOM_BATCH_WAIT": 30.0,
+    "COURTROOM_BATCH_TURNAROUND": 3600.0,
+}
 """Variables that hold seconds, with their defaults."""
+
+COUNTS = {"COURTROOM_BATCH_LINES": 50_000}
+"""Variables that hold a whole number >= 1, with their defaults."""
 
 
 def env_seconds(name: str, default: float, *, strict: bool = True) -> float:
@@ -35,10 +45,26 @@ def env_seconds(name: str, default: float, *, strict: bool = True) -> float:
     return value
 
 
+def env_count(name: str, default: int) -> int:
+    """A whole number >= 1 from ``$name`` (``default`` when unset), else :class:`ConfigError`."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name}={raw!r} is not a whole number >= 1: fix or unset it")
+    return value
+
+
 def check_environment() -> None:
     """Every ``COURTROOM_*`` variable with a value courtroom cannot use: one line naming it."""
     for name, default in SECONDS.items():
         env_seconds(name, default)
+    for name, count in COUNTS.items():
+        env_count(name, count)
     cache = os.environ.get("COURTROOM_CACHE_DIR")
     if cache and Path(cache).expanduser().exists() and not Path(cache).expanduser().is_dir():
         raise ConfigError(f"COURTROOM_CACHE_DIR={cache!r} is not a folder: point it at a folder (created if missing)")

@@ -206,6 +206,10 @@ def test_input_at_fault_is_exit_2_naming_the_path_or_option(
         (("study", "zero-shot", "--trials", "1", *fake, "--study-name", "s" * 10_000), {}, "use 1 to 200"),
         (run, {"COURTROOM_RETRY_WAIT": "soon"}, "COURTROOM_RETRY_WAIT='soon' is not a number of seconds"),
         (run, {"COURTROOM_STOP_GRACE": "inf"}, "COURTROOM_STOP_GRACE='inf'"),
+        (run, {"COURTROOM_BATCH_LINES": "0"}, "COURTROOM_BATCH_LINES='0' is not a whole number >= 1"),
+        (run, {"COURTROOM_BATCH_POLL": "abc"}, "COURTROOM_BATCH_POLL='abc' is not a number of seconds"),
+        (run, {"COURTROOM_BATCH_WAIT": "inf"}, "COURTROOM_BATCH_WAIT='inf'"),
+        (run, {"COURTROOM_BATCH_TURNAROUND": "nan"}, "COURTROOM_BATCH_TURNAROUND='nan'"),
         (run, {"COURTROOM_CACHE_DIR": str(prices)}, "COURTROOM_CACHE_DIR"),
         (("run", "zero-shot", "--config", str(fifo)), {}, f"{fifo} is not a regular file"),
         (

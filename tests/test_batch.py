@@ -248,3 +248,27 @@ def test_cancel_batches_in_flight(tmp_path: Path, cli: Callable[..., Any]) -> No
         assert done.returncode == 0, done.stderr
     assert len(server.batches.created) == 2 and server.counts["batch_lines"] == 4
     assert all(r["prediction"] is not None for r in load_run(run_dir)[1])
+
+
+@pytest.mark.parametrize("credentials", ["user:s3cret@", "query"])
+def test_an_api_base_with_credentials_has_its_batch_api(
+    tmp_path: Path, cli: Callable[..., Any], credentials: str
+) -> None:
+    """A proxy's URL (``user:password@`` or a query token) serves batch mode as it serves live requests."""
+    with FakeServer(oracle(), turnaround=0.02) as server:
+        url = (
+            server.url.replace("http://", f"http://{credentials}")
+            if credentials != "query"
+            else server.url + "?token=s3cret"
+        )
+        args = ["run", "zero-shot", "--lm", "openai/m", "--limit", "3", "--batch", "--api-base", url]
+        done = cli(*args, "--out", str(tmp_path / "runs"))
+        assert done.returncode == 0, done.stderr
+        live = cli(
+            "run", "zero-shot", "--lm", "openai/m", "--limit", "3", "--api-base", url, "--out", str(tmp_path / "live")
+        )
+        assert live.returncode == 0, live.stderr
+    assert len(server.batches.created) == 1 and server.counts["batch_lines"] == 3
+    assert server.counts["requests"] == 0  # the live run's answers came from the cache the batch filled
+    written = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
+    assert "s3cret" not in written and "s3cret" not in done.stderr + done.stdout

@@ -149,6 +149,9 @@ def test_valid_json_of_the_wrong_shape_is_skipped_named_and_the_run_finishes(
         ("meta.json", '{"example_ids": 5, "config": {}}', "example_ids is not a list of ids"),
         ("meta.json", '{"framework": 1}', "config is not an object"),
         ("meta.json", "[1]", "not a JSON object"),
+        ("meta.json", '{"config": {"framework": "jot", "limit": "lots"}}', "config.limit is a string, not int or None"),
+        ("meta.json", '{"config": {"framework": "jot", "roles": []}}', "config.roles is a list, not dict[str,str]"),
+        ("meta.json", '{"config": {"framework": "jot", "batch": 1}}', "config.batch is a number, not bool"),
     ],
 )
 def test_a_meta_json_of_the_wrong_shape_is_named(tmp_path: Path, name: str, content: str, said: str) -> None:
@@ -158,6 +161,28 @@ def test_a_meta_json_of_the_wrong_shape_is_named(tmp_path: Path, name: str, cont
     with pytest.raises(DataError) as err:  # before: KeyError or TypeError, exit 1
         load_run(run_dir)
     assert f"{run_dir / name} is damaged ({said})" in str(err.value)
+
+
+def test_a_usage_map_of_the_wrong_shape_is_skipped_and_the_run_finishes(tmp_path: Path) -> None:
+    """A result whose usage.by_model is a list (before: AttributeError on every resume, no summary ever)."""
+    with FakeServer() as server:
+        run_dir, lms = _interrupted(server, tmp_path / "runs", after=3)
+        results, sessions = run_dir / "results.jsonl", run_dir / "sessions.jsonl"
+        first = json.loads(results.read_bytes().splitlines()[0])
+        results.write_text(json.dumps({**first, "usage": {**first["usage"], "by_model": [1, 2]}}) + "\n")
+        sessions.write_bytes(sessions.read_bytes() + b'{"end": 1, "usage": {"by_model": [3]}}\n')
+        outcome = resume(run_dir, lms=lms)
+    assert outcome.summary["n"] == N and len(load_run(run_dir)[1]) == N
+
+
+def test_report_names_a_meta_json_that_is_a_list(tmp_path: Path, courtroom_cli: Any) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "meta.json").write_text("[1, 2]")
+    done = courtroom_cli("report", str(run_dir), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2, done.stderr  # before: AttributeError, exit 1
+    assert f"{run_dir / 'meta.json'} is damaged (not a JSON object)" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom_cli: Any) -> None:

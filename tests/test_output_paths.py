@@ -100,3 +100,16 @@ def test_the_python_api_refuses_the_same_outputs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="inside the run folder"):
         courtroom.compile("jot", lm="openai/fake", out=str(run / "meta.json"), progress=False)
     assert json.loads((run / "meta.json").read_text()) == {"framework": "jot"}
+
+
+def test_compile_onto_a_device_is_refused_before_the_compile(tmp_path: Path, courtroom_cli: Any) -> None:
+    """Before: ``compile -o /dev/full`` ran the whole compile, then "cannot write a file" (no path named)."""
+    from courtroom.testing import FakeServer
+
+    with FakeServer() as server:
+        done = courtroom_cli("compile", "zero-shot", "--task", "boolean_expressions", "--optimizer", "bootstrap",
+                             "--train-limit", "2", "--dev-limit", "1", "--test-limit", "0", "--lm", "openai/fake",
+                             "--api-base", server.url, "-o", "/dev/full")  # fmt: skip
+        assert server.counts["requests"] == 0
+    assert done.returncode == 2 and "-o /dev/full is not a regular file" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -328,3 +328,31 @@ def test_score_warns_and_records_the_cases_the_program_saw(
     assert list(table["n"]) == [23, 23]  # the program's row and its vote's: the same 23 unseen cases
     summary = json.loads((folder / "program" / "summary.json").read_text())
     assert summary["seen"] == {"train": 0, "dev": 0, "left_out": 7}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--max-cost", "1"], "needs a price"),
+        (["--batch", "--lm", "local"], "has no batch API"),
+        (["--labels", "a,b"], "labels outside"),
+    ],
+)
+def test_a_refused_score_leaves_no_folder(
+    compiled: tuple[Path, Path],
+    server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    says: str,
+) -> None:
+    """Before: each left a comparison folder holding only plan.json (nothing to resume)."""
+    train, program = compiled
+    data = ["--dataset", str(train), "--text-field", "text", "--label-field", "label"]
+    args = ["score", str(program), *data, "--api-base", server.url, "--out", str(tmp_path / "scores"), *extra]
+    if "--labels" not in extra:
+        args += ["--labels", "yes,no"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert says in err, err
+    assert not (tmp_path / "scores").exists() or not any((tmp_path / "scores").iterdir())

@@ -289,3 +289,44 @@ def test_a_storage_that_fails_as_a_trial_is_told_is_named_not_an_assertion(tmp_p
         f"cannot write the study storage {db} (database or disk is full): the disk is full; free some space, "
         f"then resume with: courtroom study jot --storage sqlite:///{db} --trials 2"
     )
+
+
+def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
+    tmp_path: Path, courtroom_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under a journal study: Optuna reads back no trace of its write (before: its AssertionError, exit 1)."""
+    from optuna.storages.journal import JournalFileBackend
+
+    from courtroom.testing import FakeServer
+
+    monkeypatch.setattr(JournalFileBackend, "append_logs", lambda self, logs: None)  # the write never lands
+    journal = tmp_path / "s.journal"
+    with FakeServer() as server:
+        args = ["study", "jot", "--trials", "1", "--dev-limit", "2", "--space", "n_loops=1", "--lm", "openai/fake",
+                "--api-base", server.url, "--storage", f"journal:{journal}", "--out", str(tmp_path / "report")]  # fmt: skip
+        done = courtroom_cli(*args)
+        assert server.counts["requests"] == 0
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot write the study journal {journal}" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("storage", ["journal:", "journal:  "])
+def test_a_journal_storage_with_no_file_is_refused(storage: str, courtroom_cli: Any) -> None:
+    done = courtroom_cli("study", "jot", "--trials", "1", "--lm", "openai/x", "--storage", storage)
+    assert done.returncode == 2 and "names no journal file" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_study_out_onto_its_own_storage_is_refused_before_any_trial(tmp_path: Path, courtroom_cli: Any) -> None:
+    """Before: the trial ran, then FileExistsError (exit 1) writing the report folder onto the database."""
+    from courtroom.testing import FakeServer
+
+    db = tmp_path / "s.db"
+    with FakeServer() as server:
+        args = ["study", "jot", "--trials", "1", "--dev-limit", "2", "--space", "n_loops=1", "--lm", "openai/fake",
+                "--api-base", server.url]  # fmt: skip
+        done = courtroom_cli(*args, "--storage", f"sqlite:///{db}", "--out", str(db))
+        assert server.counts["requests"] == 0
+    assert done.returncode == 2 and "is the study's storage" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not db.exists()

@@ -13,6 +13,7 @@ import contextlib
 import csv
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -260,3 +261,80 @@ def test_trace_records_each_case_with_each_roles_prompt(tracked: dict[str, Any],
         assert any(span.span_type == "CHAT_MODEL" for span in trace.data.spans)
     data = (tracked["root"] / "mlflow.db").read_bytes()
     assert SECRET.encode() not in data and host.encode() not in data
+
+
+def test_a_tracking_uri_that_names_no_store_is_refused_before_the_first_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each one line, exit 2, nothing sent and no folder (before: the whole run, then MLflow's warning)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    uris = {
+        f"sqlite:///{tmp_path / 'folder'}": "is a folder",
+        "nosuch://x": "unknown scheme nosuch://",
+        "ftp://example.org/runs": "unknown scheme ftp://",
+        "/etc/passwd": "is a file, not a folder",
+        "http://127.0.0.1:99999": "0 to 65535",
+        "htp://127.0.0.1:5000": "unknown scheme htp://",
+        "mlflow.db": "sqlite:///mlflow.db",
+        f"sqlite:///{tmp_path / 'notes.txt'}": "is not a SQLite database",
+        f"sqlite:///{tmp_path / 'missing' / 'mlflow.db'}": "does not exist",
+        "http://user:pw@:5000": "names no host",
+    }
+    wrong = []
+    with FakeServer() as server:
+        for uri, says in uris.items():
+            args = ["run", "zero-shot", "--limit", "1", "--lm", "openai/fake-uri", "--api-base", server.url]
+            code = main([*args, "--track", uri, "--out", str(tmp_path / "runs")])
+            err = capsys.readouterr().err.strip()
+            if code != 2 or says not in err or len(err.splitlines()) != 1 or "pw@" in err:
+                wrong.append(f"{uri}: exit {code}: {err[:300]}")
+        assert server.counts["requests"] == 0
+    assert not wrong, "\n".join(wrong)
+    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_stop_while_logging_to_a_slow_tracker_names_the_folder_written(tmp_path: Path) -> None:
+    """SIGTERM while the tracker holds the request: the run folder is named (before: "no run folder was written")."""
+    import signal
+    import subprocess
+    import sys
+
+    import warm
+
+    arrived = threading.Event()
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def _hold(self) -> None:
+            arrived.set()
+            release.wait(30)
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _hold
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    tracker = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=tracker.serve_forever, daemon=True).start()
+    try:
+        with FakeServer() as server:
+            args = ["run", "zero-shot", "--limit", "2", "--lm", "openai/fake-slow", "--api-base", server.url,
+                    "--track", f"http://127.0.0.1:{tracker.server_port}", "--out", str(tmp_path / "runs")]  # fmt: skip
+            proc = warm.Popen([sys.executable, "-m", "courtroom.cli", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "COURTROOM_STOP_GRACE": "0.2"})  # fmt: skip
+            assert arrived.wait(60), proc.communicate()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        tracker.shutdown()
+        tracker.server_close()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert (run_dir / "summary.json").is_file()
+    assert proc.returncode == 143, err
+    assert "no run folder was written" not in err and f"saved in {run_dir}" in err, err

@@ -96,9 +96,15 @@ def _budget(spec: Experiment) -> Any:
 def _tracked(spec: Experiment, outcome: Any) -> Any:
     """``outcome``, logged to MLflow first when the spec says ``--track`` (:mod:`courtroom.tracking`)."""
     if spec.output.track is not None:
-        from courtroom.tracking import record
+        from courtroom import _stop
+        from courtroom.tracking import record, written_to
 
-        record(spec, outcome)
+        folder = written_to(outcome)
+        # A stop while logging (a slow tracker) names the folder, which holds the finished results;
+        # a run folder resumes at once (and logs), any other command is run again.
+        again = None if type(outcome).__name__ in ("RunOutcome", "RepeatOutcome") else _stop.command_line()
+        with _stop.saving_to(folder, resume=again) if folder is not None else nullcontext():
+            record(spec, outcome)
     return outcome
 
 
@@ -402,10 +408,16 @@ def study(
                 spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
             )
     except Exception as exc:
+        from courtroom.optimize.study._storage import is_journal, journal_path, storage_failure
+
+        journal = is_journal(spec.study.storage or "")
+        if isinstance(exc, AssertionError) and journal:  # Optuna's journal read back no trace of its own write
+            raise ConfigError(
+                f"cannot write the study journal {journal_path(spec.study.storage or '')}: a write did not land "
+                "(is the disk full?); free some space, then run the command again"
+            ) from exc
         if type(exc).__name__ != "StorageInternalError":  # Optuna's: the database refused a write or a read
             raise
-        from courtroom.optimize.study._storage import storage_failure
-
         raise ConfigError(storage_failure(spec.study.storage, exc)) from exc
     return _tracked(spec, outcome)
 

@@ -31,6 +31,7 @@ def study_command(
 
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
     if spec.output.out:
+        _not_the_storage(spec)
         writable_folder(spec.output.out, "--out")
     if spec.output.export_best:
         writable_file(spec.output.export_best, "--export-best", "best.json", inputs_of(spec))
@@ -195,6 +196,22 @@ def _print_tied(outcome: Any, console: Console) -> None:
     if found.cheapest().number == found.best:
         other = "the best is also the cheapest"
     say(console, f"exported and tested: trial {pick.number}, the {rule} of the tied set ({other})")
+
+
+def _not_the_storage(spec: Experiment) -> None:
+    """Refuse an ``--out`` (the report folder) that is the study's own SQLite or journal file."""
+    from pathlib import Path
+
+    from courtroom.errors import ConfigError
+    from courtroom.optimize.study._storage import redact, storage_file
+
+    held = storage_file(spec.study.storage)
+    out = Path(str(spec.output.out)).expanduser()
+    if held is not None and out.resolve() == held.expanduser().resolve():
+        raise ConfigError(
+            f"--out {out} is the study's storage ({redact(spec.study.storage or str(held))}): "
+            "pass a folder for the report, e.g. --out studies/NAME"
+        )
 
 
 def best_line(outcome: Any, best: Any) -> str:

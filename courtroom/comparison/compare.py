@@ -27,6 +27,7 @@ from courtroom.analysis.ambiguity import split_comparison
 from courtroom.comparison.plan import comparison_configs, split_knobs, write_plan
 from courtroom.comparison.plots import comparison_runs, draw_plots, load_comparison
 from courtroom.comparison.table import Comparison, first_results, table_row, write_tables
+from courtroom.errors import CourtroomError
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.models.lms import RoleLMs
@@ -166,25 +167,37 @@ def compare(
         },
         spec,
     )
-    return run_comparison(
-        out_dir,
-        task,
-        configs,
-        repeats=repeats,
-        roles=roles,
-        lms=lms,
-        progress=progress,
-        on_start=on_start,
-        budget=budget,
-        matched_baselines=matched_baselines,
-        baseline=baseline,
-        match=match,
-        ambiguity_k=ambiguity_k,
-        theta=theta,
-        concurrency=concurrency,
-        baseline_knobs=baseline_knobs,
-        plots=plots,
-    )
+    try:
+        return run_comparison(
+            out_dir,
+            task,
+            configs,
+            repeats=repeats,
+            roles=roles,
+            lms=lms,
+            progress=progress,
+            on_start=on_start,
+            budget=budget,
+            matched_baselines=matched_baselines,
+            baseline=baseline,
+            match=match,
+            ambiguity_k=ambiguity_k,
+            theta=theta,
+            concurrency=concurrency,
+            baseline_knobs=baseline_knobs,
+            plots=plots,
+        )
+    except CourtroomError as exc:
+        if exc.exit_code == 2:
+            _drop_unstarted(out_dir)
+        raise
+
+
+def _drop_unstarted(out_dir: Path) -> None:
+    """Remove a comparison folder refused before any row started (it holds only its plan): nothing to resume."""
+    with contextlib.suppress(OSError):
+        if {p.name for p in out_dir.iterdir()} <= {"plan.json", ".lock"}:
+            shutil.rmtree(out_dir)
 
 
 def run_comparison(

@@ -135,8 +135,12 @@ def own_retries(lm: Any) -> Any:
 
 
 def _reached_wire(exc: BaseException) -> bool:
-    """Whether a failed attempt was a request (a provider answered, or the connection was used)."""
-    return isinstance(exc, LMProviderError | LMTransportError)
+    """Whether a failed attempt was a request (a provider answered, or the connection was used).
+
+    A batch line the provider never answered (its batch not accepted, refused whole, or lost
+    from sight: ``unsent``) was not.
+    """
+    return isinstance(exc, LMProviderError | LMTransportError) and not getattr(exc, "unsent", False)
 
 
 def _delay(exc: BaseException, attempt: int) -> float:

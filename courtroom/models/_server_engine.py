@@ -141,7 +141,7 @@ class ServerEngine:
         return chat.response_from_openai_chat(body, model=name)
 
     def _batched(self, collector: Any, request: Any) -> Any:
-        from dspy.utils.exceptions import LMServerError, LMTransportError
+        from dspy.utils.exceptions import LMServerError, LMTransportError, LMUnexpectedError
 
         name = request.model.split("/", 1)[-1]
         provider = self._provider(name)
@@ -152,8 +152,11 @@ class ServerEngine:
             return self._parse(provider, response["body"], name)
         error = answer.get("error") or (response.get("body") or {}).get("error") or {}
         message = f"batch line failed: {error.get('message') or error.get('code') or response.get('status_code')}"
-        if answer.get("transport"):
-            raise LMTransportError(message, model=request.model, retry_after=0)
+        if answer.get("unsent"):  # the provider did not answer it: not counted as sent (_requests._reached_wire)
+            error_cls = LMUnexpectedError if answer.get("final") else LMTransportError
+            exc = error_cls(message, model=request.model, retry_after=0)
+            exc.unsent = True  # type: ignore[attr-defined]
+            raise exc
         status = int(response.get("status_code") or 500)
         raise LMServerError(message, model=request.model, status=status, retry_after=0)
 

@@ -88,9 +88,10 @@ def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT
     honour) without importing LiteLLM. An ``anthropic/`` name goes through DSPy's native
     Anthropic route toward ``api_base`` with ``$ANTHROPIC_API_KEY``
     (:mod:`courtroom.models._anthropic_engine`, which also serves batch mode). Other providers'
-    names (``ollama_chat/`` speaks Ollama's own API) and URLs carrying credentials
-    (``user:password@`` or a query token, for a proxy: DSPy's native client takes neither) go
-    through LiteLLM, which also sends ``max_tokens``. The key is ``$OPENAI_API_KEY`` for
+    names (``ollama_chat/`` speaks Ollama's own API) go through LiteLLM, which also sends
+    ``max_tokens``; so do live requests of an OpenAI-wire name at a URL carrying credentials
+    (``user:password@`` or a query token, for a proxy: DSPy's native client takes neither),
+    whose batch mode goes to that URL's batch API (:mod:`courtroom.models._proxy_engine`). The key is ``$OPENAI_API_KEY`` for
     ``openai/`` names when set (a proxy in front of OpenAI), else a placeholder local servers
     accept. ``timeout`` bounds each attempt's wait, in seconds.
     """
@@ -103,6 +104,10 @@ def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT
     plain = not (url.username or url.password or url.query)
     if model.startswith(OPENAI_WIRE) and plain:
         lm = OpenAICompatibleLM(model, **server_engines(api_base, key or "sk-no-key", timeout), **kwargs)
+    elif model.startswith(OPENAI_WIRE):  # a proxy: live through LiteLLM, batches through its batch API
+        from courtroom.models._proxy_engine import proxy_engines
+
+        lm = OpenAICompatibleLM(model, **proxy_engines(api_base, key or "sk-no-key", timeout), **kwargs)
     elif model.startswith(ANTHROPIC) and plain:
         from courtroom.models._anthropic_engine import anthropic_engines
 

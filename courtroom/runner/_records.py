@@ -40,6 +40,21 @@ def result_problem(row: Any) -> str | None:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ())) or "the record"
         return f"{where}: {first.get('msg', 'invalid')}"
+    return usage_problem(row.get("usage", {}))
+
+
+def usage_problem(usage: Any) -> str | None:
+    """What makes ``usage`` no usage record (counts, and ``by_model``: model -> counts), None: it is one."""
+    if not isinstance(usage, Mapping):
+        return "usage is not an object"
+    for key, value in usage.items():
+        if key != "by_model" and value is not None and not _number(value):
+            return f"usage.{key} is not a number"
+    by_model = usage.get("by_model", {})
+    if not isinstance(by_model, Mapping) or not all(
+        isinstance(c, Mapping) and all(_number(v) for v in c.values()) for c in by_model.values()
+    ):
+        return "usage.by_model is not an object of counts per model"
     return None
 
 
@@ -57,8 +72,8 @@ def session_problem(event: Any) -> str | None:
             return "start needs a time and a line number >= 0"
         return None
     if "end" in event:
-        if not _number(event["end"]) or not isinstance(event.get("usage", {}), Mapping):
-            return "end needs a time (and usage, if any, an object)"
+        if not _number(event["end"]) or usage_problem(event.get("usage", {})) is not None:
+            return "end needs a time (and usage, if any, an object of counts)"
         return None
     return "neither a start nor an end"
 
@@ -73,12 +88,54 @@ def meta_problem(meta: Any) -> str | None:
         return "not a JSON object"
     if not isinstance(meta.get("config"), Mapping):
         return "config is not an object"
+    wrong = config_problem(meta["config"])
+    if wrong:
+        return wrong
     if not _strings(meta.get("example_ids", [])):
         return "example_ids is not a list of ids"
     for key in ("framework_config", "models", "task", "temperatures"):
         if meta.get(key) is not None and not isinstance(meta[key], Mapping):
             return f"{key} is not an object"
     return None
+
+
+_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def config_problem(config: Mapping[str, Any]) -> str | None:
+    """The first value of a recorded run config whose type is not its field's (:class:`RunConfig`)."""
+    from dataclasses import fields
+
+    from courtroom.runner.config import RunConfig
+
+    for f in fields(RunConfig):
+        if f.name not in config:
+            continue
+        value, kinds = config[f.name], str(f.type).replace(" ", "").split("|")
+        if value is None and "None" in kinds:
+            continue
+        ok = False
+        for kind in kinds:
+            base = kind.split("[")[0]
+            if base == "dict":
+                ok = ok or isinstance(value, Mapping)
+            elif base in _KINDS:
+                # a bool is no number here, and a number is no bool
+                ok = ok or (isinstance(value, _KINDS[base]) and (base == "bool") == isinstance(value, bool))
+            elif base == "Any":
+                ok = True
+        if not ok:
+            return f"config.{f.name} is {json_type(value)}, not {' or '.join(kinds)}"
+    return None
+
+
+def json_type(value: Any) -> str:
+    """How a JSON value is named in a message."""
+    return (
+        "null"
+        if value is None
+        else {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
+    )
 
 
 def comparison_problem(info: Any) -> str | None:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from courtroom._files import read_jsonl
-from courtroom.errors import ConfigError
-from courtroom.runner._records import comparison_problem
+from courtroom.errors import ConfigError, DataError
+from courtroom.runner._records import comparison_problem, meta_problem
 
 SHOWN_VERSIONS = ("courtroom", "dspy", "litellm", "optuna", "python")
 """The versions a plot subtitle names (the HTML block names them all)."""
@@ -99,7 +99,8 @@ def _golds(run_dir: Path) -> Counter[str]:
 
 def _from_runs(kind: str, runs: Mapping[str, Path]) -> Provenance:
     """Provenance of one or more run folders (the first one's date, source, n and golds)."""
-    metas = {name: _read(path / "meta.json") or {} for name, path in runs.items()}
+    # A meta.json of the wrong shape is named by the reader of the folder itself (load_run).
+    metas = {name: m if isinstance(m := _read(path / "meta.json"), Mapping) else {} for name, path in runs.items()}
     first_name = next(iter(runs), None)
     first = metas.get(first_name, {}) if first_name else {}
     task = first.get("task") or {}
@@ -153,8 +154,11 @@ def provenance(folder: str | Path) -> Provenance:
         out.extra = {"framework": str((info.get("config") or {}).get("framework")), "repeats": str(len(folders))}
         return out
     if (src / "meta.json").is_file():
-        out = _from_runs("run", {"run": src})
         meta = _read(src / "meta.json") or {}
+        problem = meta_problem(meta)
+        if problem:  # the words load_run uses
+            raise DataError(f"{src / 'meta.json'} is damaged ({problem}): restore it from a copy, or start a new run")
+        out = _from_runs("run", {"run": src})
         out.extra = {"framework": str((meta.get("config") or {}).get("framework"))}
         return out
     saved = (_read(src / "study.json") or {}).get("provenance")

@@ -344,6 +344,12 @@ class Output:
             raise ConfigError("--track needs a tracking URI, e.g. --track http://127.0.0.1:5000 or --track env")
         if self.track == "env" and not os.environ.get("MLFLOW_TRACKING_URI", "").strip():
             raise ConfigError("--track env reads $MLFLOW_TRACKING_URI, which is not set: set it or give --track URI")
+        if self.track is not None:
+            from courtroom.tracking import check_uri
+
+            env = self.track == "env"
+            check_uri(os.environ["MLFLOW_TRACKING_URI"].strip() if env else self.track,
+                      "--track env: $MLFLOW_TRACKING_URI" if env else "--track")  # fmt: skip
         if self.track is not None and importlib.util.find_spec("mlflow") is None:
             raise ConfigError("--track needs MLflow: pip install 'courtroom[mlflow]'")
         if self.trace and self.track is None:
@@ -379,6 +385,11 @@ class StudySettings:
             raise ConfigError(f"unknown --prefer {self.prefer!r}: use best or cheapest")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
+        if self.storage is not None:
+            from courtroom.optimize.study._storage import is_journal, journal_path
+
+            if is_journal(self.storage):
+                journal_path(self.storage)
         if self.study_name is not None and not 0 < len(self.study_name.encode()) <= 200:
             raise ConfigError(
                 f"--study-name is {len(self.study_name)} characters: use 1 to 200 (it names the folder studies/NAME)"

@@ -11,7 +11,9 @@ Answered lines go to ``output_file_id``, failed ones (a 4xx/5xx answer, or a lin
 an expired or cancelled batch) to ``error_file_id``. A batch is ``validating`` when created, then
 ``in_progress``; once ``turnaround`` seconds have passed, the next look at it answers every line
 through the server's chat logic (:meth:`FakeServer.reply`: same responder, faults and counts) and
-it becomes ``completed``, or ``expired`` (only its first half answered) if it is one of ``expire``.
+it becomes ``completed``, or ``expired`` (only its first half answered) if it is one of ``expire``,
+or ends as ``end(n)`` says for the n-th batch created (:data:`ENDINGS`).
+``GET /v1/batches`` lists the batches, newest first, with their metadata.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ Answer = tuple[int, Any, str]
 """HTTP status, body (JSON-ready, or bytes), content type."""
 
 ENDPOINT = "/v1/chat/completions"
+
+ENDINGS = ("expired", "cancelled", "missing", "failed")
+"""How ``end(n)`` may end a batch besides completing: half answered then expired, cancelled with no
+line answered, completed with no line in its output, or failed at the provider (no line answered)."""
 
 
 def _error(status: int, message: str) -> Answer:
@@ -62,10 +68,11 @@ class Batches:
     """
 
     def __init__(self, reply: Callable[[dict[str, Any]], tuple[int, Any, Any]], turnaround: float,
-                 expire: Collection[int]) -> None:  # fmt: skip
+                 expire: Collection[int], end: Callable[[int], str | None] | None = None) -> None:  # fmt: skip
         self.reply = reply
         self.turnaround = turnaround
         self.expire = set(expire)
+        self.end = end or (lambda n: None)
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -87,7 +94,7 @@ class Batches:
 
     def post(self, path: str, content_type: str, raw: bytes) -> Answer:
         """``POST`` to a files or batches path."""
-        parts = path.rstrip("/").split("/")  # ['', 'v1', 'batches', id, 'cancel']
+        parts = path.partition("?")[0].rstrip("/").split("/")  # ['', 'v1', 'batches', id, 'cancel']
         if parts[2:] == ["files"]:
             if "multipart/form-data" not in content_type:
                 return _error(400, "upload the file as multipart/form-data")
@@ -107,8 +114,12 @@ class Batches:
 
     def get(self, path: str) -> Answer:
         """``GET`` a file, its content, or a batch."""
+        path, _, query = path.partition("?")
         parts = path.rstrip("/").split("/")
         with self._lock:
+            if parts[2:] == ["batches"]:
+                listed = [self._public(b) for b in reversed(self.batches.values())]
+                return 200, {"object": "list", "data": listed, "has_more": False}, "application/json"
             if len(parts) == 4 and parts[2] == "files" and parts[3] in self.files:
                 return 200, self.files[parts[3]], "application/json"
             if len(parts) == 5 and parts[2] == "files" and parts[4] == "content" and parts[3] in self.contents:
@@ -177,11 +188,23 @@ class Batches:
         if batch["status"] == "validating":
             batch.update(status="in_progress", in_progress_at=int(time.time()))
         if batch["status"] == "in_progress" and time.monotonic() - batch["_started"] >= self.turnaround:
-            self._answer(batch, expire=batch["_number"] in self.expire)
+            ending = "expired" if batch["_number"] in self.expire else self.end(batch["_number"])
+            if ending == "failed":
+                errors = [{"code": "injected", "message": "the batch failed (injected)", "line": None}]
+                batch.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": errors})
+            else:
+                self._answer(batch, expire=ending == "expired", cancel=ending == "cancelled",
+                             missing=ending == "missing")  # fmt: skip
         return self._public(batch)
 
-    def _answer(self, batch: dict[str, Any], *, expire: bool = False, cancel: bool = False) -> None:
+    def _answer(self, batch: dict[str, Any], *, expire: bool = False, cancel: bool = False,
+                missing: bool = False) -> None:  # fmt: skip
         lines = [json.loads(line) for line in self.contents[batch["input_file_id"]].decode().splitlines() if line]
+        if missing:
+            now = int(time.time())
+            batch.update(status="completed", finalizing_at=now, completed_at=now,
+                         request_counts={"total": len(lines), "completed": 0, "failed": 0})  # fmt: skip
+            return
         answered = 0 if cancel else (len(lines) // 2 if expire else len(lines))
         out: list[dict[str, Any]] = []
         err: list[dict[str, Any]] = []

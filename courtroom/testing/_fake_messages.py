@@ -168,7 +168,10 @@ class MessageBatches:
             self._answer(batch, cancel=True)
         elif batch["processing_status"] == "in_progress":
             if time.monotonic() - batch["_started"] >= self.owner.turnaround:
-                self._answer(batch, expire=batch["_number"] in self.owner.expire)
+                ending = "expired" if batch["_number"] in self.owner.expire else self.owner.end(batch["_number"])
+                self._answer(batch, expire=ending == "expired", cancel=ending == "cancelled")
+                if ending == "missing":  # ended, no line in its results
+                    batch["_results"] = b""
         return batch
 
     def _answer(self, batch: dict[str, Any], *, expire: bool = False, cancel: bool = False) -> None:

@@ -8,7 +8,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -17,6 +17,11 @@ from courtroom.testing._fake_messages import MessageBatches, as_anthropic, chat_
 
 Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
 FAULTS = ("429", "500", "timeout", "garbage", "truncated")
+BATCH_STEPS = ("upload", "create", "status", "download", "list", "cancel")
+"""The calls of a batch's life (both batch APIs), by which ``batch_faults`` are injected."""
+BATCH_FAULTS = ("500", "429", "drop", "lost")
+"""A batch API call refused with 500 or 429, its connection closed unanswered, or done and then answered
+500 (``lost``: the batch is created, the file read, but the client sees an error)."""
 
 
 def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
@@ -73,6 +78,11 @@ class FakeServer:
             a fake's engine (``oracle_lm(...).engine_impl``, ``learnable_lm(...).engine_impl``), the
             role being the model name as sent (``--role judge=openai/judge`` is role ``judge``).
         expire: which batches (1: the first created) expire with only half their lines answered.
+        batch_faults: step (:data:`BATCH_STEPS`) -> the faults (:data:`BATCH_FAULTS`) its next calls
+            meet, in order, one per call (``{"status": ["500"]}``: the first status check answers
+            500, later ones as usual). ``batch_calls`` counts the calls per step.
+        batch_end: how the n-th batch created ends (None: completed; else one of
+            :data:`courtroom.testing._fake_batches.ENDINGS`), e.g. ``lambda n: "missing"``.
 
     ``/v1/messages`` (Anthropic's Messages API) is answered by the same logic: the body is read as
     the chat body it stands for and the answer is sent back as Anthropic's ``message``.
@@ -108,6 +118,8 @@ class FakeServer:
         turnaround: float = 0.0,
         expire: Collection[int] = (),
         engine: Any = None,
+        batch_faults: Mapping[str, Sequence[str]] | None = None,
+        batch_end: Callable[[int], str | None] | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -128,7 +140,12 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.sent: Counter[str] = Counter()
-        self.batches = Batches(self._batch_line, turnaround, expire)
+        for step, kinds in (batch_faults or {}).items():
+            if step not in BATCH_STEPS or set(kinds) - set(BATCH_FAULTS):
+                raise ValueError(f"batch_faults: {step}: {list(kinds)}; steps {BATCH_STEPS}, faults {BATCH_FAULTS}")
+        self.batch_faults = {step: list(kinds) for step, kinds in (batch_faults or {}).items()}
+        self.batch_calls: Counter[str] = Counter()
+        self.batches = Batches(self._batch_line, turnaround, expire, batch_end)
         self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -195,6 +212,22 @@ class FakeServer:
             if x < acc:
                 return kind
         return None
+
+    def _batch_fault(self, method: str, path: str) -> str | None:
+        """Count one batch API call by its step; the fault it meets, if any."""
+        parts = path.split("?")[0].rstrip("/").split("/")[2:]  # after '', 'v1'
+        if parts[:1] == ["messages"]:
+            parts = ["batches", *parts[2:]]  # Message Batches: the same steps
+        if method == "POST":
+            step = {"files": "upload", "batches": "create"}.get(parts[0]) if len(parts) == 1 else "cancel"
+        elif parts == ["batches"]:
+            step = "list"
+        else:
+            step = "status" if parts[0] == "batches" and len(parts) == 2 else "download"
+        with self._lock:
+            self.batch_calls[step or "?"] += 1
+            queue = self.batch_faults.get(step or "", [])
+            return queue.pop(0) if queue else None
 
     def _batch_line(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
@@ -284,20 +317,34 @@ class FakeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its timeout); nothing to answer
 
+            def _batch_api(self, method: str, answer: Callable[[], Any]) -> None:
+                fault = server._batch_fault(method, self.path)
+                if fault == "drop":
+                    self.close_connection = True  # closed with no answer: the client sees a broken connection
+                    return
+                if fault in ("500", "429"):
+                    return self._send(int(fault), {"error": {"message": f"injected {fault}"}}, {})
+                result = answer()
+                if fault == "lost":
+                    return self._send(500, {"error": {"message": "injected 500 after the work was done"}}, {})
+                self._send(*result)
+
             def do_GET(self) -> None:
                 if self.path.startswith("/v1/messages/batches"):
-                    return self._send(*server.messages.handle("GET", self.path, self.headers, b""))
+                    return self._batch_api("GET", lambda: server.messages.handle("GET", self.path, self.headers, b""))
                 if self.path.startswith(("/v1/files", "/v1/batches")):
-                    return self._send(*server.batches.get(self.path))
+                    return self._batch_api("GET", lambda: server.batches.get(self.path))
                 self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 if self.path.startswith("/v1/messages/batches"):
-                    return self._send(*server.messages.handle("POST", self.path, self.headers, raw))
+                    answer = lambda: server.messages.handle("POST", self.path, self.headers, raw)  # noqa: E731
+                    return self._batch_api("POST", answer)
                 if self.path.startswith(("/v1/files", "/v1/batches")):
-                    return self._send(*server.batches.post(self.path, self.headers.get("Content-Type", ""), raw))
+                    kind = self.headers.get("Content-Type", "")
+                    return self._batch_api("POST", lambda: server.batches.post(self.path, kind, raw))
                 body = json.loads(raw or b"{}")
                 anthropic = self.path.startswith("/v1/messages")  # Anthropic's Messages API, live
                 if anthropic:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from courtroom._env import env_count, env_seconds
 from courtroom.errors import ConfigError
 from courtroom.models.batch._anthropic import AnthropicBatches
 from courtroom.models.batch._collector import Batch, Collector, request_key
@@ -59,19 +60,14 @@ def poll_seconds() -> float:
     """The longest wait between looks at a batch in flight (``COURTROOM_BATCH_POLL``, default 10 s).
 
     A batch is first looked at 0.05 s after it is submitted, then after twice as long each time.
+    Every ``COURTROOM_BATCH_*`` value is checked (a bad one refused in one line, :mod:`courtroom._env`).
     """
-    try:
-        return max(0.01, float(os.environ.get("COURTROOM_BATCH_POLL", "10")))
-    except ValueError:
-        return 10.0
+    return max(0.01, env_seconds("COURTROOM_BATCH_POLL", 10.0))
 
 
 def max_lines() -> int:
-    """The most requests in one batch (``COURTROOM_BATCH_LINES``, default 50,000: OpenAI's limit)."""
-    try:
-        return max(1, int(os.environ.get("COURTROOM_BATCH_LINES", "50000")))
-    except ValueError:
-        return 50_000
+    """The most requests in one batch (``COURTROOM_BATCH_LINES``, a whole number >= 1, default 50,000: OpenAI's limit)."""
+    return env_count("COURTROOM_BATCH_LINES", 50_000)
 
 
 def max_wait() -> float:
@@ -79,10 +75,7 @@ def max_wait() -> float:
 
     Default 30: a bound on a thread that works long between its requests.
     """
-    try:
-        return max(0.1, float(os.environ.get("COURTROOM_BATCH_WAIT", "30")))
-    except ValueError:
-        return 30.0
+    return max(0.1, env_seconds("COURTROOM_BATCH_WAIT", 30.0))
 
 
 TURNAROUND_BASIS = (
@@ -94,10 +87,7 @@ TURNAROUND_BASIS = (
 
 def turnaround() -> float:
     """Seconds one batch is assumed to take at the provider (``COURTROOM_BATCH_TURNAROUND``, default 3600)."""
-    try:
-        return max(0.0, float(os.environ.get("COURTROOM_BATCH_TURNAROUND", "3600")))
-    except ValueError:
-        return 3600.0
+    return env_seconds("COURTROOM_BATCH_TURNAROUND", 3600.0)
 
 
 @contextlib.contextmanager

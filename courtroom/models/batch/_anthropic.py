@@ -11,7 +11,9 @@ and output lines), so the collector needs no second code path: a succeeded line 
 ``response`` with status 200 and the message as ``body``; an errored one a ``response`` with the
 HTTP status of its error type (retried as a failed line); canceled and expired lines the
 ``batch_cancelled`` / ``batch_expired`` errors the collector sends again. Anthropic's create body
-has no metadata field, so the round number is not sent. The base URL and key live only in memory.
+has no metadata field, so the round number is not sent, and a create whose answer was lost (a 5xx
+other than 503/529, or a connection broken after the body went out) cannot be looked up: it is
+not tried again (:func:`_cannot_look`). The base URL and key live only in memory.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from courtroom.models.batch._openai import HttpBatches, Status
+from courtroom.models.batch._openai import BatchAPIError, HttpBatches, Status
 
 VERSION = "2023-06-01"
 """The ``anthropic-version`` header."""
@@ -54,7 +56,8 @@ class AnthropicBatches(HttpBatches):
         """Create one batch of ``(custom_id, params)`` lines (``metadata`` is dropped: the API has no such field)."""
         requests = [{"custom_id": cid, "params": dict(params)} for cid, params in lines]
         path = "/messages/batches"
-        return _status(self._call("POST", path, json={"requests": requests}).json())
+        return _status(self._create(lambda: self._call("POST", path, json={"requests": requests}, retries=0),
+                                    _cannot_look))  # fmt: skip
 
     def status(self, batch_id: str) -> Status:
         """The batch as it is now."""
@@ -78,6 +81,15 @@ class AnthropicBatches(HttpBatches):
         path = f"/messages/batches/{batch_id}/cancel"
         cancelled = _status(self._call("POST", path).json())
         return cancelled if cancelled.done else self.status(batch_id)
+
+
+def _cannot_look() -> None:
+    """A create whose answer was lost: Message Batches carry no mark of ours to find it by."""
+    raise BatchAPIError(
+        "batch API: POST /messages/batches: the answer was lost and the batch may exist (Message Batches "
+        "carry no metadata to find it by): its lines are not sent again",
+        maybe_created=True,
+    )
 
 
 def _line(result: Mapping[str, Any]) -> dict[str, Any]:

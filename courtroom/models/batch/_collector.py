@@ -11,6 +11,16 @@ round-synchronous program sends each round of every case as one batch.
 A line's thread is released by the collector, which counts it out of ``waiting`` at that moment
 (not when the thread wakes): a woken thread that has not run yet is active, not waiting, so the
 next batch waits for its next request.
+
+What the provider did not answer is never counted as sent, and nothing it may have answered is
+sent again. A line left unanswered (expired, cancelled, missing from the output) goes out again
+in the next batch, at most :data:`RESENDS` times. A batch that could not be submitted fails its
+own lines (tried again by the request's retries, uncounted), unless the create may have gone
+through (:class:`~courtroom.models.batch._openai.BatchAPIError` ``maybe_created``): then its lines
+fail for good. A batch that cannot be looked at or read :data:`LOOKS` times in a row (each look
+already retried by the client) fails its own lines for good, and stays recorded as not ended, so
+a resume collects it. A batch accepted but not recorded (the run folder went away) is cancelled,
+and nothing more is submitted.
 """
 
 from __future__ import annotations
@@ -33,8 +43,19 @@ from courtroom.models.batch._record import BatchLog
 
 logger = logging.getLogger(__name__)
 
-RESUBMIT = ("batch_expired", "batch_cancelled")
+RESUBMIT = ("batch_expired", "batch_cancelled", "batch_missing")
 """Error codes of lines the provider never answered: sent again in the next batch, not counted."""
+
+RESENDS = 3
+"""How often one request goes out again after batches left it unanswered, before it fails."""
+
+LOOKS = 3
+"""Failed looks in a row (status or results, each retried by the client) after which a batch fails its lines."""
+
+
+def unsent(message: str, *, final: bool) -> dict[str, Any]:
+    """The answer of a line the provider did not answer: not counted as sent; ``final``: never sent again."""
+    return {"error": {"code": "batch_api", "message": message}, "unsent": True, "final": final}
 
 
 def request_key(body: Mapping[str, Any]) -> str:
@@ -71,6 +92,8 @@ class Batch:
     interval: float = 0.05
     """Seconds until the next look: doubled at each look, up to the collector's ``poll``."""
     next_poll: float = 0.0
+    misses: int = 0
+    """Looks in a row that failed (:data:`LOOKS`)."""
 
 
 class Collector:
@@ -115,6 +138,8 @@ class Collector:
         self._ids = itertools.count(1)
         self._cond = threading.Condition()
         self._closed = False
+        self._broken: str | None = None
+        """Why nothing more may be submitted (a batch could not be recorded), once that happened."""
         self._thread: threading.Thread | None = None
 
     # ----- the threads that ask
@@ -152,9 +177,11 @@ class Collector:
     def ask(self, client: BatchClient, body: dict[str, Any]) -> dict[str, Any]:
         """Park this thread until ``body``'s line is answered; the output line (``response`` or ``error``)."""
         key = request_key(body)
-        while True:
+        for sends in itertools.count():
             line = Line(key, body, client)
             with self._cond:
+                if self._broken is not None:
+                    return unsent(self._broken, final=True)
                 if self._answered.get(key):
                     return self._answered[key].popleft()  # answered while the process was away
                 claimed = self._claim(line)
@@ -169,10 +196,12 @@ class Collector:
                     self._abandon(line)
                     raise _stop.Stopped(f"stopped: batches stay with the provider ({_stop.stop_text()})")
             answer = line.answer or {}
-            code = (answer.get("error") or {}).get("code")
-            if code in RESUBMIT:
-                continue  # never answered: it goes out again in the next batch, uncounted
-            return answer
+            error = answer.get("error") or {}
+            if error.get("code") not in RESUBMIT:
+                return answer
+            if sends >= RESENDS:  # never answered: it went out again in the next batch, uncounted, up to here
+                return unsent(f"{sends + 1} batches left the request unanswered ({error.get('code')})", final=True)
+        raise AssertionError("unreachable")
 
     def _claim(self, line: Line) -> bool:
         """Attach ``line`` to a recorded line of the same request still in flight (a resume)."""
@@ -271,9 +300,9 @@ class Collector:
                 if todo:
                     self._submit(todo)
                 self._poll()
-            except Exception as exc:  # noqa: BLE001 - every waiting line learns of it
+            except Exception as exc:  # noqa: BLE001 - a bug: the lines it held learn of it, none is sent again
                 logger.warning("batch: %s", exc)
-                self._fail(todo, exc)
+                self._fail(todo, unsent(str(exc), final=True))
 
     def _submit(self, lines: list[Line]) -> None:
         # One batch per API and model: roles with LM objects of their own (a judge's temperature) reach
@@ -285,15 +314,34 @@ class Collector:
         for (_, model), group in groups.items():
             for start in range(0, len(group), self.max_lines):
                 chunk = group[start : start + self.max_lines]
+                if self._broken is not None:
+                    self._fail(chunk, unsent(self._broken, final=True))
+                    continue
                 ids = {f"r{self.rounds}-{next(self._ids)}": line for line in chunk}
                 client = chunk[0].client
-                status = client.submit(
-                    [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}
-                )
+                try:
+                    if self.log is not None:
+                        self.log.check()
+                except Exception as exc:  # noqa: BLE001 - a batch that cannot be recorded is not sent
+                    self._broken = f"batch mode stopped: {exc}"
+                    self._fail(chunk, unsent(self._broken, final=True))
+                    continue
+                try:
+                    status = client.submit(
+                        [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}
+                    )
+                except Exception as exc:  # noqa: BLE001 - this batch's lines fail; the others go on
+                    logger.warning("batch: %s", exc)
+                    self._fail(chunk, unsent(str(exc), final=bool(getattr(exc, "maybe_created", False))))
+                    continue
                 keys = {cid: line.key for cid, line in ids.items()}
                 batch = Batch(status.id, client, model, self.rounds, ids, keys, status.status)
                 if self.log is not None:
-                    self.log.submitted(batch.id, client.provider, model, self.rounds, keys)
+                    try:
+                        self.log.submitted(batch.id, client.provider, model, self.rounds, keys)
+                    except Exception as exc:  # noqa: BLE001 - accepted but not recorded: no resume could find it
+                        self._unrecorded(batch, exc)
+                        continue
                 with self._cond:
                     self._in_flight[batch.id] = batch
                     self.submitted.append((batch.id, len(ids)))
@@ -306,24 +354,33 @@ class Collector:
         for batch in [b for b in self._in_flight.values() if b.next_poll <= now]:
             batch.interval = min(self.poll, batch.interval * 2)
             batch.next_poll = now + batch.interval
-            status = batch.client.status(batch.id)
-            batch.status, batch.done = status.status, status.completed + status.failed
-            if self.on_status:
-                self.on_status(batch)
-            if status.done:
-                self._finish(batch, status)
+            try:
+                status = batch.client.status(batch.id)
+                batch.status, batch.done = status.status, status.completed + status.failed
+                if self.on_status:
+                    self.on_status(batch)
+                if status.done:
+                    self._finish(batch, status)
+                batch.misses = 0
+            except Exception as exc:  # noqa: BLE001 - this batch's failure alone
+                batch.misses += 1
+                logger.warning("batch %s: %s", batch.id, exc)
+                if batch.misses >= LOOKS:
+                    self._lose(batch, exc)
 
     def _finish(self, batch: Batch, status: Status) -> None:
         answers = batch.client.results(status)
-        if status.status == "failed" and not answers:
+        if status.status == "failed" and not answers:  # refused whole: no line was answered
             message = f"the batch failed at the provider: {status.errors}"
-            answers = {cid: {"error": {"code": "batch_failed", "message": message}} for cid in batch.keys}
+            answers = {cid: unsent(message, final=False) for cid in batch.keys}
         if self.log is not None:
             self.log.ended(batch.id, status.status)
         with self._cond:
             del self._in_flight[batch.id]
             for cid, key in batch.keys.items():
-                answer = answers.get(cid) or {"error": {"code": "batch_expired", "message": "no answer"}}
+                answer = answers.get(cid) or {
+                    "error": {"code": "batch_missing", "message": "not in the batch's output"}
+                }
                 line = batch.lines.get(cid)
                 if line is None:
                     if (answer.get("error") or {}).get("code") not in RESUBMIT and _ok(answer):
@@ -334,18 +391,36 @@ class Collector:
                 line.ready.set()
             self._cond.notify_all()
 
-    def _fail(self, lines: list[Line], exc: Exception) -> None:
-        """A submit or poll that raised: its lines (or every line in flight) fail, as a transport error would."""
+    def _fail(self, lines: list[Line], answer: dict[str, Any]) -> None:
+        """``lines`` get ``answer`` (:func:`unsent`) and wake."""
         with self._cond:
-            targets = lines or [line for batch in self._in_flight.values() for line in batch.lines.values()]
-            if not lines:
-                self._in_flight.clear()
-            for line in targets:
+            for line in lines:
                 if not line.ready.is_set():
-                    line.answer = {"error": {"code": "batch_api", "message": str(exc)}, "transport": True}
+                    line.answer = answer
                     self.waiting -= 1
                     line.ready.set()
             self._cond.notify_all()
+
+    def _lose(self, batch: Batch, exc: Exception) -> None:
+        """A batch that could not be looked at :data:`LOOKS` times: its lines fail, it stays recorded as not ended."""
+        with self._cond:
+            self._in_flight.pop(batch.id, None)
+        message = f"batch {batch.id} could not be followed ({exc}): a resume collects it"
+        self._fail(list(batch.lines.values()), unsent(message, final=True))
+
+    def _unrecorded(self, batch: Batch, exc: Exception) -> None:
+        """A batch accepted but not recorded: cancel it, fail its lines, and submit nothing more."""
+        self._broken = f"batch mode stopped: batch {batch.id} could not be recorded ({exc})"
+        logger.warning("%s: cancelling it", self._broken)
+        try:
+            batch.client.cancel(batch.id)
+        except Exception as cancel_exc:  # noqa: BLE001 - the line above already names the batch
+            logger.warning("batch %s: cancel failed: %s", batch.id, cancel_exc)
+        with self._cond:
+            self.submitted.append((batch.id, len(batch.lines)))
+            pending = list(self._pending)
+            self._pending.clear()
+        self._fail(list(batch.lines.values()) + pending, unsent(self._broken, final=True))
 
     # ----- resume and close
 

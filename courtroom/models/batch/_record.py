@@ -34,6 +34,11 @@ class BatchLog:
             log.append(record)
             log.sync()
 
+    def check(self) -> None:
+        """Raise if a batch could not be recorded now (the run folder is gone): checked before each submit."""
+        if not self.path.parent.is_dir():
+            raise FileNotFoundError(f"{self.path.parent} is gone: no batch is submitted that could not be recorded")
+
     def submitted(self, batch_id: str, provider: str, model: str, round_: int, lines: Mapping[str, str]) -> None:
         """Record an accepted batch: which request key each custom_id is."""
         self._append({"event": "submitted", "id": batch_id, "provider": provider, "model": model,

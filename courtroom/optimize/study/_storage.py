@@ -40,13 +40,22 @@ def is_journal(url: str) -> bool:
     return url.startswith("journal:") or url.endswith((".journal", ".log"))
 
 
+def journal_path(url: str) -> Path:
+    """The file a journal storage URL names; a ConfigError when it names none (``journal:``) or a folder."""
+    name = url.removeprefix("journal:").strip()
+    path = Path(name).expanduser()
+    if not name or not path.name or path.is_dir():
+        raise ConfigError(f"--storage {url!r} names no journal file: write journal:FILE, e.g. journal:studies.journal")
+    return path
+
+
 def open_storage(url: str | None) -> Any:
     """An Optuna storage for ``url``; a clear ConfigError when it cannot be used or reached."""
     import optuna
 
     url = url or DEFAULT_STORAGE
     if is_journal(url):
-        return _open_journal(Path(url.removeprefix("journal:")))
+        return _open_journal(journal_path(url))
     scheme = urlsplit(url).scheme.split("+")[0]
     if scheme not in ("sqlite", "postgresql", "postgres", "mysql"):
         raise ConfigError(
