@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     args = parser.parse_args(argv)
 
-    workdir = tempfile.mkdtemp(prefix="courtroom-bench-")
+    # In memory where the machine has it: a study commits each trial's records (SQLite, on a disk: ms each).
+    workdir = tempfile.mkdtemp(prefix="courtroom-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")
     import optuna
 
