@@ -180,12 +180,15 @@ def _print_tied(outcome: Any, console: Console) -> None:
     if found is None:
         return
     table = tied_table(outcome.study)
-    tied = table[table["tied"] != "no"]
+    tied = table[~table["tied"].isin(("no", "stopped"))]
+    stopped = int((table["tied"] == "stopped").sum())
     unit = found.members[0].unit
     say(
         console,
-        f"tied with the best on {found.cases} dev cases: {len(tied)} of {len(table)} configuration(s) "
-        f"(exact McNemar vs the best, Holm, {LEVEL:g}); cost in {unit} per case:",
+        f"tied with the best on {found.cases} dev cases: {len(tied)} of {len(found.members)} configuration(s) "
+        f"scored on all of them (exact McNemar vs the best, Holm, {LEVEL:g})"
+        + (f"; {stopped} stopped early by the race" if stopped else "")
+        + f"; cost in {unit} per case:",
     )
     params = [c for c in tied.columns if c not in ("number", "tied", "exported", "accuracy", "cost_per_case", "p_holm")]
     shown = tied.set_index("number")[["tied", "exported", "accuracy", "cost_per_case", "p_holm", *params]]

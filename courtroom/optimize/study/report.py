@@ -76,7 +76,34 @@ def tied_table(study: Any) -> pd.DataFrame:
         }
         for m in found.members
     ]
+    rows += [  # the configurations the race stopped: worse than the incumbent on the cases they saw
+        {
+            "number": t.number,
+            "tied": "stopped",
+            "exported": "",
+            "accuracy": t.user_attrs.get("accuracy"),
+            "cost_per_case": t.user_attrs.get("cost_per_example", t.user_attrs.get("calls_per_example")),
+            "p_holm": None,
+            **dict(t.user_attrs.get("config", t.params)),
+        }
+        for t in _stopped(study)
+    ]
     return pd.DataFrame(rows)
+
+
+def _stopped(study: Any) -> list[Any]:
+    """Trials the race stopped whose configuration no later trial continued."""
+    from optuna.trial import TrialState
+
+    from courtroom.optimize.study.race import CONTINUES
+
+    trials = study.get_trials(deepcopy=False)
+    continued = {int(t.user_attrs[CONTINUES]) for t in trials if CONTINUES in t.user_attrs}
+    return [
+        t
+        for t in trials
+        if t.state == TrialState.PRUNED and (t.user_attrs.get("race") or {}).get("stop") and t.number not in continued
+    ]
 
 
 def tied_summary(study: Any) -> dict[str, Any] | None:
