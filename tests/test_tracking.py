@@ -260,3 +260,25 @@ def test_trace_records_each_case_with_each_roles_prompt(tracked: dict[str, Any],
         assert any(span.span_type == "CHAT_MODEL" for span in trace.data.spans)
     data = (tracked["root"] / "mlflow.db").read_bytes()
     assert SECRET.encode() not in data and host.encode() not in data
+
+
+def test_track_keeps_mlflows_view_run_lines_off_stdout(
+    tracked: dict[str, Any], tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow prints `View run ... at: URL` on stdout for a tracking server: `--format csv` must still parse."""
+    import io
+
+    import pandas as pd
+    from mlflow.tracking._tracking_service import client as service
+
+    # The SQLite store taken for a server (RestStore), so MLflow's own URL lines run as they do over http.
+    monkeypatch.setattr(service, "RestStore", object)
+    monkeypatch.setattr(service, "get_workspace_url", lambda: "http://mlflow.test:5000")
+    with FakeServer() as server:
+        done = cli("compare", "--frameworks", "zero-shot,cot", "--limit", "2", "--lm", "openai/fake-csv",
+                   "--api-base", server.url, "--track", tracked["store"], "--format", "csv",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout
+    table = pd.read_csv(io.StringIO(done.stdout))
+    assert len(table) >= 2 and "accuracy" in table.columns
