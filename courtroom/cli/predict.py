@@ -117,17 +117,8 @@ def predict_command(
 
     check_roles(m.roles, all_roles())
     configure_cache()
-    options = {
-        k: v
-        for k, v in (
-            ("temperature", m.temperature),
-            ("max_tokens", m.max_tokens),
-            ("api_base", m.api_base),
-            ("timeout", m.timeout),
-        )  # fmt: skip
-        if v is not None
-    }
-    program = load_program(program_file, lm=m.default, roles=m.roles or None, **options)
+    program = load_program(program_file, lm=m.default, roles=m.roles or None, temperature=m.temperature,
+                           max_tokens=m.max_tokens, api_base=m.api_base, timeout=m.timeout)  # fmt: skip
     from courtroom.reporting.tables import say, stdout_console
 
     console = stdout_console()
