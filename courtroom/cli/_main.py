@@ -44,6 +44,18 @@ def _redact_debug_output() -> None:
         sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
 
 
+class _Wrapping(logging.Formatter):
+    """Log lines (``WARNING courtroom.x: ...``) cut at spaces to the terminal's width, like every other line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from courtroom.reporting.tables import terminal_width, wrapped
+
+        text = super().format(record)
+        if record.exc_info or record.stack_info:  # a traceback (--debug) keeps its own lines
+            return text
+        return "\n".join(wrapped(text, terminal_width()))
+
+
 def _interrupted_message() -> str:
     """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
     from pathlib import Path
@@ -93,7 +105,9 @@ def run_main(argv: list[str] | None) -> int:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     _stop.note_command(args)
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Wrapping("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
     if debug:
         _redact_debug_output()
     # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
