@@ -65,11 +65,12 @@ def test_every_command_fits_the_width(mode: str, courtroom_cli: Any, tmp_path: P
         assert "0.6666666" not in studied and "values [" not in studied  # numbers for people
         assert "n_loops=" in studied.split("best trial", 1)[1]
         compiled = courtroom_cli("compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit",
-                                 "2", "--dev-limit", "2", "--test-limit", "2", *c, "-o", "p.json", env=env, cwd=tmp_path)
+                                 "2", "--dev-limit", "2", "--test-limit", "2", *c, "-o", "p.json", env=env,
+                                 cwd=tmp_path)  # fmt: skip
         _fits(compiled, "compile", width)
         interval = re.compile(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]")  # after - before: never cut in two
-        assert [bool(interval.search(line)) for line in compiled.stdout.splitlines()
-                if line.split()[1:2] == ["after"]] == [True] * 2
+        after = [line for line in compiled.stdout.splitlines() if line.split()[1:2] == ["after"]]
+        assert len(after) == 2 and all(interval.search(line) for line in after), compiled.stdout
         cli("score", "p.json", "--limit", "2", *c, "--out", "runs")
         cli("predict", "p.json", "is 2 even?", *c)
     cli("tasks")

@@ -35,8 +35,9 @@ def scores_table(result: Any, title: str, width: int = 100) -> Table:
     rows = {}
     for name, score, gain in _rows(result):
         diff = "" if gain is None else f"{gain.difference:+.2f} [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}]"
-        rows[name] = [f"{score.accuracy:.3f}", f"[{score.ci_low:.2f}, {score.ci_high:.2f}]", f"{score.macro_f1:.3f}",
-                      str(score.failures), str(score.n), diff, "" if gain is None else f"{gain.p_value:.3g}"]  # fmt: skip
+        interval = f"[{score.ci_low:.2f}, {score.ci_high:.2f}]"
+        rows[name] = [f"{score.accuracy:.3f}", interval, f"{score.macro_f1:.3f}", str(score.failures), str(score.n),
+                      diff, "" if gain is None else f"{gain.p_value:.3g}"]  # fmt: skip
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS))
     table = fitted(frame, KEY_SCORES, width, title=title, right=SCORE_COLUMNS)
     if result.test:

@@ -116,6 +116,8 @@ class Collector:
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._warned = ""
+        """The last failure logged (the same one again is not)."""
 
     # ----- the threads that ask
 
@@ -272,7 +274,9 @@ class Collector:
                     self._submit(todo)
                 self._poll()
             except Exception as exc:  # noqa: BLE001 - every waiting line learns of it
-                logger.warning("batch: %s", exc)
+                if str(exc) != self._warned:  # a retried line meeting the same refusal: said once
+                    self._warned = str(exc)
+                    logger.warning("batch: %s", exc)
                 self._fail(todo, exc)
 
     def _submit(self, lines: list[Line]) -> None:
@@ -356,6 +360,7 @@ class Collector:
             batch = Batch(record["id"], client, record.get("model", ""), int(record.get("round", 0)), {},
                           dict(record["lines"]), "in_progress")  # fmt: skip
             with self._cond:
+                self.rounds = max(self.rounds, batch.round)  # a resume's rounds go on from the recorded ones
                 self._in_flight[batch.id] = batch
                 for cid, key in batch.keys.items():
                     self._recorded[key].append((batch.id, cid))

@@ -55,6 +55,12 @@ class BatchClient(Protocol):
     def close(self) -> None: ...
 
 
+NO_BATCH_API = (
+    "the server is up but has no batch API (OpenAI's /files and /batches: llama.cpp, Ollama and vLLM's "
+    "servers have none); drop --batch to send the requests live"
+)
+
+
 class HttpBatches:
     """What every batch client shares: base URL and key in memory only, one pooled HTTP client, one-line errors."""
 
@@ -84,14 +90,26 @@ class HttpBatches:
         try:
             response = self._http().request(method, url or f"{self._base}{path}", **kwargs)
         except httpx.HTTPError as exc:
+            if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) and self._answers():
+                raise ModelError(f"batch API: {method} {path} failed ({type(exc).__name__}): {NO_BATCH_API}") from exc
             raise ModelError(f"batch API: {method} {path} failed ({type(exc).__name__}): is the server up?") from exc
         if response.status_code >= 400:
             try:
                 message = response.json()["error"]["message"]
             except (ValueError, KeyError, TypeError):
                 message = response.text[:200]
+            if response.status_code in (404, 405, 501) and url is None:
+                message = f"{message}; {NO_BATCH_API}" if message.strip() else NO_BATCH_API
             raise ModelError(f"batch API: {method} {path} answered {response.status_code}: {message}")
         return response
+
+    def _answers(self) -> bool:
+        """The server answers a plain request (``GET /models``): it is up, only its batch routes failed."""
+        try:
+            self._http().get(f"{self._base}/models", timeout=min(self._timeout, 5.0))
+        except httpx.HTTPError:
+            return False
+        return True
 
     def close(self) -> None:
         """Close the connection pool."""
