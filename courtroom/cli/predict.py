@@ -63,8 +63,8 @@ def _needs_text_field(path: str) -> None:
     listed = f" (its fields: {', '.join(fields)})" if fields else ""
     first = fields[0] if fields else "FIELD"
     raise DataError(
-        f"{path} holds rows of fields, not one case per line: name the field(s) that make the case with --text-field{listed}, "
-        f"e.g. --input {path} --text-field {first}"
+        f"{path} holds rows of fields, not one case per line: name the field(s) that make the case with "
+        f"--text-field{listed}, e.g. --input {path} --text-field {first}"
     )
 
 
