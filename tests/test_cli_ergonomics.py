@@ -261,3 +261,9 @@ def test_hints_name_the_real_fix(args: list[str], says: str, not_said: str, tmp_
     assert main(args) == 2
     err = capsys.readouterr().err
     assert says in " ".join(err.split()) and not_said not in err and err.count("\n") == 1, err
+
+
+def test_help_shows_brackets_as_written(capsys) -> None:
+    """``--track``'s "Needs courtroom[mlflow]." read "Needs courtroom." (rich took ``[mlflow]`` for markup)."""
+    help_text = " ".join(_help("study", capsys).split()).replace("│ ", "")
+    assert "Needs courtroom[mlflow]." in help_text, help_text[-600:]
