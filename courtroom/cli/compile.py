@@ -14,9 +14,15 @@ from courtroom.spec import Experiment
 
 
 def _rows(result: Any) -> list[tuple[str, Any, Any]]:
-    """(row name, score, comparison on its after row) for dev and test, before and after."""
+    """(row name, score, comparison on its after row) for dev and test, before and after.
+
+    With ``--keep-better`` keeping the start, the test split scored the start alone: one row, no comparison.
+    """
     rows = []
     for split, gain in result.gains.items():
+        if split == "test" and result.kept == "start":
+            rows.append(("test (kept start)", gain.before, None))
+            continue
         rows += [(f"{split} before", gain.before, None), (f"{split} after", gain.after, gain)]
     return rows
 
@@ -34,7 +40,7 @@ def scores_table(result: Any, title: str, width: int = 100) -> Table:
 
     rows = {}
     for name, score, gain in _rows(result):
-        diff = "" if gain is None else f"{gain.difference:+.2f} [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}]"
+        diff = "" if gain is None else gain.figures()
         interval = f"[{score.ci_low:.2f}, {score.ci_high:.2f}]"
         rows[name] = [f"{score.accuracy:.3f}", interval, f"{score.macro_f1:.3f}", str(score.failures), str(score.n),
                       diff, "" if gain is None else f"{gain.p_value:.3g}"]  # fmt: skip
@@ -106,7 +112,9 @@ def proof_lines(result: Any) -> list[str]:
     from courtroom.optimize.optimizers import get_optimizer
 
     lines = []
-    if result.test is not None:
+    if result.test is not None and result.kept == "start":
+        lines.append("held-out test: the starting program was kept (--keep-better), so only it was scored there")
+    elif result.test is not None:
         lines.append(result.test.sentence())
     else:
         note = result.metadata.get("proof", {}).get("test_note") or "no test split scored"
