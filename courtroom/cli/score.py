@@ -65,13 +65,18 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
     if vote is not None and vote in table.index:
         from courtroom.eval.metrics import wilson
 
+        from courtroom.comparison.significance import VOTE_FAILED
+
         acc, n = float(table.at[vote, "accuracy"]), int(table.at[vote, "n"])
         vlow, vhigh = wilson(acc, n)
-        p = float(table.at[row, "mcnemar_p"])
-        line += (
-            f"; {vote} at the same calls: {acc:.3f} [{vlow:.3f}, {vhigh:.3f}]; "
-            f"paired exact McNemar p={p:.3g} ({table.at[row, 'discordant']} discordant)"
-        )
+        if table.at[row, "discordant"] == VOTE_FAILED:
+            line += f"; {vote} at the same calls failed on every case ({n}): no paired test against it"
+        else:
+            p = float(table.at[row, "mcnemar_p"])
+            line += (
+                f"; {vote} at the same calls: {acc:.3f} [{vlow:.3f}, {vhigh:.3f}]; "
+                f"paired exact McNemar p={p:.3g} ({table.at[row, 'discordant']} discordant)"
+            )
     elif spec.design.matched_baselines:
         line += "; no matched vote (no calls were counted)"
     say(console, line, f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})")
