@@ -63,9 +63,8 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
     )
     vote = outcome.matched_vote
     if vote is not None and vote in table.index:
-        from courtroom.eval.metrics import wilson
-
         from courtroom.comparison.significance import VOTE_FAILED
+        from courtroom.eval.metrics import wilson
 
         acc, n = float(table.at[vote, "accuracy"]), int(table.at[vote, "n"])
         vlow, vhigh = wilson(acc, n)
