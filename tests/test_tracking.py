@@ -125,6 +125,13 @@ def test_a_study_is_a_parent_run_with_a_child_per_trial(tracked: dict[str, Any])
     best = json.loads(Path(client.download_artifacts(parent.info.run_id, "best.json")).read_text())
     assert parent.data.metrics["best_value"] == pytest.approx(best["value"])
     assert float(trials[best["number"]]["value"]) == pytest.approx(best["value"])
+    # The chosen trial's held-out test score (test.csv), on the parent and on its trial's run.
+    [test] = list(csv.DictReader((tracked["root"] / "study-report" / "test.csv").open()))
+    assert int(test["trial"]) == best["number"]
+    for run in (parent, children[best["number"]]):
+        assert run.data.metrics["test_accuracy"] == pytest.approx(float(test["test accuracy"]))
+        assert run.data.metrics["test_n"] == float(test["test n"])
+        assert "test_ci_low" in run.data.metrics and "test_ci_high" in run.data.metrics
 
 
 def test_a_score_is_the_programs_row_beside_its_matched_vote(tracked: dict[str, Any]) -> None:
