@@ -395,7 +395,7 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
     assert "no trial completed: 2 of 2 failed (the last: RuntimeError: boom in the program)" in captured.err
 
 
-def test_our_plot_title_replaces_optunas_wherever_optuna_put_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_our_plot_title_replaces_optunas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Optuna titles its importances on the left; ours went in the centre, drawn over it (unreadable)."""
     import optuna
     from optuna.importance import FanovaImportanceEvaluator
