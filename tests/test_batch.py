@@ -279,13 +279,9 @@ def test_a_resumed_batch_run_numbers_its_rounds_on(
     assert [r["round"] for r in recorded(run_dir)] == [1, 2]  # r1 followed again, the judge's batch r2 (was r1)
 
 
-@pytest.mark.parametrize("refusal", ["drops the connection", "404"])
-def test_a_server_that_is_up_without_a_batch_api_is_named_so(refusal: str) -> None:
-    """llama.cpp's server answers chats but has no /v1/files: not "is the server up?", but "drop --batch"."""
-    import threading
+def _chat_only(refusal: str) -> Any:
+    """A server that is up (``GET`` answers) but has no batch routes: ``POST`` gets a 404 or no answer."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from courtroom.errors import ModelError
 
     class ChatOnly(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
@@ -304,7 +300,17 @@ def test_a_server_that_is_up_without_a_batch_api_is_named_so(refusal: str) -> No
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ChatOnly)
+    return ThreadingHTTPServer(("127.0.0.1", 0), ChatOnly)
+
+
+@pytest.mark.parametrize("refusal", ["drops the connection", "404"])
+def test_a_server_that_is_up_without_a_batch_api_is_named_so(refusal: str) -> None:
+    """llama.cpp's server answers chats but has no /v1/files: not "is the server up?", but "drop --batch"."""
+    import threading
+
+    from courtroom.errors import ModelError
+
+    server = _chat_only(refusal)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         client = OpenAIBatches(f"http://127.0.0.1:{server.server_port}/v1", "sk-x", timeout=5)
@@ -316,3 +322,24 @@ def test_a_server_that_is_up_without_a_batch_api_is_named_so(refusal: str) -> No
     text = str(raised.value)
     assert "POST /files" in text and "no batch API" in text and "drop --batch" in text, text
     assert "is the server up" not in text
+
+
+def test_a_run_on_a_server_without_a_batch_api_says_so_once(
+    tmp_path: Path, cli: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The issue's run printed the refusal three times (each retried line met it again)."""
+    import logging
+    import threading
+
+    server = _chat_only("drops the connection")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="courtroom.models.batch"):
+            done = cli("run", "zero-shot", "--lm", "openai/m", "--api-base", f"http://127.0.0.1:{server.server_port}/v1",
+                       "--limit", "3", "--batch", "--out", str(tmp_path / "runs"))  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode != 0
+    said = [r.getMessage() for r in caplog.records if "batch" in r.getMessage() and "POST /files" in r.getMessage()]
+    assert len(said) == 1 and "drop --batch" in said[0], said
