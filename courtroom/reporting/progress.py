@@ -220,9 +220,11 @@ class ProgressDisplay:
     ) -> None:
         self.enabled = enabled
         self.prices = prices
-        from courtroom.reporting.tables import terminal_width
+        self.console = console or Console(stderr=True)
+        if console is None and not self.console.is_terminal:  # plain lines: the width every other line has
+            from courtroom.reporting.tables import terminal_width
 
-        self.console = console or Console(stderr=True, width=terminal_width())
+            self.console.width = terminal_width()
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
         from courtroom._env import env_seconds
 
