@@ -28,13 +28,16 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import dspy
 
-from courtroom.errors import ConfigError
+from courtroom.errors import ConfigError, did_you_mean
 from courtroom.models.lms import RoleLMs, resolve_roles, saved_name
 from courtroom.programs import FRAMEWORKS, CourtroomProgram
+
+if TYPE_CHECKING:
+    from courtroom.api._options import LoadOptions
 
 FORMAT = "courtroom-program"
 FORMAT_VERSION = 1
@@ -218,20 +221,26 @@ def load_program(
     lm: Any = None,
     roles: Mapping[str, Any] | None = None,
     lms: Any = None,
-    **lm_options: Any,
+    **lm_options: Unpack[LoadOptions],
 ) -> CourtroomProgram:
     """A ready program from a file written by :func:`save_program`.
 
     Models: ``lm`` for every role and ``roles`` per role; with neither, the role models the
     program was compiled with (keys from the environment). ``lm_options`` (temperature,
-    max_tokens, api_base) apply to models given by name. ``lms`` (a ready :class:`RoleLMs`) replaces them all.
+    max_tokens, api_base, timeout) apply to models given by name. ``lms`` (a ready :class:`RoleLMs`)
+    replaces them all. A misspelt option is refused before the file is read, naming the nearest one.
     """
+    _check_lm_options(lm_options, "load")
     state, meta = read_program_file(path)
     return _program(state, meta, str(path), lm=lm, roles=roles, lms=lms, **lm_options)
 
 
 def with_models(
-    program: CourtroomProgram, *, lm: Any = None, roles: Mapping[str, Any] | None = None, **lm_options: Any
+    program: CourtroomProgram,
+    *,
+    lm: Any = None,
+    roles: Mapping[str, Any] | None = None,
+    **lm_options: Unpack[LoadOptions],
 ) -> CourtroomProgram:
     """A copy of ``program`` on other models: what :func:`load_program` gives for the file it would save to.
 
@@ -239,10 +248,25 @@ def with_models(
     mean to :func:`load_program`; with neither ``lm`` nor ``roles`` the program's own models are
     kept by name (pointed at ``api_base``, say). ``program`` itself is left as it is.
     """
+    _check_lm_options(lm_options, "with_models")
     saved = dict(getattr(program, "saved_metadata", None) or {})
     kept = {k: v for k, v in saved.items() if k not in _OWN_FIELDS}
     state, meta = _document(program, kept)
     return _program(state, meta, f"the {type(program).name} program", lm=lm, roles=roles, **lm_options)
+
+
+LM_OPTIONS = ("temperature", "max_tokens", "api_base", "timeout")
+"""The keys of :class:`~courtroom.api._options.LoadOptions`: what a program's models given by name take."""
+
+
+def _check_lm_options(options: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(options) - set(LM_OPTIONS))
+    if unknown:
+        named = ", ".join(k + did_you_mean(k, LM_OPTIONS) for k in unknown)
+        raise ConfigError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {named} for {where}: "
+            f"it takes lm, roles, lms and {', '.join(LM_OPTIONS)}"
+        )
 
 
 _OWN_FIELDS = ("format", "format_version", "framework", "config", "models", "versions", "artefacts", "checksum",
@@ -258,7 +282,7 @@ def _program(
     lm: Any,
     roles: Mapping[str, Any] | None,
     lms: Any = None,
-    **lm_options: Any,
+    **lm_options: Unpack[LoadOptions],
 ) -> CourtroomProgram:
     """The program a file's (state, metadata) describe, on the models named (``path`` names it in errors)."""
     name = meta.get("framework")

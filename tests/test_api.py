@@ -103,6 +103,7 @@ def test_python_functions_write_what_the_commands_write(tmp_path: Path, capsys: 
             **models,
         )
         err = capsys.readouterr().err
+        err = err.replace("\n  ", " ")  # a progress line cut at the width goes on indented: read it whole
         # Progress shows from Python too (plain lines when stderr is not a terminal), with LM calls.
         assert re.search(r"study jot-boolean_expressions: .*2/2 trials, \d+ LM calls", err), err
         # ... and the tokens the trials sent, as their user attributes record them.

@@ -24,7 +24,8 @@ OPTION_FIELD = {"data": "source", "role": "roles", "preset": "presets", "sets": 
 NOT_KEYWORDS = {"show", "format", "dry_run"}
 """What a command prints (--show, --format) and its dry run (courtroom.estimate): no keyword of the functions."""
 
-POSITIONAL = {"run": {"framework"}, "compare": {"frameworks"}, "compile": {"framework"}, "study": {"framework"}}
+POSITIONAL = {"run": {"framework"}, "compare": {"frameworks"}, "compile": {"framework"}, "study": {"framework"},
+              "score": set()}  # fmt: skip
 """The functions' first argument."""
 
 
@@ -94,3 +95,14 @@ def test_the_keywords_set_their_fields_at_run_time() -> None:
 
     spec = Experiment.build("run", out=Path("a") / "runs", prices=Path("p.json"))
     assert (spec.output.out, spec.budget.prices) == (str(Path("a") / "runs"), "p.json")
+
+
+def test_a_misspelt_keyword_names_the_nearest_one_at_run_time() -> None:
+    import courtroom
+
+    with pytest.raises(courtroom.ConfigError, match=r"option text_feld \(did you mean text_field\?\) for score"):
+        courtroom.score("program.json", text_feld="q")  # type: ignore[call-arg]
+    with pytest.raises(courtroom.ConfigError, match=r"unknown option api_bse \(did you mean api_base\?\) for load"):
+        courtroom.load("program.json", api_bse="http://127.0.0.1:1/v1")  # type: ignore[call-arg]
+    with pytest.raises(courtroom.ConfigError, match=r"unknown option dev_limt \(did you mean dev_limit\?\) for study"):
+        courtroom.study("jot", dev_limt=3)  # type: ignore[call-arg]

@@ -244,3 +244,17 @@ def test_an_unreadable_input_is_not_reported_as_cannot_write(tmp_path: Path, mon
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(secret) else real(p, mode))  # as root
     code, line = describe(PermissionError(errno.EACCES, "Permission denied", str(secret))) or (1, "")
     assert code == 2 and line.startswith(f"error: cannot read {secret}") and "make it readable" in line
+
+
+def test_a_big_bench_hard_shaped_file_needs_only_its_labels(tmp_path: Path, cli: Any) -> None:
+    """``input``/``target`` (BIG-Bench-Hard's) are the case and the label; the example names the file's own."""
+    rows = [{"input": f"not ( {v} ) is", "target": str(not v)} for v in (True, False) * 5]
+    (tmp_path / "bbh.json").write_text(json.dumps({"examples": rows}))
+    dry = ["--dry-run", "--lm", "openai/gpt-4o-mini"]
+    refused = cli("run", "zero-shot", "--dataset", str(tmp_path / "bbh.json"), *dry)
+    assert refused.returncode == 2
+    assert "--dataset needs --labels (its fields: input, target): e.g. --text-field input --label-field target " \
+           "--labels False,True" in refused.stderr, refused.stderr  # fmt: skip
+    assert "question,passage" not in refused.stderr
+    done = cli("run", "zero-shot", "--dataset", str(tmp_path / "bbh.json"), "--labels", "True,False", *dry)
+    assert done.returncode == 0, done.stderr

@@ -272,3 +272,98 @@ def test_an_api_base_with_credentials_has_its_batch_api(
     assert server.counts["requests"] == 0  # the live run's answers came from the cache the batch filled
     written = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
     assert "s3cret" not in written and "s3cret" not in done.stderr + done.stdout
+
+
+def test_the_summary_counts_batches_unpriced_and_in_words(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """``1 batch``, not ``1 batches``; and a model with no price still shows how many batches were sent."""
+    with FakeServer(oracle(), turnaround=0.05) as server:
+        done = cli("run", "zero-shot", "--lm", "openai/m", "--limit", "2", "--batch", "--api-base", server.url,
+                   "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "n/a (1 batch)" in " ".join(done.stdout.split()), done.stdout
+
+
+def test_a_resumed_batch_run_numbers_its_rounds_on(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rounds of a resume follow the recorded ones (r3 after r1 and r2), not r1 again."""
+    args = ["--lm", "openai/m", "--batch", "--out", str(tmp_path / "runs")]
+    with FakeServer(oracle(), turnaround=0.02) as server:
+        assert cli("run", "jot", "--loops", "1", "--limit", "2", *args, "--api-base", server.url).returncode == 0
+        run_dir = next((tmp_path / "runs").iterdir())
+        assert [r["round"] for r in recorded(run_dir)] == [1, 2]  # the advocates, then the judge
+        # As if killed after round 1 was accepted: its batch is recorded, the judge's not yet sent.
+        log = run_dir / "batches.jsonl"
+        first = recorded(run_dir)[0]["id"]
+        log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if json.loads(line)["id"] == first))
+        (run_dir / "results.jsonl").write_text("")
+        monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cold"))  # the judge's requests go out again
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+    assert done.returncode == 0, done.stderr
+    assert [r["round"] for r in recorded(run_dir)] == [1, 2]  # r1 followed again, the judge's batch r2 (was r1)
+
+
+def _chat_only(refusal: str) -> Any:
+    """A server that is up (``GET`` answers) but has no batch routes: ``POST`` gets a 404 or no answer."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class ChatOnly(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"data": []}')
+
+        def do_POST(self) -> None:  # noqa: N802
+            if refusal == "404":
+                self.send_response(404)
+                self.end_headers()
+                self.wfile.write(b"File Not Found")
+            self.close_connection = True  # else: no answer at all, as the issue's server did
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return ThreadingHTTPServer(("127.0.0.1", 0), ChatOnly)
+
+
+@pytest.mark.parametrize("refusal", ["drops the connection", "404"])
+def test_a_server_that_is_up_without_a_batch_api_is_named_so(refusal: str) -> None:
+    """llama.cpp's server answers chats but has no /v1/files: not "is the server up?", but "drop --batch"."""
+    import threading
+
+    from courtroom.errors import ModelError
+
+    server = _chat_only(refusal)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = OpenAIBatches(f"http://127.0.0.1:{server.server_port}/v1", "sk-x", timeout=5)
+        with pytest.raises(ModelError) as raised:
+            client.submit([("a", {"model": "m", "messages": []})], {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    text = str(raised.value)
+    assert "POST /files" in text and "no batch API" in text and "drop --batch" in text, text
+    assert "is the server up" not in text
+
+
+def test_a_run_on_a_server_without_a_batch_api_says_so_once(
+    tmp_path: Path, cli: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The issue's run printed the refusal three times (each retried line met it again)."""
+    import logging
+    import threading
+
+    server = _chat_only("drops the connection")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="courtroom.models.batch"):
+            done = cli("run", "zero-shot", "--lm", "openai/m", "--api-base", f"http://127.0.0.1:{server.server_port}/v1",
+                       "--limit", "3", "--batch", "--out", str(tmp_path / "runs"))  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode != 0
+    said = [r.getMessage() for r in caplog.records if "batch" in r.getMessage() and "POST /files" in r.getMessage()]
+    assert len(said) == 1 and "drop --batch" in said[0], said

@@ -240,3 +240,30 @@ def test_ctrl_c_in_compare_names_compare_resume(tmp_path):
         assert server.counts["requests"] == 2 * whole  # the calls in flight at Ctrl-C are not sent again
     table = (folder / "table.md").read_text()
     assert all(f"| {f} |" in table for f in ("zero-shot", "jot", "cot"))
+
+
+@pytest.mark.parametrize(
+    ("args", "says", "not_said"),
+    [
+        (["study", "jot", "--keep-better"], "--keep-better is compile's: export the study's choice with --export-best",
+         "Possible options"),
+        (["run", "jot", "--trials", "3"], "No such option: --trials for run: it is an option of study",
+         "Possible options"),
+        (["compile", "--config", "study.json"], "is a study's report file, not a recipe: export the study's chosen "
+         "configuration with --export-best best.json", "valid keys"),
+    ],
+)  # fmt: skip
+def test_hints_name_the_real_fix(args: list[str], says: str, not_said: str, tmp_path, capsys, monkeypatch) -> None:
+    """An option of another command, or a study folder's file given as a recipe: the step that does it."""
+    monkeypatch.chdir(tmp_path)
+    report = {"study": {"name": "s"}, "config": {}, "trials": [], "best": [], "provenance": {}}
+    (tmp_path / "study.json").write_text(json.dumps(report))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert says in " ".join(err.split()) and not_said not in err and err.count("\n") == 1, err
+
+
+def test_help_shows_brackets_as_written(capsys) -> None:
+    """``--track``'s "Needs courtroom[mlflow]." read "Needs courtroom." (rich took ``[mlflow]`` for markup)."""
+    help_text = " ".join(_help("study", capsys).split()).replace("│ ", "")
+    assert "Needs courtroom[mlflow]." in help_text, help_text[-600:]

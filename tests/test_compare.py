@@ -207,3 +207,15 @@ def test_run_prints_the_ambiguity_split_and_compare_prints_analyses(
     assert code == 0, err
     assert "courtroom-llm: judge agreement (parallel): unanimous" in out
     assert "courtroom-llm: preliminary hearing -> verdict: wrong->correct" in out
+
+
+def test_plots_of_a_perfect_score_never_get_negative_error_bars(tmp_path: Path) -> None:
+    """A design scoring 1.00 whose interval's end reads back a hair below it: matplotlib refused negative yerr."""
+    from courtroom.reporting import plots
+
+    accuracy = pd.Series({"jot": 1.0, "cot": 0.5})
+    low, high = pd.Series({"jot": 0.9, "cot": 0.2}), pd.Series({"jot": 0.99999999, "cot": 0.8})
+    path = plots.accuracy_bars(accuracy, tmp_path / "a.png", [accuracy - low, high - accuracy], "t")
+    assert path.is_file()
+    cost = pd.Series({"jot": 2.0, "cot": 1.0})
+    assert plots.frontier(cost, accuracy, low, high, tmp_path / "f.png", xlabel="calls").is_file()

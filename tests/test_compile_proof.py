@@ -141,6 +141,16 @@ def test_worse_on_dev_is_said_recorded_and_keep_better_keeps_the_start(splits: A
     assert kept.worse_on_dev and kept.kept == "start" and kept.metadata["proof"]["kept"] == "start"
     assert not dict(kept.program.named_predictors())["classifier"].demos, "the starting program, without demos"
     assert kept.test is not None and kept.test.difference == 0 and kept.test.after == kept.test.before
+    # What the command prints: the start alone on test, not a comparison of it with itself (+0.00 [-0.00, +0.00]).
+    from rich.console import Console
+
+    from courtroom.cli.compile import proof_lines, scores_table
+
+    console = Console(width=100, record=True)
+    console.print(scores_table(kept, "zero-shot + labeled", 100))
+    table = console.export_text()
+    assert "test (kept start)" in table and "test after" not in table and "-0.00" not in table, table
+    assert proof_lines(kept)[0].startswith("held-out test: the starting program was kept (--keep-better)")
 
 
 def test_result_is_frozen_and_typed(splits: Any) -> None:

@@ -387,3 +387,15 @@ def test_api_reference_covers_every_public_name() -> None:
     for name in courtroom.__all__:
         if name != "__version__":
             assert f"::: courtroom.{name}\n" in page, f"courtroom.{name} is missing from docs/reference/api.md"
+
+
+def test_no_page_names_a_version_after_this_one() -> None:
+    """ "Renamed in 0.2" beside ``courtroom --version`` saying 0.1.0: a page may only name versions released."""
+    import courtroom
+
+    current = tuple(int(p) for p in courtroom.__version__.split(".")[:2])
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    said = re.compile(r"\b(?:Renamed|Added|Changed|Removed|Deprecated|New) (?:in|since) v?(\d+)\.(\d+)\b")
+    named = [(page.name, m.group(0)) for page in pages for m in said.finditer(page.read_text())
+             if (int(m.group(1)), int(m.group(2))) > current]  # fmt: skip
+    assert not named, named

@@ -143,3 +143,15 @@ def test_predict_on_the_local_model(
     turns = sorted([m["role"] for m in json.loads(m)] for m in server.served[served:])
     # The advocates' prompts, then the judge's with the labeled optimizer's two demos before the case.
     assert turns == [["system", "user"]] * 2 + [["system", *["user", "assistant"] * 2, "user"]]
+
+
+def test_predict_on_a_csv_without_text_field_names_the_flag(
+    program_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "line 1: not JSON ...; write one {"case": ...} per line": the fix is --text-field."""
+    cases = tmp_path / "cases.csv"
+    cases.write_text("question,answer\nTrue and False,False\nnot False,True\n")
+    code = main(["predict", str(program_file), "--input", str(cases)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--text-field" in err and "its fields: question, answer" in err and "not JSON" not in err, err

@@ -356,3 +356,29 @@ def test_a_refused_score_leaves_no_folder(
     err = capsys.readouterr().err
     assert says in err, err
     assert not (tmp_path / "scores").exists() or not any((tmp_path / "scores").iterdir())
+
+
+def test_a_vote_that_failed_on_every_case_gets_no_mcnemar_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """score --batch whose vote's lines all failed: not "paired exact McNemar p=..." against nothing."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from courtroom.cli.score import _print_verdict
+    from courtroom.comparison.significance import add_mcnemar
+    from courtroom.spec import Experiment
+
+    def results(predictions: list[str | None]) -> list[Any]:
+        return [SimpleNamespace(id=str(i), prediction=p, gold="yes") for i, p in enumerate(predictions)]
+
+    ran = {"jot": results(["yes", "yes", "no", "yes"]), "vote": results([None] * 4)}
+    table = pd.DataFrame({"accuracy": [0.75, 0.0], "n": [4, 4], "calls_per_example": [3.0, 3.0]},
+                         index=pd.Index(["jot", "vote"], name="framework"))  # fmt: skip
+    table = add_mcnemar(table, ran, {"vote": ["jot"]})
+    assert table.at["jot", "matched_vote"] == "vote" and pd.isna(table.at["jot", "mcnemar_p"])
+    outcome = SimpleNamespace(table=table, row="jot", interval=(0.3, 0.95), accuracy=0.75, summary={"n": 4},
+                              matched_vote="vote", run_dir="runs/x")  # fmt: skip
+    _print_verdict(outcome, Experiment.build("score"))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "vote at the same calls failed on every case (4): no paired test against it" in out, out
+    assert "McNemar" not in out

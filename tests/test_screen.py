@@ -1,7 +1,8 @@
-"""What a person reads: every command's stdout fits an 80-column terminal; errors name options as typed."""
+"""What a person reads: every line a command prints (stdout and stderr) fits the width; errors name options as typed."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,18 +11,42 @@ import pytest
 from courtroom.testing import FakeServer
 
 WIDTH = 80
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+"""A terminal's escape sequences (colours, the progress bar's cursor moves): no columns of their own."""
+LINK = re.compile(r"^\s*\S*(/|://)\S*$")
+"""A path or URL alone on its line (after any label): it cannot be cut, so it may run past the width."""
 
 
-def _fits(done: Any, what: str) -> str:
+def _over(text: str, width: int) -> list[str]:
+    """The lines of ``text`` wider than ``width``: each line, and each redraw of a terminal's line."""
+    pieces = [ANSI.sub("", piece) for line in text.split("\n") for piece in line.split("\r")]
+    return [p for p in pieces if len(p) > width and not LINK.match(p.split(": ", 1)[-1])]
+
+
+def _fits(done: Any, what: str, width: int = WIDTH) -> str:
     assert done.returncode == 0, f"{what}: {done.stderr[-2000:]}"
-    long = [line for line in done.stdout.splitlines() if len(line) > WIDTH]
-    assert not long, f"{what}: {len(long)} line(s) over {WIDTH} columns:\n" + "\n".join(long)
+    for name, text in (("stdout", done.stdout), ("stderr", done.stderr)):
+        long = _over(text, width)
+        assert not long, f"{what} {name}: {len(long)} line(s) over {width} columns:\n" + "\n".join(long)
     return " ".join(done.stdout.split())  # the words, whatever the line breaks
 
 
-def test_every_command_fits_80_columns(courtroom_cli: Any, tmp_path: Path) -> None:
+MODES = {
+    "80 columns, a pipe": (80, {"COLUMNS": "80", "TTY_COMPATIBLE": "0"}),
+    "100 columns, a pipe (the default)": (100, {"COLUMNS": "100", "TTY_COMPATIBLE": "0"}),
+    "80 columns, a terminal": (80, {"COLUMNS": "80", "TTY_COMPATIBLE": "1"}),
+    "100 columns, a terminal": (100, {"COLUMNS": "100", "TTY_COMPATIBLE": "1"}),
+}
+"""Width and environment: ``TTY_COMPATIBLE=1`` makes rich draw for a terminal (the progress bar, not lines)."""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_command_fits_the_width(mode: str, courtroom_cli: Any, tmp_path: Path) -> None:
+    """Every line of stdout and stderr (progress, warnings, tables, help) within the width, in a pipe and a terminal."""
+    width, env = MODES[mode]
+
     def cli(*args: str) -> str:
-        return _fits(courtroom_cli(*args, env={"COLUMNS": str(WIDTH)}, cwd=tmp_path), " ".join(args[:2]))
+        return _fits(courtroom_cli(*args, env=env, cwd=tmp_path), " ".join(args[:2]), width)
 
     dry = ["--dry-run", "--lm", "openai/gpt-4o-mini"]
     with FakeServer() as server:
@@ -39,12 +64,19 @@ def test_every_command_fits_80_columns(courtroom_cli: Any, tmp_path: Path) -> No
         assert "Pareto front" in studied and "on the test split" in studied
         assert "0.6666666" not in studied and "values [" not in studied  # numbers for people
         assert "n_loops=" in studied.split("best trial", 1)[1]
-        cli("compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2", "--dev-limit",
-            "2", "--test-limit", "2", *c, "-o", "p.json")  # fmt: skip
+        compiled = courtroom_cli("compile", "zero-shot", "--optimizer", "labeled", "--opt", "k=1", "--train-limit",
+                                 "2", "--dev-limit", "2", "--test-limit", "2", *c, "-o", "p.json", env=env,
+                                 cwd=tmp_path)  # fmt: skip
+        _fits(compiled, "compile", width)
+        interval = re.compile(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]")  # after - before: never cut in two
+        after = [line for line in compiled.stdout.splitlines() if line.split()[1:2] == ["after"]]
+        assert len(after) == 2 and all(interval.search(line) for line in after), compiled.stdout
         cli("score", "p.json", "--limit", "2", *c, "--out", "runs")
         cli("predict", "p.json", "is 2 even?", *c)
     cli("tasks")
     cli("frameworks")
+    for command in ([], ["run"], ["compare"], ["study"], ["compile"], ["score"], ["predict"]):
+        cli(*command, "--help")
     for command in (["run", "jot"], ["compare", "--frameworks", "zero-shot,jot"], ["study", "jot", "--trials", "2"],
                     ["compile", "jot", "--optimizer", "labeled"]):  # fmt: skip
         cli(*command, *dry)
@@ -184,3 +216,19 @@ def test_comparison_report_reads_as_words_and_its_table_fits(chromium: str, cour
         assert "McNemar p (exact)" in dom
         if fits:  # the whole summary table, McNemar column included, without scrolling (800 px: it scrolls)
             assert 'data-fit="yes"' in dom, width
+
+
+def test_warning_lines_fit_the_width(courtroom_process: Any, tmp_path: Path) -> None:
+    """A log line (``WARNING courtroom.tracking: ...``, 241 characters before) is cut at spaces like the others.
+
+    A real process: in this one pytest's own log handlers take the records, and the CLI's are never installed.
+    """
+    with FakeServer() as server:
+        done = courtroom_process("run", "zero-shot", "--limit", "1", "--lm", "openai/m", "--api-base", server.url,
+                                 "--track", "http://user:pw@127.0.0.1:1", "--out", "runs", env={"COLUMNS": "80"},
+                                 cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "WARNING courtroom.tracking: tracking to" in done.stderr
+    assert not _over(done.stderr, 80), done.stderr
+    words = " ".join(done.stderr.split())
+    assert "cannot reach the MLflow server at http://user:PASSWORD@127.0.0.1:1 (Connection refused)" in words

@@ -392,3 +392,40 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
     captured = capsys.readouterr()
     assert code == 2, captured.out + captured.err
     assert "no trial completed: 2 of 2 failed (the last: RuntimeError: boom in the program)" in captured.err
+
+
+def test_our_plot_title_replaces_optunas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Optuna titles its importances on the left; ours went in the centre, drawn over it (unreadable)."""
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator
+    from optuna.visualization import matplotlib as vis
+
+    from courtroom.optimize.study.report import _plot
+    from courtroom.reporting.plots import plt
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) + t.suggest_int("y", 0, 3), n_trials=8)
+    monkeypatch.setattr(plt, "close", lambda *a: None)  # keep the figure to read its titles
+    draw = lambda: vis.plot_param_importances(study, evaluator=FanovaImportanceEvaluator(seed=0))  # noqa: E731
+    assert _plot("importances", draw, tmp_path, title="s: parameter importances (fANOVA)") is not None
+    ax = plt.gcf().axes[0]
+    titles = [ax.get_title(loc=loc) for loc in ("left", "center", "right")]
+    monkeypatch.undo()
+    plt.close("all")
+    assert titles == ["", "s: parameter importances (fANOVA)", ""], titles
+
+
+def test_a_study_on_the_default_storage_names_it_in_its_report(tmp_path: Path, cli: Any) -> None:
+    """No --storage: the default SQLite file, which study.json and the report's header name (not "in memory")."""
+    from courtroom.testing import FakeServer
+
+    with FakeServer() as server:
+        done = cli("study", "self-consistency", "--space", "k_samples=1:2", "--trials", "1", "--dev-limit", "2",
+                   "--test-limit", "0", "--lm", "openai/m", "--api-base", server.url, "--out", "st")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    config = json.loads((tmp_path / "st" / "study.json").read_text())["config"]
+    assert config["storage"] == "sqlite:///courtroom-studies.db" and (tmp_path / "courtroom-studies.db").is_file()
+    assert cli("report", "st", "-o", "st.html").returncode == 0
+    page = (tmp_path / "st.html").read_text()
+    assert "<th>storage</th><td>sqlite:///courtroom-studies.db</td>" in page and "in memory" not in page

@@ -126,6 +126,13 @@ def test_a_study_is_a_parent_run_with_a_child_per_trial(tracked: dict[str, Any])
     best = json.loads(Path(client.download_artifacts(parent.info.run_id, "best.json")).read_text())
     assert parent.data.metrics["best_value"] == pytest.approx(best["value"])
     assert float(trials[best["number"]]["value"]) == pytest.approx(best["value"])
+    # The chosen trial's held-out test score (test.csv), on the parent and on its trial's run.
+    [test] = list(csv.DictReader((tracked["root"] / "study-report" / "test.csv").open()))
+    assert int(test["trial"]) == best["number"]
+    for run in (parent, children[best["number"]]):
+        assert run.data.metrics["test_accuracy"] == pytest.approx(float(test["test accuracy"]))
+        assert run.data.metrics["test_n"] == float(test["test n"])
+        assert "test_ci_low" in run.data.metrics and "test_ci_high" in run.data.metrics
 
 
 def test_a_score_is_the_programs_row_beside_its_matched_vote(tracked: dict[str, Any]) -> None:
@@ -338,3 +345,25 @@ def test_a_stop_while_logging_to_a_slow_tracker_names_the_folder_written(tmp_pat
     assert (run_dir / "summary.json").is_file()
     assert proc.returncode == 143, err
     assert "no run folder was written" not in err and f"saved in {run_dir}" in err, err
+
+
+def test_track_keeps_mlflows_view_run_lines_off_stdout(
+    tracked: dict[str, Any], tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow prints `View run ... at: URL` on stdout for a tracking server: `--format csv` must still parse."""
+    import io
+
+    import pandas as pd
+    from mlflow.tracking._tracking_service import client as service
+
+    # The SQLite store taken for a server (RestStore), so MLflow's own URL lines run as they do over http.
+    monkeypatch.setattr(service, "RestStore", object)
+    monkeypatch.setattr(service, "get_workspace_url", lambda: "http://mlflow.test:5000")
+    with FakeServer() as server:
+        done = cli("compare", "--frameworks", "zero-shot,cot", "--limit", "2", "--lm", "openai/fake-csv",
+                   "--api-base", server.url, "--track", tracked["store"], "--format", "csv",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout
+    table = pd.read_csv(io.StringIO(done.stdout))
+    assert len(table) >= 2 and "accuracy" in table.columns

@@ -16,6 +16,7 @@ HEAVY = ("dspy", "litellm", "pandas", "optuna", "sklearn")
 
 ROOT = PACKAGE.parent
 GUIDE = ROOT / "docs" / "guides" / "python.md"
+COMPILE_GUIDE = ROOT / "docs" / "guides" / "compile.md"
 
 USER_SCRIPT = """\
 import courtroom
@@ -45,6 +46,9 @@ MISUSE = {
     "label: int = courtroom.predict(program, 'c')[0].label": "assignment",
     "n: int = courtroom.run('jot', limit=3)": "assignment",
     "m: int = courtroom.estimate('jot')": "assignment",
+    "courtroom.score('program.json', text_feld='q')": "call-arg",  # was **options: Any
+    "courtroom.load('program.json', api_bse='http://127.0.0.1:8000/v1')": "call-arg",  # was **lm_options: Any
+    "courtroom.score('program.json', limit='3')": "arg-type",
 }
 
 
@@ -82,8 +86,9 @@ def test_import_stays_light():
 
 
 def guide_scripts() -> list[str]:
-    """The Python blocks of ``docs/guides/python.md``: each a script as a user would write it."""
-    return re.findall(r"^```python\n(.*?)^```$", GUIDE.read_text(), flags=re.S | re.M)
+    """The Python blocks of ``docs/guides/python.md`` and ``compile.md``: each a script as a user would write it."""
+    return [block for guide in (GUIDE, COMPILE_GUIDE)
+            for block in re.findall(r"^```python\n(.*?)^```$", guide.read_text(), flags=re.S | re.M)]  # fmt: skip
 
 
 def test_mypy_strict_checks_user_scripts_from_outside_the_repository(tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ from courtroom.api._options import (
     CompileOptions,
     EstimateOptions,
     ExperimentOptions,
+    LoadOptions,
     RunOptions,
+    ScoreOptions,
     StudyOptions,
 )
 from courtroom.api._results import Verdict
@@ -54,7 +56,9 @@ __all__ = [
     "CompileOptions",
     "EstimateOptions",
     "ExperimentOptions",
+    "LoadOptions",
     "RunOptions",
+    "ScoreOptions",
     "StudyOptions",
     "Verdict",
     "compare",
@@ -428,7 +432,7 @@ def score(
     spec: Experiment | None = None,
     progress: bool = True,
     lms: Any = None,
-    **options: Any,
+    **options: Unpack[ScoreOptions],
 ) -> ScoreOutcome:
     """Score a saved program on labelled data beside the majority vote at its calls (``courtroom score``).
 
@@ -483,15 +487,16 @@ def predict(
             raise ConfigError(f"case {n} is empty: pass a non-empty text, or a dict with a 'case' text")
         rows.append(row)
     configure_cache()
-    options = {k: v for k, v in (("api_base", api_base), ("timeout", timeout)) if v is not None}
     if isinstance(program, str | Path):
         from courtroom.saving import load_program
 
-        program = load_program(program, lm=lm, roles=dict(roles) if roles else None, **options)
-    elif lm or roles or options:
+        program = load_program(program, lm=lm, roles=dict(roles) if roles else None, api_base=api_base,
+                               timeout=timeout)  # fmt: skip
+    elif lm or roles or api_base is not None or timeout is not None:
         from courtroom.saving import with_models
 
-        program = with_models(program, lm=lm, roles=dict(roles) if roles else None, **options)
+        program = with_models(program, lm=lm, roles=dict(roles) if roles else None, api_base=api_base,
+                              timeout=timeout)  # fmt: skip
     _check_keys(program)
     examples = [
         dspy.Example(case=r["case"], label="", id=str(r.get("id", n))).with_inputs("case")

@@ -29,7 +29,9 @@ __all__ = [
     "CompileOptions",
     "EstimateOptions",
     "ExperimentOptions",
+    "LoadOptions",
     "RunOptions",
+    "ScoreOptions",
     "StudyOptions",
 ]
 
@@ -63,7 +65,6 @@ class _DataOptions(TypedDict, total=False):
     split_sizes: Sequence[float] | None
     """TRAIN, DEV, TEST: fractions or counts."""
     seed: int
-    train_limit: int | None
 
 
 class _ModelOptions(TypedDict, total=False):
@@ -105,6 +106,8 @@ class _DesignOptions(TypedDict, total=False):
 
 class _CommonOptions(_DataOptions, _ModelOptions, _DesignOptions, total=False):
     """The options of every experiment command."""
+
+    train_limit: int | None
 
 
 class RunOptions(_CommonOptions, total=False):
@@ -173,6 +176,35 @@ class StudyOptions(_CommonOptions, total=False):
     export_best: str | PathLike[str] | None
 
 
+class ScoreOptions(_DataOptions, _ModelOptions, total=False):
+    """The keywords of :func:`courtroom.score` (the flags of ``courtroom score``)."""
+
+    split: str
+    limit: int | None
+    repeats: int
+    matched_baselines: bool
+    baseline: str
+    match: str
+    max_calls: int | None
+    max_cost: float | None
+    prices: str | PathLike[str] | Mapping[str, list[float]] | None
+    out: str | PathLike[str] | None
+    """The folder that receives the score folder (default ``runs``)."""
+    track: str | None
+    trace: bool
+
+
+class LoadOptions(TypedDict, total=False):
+    """The model options of :func:`courtroom.load` (and of a program's models given by name)."""
+
+    temperature: float | None
+    max_tokens: int | None
+    api_base: str | None
+    """Base URL of an OpenAI-compatible server the models are served from."""
+    timeout: float | None
+    """Seconds per request."""
+
+
 class EstimateOptions(RunOptions, CompareOptions, CompileOptions, StudyOptions, total=False):
     """Every command's keywords, for :func:`courtroom.estimate` (whose first argument is the framework)."""
 
@@ -193,5 +225,6 @@ COMMAND_OPTIONS: dict[str, type] = {
     "compare": CompareOptions,
     "compile": CompileOptions,
     "study": StudyOptions,
+    "score": ScoreOptions,
 }
 """Command -> its keywords, as the test checks them against the option table."""

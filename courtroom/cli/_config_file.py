@@ -95,6 +95,9 @@ def default_map(command: Any, path: str | Path, data: Mapping[str, Any]) -> dict
     """``data`` (an options file) as a click ``default_map`` for ``command``; unknown keys fail in one line."""
     keys, shown = _names(command)
     unknown = [str(k) for k in data if str(k) not in keys]
+    foreign = _foreign(path, data, command.name)
+    if unknown and foreign:
+        raise typer.BadParameter(foreign)
     if unknown:
         raise typer.BadParameter(
             f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid keys: {', '.join(shown)}"
@@ -106,6 +109,19 @@ def default_map(command: Any, path: str | Path, data: Mapping[str, Any]) -> dict
             raise typer.BadParameter(f"{path}: {key} is given twice (as {param.name} under another spelling)")
         out[param.name] = _value(param, value, negated)
     return out
+
+
+def _foreign(path: str | Path, data: Mapping[str, Any], command: str | None) -> str:
+    """What a file courtroom wrote for another purpose is, and what to pass instead (or nothing)."""
+    if {"study", "trials", "best"} <= set(data):
+        if command == "compile":
+            return (f"{path} is a study's report file, not a recipe: export the study's chosen configuration with "
+                    "--export-best best.json (the study's command again, with its --storage and --study-name, "
+                    "continues it), then courtroom compile --config best.json")  # fmt: skip
+        return f"{path} is a study's report file, not an options file: pass a YAML, TOML or JSON file of options"
+    if isinstance(data.get("courtroom"), Mapping) or data.get("format") == "courtroom-program":
+        return f"{path} is a compiled program, not an options file: use it with courtroom predict or courtroom score"
+    return ""
 
 
 CONFIG_KEY = "courtroom_config_file"

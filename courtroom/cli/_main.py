@@ -44,6 +44,37 @@ def _redact_debug_output() -> None:
         sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
 
 
+class _Wrapping(logging.Formatter):
+    """Log lines (``WARNING courtroom.x: ...``) cut at spaces to the terminal's width, like every other line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from courtroom.reporting.tables import terminal_width, wrapped
+
+        text = super().format(record)
+        if record.exc_info or record.stack_info:  # a traceback (--debug) keeps its own lines
+            return text
+        return "\n".join(wrapped(text, terminal_width()))
+
+
+ELSEWHERE = {
+    ("study", "--keep-better"): "a study keeps the better configuration by itself; --keep-better is compile's: "
+    "export the study's choice with --export-best best.json, then courtroom compile --config best.json --keep-better",
+}
+"""(command, option) -> what to do instead, where the option belongs to another step of the work."""
+
+
+def _other_commands(flag: str, command: str | None) -> str:
+    """Where an option this command lacks belongs (``it is an option of compile``), or nothing."""
+    if not flag.startswith("--") or command is None:
+        return ""
+    if (command, flag) in ELSEWHERE:
+        return ELSEWHERE[(command, flag)]
+    from courtroom.cli._options import OPTIONS
+
+    owners = sorted({c for o in OPTIONS if flag in o.flags for c in o.commands if c != command})
+    return f"it is an option of {', '.join(owners)}" if owners else ""
+
+
 def _interrupted_message() -> str:
     """What a Ctrl-C leaves behind: the examples saved, and the command that finishes the run."""
     from pathlib import Path
@@ -93,7 +124,9 @@ def run_main(argv: list[str] | None) -> int:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     _stop.note_command(args)
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Wrapping("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
     if debug:
         _redact_debug_output()
     # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
@@ -122,9 +155,13 @@ def run_main(argv: list[str] | None) -> int:
         command_name = getattr(getattr(exc, "ctx", None), "info_name", None)
         hint = f" (see courtroom {command_name} --help)" if command_name else ""
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        renamed = RENAMED.get(getattr(exc, "option_name", None) or "")
+        option_name = getattr(exc, "option_name", None) or ""
+        renamed = RENAMED.get(option_name)
+        elsewhere = _other_commands(option_name, command_name) if type(exc).__name__ == "NoSuchOption" else ""
         if renamed:  # click's close matches need not include it (--train is nearer --trace than --train-limit)
-            message = f"No such option: {exc.option_name} (it is {renamed} now)"  # type: ignore[attr-defined]
+            message = f"No such option: {option_name} (it is {renamed} now)"
+        elif elsewhere:  # another command's option: say whose, not click's near spellings of this one's
+            message = f"No such option: {option_name} for {command_name}: {elsewhere}"
         print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:

@@ -233,9 +233,16 @@ CONFIG = Annotated[
 """``--config`` of the commands without an experiment spec (show, runs, report)."""
 
 
+def _plain(help_: str) -> str:
+    """Help text shown as written: rich would read ``courtroom[mlflow]`` as markup and drop ``[mlflow]``."""
+    from rich.markup import escape
+
+    return escape(help_)
+
+
 def _format_option() -> Any:
     option = next(o for o in OPTIONS if o.name == "format")
-    return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, **option.extra)
+    return typer.Option(*option.flags, help=_plain(option.help), rich_help_panel=option.panel, **option.extra)
 
 
 FORMAT = Annotated[str, _format_option()]
@@ -276,7 +283,7 @@ def _annotated(option: Option, command: str) -> Any:
         extra["show_default"] = SCORE_DEFAULTS[option.name]
     if command == "predict" and option.name in PREDICT_HELP:  # predict runs on the program's saved models
         help_, extra["show_default"] = PREDICT_HELP[option.name], "the program's models"
-    info = typer.Option(*option.flags, help=help_, rich_help_panel=option.panel, **extra)
+    info = typer.Option(*option.flags, help=_plain(help_), rich_help_panel=option.panel, **extra)
     return Annotated[option.type, info]
 
 

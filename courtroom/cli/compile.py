@@ -14,31 +14,40 @@ from courtroom.spec import Experiment
 
 
 def _rows(result: Any) -> list[tuple[str, Any, Any]]:
-    """(row name, score, comparison on its after row) for dev and test, before and after."""
+    """(row name, score, comparison on its after row) for dev and test, before and after.
+
+    With ``--keep-better`` keeping the start, the test split scored the start alone: one row, no comparison.
+    """
     rows = []
     for split, gain in result.gains.items():
+        if split == "test" and result.kept == "start":
+            rows.append(("test (kept start)", gain.before, None))
+            continue
         rows += [(f"{split} before", gain.before, None), (f"{split} after", gain.after, gain)]
     return rows
 
 
-def scores_table(result: Any, title: str) -> Table:
+SCORE_COLUMNS = ("accuracy", "95% CI", "macro-F1", "failures", "n", "after - before", "McNemar p")
+KEY_SCORES = ("accuracy", "95% CI", "n", "after - before", "McNemar p")
+"""Always shown; macro-F1 and failures only while the table fits the terminal (an interval is never cut)."""
+
+
+def scores_table(result: Any, title: str, width: int = 100) -> Table:
     """Accuracy with 95% intervals before and after compiling, on dev and on the held-out test split."""
-    caption = "test: held out, nothing chose with it; intervals 95% over the cases" if result.test else None
-    table = Table(title=title, caption=caption)
-    for col in ("", "accuracy", "95% CI", "macro-F1", "failures", "n", "after - before", "McNemar p"):
-        table.add_column(col, justify="left" if not col else "right")
+    import pandas as pd
+
+    from courtroom.reporting.tables import fitted
+
+    rows = {}
     for name, score, gain in _rows(result):
-        diff = "" if gain is None else f"{gain.difference:+.2f} [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}]"
-        table.add_row(
-            name,
-            f"{score.accuracy:.3f}",
-            f"[{score.ci_low:.2f}, {score.ci_high:.2f}]",
-            f"{score.macro_f1:.3f}",
-            str(score.failures),
-            str(score.n),
-            diff,
-            "" if gain is None else f"{gain.p_value:.3g}",
-        )
+        diff = "" if gain is None else gain.figures()
+        interval = f"[{score.ci_low:.2f}, {score.ci_high:.2f}]"
+        rows[name] = [f"{score.accuracy:.3f}", interval, f"{score.macro_f1:.3f}", str(score.failures), str(score.n),
+                      diff, "" if gain is None else f"{gain.p_value:.3g}"]  # fmt: skip
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS))
+    table = fitted(frame, KEY_SCORES, width, title=title, right=SCORE_COLUMNS)
+    if result.test:
+        table.caption = "test: held out, nothing chose with it; intervals 95% over the cases"
     return table
 
 
@@ -88,7 +97,7 @@ def compile_command(
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     title = f"{type(result.program).name} + {spec.design.optimizer}"
     if fmt == "table":
-        console.print(scores_table(result, title))
+        console.print(scores_table(result, title, console.width))
     else:
         print_data(fmt, scores_frame(result))
     say(console, *proof_lines(result), f"program: {result.path}")
@@ -103,7 +112,9 @@ def proof_lines(result: Any) -> list[str]:
     from courtroom.optimize.optimizers import get_optimizer
 
     lines = []
-    if result.test is not None:
+    if result.test is not None and result.kept == "start":
+        lines.append("held-out test: the starting program was kept (--keep-better), so only it was scored there")
+    elif result.test is not None:
         lines.append(result.test.sentence())
     else:
         note = result.metadata.get("proof", {}).get("test_note") or "no test split scored"

@@ -27,7 +27,10 @@ def read_cases(path: str, text_fields: list[str] | None = None, label_field: str
     if text_fields:
         return _field_cases(path, text_fields, label_field)
     rows = []
-    lines = read_text(path, "--input").splitlines()
+    text = read_text(path, "--input")
+    if Path(path).suffix.lower() in TABLES or (Path(path).suffix.lower() == ".json" and text.lstrip()[:1] == "["):
+        _needs_text_field(path)
+    lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -43,6 +46,26 @@ def read_cases(path: str, text_fields: list[str] | None = None, label_field: str
     if not rows:
         raise DataError(f"{path} has no cases")
     return rows
+
+
+TABLES = (".csv", ".tsv", ".parquet")
+"""Files of rows with named fields: their case text is the fields ``--text-field`` names."""
+
+
+def _needs_text_field(path: str) -> None:
+    """A table (or a JSON list) given to ``--input`` without ``--text-field``: name its fields and the flag."""
+    from courtroom.data.custom import read_file
+
+    try:
+        fields = [str(f) for f in read_file(Path(path))[0]]
+    except Exception:  # noqa: BLE001 - the hint names the flag even when the fields cannot be read
+        fields = []
+    listed = f" (its fields: {', '.join(fields)})" if fields else ""
+    first = fields[0] if fields else "FIELD"
+    raise DataError(
+        f"{path} holds rows of fields, not one case per line: name the field(s) that make the case with "
+        f"--text-field{listed}, e.g. --input {path} --text-field {first}"
+    )
 
 
 def _field_cases(path: str, text_fields: list[str], label_field: str | None) -> list[dict[str, Any]]:
@@ -117,17 +140,8 @@ def predict_command(
 
     check_roles(m.roles, all_roles())
     configure_cache()
-    options = {
-        k: v
-        for k, v in (
-            ("temperature", m.temperature),
-            ("max_tokens", m.max_tokens),
-            ("api_base", m.api_base),
-            ("timeout", m.timeout),
-        )  # fmt: skip
-        if v is not None
-    }
-    program = load_program(program_file, lm=m.default, roles=m.roles or None, **options)
+    program = load_program(program_file, lm=m.default, roles=m.roles or None, temperature=m.temperature,
+                           max_tokens=m.max_tokens, api_base=m.api_base, timeout=m.timeout)  # fmt: skip
     from courtroom.reporting.tables import say, stdout_console
 
     console = stdout_console()

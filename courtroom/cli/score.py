@@ -65,15 +65,19 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
     )
     vote = outcome.matched_vote
     if vote is not None and vote in table.index:
+        from courtroom.comparison.significance import VOTE_FAILED
         from courtroom.eval.metrics import wilson
 
         acc, n = float(table.at[vote, "accuracy"]), int(table.at[vote, "n"])
         vlow, vhigh = wilson(acc, n)
-        p = float(table.at[row, "mcnemar_p"])
-        line += (
-            f"; {vote} at the same calls: {acc:.3f} [{vlow:.3f}, {vhigh:.3f}]; "
-            f"paired exact McNemar p={p:.3g} ({table.at[row, 'discordant']} discordant)"
-        )
+        if table.at[row, "discordant"] == VOTE_FAILED:
+            line += f"; {vote} at the same calls failed on every case ({n}): no paired test against it"
+        else:
+            p = float(table.at[row, "mcnemar_p"])
+            line += (
+                f"; {vote} at the same calls: {acc:.3f} [{vlow:.3f}, {vhigh:.3f}]; "
+                f"paired exact McNemar p={p:.3g} ({table.at[row, 'discordant']} discordant)"
+            )
     elif spec.design.matched_baselines:
         line += "; no matched vote (no calls were counted)"
     seen = outcome.seen or {}

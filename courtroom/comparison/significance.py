@@ -33,6 +33,10 @@ def mcnemar(first: Mapping[str, bool], second: Mapping[str, bool]) -> tuple[int,
     return b, c, p
 
 
+VOTE_FAILED = "vote failed"
+"""``discordant`` of a row whose matched vote failed on every case: no McNemar test is made."""
+
+
 def correct_by_id(results: Sequence[Any]) -> dict[str, bool]:
     """Example id -> whether the prediction equals the gold label (a failure is wrong)."""
     return {str(r.id): r.prediction is not None and r.prediction == r.gold for r in results}
@@ -49,8 +53,13 @@ def add_mcnemar(
         if vote not in results:
             continue
         votes = correct_by_id(results[vote])
+        every_case_failed = bool(results[vote]) and all(r.prediction is None for r in results[vote])
         for f in frameworks:
             if f not in results or f not in table.index:
+                continue
+            if every_case_failed:  # no answer to pair with: a test against it would only count the failures
+                table.at[f, "matched_vote"] = vote
+                table.at[f, "discordant"] = VOTE_FAILED
                 continue
             b, c, p = mcnemar(correct_by_id(results[f]), votes)
             table.at[f, "matched_vote"] = vote

@@ -7,6 +7,7 @@ script never mistakes 38 failed examples out of 40 for a result. ``1`` turns the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,4 +39,10 @@ def status(failures: int, n: int, threshold: float | None, errors: Sequence[str 
     first = next((e for e in errors if e), None)
     if first:
         reason += f"; first error: {first}"
+    if any(e and TIMED_OUT.search(e) for e in errors):
+        reason += "; requests timed out: give each one longer with --timeout SECONDS"
     return {"status": "failed", "status_reason": reason}
+
+
+TIMED_OUT = re.compile(r"timeout|timed out", re.IGNORECASE)
+"""An example's error that a longer ``--timeout`` may cure (``LMTimeoutError``, ``Request timed out``)."""

@@ -204,8 +204,10 @@ def _attempts(lm: Any, call: Any, gate: Any, retries: int) -> Any:
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
         BREAKER.check()  # the first requests all failed alike: send nothing more
         ticket = _reserve(gate, lm, call)
+        sending = getattr(lm, "sending", None)  # the embedded model: its timeout follows its speed
         try:
-            result = _original_execute(lm, call)
+            with sending(call) if sending is not None else contextlib.nullcontext():
+                result = _original_execute(lm, call)
         except Exception as exc:
             if gate is not None:
                 gate.release(ticket, None)

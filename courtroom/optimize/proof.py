@@ -94,10 +94,14 @@ class Gain:
             return "none"
         return "gain" if self.difference > 0 else "loss"
 
+    def figures(self) -> str:
+        """``+0.12 [+0.03, +0.21]``: the difference and its interval, signed (never ``-0.00``)."""
+        return f"{_signed(self.difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}]"
+
     def sentence(self) -> str:
         """``gain on held-out cases: +0.12 [+0.03, +0.21] (p=0.03)``, or ``no significant gain ...``."""
         where = SPLIT_WORDS.get(self.split, f"{self.split} cases")
-        figures = f"{self.difference:+.2f} [{self.ci_low:+.2f}, {self.ci_high:+.2f}]"
+        figures = self.figures()
         p = f"p={self.p_value:.2g}"
         if self.verdict == "none":
             return f"no significant gain on {where} ({figures}, {p})"
@@ -254,3 +258,8 @@ def proof_record(
 
 
 __all__ = ["ALPHA", "DEFAULT_TEST_LIMIT", "CompileResult", "Gain", "Score", "gain", "newcombe", "proof_record", "score"]
+
+
+def _signed(x: float) -> str:
+    """``x`` to two decimals with its sign; a value that rounds to zero reads ``+0.00``."""
+    return f"{round(x, 2) + 0.0:+.2f}"

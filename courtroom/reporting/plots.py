@@ -67,6 +67,8 @@ def accuracy_bars(
     xs = list(range(len(accuracy)))
     bars = ax.bar(xs, accuracy.fillna(0), color="#5c6bc0", label="accuracy")
     if errors is not None:
+        # An interval's end read back rounded can sit a hair past its point (1.00 scored, high 0.9999...).
+        errors = [[max(0.0, float(e)) for e in side] for side in errors]
         ax.errorbar(xs, accuracy.fillna(0), yerr=errors, fmt="none", ecolor="#222", capsize=4, label=ci_label)
     if n is not None:
         for bar, size in zip(bars, n.reindex(accuracy.index), strict=True):
@@ -247,7 +249,7 @@ def frontier(
         ax.errorbar(
             x,
             y,
-            yerr=[[y - float(low[k])], [float(high[k]) - y]],
+            yerr=[[max(0.0, y - float(low[k]))], [max(0.0, float(high[k]) - y)]],
             fmt="o",
             capsize=4,
             color="#d84315" if on else "#5c6bc0",

@@ -221,6 +221,10 @@ class ProgressDisplay:
         self.enabled = enabled
         self.prices = prices
         self.console = console or Console(stderr=True)
+        if console is None and not self.console.is_terminal:  # plain lines: the width every other line has
+            from courtroom.reporting.tables import terminal_width
+
+            self.console.width = terminal_width()
         # COURTROOM_PROGRESS_EVERY=SECONDS sets the plain lines' period (logs, CI).
         from courtroom._env import env_seconds
 
@@ -310,8 +314,7 @@ class ProgressDisplay:
                 return
             self._batches[batch.id] = batch.status
             elapsed = time.monotonic() - batch.started
-            line = f"[{elapsed:5.0f}s] batch r{batch.round} {batch.id}: {text}, {batch.done}/{total} done"
-            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self._say(f"[{elapsed:5.0f}s] batch r{batch.round} {batch.id}: {text}, {batch.done}/{total} done")
 
     def _refresh(self, t: Tracker) -> None:
         if self._bar is None and self.enabled and self._thread is not None and t.note != t.stage:
@@ -343,9 +346,16 @@ class ProgressDisplay:
 
     def _print_line(self, t: Tracker) -> None:
         with self._print_lock:
-            self.console.print(t.line(), markup=False, highlight=False, soft_wrap=True)
+            self._say(t.line())
             t.printed = (t.done, t.calls, t.prepared, t.note, t.total)
             t.printed_at = time.monotonic()
+
+    def _say(self, line: str) -> None:
+        """A plain line, cut at spaces to the console's width (continuation lines indented)."""
+        from courtroom.reporting.tables import wrapped
+
+        for piece in wrapped(line, self.console.width):
+            self.console.print(piece, markup=False, highlight=False, soft_wrap=True)
 
     def _lines(self) -> None:
         # The bar's LM-call counts move between results too; plain lines come every `every` s.

@@ -48,6 +48,7 @@ def _cells(df: pd.DataFrame) -> pd.DataFrame:
 def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[str, list[str], str]:
     """(title, sections, provenance rows HTML) of a study folder's page; ``img``/``table``/``section`` draw."""
     from courtroom._secrets import without_password
+    from courtroom.optimize.study._storage import DEFAULT_STORAGE
 
     info = json.loads((folder / "study.json").read_text())
     config = info.get("config") or {}
@@ -111,7 +112,7 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
         ("models", ", ".join(config.get("models") or []) or "local"),
         ("dev examples per trial", number(config.get("dev"))),
         ("trials", number(info.get("trials"))),
-        ("storage", without_password(str(config.get("storage") or "in memory"))),
+        ("storage", without_password(str(config.get("storage") or DEFAULT_STORAGE))),  # null: the default
     ]
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts if v)
     block = f'<section id="provenance" class="provenance"><table class="provenance">{rows}</table></section>'

@@ -72,7 +72,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         # a resumed folder: sent counts every session
         *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
         ("tokens (sent calls)", tokens_text(summary)),
-        ("cost", "n/a" if summary["cost"] is None else f"${summary['cost']:.4f}" + _live(summary)),
+        ("cost", ("n/a" if summary["cost"] is None else f"${summary['cost']:.4f}") + _live(summary)),
         *time_rows(summary),
     ]
 
@@ -95,8 +95,12 @@ def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _live(summary: Mapping[str, Any]) -> str:
-    """`` (batch price; live $X, N batches)`` for a run sent in batches, else nothing."""
-    if summary.get("batches") is None:
+    """`` (batch price; live $X, N batches)`` for a run sent in batches (unpriced: `` (N batches)``), else nothing."""
+    n = summary.get("batches")
+    if n is None:
         return ""
+    sent = f"{n} batch" + ("" if n == 1 else "es")
     live = summary.get("live_cost")
-    return f" (batch price; live ${live:.4f}, {summary['batches']} batches)" if live is not None else ""
+    if live is None or summary.get("cost") is None:
+        return f" ({sent})"
+    return f" (batch price; live ${live:.4f}, {sent})"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 from courtroom._secrets import without_password
-from courtroom.errors import ConfigError
+from courtroom.errors import ConfigError, did_you_mean
 from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings
 
 if TYPE_CHECKING:  # the keywords' types, for type checkers only (courtroom.api imports this module)
@@ -119,8 +119,9 @@ class Experiment:
                        "hub_split": custom.get("hub_split") or "train"}  # fmt: skip
         unknown = sorted(k for k in values if k not in where and k not in ALIASES)
         if unknown:
+            named = ", ".join(k + did_you_mean(k, [*where, *ALIASES]) for k in unknown)
             raise ConfigError(
-                f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {self.command}: "
+                f"unknown option{'s' if len(unknown) > 1 else ''} {named} for {self.command}: "
                 f"see `courtroom {self.command} --help` (Python keywords are the flags' names)"
             )
         given = set()

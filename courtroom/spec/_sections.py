@@ -110,12 +110,22 @@ class Data:
         if self.dataset and self.task:
             raise ConfigError("give --task or --dataset, not both (--dataset names your own data)")
         if self.dataset and not _is_task_file(self.dataset):
+            rows = _first_rows(self.dataset) if not (self.text_field and self.label_field and self.labels) else []
+            fields = [str(f) for f in rows[0]] if rows else []
+            known = next(((t, lab) for t, lab in KNOWN_FIELDS if t in fields and lab in fields), None)
+            if known and not self.text_field and not self.label_field:  # BIG-Bench-Hard's input/target, ...
+                self.text_field, self.label_field = [known[0]], known[1]
             missing = [f for f, v in (("--text-field", self.text_field), ("--label-field", self.label_field),
                                       ("--labels", self.labels)) if not v]  # fmt: skip
             if missing:
+                text = ",".join(self.text_field) or (known[0] if known else ",".join(fields[:1]) or "question,passage")
+                label = self.label_field or (known[1] if known else (fields[-1] if len(fields) > 1 else "answer"))
+                values = sorted({str(r.get(label)) for r in rows if r.get(label) is not None})
+                labels = ",".join(self.labels) or (",".join(values) if 1 < len(values) <= 10 else "yes,no")
+                own = f" (its fields: {', '.join(fields)})" if fields else ""
                 raise ConfigError(
-                    f"--dataset needs {', '.join(missing)}: e.g. --text-field question,passage "
-                    "--label-field answer --labels yes,no (or put them in a task file: --dataset task.yaml)"
+                    f"--dataset needs {', '.join(missing)}{own}: e.g. --text-field {text} --label-field {label} "
+                    f"--labels {labels} (or put them in a task file: --dataset task.yaml)"
                 )
         elif command == "predict" and self.label_field and not self.text_field:
             raise ConfigError("--label-field goes with --text-field FIELD: the field(s) of --input that make the case")
@@ -150,6 +160,25 @@ def _looks_local(name: str) -> bool:
     return Path(name).expanduser().exists() or Path(name).suffix.lower() in (
         ".json", ".jsonl", ".csv", ".parquet", ".yaml", ".yml",
     )  # fmt: skip
+
+
+KNOWN_FIELDS = (("input", "target"), ("case", "label"), ("text", "label"), ("sentence", "label"),
+                ("question", "answer"))  # fmt: skip
+"""(text, label) field pairs taken without --text-field/--label-field when a file has them (BIG-Bench-Hard:
+``input``/``target``); the first pair a file has wins."""
+
+
+def _first_rows(dataset: str, n: int = 200) -> list[dict[str, Any]]:
+    """The first rows of a local data file (none for a Hub id or a file that cannot be read: the load says why)."""
+    if not Path(dataset).expanduser().is_file():
+        return []
+    from courtroom.data.custom import read_file
+
+    try:
+        rows = read_file(Path(dataset).expanduser())
+    except Exception:  # noqa: BLE001 - reading it for real names the problem
+        return []
+    return [r for r in rows[:n] if isinstance(r, dict)]
 
 
 def _is_task_file(name: str) -> bool:

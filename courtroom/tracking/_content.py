@@ -196,6 +196,14 @@ def compile_entry(result: Any, spec: Mapping[str, Any], key: str) -> Entry:
     return Entry(key, name, params, metrics, tags, artifacts)
 
 
+TEST_METRICS = ("accuracy", "ci_low", "ci_high", "macro_f1", "failures", "n")
+"""A chosen trial's held-out test scores, logged as ``test_accuracy``, ``test_ci_low``, ..."""
+
+
+def _test_metrics(scores: Mapping[str, Any]) -> dict[str, float]:
+    return {f"test_{k}": float(scores[k]) for k in TEST_METRICS if isinstance(scores.get(k), int | float)}
+
+
 def study_entry(outcome: Any, spec: Mapping[str, Any], key: str) -> Entry:
     """A study: its spec and best value(s), a child per trial (params, values, state, usage), the report folder."""
     study = outcome.study
@@ -203,8 +211,10 @@ def study_entry(outcome: Any, spec: Mapping[str, Any], key: str) -> Entry:
     best = outcome.best
     params = flat_params(spec) | {"study.name": study.study_name}
     metrics: dict[str, float] = {"trials": float(len(study.trials))}
+    tested = {int(k): _test_metrics(v) for k, v in (getattr(outcome, "test", None) or {}).items()}
     if best and not multi:
         metrics |= {"best_value": float(best[0].value), "best_trial": float(best[0].number)}
+        metrics |= tested.get(best[0].number, {})  # the held-out score of the trial chosen
     elif best:
         metrics["pareto_size"] = float(len(best))
     tags = {"courtroom.command": "study", "courtroom.study": study.study_name}
@@ -218,7 +228,7 @@ def study_entry(outcome: Any, spec: Mapping[str, Any], key: str) -> Entry:
     for trial in study.trials:
         values = dict(zip(names, trial.values or [], strict=False))
         usage = {k: v for k, v in trial.user_attrs.items() if k not in ("heartbeat", "duplicate_of")}
-        metrics = numbers(values) | numbers(usage)
+        metrics = numbers(values) | numbers(usage) | tested.get(trial.number, {})
         child_tags = {"courtroom.command": "study", "courtroom.trial": str(trial.number), "state": trial.state.name}
         if trial.user_attrs.get("duplicate_of") is not None:  # a repeated configuration: its value reused
             child_tags["courtroom.duplicate_of"] = str(trial.user_attrs["duplicate_of"])

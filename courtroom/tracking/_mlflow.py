@@ -28,8 +28,13 @@ EXPERIMENT = "courtroom"
 ID_TAG = "courtroom.id"
 QUIET = ("mlflow", "alembic", "urllib3")
 """Loggers that would print MLflow's own start-up lines (database migrations, retries) on stderr."""
-HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
-"""A slow or dead server costs seconds, not MLflow's minutes of retries (unless the user set these)."""
+HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
+"""A slow or dead server costs seconds, not MLflow's minutes of retries (unless the user set these); and
+MLflow's ``View run ... at: URL`` lines stay off stdout, which holds the command's table (``--format csv``)."""
 
 
 def check_reachable(uri: str, timeout: float = 3.0) -> None:
@@ -46,7 +51,7 @@ def check_reachable(uri: str, timeout: float = 3.0) -> None:
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """MLflow's own INFO lines off and its HTTP retries short, for the duration."""
+    """MLflow's own INFO lines and stdout lines off and its HTTP retries short, for the duration."""
     import mlflow  # noqa: F401 - MLflow sets its loggers' levels when first imported: before ours
 
     levels = {name: logging.getLogger(name).level for name in QUIET}

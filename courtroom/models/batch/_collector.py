@@ -141,6 +141,8 @@ class Collector:
         self._broken: str | None = None
         """Why nothing more may be submitted (a batch could not be recorded), once that happened."""
         self._thread: threading.Thread | None = None
+        self._warned = ""
+        """The last failure logged (the same one again is not)."""
 
     # ----- the threads that ask
 
@@ -300,8 +302,10 @@ class Collector:
                 if todo:
                     self._submit(todo)
                 self._poll()
-            except Exception as exc:  # noqa: BLE001 - a bug: the lines it held learn of it, none is sent again
-                logger.warning("batch: %s", exc)
+            except Exception as exc:  # noqa: BLE001 - a bug or a refusal: the lines it held learn of it, none is sent again
+                if str(exc) != self._warned:  # a retried line meeting the same refusal: said once
+                    self._warned = str(exc)
+                    logger.warning("batch: %s", exc)
                 self._fail(todo, unsent(str(exc), final=True))
 
     def _submit(self, lines: list[Line]) -> None:
@@ -431,6 +435,7 @@ class Collector:
             batch = Batch(record["id"], client, record.get("model", ""), int(record.get("round", 0)), {},
                           dict(record["lines"]), "in_progress")  # fmt: skip
             with self._cond:
+                self.rounds = max(self.rounds, batch.round)  # a resume's rounds go on from the recorded ones
                 self._in_flight[batch.id] = batch
                 for cid, key in batch.keys.items():
                     self._recorded[key].append((batch.id, cid))

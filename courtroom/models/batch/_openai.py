@@ -94,6 +94,12 @@ class BatchClient(Protocol):
     def close(self) -> None: ...
 
 
+NO_BATCH_API = (
+    "the server is up but has no batch API (OpenAI's /files and /batches: llama.cpp, Ollama and vLLM's "
+    "servers have none); drop --batch to send the requests live"
+)
+
+
 class HttpBatches:
     """What every batch client shares: base URL and key in memory only, one pooled HTTP client, one-line errors."""
 
@@ -143,8 +149,11 @@ class HttpBatches:
             response = self._http().request(method, url or self._url(path), **kwargs)
         except httpx.HTTPError as exc:
             # A connection never made cannot have created anything; any other break may come after.
+            # It answers a plain request: it is up, and only its batch routes failed.
+            up = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) and self._answers()
             error = BatchAPIError(
-                f"batch API: {method} {path} failed ({type(exc).__name__}): is the server up?",
+                f"batch API: {method} {path} failed ({type(exc).__name__}): "
+                + (NO_BATCH_API if up else "is the server up?"),
                 retryable=isinstance(exc, httpx.TransportError),
                 uncertain=not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout),
             )
@@ -156,6 +165,8 @@ class HttpBatches:
             except (ValueError, KeyError, TypeError):
                 message = response.text[:200]
             code = response.status_code
+            if code in (404, 405, 501) and url is None:
+                message = f"{message}; {NO_BATCH_API}" if message.strip() else NO_BATCH_API
             error = BatchAPIError(
                 f"batch API: {method} {path} answered {code}: {message}",
                 retryable=code in RETRY_STATUS or code >= 500,
@@ -195,6 +206,14 @@ class HttpBatches:
                 if _stop.wait(self._delay(exc, attempt)):
                     raise BatchAPIError(f"{exc} (stopped: not tried again)") from exc
         raise AssertionError("unreachable")
+
+    def _answers(self) -> bool:
+        """The server answers a plain request (``GET /models``): it is up, only its batch routes failed."""
+        try:
+            self._http().get(f"{self._base}/models", timeout=min(self._timeout, 5.0))
+        except httpx.HTTPError:
+            return False
+        return True
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -6,6 +6,7 @@ import atexit
 import importlib.util
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -75,6 +76,17 @@ def watch():
 threading.Thread(target=watch, name="courtroom-parent-watch", daemon=True).start()
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
+
+
+TIMINGS = re.compile(r"total time =\s*([\d.]+) ms /\s*(\d+) tokens")
+"""llama.cpp's line for each request it served (``llama_perf_context_print: total time = ...``)."""
+
+
+def speed_in(log: str, last: int = 5) -> float | None:
+    """Seconds per token over the ``last`` requests the server's ``log`` text reports (None: none yet)."""
+    found = [(float(ms), int(n)) for ms, n in TIMINGS.findall(log)][-last:]
+    tokens = sum(n for _, n in found)
+    return sum(ms for ms, _ in found) / 1000 / tokens if tokens else None
 
 
 class LocalServer:
@@ -159,6 +171,21 @@ class LocalServer:
         name, self._log_named = self._log.name, True
         self.stop(keep_log=True)
         raise ModelError(f"the embedded model server did not answer within {timeout:.0f}s; log: {name}")
+
+    def seconds_per_token(self) -> float | None:
+        """The server's measured speed: seconds per token (prompt and generated) of its last requests.
+
+        llama.cpp logs each request's ``total time = MS ms / N tokens``; None before the first one.
+        """
+        if self._log is None:
+            return None
+        try:
+            with open(self._log.name, "rb") as f:
+                f.seek(max(0, os.path.getsize(self._log.name) - 16_384))
+                tail = f.read().decode(errors="replace")
+        except OSError:
+            return None
+        return speed_in(tail)
 
     def _tail(self) -> str:
         try:

@@ -287,8 +287,7 @@ def _optimize(
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:
     """The config as JSON, with the storage URL's password redacted."""
     out = asdict(config)
-    if out.get("storage"):
-        out["storage"] = _storage.redact(out["storage"])
+    out["storage"] = _storage.redact(out.get("storage") or _storage.DEFAULT_STORAGE)  # None: the default file
     out.pop("api_base", None)
     return out
 

@@ -153,7 +153,9 @@ def _plot(name: str, draw: Any, out: Path, *, title: str = "", note: str | None 
         return None
     first = ax.flat[0] if hasattr(ax, "flat") else ax
     fig = first.get_figure()
-    if title:
+    if title:  # ours replaces Optuna's, wherever Optuna put it (importances: on the left, drawn over ours)
+        for loc in ("left", "right"):
+            first.set_title("", loc=loc)
         first.set_title(title)
     if name == "history":  # trials are counted: no 2.5th trial
         first.xaxis.set_major_locator(MaxNLocator(integer=True))
