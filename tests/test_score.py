@@ -377,7 +377,7 @@ def test_a_vote_that_failed_on_every_case_gets_no_mcnemar_line(capsys: pytest.Ca
     table = add_mcnemar(table, ran, {"vote": ["jot"]})
     assert table.at["jot", "matched_vote"] == "vote" and pd.isna(table.at["jot", "mcnemar_p"])
     outcome = SimpleNamespace(table=table, row="jot", interval=(0.3, 0.95), accuracy=0.75, summary={"n": 4},
-                              matched_vote="vote", run_dir="runs/x")  # fmt: skip
+                              matched_vote="vote", run_dir="runs/x", seen=None)  # fmt: skip
     _print_verdict(outcome, Experiment.build("score"))
     out = " ".join(capsys.readouterr().out.split())
     assert "vote at the same calls failed on every case (4): no paired test against it" in out, out

@@ -335,7 +335,9 @@ class Collector:
                         [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}
                     )
                 except Exception as exc:  # noqa: BLE001 - this batch's lines fail; the others go on
-                    logger.warning("batch: %s", exc)
+                    if str(exc) != self._warned:  # a retried line meeting the same refusal: said once
+                        self._warned = str(exc)
+                        logger.warning("batch: %s", exc)
                     self._fail(chunk, unsent(str(exc), final=bool(getattr(exc, "maybe_created", False))))
                     continue
                 keys = {cid: line.key for cid, line in ids.items()}
