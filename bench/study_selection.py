@@ -83,8 +83,8 @@ SPACES = {
 }
 
 
-def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str) -> dict[str, Any]:
-    """One study of ``space`` at ``budget`` under ``rule``: what it chose and what that is worth."""
+def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str, dev: int | None = None) -> dict[str, Any]:
+    """One study of ``space`` at ``budget`` under ``rule`` (``dev`` cases, else the budget's): its choice, its worth."""
     from courtroom.data.tasks import load_task
     from courtroom.models.lms import RoleLMs
     from courtroom.optimize.study import StudyConfig, run_study
@@ -92,11 +92,11 @@ def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str) -> 
     from courtroom.optimize.study.tied import tied_set
     from courtroom.testing import oracle_lm
 
-    dev_n = max(4, budget // space.per_case)
-    dev = load_task("boolean_expressions", data="generate", split="dev", limit=dev_n, seed=seed).examples
+    dev_n = dev or max(4, budget // space.per_case)
+    cases = load_task("boolean_expressions", data="generate", split="dev", limit=dev_n, seed=seed).examples
     train = load_task("boolean_expressions", data="generate", split="train", limit=4, seed=seed).examples
-    gold = {e.case: e.label for e in [*dev, *train]}
-    tag = f"{space.name}-{budget}-{seed}-{rule}"  # its own cache entries: each rule pays for its own calls
+    gold = {e.case: e.label for e in [*cases, *train]}
+    tag = f"{space.name}-{budget}-{dev_n}-{seed}-{rule}"  # its own cache entries: each rule pays for its own calls
 
     def lm(model: str, p: float, i: int = 0) -> Any:
         # Each model draws its own random numbers (seed + i): no model is right exactly where another is.
@@ -118,19 +118,19 @@ def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str) -> 
         space=narrowed,
         models=list(objects),
         cost_objective=space.cost_objective,
-        pruner="race" if rule == "race" else "median",
+        pruner="race" if rule.startswith("race") else "median",
         prefer="cheapest" if space.cost_objective else "best",
         concurrency=8,
     )
     outcome = run_study(
-        config, lms=RoleLMs({"default": base}), model_objects=objects, trainset=train, devset=dev, labels=LABELS
+        config, lms=RoleLMs({"default": base}), model_objects=objects, trainset=train, devset=cases, labels=LABELS
     )
     study = outcome.study
     trials = distinct(study.trials)
     sent = sum(int(t.user_attrs.get("sent", 0)) for t in trials)
     truths = [space.truth(c) for c in _configurations(space)]
     optimum = max(truths)
-    if rule == "race":
+    if rule.startswith("race"):
         found = tied_set(study)
         assert found is not None
         members = [_config_of(study, m.number) for m in found.tied]
@@ -217,12 +217,20 @@ def main(argv: list[str] | None = None) -> None:
         head += f" {'cheapest':>20}" if name == "flat" else ""
         print(head)
         for budget in args.budgets:
-            for rule in RULES:
+            calls: dict[str, float] = {}
+            dev_n = max(4, budget // space.per_case)
+            for rule in (*RULES, "race="):
+                if rule == "race=":  # racing at today's calls: fewer dev cases, as many as today's calls buy
+                    scale = calls["today"] / calls["race"]
+                    if scale > 0.97:
+                        continue
+                    dev_n = max(4, round(max(4, budget // space.per_case) * scale))
                 start = time.perf_counter()
-                rows = [one_study(space, budget, seed, rule, workdir) for seed in range(args.seeds)]
+                rows = [one_study(space, budget, seed, rule, workdir, dev_n) for seed in range(args.seeds)]
                 took = (time.perf_counter() - start) / len(rows)
+                calls[rule] = statistics.fmean(r["sent"] for r in rows)
                 line = (
-                    f"{budget:>6} {max(4, budget // space.per_case):>4} {rule:>6} {share(rows, 'holds_optimum'):>20} "
+                    f"{budget:>6} {dev_n:>4} {rule:>6} {share(rows, 'holds_optimum'):>20} "
                     f"{statistics.fmean(r['size'] for r in rows):>5.2f} {mean_ci([r['regret'] for r in rows]):>14} "
                     f"{statistics.fmean(r['sent'] for r in rows):>7.0f} {took:>7.1f}"
                 )
@@ -232,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
                     line += f" {share(rows, 'holds_all'):>20} {share(rows, 'cheapest'):>20}"
                 print(line, flush=True)
         print()
+    print("race=: racing on fewer dev cases, as many as today's rule spent calls on (shown where racing spent more).")
     print("holds optimum: the set (today: the chosen trial) holds a configuration of the best true accuracy;")
     print("regret: the optimum's true accuracy minus the exported configuration's; calls: LM calls sent per study.")
 
