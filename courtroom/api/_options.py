@@ -190,6 +190,8 @@ class ScoreOptions(_DataOptions, _ModelOptions, total=False):
     prices: str | PathLike[str] | Mapping[str, list[float]] | None
     out: str | PathLike[str] | None
     """The folder that receives the score folder (default ``runs``)."""
+    exclude_seen: bool
+    """Leave out the cases the program was compiled or chosen on (``--exclude-seen``)."""
     track: str | None
     trace: bool
 
