@@ -256,11 +256,17 @@ def test_an_api_base_with_credentials_has_its_batch_api(
 ) -> None:
     """A proxy's URL (``user:password@`` or a query token) serves batch mode as it serves live requests."""
     with FakeServer(oracle(), turnaround=0.02) as server:
-        url = server.url.replace("http://", f"http://{credentials}") if credentials != "query" else server.url + "?token=s3cret"
+        url = (
+            server.url.replace("http://", f"http://{credentials}")
+            if credentials != "query"
+            else server.url + "?token=s3cret"
+        )
         args = ["run", "zero-shot", "--lm", "openai/m", "--limit", "3", "--batch", "--api-base", url]
         done = cli(*args, "--out", str(tmp_path / "runs"))
         assert done.returncode == 0, done.stderr
-        live = cli("run", "zero-shot", "--lm", "openai/m", "--limit", "3", "--api-base", url, "--out", str(tmp_path / "live"))
+        live = cli(
+            "run", "zero-shot", "--lm", "openai/m", "--limit", "3", "--api-base", url, "--out", str(tmp_path / "live")
+        )
         assert live.returncode == 0, live.stderr
     assert len(server.batches.created) == 1 and server.counts["batch_lines"] == 3
     assert server.counts["requests"] == 0  # the live run's answers came from the cache the batch filled

@@ -241,8 +241,12 @@ def test_score_from_python_on_the_in_process_fakes(compiled: tuple[Path, Path], 
     ],
 )
 def test_a_refused_score_leaves_no_folder(
-    compiled: tuple[Path, Path], server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    extra: list[str], says: str,
+    compiled: tuple[Path, Path],
+    server: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    says: str,
 ) -> None:
     """Before: each left a comparison folder holding only plan.json (nothing to resume)."""
     train, program = compiled

@@ -75,7 +75,9 @@ def writable_file(path: str | Path, flag: str, example: str, inputs: Sequence[st
     if target.is_dir():
         raise ConfigError(f"{flag} {target} is a folder: pass a file name, e.g. {flag} {target / example}")
     if target.exists() and not target.is_file():  # /dev/full, a FIFO: known before the work, not after it
-        raise ConfigError(f"{flag} {target} is not a regular file (a device or a FIFO): pass a file name, e.g. {example}")
+        raise ConfigError(
+            f"{flag} {target} is not a regular file (a device or a FIFO): pass a file name, e.g. {example}"
+        )
     check_output(target, flag, inputs)
     _check_writable(target.parent, flag)
     return target

@@ -23,11 +23,11 @@ from typing import Any
 
 from courtroom import _stop
 from courtroom._lock import FolderLock
-from courtroom.errors import CourtroomError
 from courtroom.analysis.ambiguity import split_comparison
 from courtroom.comparison.plan import comparison_configs, split_knobs, write_plan
 from courtroom.comparison.plots import comparison_runs, draw_plots, load_comparison
 from courtroom.comparison.table import Comparison, first_results, table_row, write_tables
+from courtroom.errors import CourtroomError
 from courtroom.eval.harness import ExampleResult
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR
 from courtroom.models.lms import RoleLMs

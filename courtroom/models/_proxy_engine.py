@@ -24,7 +24,7 @@ def _bare(url: str) -> str:
 
 
 class ProxyEngine(ServerEngine):
-    """Live through LiteLLM, batches through the batch API, toward one credentialed ``--api-base`` (module docstring)."""
+    """Live through LiteLLM, batches through the batch API, toward one credentialed ``--api-base`` (module doc)."""
 
     def __init__(self, api_base: str, api_key: str, timeout: float | None, *, asynchronous: bool = False) -> None:  # noqa: D107
         super().__init__(_bare(api_base), api_key, timeout, asynchronous=asynchronous)
@@ -68,6 +68,7 @@ class ProxyEngine(ServerEngine):
 
     def _scrub(self, exc: Exception) -> None:
         """The whole address (credentials included) out of ``exc``, then the host as the parent does."""
+
         def clean(text: str) -> str:
             return text.replace(self._proxy, SERVER).replace(self._netloc, SERVER)
 
@@ -106,4 +107,7 @@ class AsyncProxyEngine(ProxyEngine):
 
 def proxy_engines(api_base: str, api_key: str, timeout: float | None) -> dict[str, Any]:
     """``engine=`` and ``async_engine=`` for a ``dspy.LM`` served at a credentialed ``api_base``."""
-    return {"engine": ProxyEngine(api_base, api_key, timeout), "async_engine": AsyncProxyEngine(api_base, api_key, timeout)}
+    return {
+        "engine": ProxyEngine(api_base, api_key, timeout),
+        "async_engine": AsyncProxyEngine(api_base, api_key, timeout),
+    }

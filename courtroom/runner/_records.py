@@ -131,8 +131,10 @@ def config_problem(config: Mapping[str, Any]) -> str | None:
 
 def json_type(value: Any) -> str:
     """How a JSON value is named in a message."""
-    return "null" if value is None else {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), "a number"
+    return (
+        "null"
+        if value is None
+        else {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
     )
 
 

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from courtroom._files import read_jsonl
-from courtroom.runner._records import meta_problem
 from courtroom.errors import ConfigError, DataError
-from courtroom.runner._records import comparison_problem
+from courtroom.runner._records import comparison_problem, meta_problem
 
 SHOWN_VERSIONS = ("courtroom", "dspy", "litellm", "optuna", "python")
 """The versions a plot subtitle names (the HTML block names them all)."""

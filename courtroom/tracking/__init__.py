@@ -10,9 +10,9 @@ folder's recorded spec, never a base URL or a key) and written in :mod:`courtroo
 A URI that cannot name a tracking store (an unknown scheme, a port over 65535, a SQLite store
 that is a folder or not a database, a bare ``mlflow.db``) is refused in one line before the first
 request (:func:`check_uri`). Tracking never breaks a run: a server that is down, slow or failing
-costs one warning line on stderr, and the results stay in their folder. A resumed run (or a continued study) finds its MLflow
-run again by its ``courtroom.id`` tag, so none is logged twice. MLflow (``pip install
-courtroom[mlflow]``) is imported only here, only when tracking.
+costs one warning line on stderr, and the results stay in their folder. A resumed run (or a
+continued study) finds its MLflow run again by its ``courtroom.id`` tag, so none is logged twice.
+MLflow (``pip install courtroom[mlflow]``) is imported only here, only when tracking.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def _check_sqlite(name: str, flag: str, shown: str) -> None:
         raise ConfigError(f"{flag} {shown} names no database file: e.g. sqlite:///mlflow.db")
     path = Path(name.split("?")[0]).expanduser()
     if path.is_dir():
-        raise ConfigError(f"{flag} {shown} is a folder: name a database file in it, e.g. sqlite:///{name.rstrip('/')}/mlflow.db")
+        raise ConfigError(
+            f"{flag} {shown} is a folder: name a database file in it, e.g. sqlite:///{name.rstrip('/')}/mlflow.db"
+        )
     if path.exists():
         try:
             with path.open("rb") as f:

@@ -378,7 +378,9 @@ class Collector:
         with self._cond:
             del self._in_flight[batch.id]
             for cid, key in batch.keys.items():
-                answer = answers.get(cid) or {"error": {"code": "batch_missing", "message": "not in the batch's output"}}
+                answer = answers.get(cid) or {
+                    "error": {"code": "batch_missing", "message": "not in the batch's output"}
+                }
                 line = batch.lines.get(cid)
                 if line is None:
                     if (answer.get("error") or {}).get("code") not in RESUBMIT and _ok(answer):

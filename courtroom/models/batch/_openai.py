@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from urllib.parse import urlsplit, urlunsplit
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
