@@ -127,12 +127,6 @@ def fits_none(est: Any, budget: Budget) -> None:
             f"one trial costs up to ${cost:.4f}; --max-cost {budget.max_cost:g} fits none: raise it to at least "
             f"{cost:.4f}, or make a trial smaller (--dev-limit, --space, --max-tokens)"
         )
-    prompts = getattr(est, "prompt_cost", None)  # without --max-tokens, what the prompts alone cost
-    if budget.max_cost is not None and cost is None and prompts is not None and prompts > budget.max_cost:
-        raise ConfigError(
-            f"one trial's prompts alone cost up to ${prompts:.4f}; --max-cost {budget.max_cost:g} fits none: raise "
-            "it, or make a trial smaller (--dev-limit, --space)"
-        )
 
 
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:
