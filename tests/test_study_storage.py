@@ -294,7 +294,7 @@ def test_a_storage_that_fails_as_a_trial_is_told_is_named_not_an_assertion(tmp_p
 def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
     tmp_path: Path, courtroom_cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A full disk under a journal study: Optuna reads back no trace of its write (before: its AssertionError, exit 1)."""
+    """A full disk under a journal study: Optuna reads back no trace of its write (before: AssertionError, exit 1)."""
     from optuna.storages.journal import JournalFileBackend
 
     from courtroom.testing import FakeServer
@@ -303,7 +303,8 @@ def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
     journal = tmp_path / "s.journal"
     with FakeServer() as server:
         args = ["study", "jot", "--trials", "1", "--dev-limit", "2", "--space", "n_loops=1", "--lm", "openai/fake",
-                "--api-base", server.url, "--storage", f"journal:{journal}", "--out", str(tmp_path / "report")]  # fmt: skip
+                "--api-base", server.url, "--storage", f"journal:{journal}",
+                "--out", str(tmp_path / "report")]  # fmt: skip
         done = courtroom_cli(*args)
         assert server.counts["requests"] == 0
     assert done.returncode == 2, done.stderr

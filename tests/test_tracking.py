@@ -332,8 +332,9 @@ def test_a_stop_while_logging_to_a_slow_tracker_names_the_folder_written(tmp_pat
         with FakeServer() as server:
             args = ["run", "zero-shot", "--limit", "2", "--lm", "openai/fake-slow", "--api-base", server.url,
                     "--track", f"http://127.0.0.1:{tracker.server_port}", "--out", str(tmp_path / "runs")]  # fmt: skip
+            env = {**os.environ, "COURTROOM_STOP_GRACE": "0.2"}
             proc = warm.Popen([sys.executable, "-m", "courtroom.cli", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env={**os.environ, "COURTROOM_STOP_GRACE": "0.2"})  # fmt: skip
+                              stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
             assert arrived.wait(60), proc.communicate()
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=60)

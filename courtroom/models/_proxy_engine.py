@@ -24,7 +24,7 @@ def _bare(url: str) -> str:
 
 
 class ProxyEngine(ServerEngine):
-    """Live through LiteLLM, batches through the batch API, toward one credentialed ``--api-base`` (module docstring)."""
+    """Live through LiteLLM, batches through the batch API, toward one credentialed ``--api-base`` (module doc)."""
 
     def __init__(self, api_base: str, api_key: str, timeout: float | None, *, asynchronous: bool = False) -> None:  # noqa: D107
         super().__init__(_bare(api_base), api_key, timeout, asynchronous=asynchronous)

@@ -91,9 +91,9 @@ def compatible_lm(model: str, api_base: str, *, timeout: float = DEFAULT_TIMEOUT
     names (``ollama_chat/`` speaks Ollama's own API) go through LiteLLM, which also sends
     ``max_tokens``; so do live requests of an OpenAI-wire name at a URL carrying credentials
     (``user:password@`` or a query token, for a proxy: DSPy's native client takes neither),
-    whose batch mode goes to that URL's batch API (:mod:`courtroom.models._proxy_engine`). The key is ``$OPENAI_API_KEY`` for
-    ``openai/`` names when set (a proxy in front of OpenAI), else a placeholder local servers
-    accept. ``timeout`` bounds each attempt's wait, in seconds.
+    whose batch mode goes to that URL's batch API (:mod:`courtroom.models._proxy_engine`). The key
+    is ``$OPENAI_API_KEY`` for ``openai/`` names when set (a proxy in front of OpenAI), else a
+    placeholder local servers accept. ``timeout`` bounds each attempt's wait, in seconds.
     """
     from urllib.parse import urlsplit
 

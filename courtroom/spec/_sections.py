@@ -374,7 +374,7 @@ class Output:
         if self.track == "env" and not os.environ.get("MLFLOW_TRACKING_URI", "").strip():
             raise ConfigError("--track env reads $MLFLOW_TRACKING_URI, which is not set: set it or give --track URI")
         if self.track is not None:
-            from courtroom.tracking import check_uri
+            from courtroom.tracking._uri import check_uri
 
             env = self.track == "env"
             check_uri(os.environ["MLFLOW_TRACKING_URI"].strip() if env else self.track,

@@ -66,7 +66,7 @@ def poll_seconds() -> float:
 
 
 def max_lines() -> int:
-    """The most requests in one batch (``COURTROOM_BATCH_LINES``, a whole number >= 1, default 50,000: OpenAI's limit)."""
+    """The most requests in one batch (``COURTROOM_BATCH_LINES``, a whole number >= 1; default 50,000, OpenAI's)."""
     return env_count("COURTROOM_BATCH_LINES", 50_000)
 
 
