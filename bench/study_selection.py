@@ -93,7 +93,10 @@ def one_study(space: Space, budget: int, seed: int, rule: str, workdir: str, dev
     from courtroom.testing import oracle_lm
 
     dev_n = dev or max(4, budget // space.per_case)
-    cases = load_task("boolean_expressions", data="generate", split="dev", limit=dev_n, seed=seed).examples
+    # The generated dev split holds 100 cases: a larger dev takes the test split's after them (400 in all).
+    pool = [e for split in ("dev", "test") for e in load_task("boolean_expressions", data="generate", split=split,
+                                                             seed=seed).examples]  # fmt: skip
+    cases = list({e.case: e for e in pool}.values())[:dev_n]
     train = load_task("boolean_expressions", data="generate", split="train", limit=4, seed=seed).examples
     gold = {e.case: e.label for e in [*cases, *train]}
     tag = f"{space.name}-{budget}-{dev_n}-{seed}-{rule}"  # its own cache entries: each rule pays for its own calls
