@@ -25,6 +25,9 @@ PROVIDER = "anthropic"
 class AnthropicEngine(ServerEngine):
     """Anthropic's Messages API at ``api_base``, reached through DSPy's native engine (module docstring)."""
 
+    takes_n = False
+    """The Messages API has no ``n``: k samples are k requests (:mod:`courtroom.models.sampling`)."""
+
     def _inner(self) -> Any:
         with self._lock:
             if self._engine is None:

@@ -108,7 +108,11 @@ def batch_price_per_token(
 
 
 class Meter(UsageTracker):
-    """Thread-safe usage counter; DSPy calls ``add_usage`` once per request actually sent."""
+    """Thread-safe usage counter; DSPy calls ``add_usage`` once per answer that reached a server.
+
+    An answer that shared its request with others (``"requests": 0``, :mod:`courtroom.models.sampling`)
+    adds its tokens, not a request.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,13 +122,15 @@ class Meter(UsageTracker):
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:  # noqa: D102
         prompt = int((usage_entry or {}).get("prompt_tokens") or 0)
         completion = int((usage_entry or {}).get("completion_tokens") or 0)
+        # A sample that came back in another sample's request (n-sampling) is a call, not a request.
+        sent = int((usage_entry or {}).get("requests", 1))
         with self._lock:
             u = self.usage
-            u.sent += 1
+            u.sent += sent
             u.prompt_tokens += prompt
             u.completion_tokens += completion
             m = u.by_model.setdefault(lm, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            m["sent"] += 1
+            m["sent"] += sent
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -10,6 +11,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
+from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
 from courtroom.transcript import Turn
@@ -207,6 +209,33 @@ class CourtroomProgram(dspy.Module):
             return self._ask_once(role, predictor, (rollout or 0) + self.refresh, rollout, lm_config, inputs, sample)
         except AdapterParseError:
             return self._ask_once(role, predictor, retry + self.refresh, rollout, lm_config, inputs, sample)
+
+    def ask_samples(
+        self,
+        role: str,
+        predictor: dspy.Predict,
+        rollouts: Sequence[int],
+        lm_config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> list[dspy.Prediction]:
+        """``len(rollouts)`` samples of one prompt from ``role``: :meth:`ask` under each rollout, in order.
+
+        Where the role's one model takes ``n`` (:mod:`courtroom.models.sampling`) they go as one
+        request with ``n`` (each sample still a call of its own: cache, usage, transcript);
+        otherwise concurrently, one request each. A mixed panel (each rollout its own member)
+        always sends one request per sample.
+        """
+        from courtroom.models import sampling
+
+        def one(i: int, rollout: int) -> dspy.Prediction:
+            with sampling.sample(i):
+                return self.ask(role, predictor, rollout, lm_config, **inputs)
+
+        thunks = [functools.partial(one, i, r) for i, r in enumerate(rollouts)]
+        if len(thunks) > 1 and sampling.enabled() and sampling.takes_n(self.lms.serving(role)):
+            with sampling.group(list(rollouts)):  # the first call sends them all: no thread per sample
+                return [t() for t in thunks]
+        return run_parallel(thunks)
 
     def _ask_once(
         self,

@@ -223,20 +223,26 @@ class FakeServer:
             return 500, {"error": {"message": "injected server error"}}, {}
         if fault == "timeout":
             return 504, {"error": {"message": "injected timeout"}}, {}
-        if self.engine is not None:
-            answer = self.engine.reply(str(body.get("model")), messages, dict(schema))
-        else:
-            answer = self.responder(prompt, dict(schema))
-        text = answer if isinstance(answer, str) else json.dumps(dict(answer))
-        if fault == "garbage":
-            text = "I refuse to answer in JSON. %%% <<>>"
-        elif fault == "truncated":
-            text = text[: max(1, len(text) // 2)]
-        elif fault is None:
-            with self._lock:
-                self.served.append(json.dumps(messages, sort_keys=True))
-                self.routed.append((str(body.get("model")), prompt))
-        usage = _usage(body.get("model", "fake"), messages, text)
+        n = max(1, int(body.get("n") or 1))  # OpenAI's n: n samples of this prompt, the prompt billed once
+        texts = []
+        for _ in range(n):
+            if self.engine is not None:
+                answer = self.engine.reply(str(body.get("model")), messages, dict(schema))
+            else:
+                answer = self.responder(prompt, dict(schema))
+            text = answer if isinstance(answer, str) else json.dumps(dict(answer))
+            if fault == "garbage":
+                text = "I refuse to answer in JSON. %%% <<>>"
+            elif fault == "truncated":
+                text = text[: max(1, len(text) // 2)]
+            elif fault is None:
+                with self._lock:
+                    self.served.append(json.dumps(messages, sort_keys=True))
+                    self.routed.append((str(body.get("model")), prompt))
+            texts.append(text)
+        usage = _usage(body.get("model", "fake"), messages, texts[0])
+        usage["completion_tokens"] = sum(_usage(body.get("model", "fake"), [], t)["completion_tokens"] for t in texts)
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
             number = self.counts["requests"] + self.counts["batch_lines"]
@@ -249,10 +255,11 @@ class FakeServer:
                 "model": body.get("model", "fake"),
                 "choices": [
                     {
-                        "index": 0,
+                        "index": i,
                         "message": {"role": "assistant", "content": text},
                         "finish_reason": "length" if fault == "truncated" else "stop",
                     }
+                    for i, text in enumerate(texts)
                 ],
                 "usage": usage,
             },
