@@ -144,7 +144,8 @@ class ServerEngine:
         name = request.model.split("/", 1)[-1]
         provider = self._provider(name)
         wire = provider.build_request(dataclasses.replace(request, model=name), stream=False)
-        return self._parse(provider, self._line_body(collector.ask(self.batches(), json.loads(wire.body)), request), name)
+        answer = collector.ask(self.batches(), json.loads(wire.body))
+        return self._parse(provider, self._line_body(answer, request), name)
 
     @staticmethod
     def _line_body(answer: dict[str, Any], request: Any) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -328,16 +327,17 @@ class CourtroomLLM(CourtroomProgram):
     def _parallel_judges(self, inputs: Mapping[str, Any], a1: str, a2: str) -> list[dspy.Prediction]:
         """``n_judges`` independent judges (judge i at rollout i); with ``early_stop``, in waves."""
 
-        def call(i: int) -> Any:
-            return functools.partial(self.ask, "judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+        def wave(ids: range) -> list[dspy.Prediction]:
+            # Judges of one model get the same bytes: one request with n where it takes it.
+            return self.ask_samples("judge", self.judge, ids, previous_judges=NONE, **inputs)
 
         if not self.early_stop:
-            return run_parallel([call(i) for i in range(self.n_judges)])
+            return wave(range(self.n_judges))
         outs: list[dspy.Prediction] = []
         while len(outs) < self.n_judges:
             votes, left = [o.decision for o in outs], self.n_judges - len(outs)
             if settled_majority(votes, left, (a1, a2), self.labels, prefer=a1) is not None:
                 break
-            wave = smallest_wave(votes, left, (a1, a2), self.labels, prefer=a1)
-            outs += run_parallel([call(i) for i in range(len(outs), len(outs) + wave)])
+            size = smallest_wave(votes, left, (a1, a2), self.labels, prefer=a1)
+            outs += wave(range(len(outs), len(outs) + size))
         return outs

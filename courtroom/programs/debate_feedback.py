@@ -6,7 +6,6 @@ passes the gate the judge hears every comment with its reliability and its estim
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -14,7 +13,6 @@ from typing import Any, ClassVar
 import dspy
 
 from courtroom.errors import ConfigError
-from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
@@ -272,12 +270,8 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         if self.memory:
             inputs["earlier_rounds"] = earlier
         if self.prob_method == "votes":
-            outs = run_parallel(
-                [
-                    functools.partial(self.ask, "judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
-                    for s in range(self.k_samples)
-                ]
-            )
+            rollouts = [rollout * self.k_samples + s for s in range(self.k_samples)]
+            outs = self.ask_samples("judge", self.judge, rollouts, **inputs)
             dist = prob.from_votes([o.label for o in outs], self.labels)
             return dist, prob.decide(dist, self.labels, tie=outs[0].label), True
         if self.prob_method == "logprobs":
@@ -319,8 +313,9 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         stances: list[list[str]] = []
         reliabilities: list[list[float]] = []
         passed_by_round: list[list[int]] = []
+        pool: dict[int, Any] | None = None if self.adaptive else {}  # opinions asked ahead (deb._opinions)
         for r in range(1, self.n_rounds + 1):
-            comments = self._round(case, r, sides, rounds)
+            comments = self._round(case, r, sides, rounds, pool)
             rounds.append(comments)
             stances.append([c.stance for c in comments])
             transcript += self._debate_turns(r, comments)
