@@ -46,6 +46,7 @@ from courtroom.cost._simulate import (
     sample_indices,
 )
 from courtroom.data.tasks import load_splits
+from courtroom.models import sampling
 from courtroom.models._concurrency import serial
 from courtroom.models.lms import DEFAULT, LOCAL
 from courtroom.models.usage import batch_price_per_token, price_per_token
@@ -80,6 +81,9 @@ class Estimate:
     """What counted the tokens (the model's tokenizer, or an approximation)."""
     sample: int
     """Examples whose prompts were rendered."""
+    requests: int | None = None
+    """Requests sent: ``calls`` less the samples that share another sample's request (n-sampling,
+    :mod:`courtroom.models.sampling`); their prompt tokens are not counted in ``prompt_tokens``."""
     prepare_calls: int = 0
     """Calls spent once on training (precedents, the reliability assistant), within ``calls``."""
     max_calls_per_example: int = 0
@@ -255,7 +259,7 @@ def estimate_run(
                 config.task, data=config.data, seed=config.seed, dataset=config.dataset, splits=config.splits
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
-    calls, prepare_calls, exact, by_role = max_calls(config, labels, positions, examples, train)
+    calls, prepare_calls, exact, by_role, samples_by_role = max_calls(config, labels, positions, examples, train)
     rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     models = role_models(config, cls.roles)
     # Render the real prompts of a sample through the real adapter.
@@ -294,16 +298,24 @@ def estimate_run(
     # its sampled calls). Calls made once per run and shared by later cases (Courtroom-LLM's
     # precedent reasons) fall on the sampled cases; counting by role keeps them at their true number.
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
+    # n-sampling: a later sample of one prompt rides on the first sample's request (no prompt billed)
+    # where the role's model takes n (courtroom.models.sampling; by name: OpenAI-wire models).
+    shared = {
+        role: count * samples_by_role[role] / by_role[role]
+        for role, count in role_calls.items()
+        if samples_by_role[role] and sampling.enabled() and sampling.name_takes_n(models.get(role, default_model))
+    }
     mean_length = sum(len(ex.case) for ex in examples) / max(len(examples), 1)
     rendered = [n for _, ys in samples.values() for n in ys]
     per_call_prompt = sum(rendered) / max(1, len(rendered))
     prompt = 0.0
     for role, count in role_calls.items():
+        billed = count - shared.get(role, 0.0)
         if role in samples:
             a, b = fit_line(*samples[role])
-            prompt += count * max(0.0, a + b * mean_length)
+            prompt += billed * max(0.0, a + b * mean_length)
         else:  # a role only training calls make (not rendered): the mean rendered call
-            prompt += count * per_call_prompt
+            prompt += billed * per_call_prompt
     # Completion tokens and dollars, by the model of each role's calls.
     measured = measured_completion(list(set(models.values()))) if measure_cache else {}
     completion: float | None = 0.0
@@ -357,6 +369,7 @@ def estimate_run(
         framework=config.framework,
         examples=len(examples),
         calls=sum(calls) + prepare_calls,
+        requests=round(sum(calls) + prepare_calls - sum(shared.values())),
         calls_exact=exact,
         prompt_tokens=round(prompt),
         completion_tokens=None if completion is None else round(completion),

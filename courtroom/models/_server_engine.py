@@ -181,14 +181,8 @@ class ServerEngine:
             if collector is not None:
                 wire = provider.build_request(routed, stream=False)
                 body = self._line_body(collector.ask(self.batches(), sampling.with_n(wire.body, n)), request)
-            else:
-                wire, _ = provider._build(routed, stream=False)
-                wire = dataclasses.replace(wire, body=json.dumps(sampling.with_n(wire.body, n)).encode())
-                answer = provider._send(wire)
-                if answer.status >= 400:
-                    raise provider._http_error(answer)
-                body = answer.json()
-            return [self._parse(provider, one, name) for one in sampling.choice_bodies(body)]
+                return [self._parse(provider, one, name) for one in sampling.choice_bodies(body)]
+            return sampling.openai_n(provider, routed, n)
         except Exception as exc:
             self._scrub(exc)
             raise

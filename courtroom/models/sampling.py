@@ -56,7 +56,10 @@ def takes_n(lm: Any) -> bool:
     if own is not None:
         return bool(own)
     engine = getattr(lm, "_engine_spec", None)
-    return callable(getattr(engine, "complete_n", None)) and bool(getattr(engine, "takes_n", True))
+    if callable(getattr(engine, "complete_n", None)):
+        return bool(getattr(engine, "takes_n", True))
+    # DSPy's native engine toward OpenAI's chat API (openai/NAME, with or without an api_base).
+    return engine == "auto" and str(getattr(lm, "model", "")).startswith("openai/") and lm.model_type == "chat"
 
 
 def name_takes_n(model: str) -> bool:
@@ -147,9 +150,10 @@ class Group:
         wanted = [own, *(r for r in self.rollouts if r != own)]
         calls = [_rollout_call(call, r) for r in wanted]
         missing = [c for c in calls if execution._cached(lm, c, False) is None]
-        if len(missing) < 2:
-            return None  # nothing to share: this call goes alone (or comes from the cache)
-        results = send(lambda: send_n(lm, call, len(missing)))
+        route = _route(lm, call) if len(missing) > 1 else None
+        if route is None:
+            return None  # nothing to share, or no route takes n: this call goes alone (or from the cache)
+        results = send(lambda: send_n(lm, call, len(missing), route))
         served = None
         for c, result in zip(missing, results, strict=False):
             execution._store(lm, c, result, False)
@@ -161,7 +165,39 @@ class Group:
         return served
 
 
-def send_n(lm: Any, call: Any, n: int) -> list[Any]:
+def _route(lm: Any, call: Any) -> tuple[Callable[[int], list[Any]], Any, str | None] | None:
+    """How to send ``call`` with ``n``: (``n -> responses``, the request, DSPy's provider name), or None."""
+    from dspy.clients import execution
+
+    engine = getattr(lm, "_engine_spec", None)
+    if callable(getattr(engine, "complete_n", None)):
+        if not getattr(engine, "takes_n", True):
+            return None
+        request = execution._canonical(call)
+        return (lambda n: engine.complete_n(request, n)), request, None
+    if not takes_n(lm):
+        return None
+    backend, request, provider = execution._engine(lm, call, False)
+    target = getattr(backend, "_target", None)
+    if request is None or target is None:
+        return None  # DSPy chose LiteLLM for this call: k requests
+    chat, routed = target(request)
+    if type(chat).__name__ != "OpenAIChatLM":
+        return None
+    return (lambda n: openai_n(chat, routed, n)), request, provider
+
+
+def openai_n(chat: Any, request: Any, n: int) -> list[Any]:
+    """``n`` samples of ``request`` in one live request through lm15's OpenAI chat adapter ``chat``."""
+    wire, _ = chat._build(request, stream=False)
+    wire = dataclasses.replace(wire, body=json.dumps(with_n(wire.body, n)).encode())
+    answer = chat._send(wire)
+    if answer.status >= 400:
+        raise chat._http_error(answer)
+    return [chat.response_from_openai_chat(one, model=request.model) for one in choice_bodies(answer.json())]
+
+
+def send_n(lm: Any, call: Any, n: int, route: tuple[Callable[[int], list[Any]], Any, str | None]) -> list[Any]:
     """One request for ``n`` samples of ``call``'s prompt: DSPy ``CallResult``s, one per sample (maybe fewer).
 
     The first result carries the prompt tokens and ``"requests": 1``; the others ``"requests": 0``.
@@ -169,12 +205,12 @@ def send_n(lm: Any, call: Any, n: int) -> list[Any]:
     from dspy.clients import execution
     from dspy.clients.errors import error_boundary
 
-    request = execution._canonical(call)
-    with error_boundary(lm.model, unexpected=True):
-        responses = lm._engine_spec.complete_n(request, n)
+    complete, request, provider = route
+    with error_boundary(lm.model, provider=provider, unexpected=True):
+        responses = complete(n)
     results = []
     for i, response in enumerate(responses):
-        result = execution._result(lm, response, call, None, request)
+        result = execution._result(lm, response, call, provider, request)
         result.usage = {**dict(result.usage or {}), "requests": int(i == 0)}
         results.append(result)
     return results
