@@ -34,6 +34,7 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         est,
         examples=round(est.examples * factor),
         calls=round(est.calls * factor),
+        requests=mul(est.requests),
         prepare_calls=round(est.prepare_calls * factor),
         prompt_tokens=round(est.prompt_tokens * factor),
         completion_tokens=mul(est.completion_tokens),
@@ -60,6 +61,7 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         a,
         examples=a.examples + b.examples,
         calls=a.calls + b.calls,
+        requests=plus(a.requests, b.requests),
         prepare_calls=a.prepare_calls + b.prepare_calls,
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=plus(a.completion_tokens, b.completion_tokens),
@@ -237,6 +239,16 @@ def estimate_lines(
             batch
         )
     yield from batch_round_lines(estimates)
+    shared = [
+        f"{name} {count(e.requests)} requests for {count(e.calls)} calls"
+        for name, e in estimates.items()
+        if e.requests is not None and e.requests < e.calls
+    ]
+    if shared:
+        yield (
+            "n-sampling (samples of one prompt in one request, the prompt paid once; priced above): "
+            + ", ".join(shared)
+        )
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())
