@@ -44,6 +44,7 @@ import hashlib
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -118,6 +119,8 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     from courtroom.models.lms import current_role
     from courtroom.testing._engines import OracleEngine
 
+    seen: Counter[str] = Counter()
+
     class Logged(OracleEngine):
         """The oracle, logging every request whole; its free text is of the dry run's typical length."""
 
@@ -130,9 +133,13 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
 
         def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
             out = super().answer(role, schema, prompt, turn)
+            # The k-th answer to a prompt, as the oracle draws it: the same text whatever the call order.
+            with self._lock:
+                k = seen[role + prompt]
+                seen[role + prompt] += 1
             for name, prop in (schema.get("properties") or {}).items():
                 if prop.get("type") == "string" and "enum" not in prop:
-                    out[name] = filler(TYPICAL_FIELD_TOKENS["text"], role, turn, name, len(prompt))
+                    out[name] = filler(TYPICAL_FIELD_TOKENS["text"], role, k, name, prompt)
             return out
 
     return Logged(gold, LABELS, ACCURACY, seed=seed)

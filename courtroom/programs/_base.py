@@ -210,6 +210,12 @@ class CourtroomProgram(dspy.Module):
         except AdapterParseError:
             return self._ask_once(role, predictor, retry + self.refresh, rollout, lm_config, inputs, sample)
 
+    def samples_in_one_request(self, role: str) -> bool:
+        """Whether :meth:`ask_samples` sends ``role``'s samples of one prompt as one request (n-sampling)."""
+        from courtroom.models import sampling
+
+        return sampling.enabled() and sampling.takes_n(self.lms.serving(role))
+
     def ask_samples(
         self,
         role: str,
@@ -232,7 +238,7 @@ class CourtroomProgram(dspy.Module):
                 return self.ask(role, predictor, rollout, lm_config, **inputs)
 
         thunks = [functools.partial(one, i, r) for i, r in enumerate(rollouts)]
-        if len(thunks) > 1 and sampling.enabled() and sampling.takes_n(self.lms.serving(role)):
+        if len(thunks) > 1 and self.samples_in_one_request(role):
             with sampling.group(list(rollouts)):  # the first call sends them all: no thread per sample
                 return [t() for t in thunks]
         return run_parallel(thunks)

@@ -119,6 +119,7 @@ class DebateStep:
     n_rounds: int
     ask: Any
     ask_samples: Any
+    samples_in_one_request: Any
     adaptive: Any
     _estimate: Any
 
@@ -161,14 +162,16 @@ class DebateStep:
         Debaters with the same side (``sides="none"``: all of them) and no memory get identical
         opinion prompts, asked together (:meth:`ask_samples`: one request with ``n`` where the model
         takes it). Without memory, later rounds' opinion prompts are round 1's again (Algorithm 1's
-        fresh samples), so when the rounds cannot stop early (``pool`` given) round 1 asks for them
-        too and keeps them in ``pool`` (rollout -> answer) for their rounds.
+        fresh samples), so when the rounds cannot stop early (``pool`` given) and the model takes
+        ``n``, round 1 asks for them in the same request and keeps them in ``pool`` (rollout ->
+        answer) for their rounds; otherwise each round asks its own, as k requests would anyway.
         """
         groups: dict[str, list[int]] = {}
         for d in range(len(sides)):
             key = json.dumps(self._inputs(case, sides[d], NONE, NONE, memory[d]), sort_keys=True)
             groups.setdefault(key, []).append(d)
-        later = range(r + 1, self.n_rounds + 1) if pool is not None and not self.memory else range(0)
+        ahead = pool is not None and not self.memory and self.samples_in_one_request("debater")
+        later = range(r + 1, self.n_rounds + 1) if ahead else range(0)
 
         def ask(ds: list[int]) -> dict[int, Any]:
             wanted = [self._rollout(r, d) for d in ds]
