@@ -73,6 +73,14 @@ class FakeServer:
             a fake's engine (``oracle_lm(...).engine_impl``, ``learnable_lm(...).engine_impl``), the
             role being the model name as sent (``--role judge=openai/judge`` is role ``judge``).
         expire: which batches (1: the first created) expire with only half their lines answered.
+        prompt_cache: ``"openai"`` simulates OpenAI's automatic prompt cache: a request whose first
+            1,024+ tokens (in 128-token blocks) an earlier request to the same model sent reports
+            them as ``usage.prompt_tokens_details.cached_tokens``, as OpenAI does (``counts["cached_tokens"]``
+            sums them). None (default): nothing is cached.
+
+    A chat body's ``n`` (OpenAI's: n samples of one prompt) is answered with n choices, each drawn as a
+    request of its own would be; the prompt is billed once (``billed``), and ``served`` lists each
+    answer.
 
     ``/v1/messages`` (Anthropic's Messages API) is answered by the same logic: the body is read as
     the chat body it stands for and the answer is sent back as Anthropic's ``message``.
@@ -108,10 +116,15 @@ class FakeServer:
         turnaround: float = 0.0,
         expire: Collection[int] = (),
         engine: Any = None,
+        prompt_cache: str | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
+        if prompt_cache not in (None, "openai"):
+            raise ValueError(f"unknown prompt_cache {prompt_cache!r}; use 'openai' or None")
+        self.prompt_cache = prompt_cache
+        self._prefixes: dict[str, set[bytes]] = {}
         self.responder = responder or _schema_filler
         self.engine = engine
         self.latency = latency
@@ -202,6 +215,27 @@ class FakeServer:
             self.models[str(body.get("model"))] += 1
         return self.reply(body)
 
+    def _cached_prefix(self, model: str, messages: Any) -> int:
+        """OpenAI's automatic prompt cache: the cached prefix of this request's tokens.
+
+        The longest prefix, in 128-token blocks and from 1,024 tokens, that an earlier request to
+        ``model`` sent (cl100k tokens of the message list as JSON: the system message first, as sent).
+        """
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        tokens = encoding.encode(json.dumps(messages), disallowed_special=())
+        digest, ends, hit = hashlib.sha256(), [], 0
+        with self._lock:
+            seen = self._prefixes.setdefault(model, set())
+            for end in range(128, len(tokens) + 1, 128):
+                digest.update(b"".join(t.to_bytes(4, "little") for t in tokens[end - 128 : end]))
+                key = digest.copy().digest()
+                ends.append(key)
+                if end >= 1024 and key in seen:
+                    hit = end
+            seen.update(ends)
+        return hit
+
     def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
@@ -243,6 +277,11 @@ class FakeServer:
         usage = _usage(body.get("model", "fake"), messages, texts[0])
         usage["completion_tokens"] = sum(_usage(body.get("model", "fake"), [], t)["completion_tokens"] for t in texts)
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prompt_cache == "openai":
+            cached = min(usage["prompt_tokens"], self._cached_prefix(str(body.get("model")), messages))
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            with self._lock:
+                self.counts["cached_tokens"] += cached
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
             number = self.counts["requests"] + self.counts["batch_lines"]
