@@ -93,17 +93,19 @@ def filler(tokens: int, *parts: Any) -> str:
 
 
 class Sent(NamedTuple):
-    """One request: its role, its whole prompt text and how many samples it asked for."""
+    """One request: its role, its whole prompt text, its system message and how many samples it asked for."""
 
     role: str
     prompt: str
     n: int
+    system: str
 
 
 class Run:
     """One design's run: its requests in order, verdicts, and its program (for the typical answer lengths)."""
 
-    def __init__(self) -> None:
+    def __init__(self, layout: str = "classic") -> None:
+        self.layout = layout
         self.requests: list[Sent] = []
         self.verdicts: list[str] = []
         self.gold: list[str] = []
@@ -128,7 +130,7 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
             system = request.system if isinstance(request.system, str) else ""
             system = system or "".join(getattr(p, "text", "") or "" for p in request.system or ())
             text = "\n".join([f"system: {system}", *(f"{m.role}: {m.text or ''}" for m in request.messages)])
-            run.requests.append(Sent(current_role() or "default", text, n))
+            run.requests.append(Sent(current_role() or "default", text, n, system))
             return super().complete_n(request, n)
 
         def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
@@ -146,28 +148,30 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
 
 
 @contextmanager
-def _n_sampling(on: bool) -> Iterator[None]:
-    before = os.environ.get("COURTROOM_N_SAMPLING")
-    os.environ["COURTROOM_N_SAMPLING"] = "1" if on else "0"
+def _env(name: str, value: str) -> Iterator[None]:
+    before = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop("COURTROOM_N_SAMPLING", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["COURTROOM_N_SAMPLING"] = before
+            os.environ[name] = before
 
 
-def run_design(design: str, knobs: Mapping[str, Any], gold: Mapping[str, str], seed: int, *, n: bool) -> Run:
-    """One design over the cases on a fresh logging oracle; n-sampling on or off."""
+def run_design(
+    design: str, knobs: Mapping[str, Any], gold: Mapping[str, str], seed: int, *, n: bool, layout: str = "classic"
+) -> Run:
+    """One design over the cases on a fresh logging oracle; n-sampling on or off; a prompt layout."""
     from courtroom.programs import get_framework
     from courtroom.testing._fakes import FakeLM
 
-    run = Run()
+    run = Run(layout)
     lm = FakeLM("fake/oracle", engine=_engine(gold, seed, run), cache=False)
     program = get_framework(design)(LABELS, lm=lm, **knobs)
     run.program = program
-    with _n_sampling(n):
+    with _env("COURTROOM_N_SAMPLING", "1" if n else "0"), _env("COURTROOM_PROMPT_LAYOUT", layout):
         for case, label in gold.items():
             run.verdicts.append(program(case=case).label)
             run.gold.append(label)
@@ -185,6 +189,7 @@ def prices(model: str) -> dict[str, float]:
     inp, out = float(info["input_cost_per_token"]), float(info["output_cost_per_token"])
     batch_in = float(info.get("input_cost_per_token_batches", inp / 2))
     read = float(info.get("cache_read_input_token_cost", inp))
+    write = float(info.get("cache_creation_input_token_cost", inp))
     return {
         "in": inp,
         "out": out,
@@ -192,7 +197,8 @@ def prices(model: str) -> dict[str, float]:
         "batch_out": float(info.get("output_cost_per_token_batches", out / 2)),
         "read": read,
         "batch_read": float(info.get("cache_read_input_token_cost_batches", batch_in)),
-        "write": float(info.get("cache_creation_input_token_cost", inp)),
+        "write": write,
+        "batch_write": float(info.get("cache_creation_input_token_cost_batches", batch_in)),
         "min_prefix": float(info.get("prompt_cache_min_tokens", OPENAI_MIN)),
     }
 
@@ -238,20 +244,49 @@ class Priced(NamedTuple):
     requests: int
 
 
+def anthropic_cached(run: Run, minimum: float) -> list[tuple[int, int]]:
+    """Per request, (tokens read, tokens written) by Anthropic's cache at the breakpoint courtroom sends.
+
+    Only the cache layout sends one (``cache_control`` at the end of the system message, which holds
+    the preamble and the case): that prefix is written at its first request and read by later ones,
+    from the model's minimum prefix. The classic layout sends none: nothing is cached.
+    """
+    if run.layout != "cache":
+        return [(0, 0)] * len(run.requests)
+    seen: set[str] = set()
+    out = []
+    for r in run.requests:
+        size = len(tokens(r.system))
+        if size < minimum:
+            out.append((0, 0))
+        elif r.system in seen:
+            out.append((size, 0))
+        else:
+            seen.add(r.system)
+            out.append((0, size))
+    return out
+
+
 def price(run: Run, model: str, *, batch: bool, cache: bool, cases_n: int) -> Priced:
     """Dollars of ``run``'s requests at ``model``'s prices, with or without batch prices and the provider's cache."""
     from courtroom.cost.estimate import typical_answer_tokens
 
     p = prices(model)
     toks = [tokens(r.prompt) for r in run.requests]
-    cached = openai_cached(toks) if cache and model.startswith("gpt") else [0] * len(toks)
-    read = p["batch_read"] if batch else p["read"]
+    if not cache:
+        cached = [(0, 0)] * len(toks)
+    elif model.startswith("gpt"):
+        cached = [(c, 0) for c in openai_cached(toks)]
+    else:
+        cached = anthropic_cached(run, p["min_prefix"])
+    read, write = (p["batch_read"], p["batch_write"]) if batch else (p["read"], p["write"])
     inp, out = (p["batch_in"], p["batch_out"]) if batch else (p["in"], p["out"])
     dollars = prompt = hit = 0.0
-    for r, t, c in zip(run.requests, toks, cached, strict=True):
+    for r, t, (c, w) in zip(run.requests, toks, cached, strict=True):
         prompt += len(t)
         hit += c
-        dollars += (len(t) - c) * inp + c * read + r.n * typical_answer_tokens(run.program, r.role) * out
+        dollars += (len(t) - c - w) * inp + c * read + w * write
+        dollars += r.n * typical_answer_tokens(run.program, r.role) * out
     calls = sum(r.n for r in run.requests)
     return Priced(dollars / cases_n, round(prompt), round(hit), calls, len(run.requests))
 
@@ -267,15 +302,23 @@ def interval(p: float, n: int) -> tuple[float, float]:
 
 
 def levers(runs: Mapping[str, Run], model: str, cases_n: int) -> list[tuple[str, Priced, Run]]:
-    """The cumulative levers for ``model``: (name, its price per case, the run it prices)."""
-    n = TAKES_N[model]
-    sampled = runs["n"] if n else runs["k"]
-    stopped = runs.get("n+stop" if n else "k+stop") or sampled
+    """The cumulative levers for ``model``: (name, its price per case, the run it prices).
+
+    The cache lever takes the cheaper layout for this provider at its cache prices (measured here):
+    ``classic`` or ``cache`` (:mod:`courtroom.models._layout`); stopping then runs in that layout.
+    """
+    base = "n" if TAKES_N[model] else "k"
+    layouts = []
+    for layout in ("classic", "cache"):
+        key = base if layout == "classic" else f"{base}@cache"
+        layouts.append((price(runs[key], model, batch=True, cache=True, cases_n=cases_n), layout, key))
+    cached, layout, key = min(layouts, key=lambda o: o[0].dollars)
+    stopped = runs.get(f"{key}+stop") or runs[key]
     return [
         ("live", price(runs["k"], model, batch=False, cache=False, cases_n=cases_n), runs["k"]),
         ("batch", price(runs["k"], model, batch=True, cache=False, cases_n=cases_n), runs["k"]),
-        ("+ n-sampling", price(sampled, model, batch=True, cache=False, cases_n=cases_n), sampled),
-        ("+ cache", price(sampled, model, batch=True, cache=True, cases_n=cases_n), sampled),
+        ("+ n-sampling", price(runs[base], model, batch=True, cache=False, cases_n=cases_n), runs[base]),
+        (f"+ cache ({layout})", cached, runs[key]),
         ("+ stop", price(stopped, model, batch=True, cache=True, cases_n=cases_n), stopped),
     ]
 
@@ -320,20 +363,22 @@ def main(argv: list[str] | None = None) -> None:
     for design, knobs, stop in DESIGNS:
         if design not in wanted:
             continue
-        runs = {
-            "k": run_design(design, knobs, gold, args.seed, n=False),
-            "n": run_design(design, knobs, gold, args.seed, n=True),
-        }
-        if stop:
-            runs["k+stop"] = run_design(design, {**knobs, **stop}, gold, args.seed, n=False)
-            runs["n+stop"] = run_design(design, {**knobs, **stop}, gold, args.seed, n=True)
+        runs = {}
+        for layout in ("classic", "cache"):
+            tag = "" if layout == "classic" else "@cache"
+            for n, base in ((False, "k"), (True, "n")):
+                runs[base + tag] = run_design(design, knobs, gold, args.seed, n=n, layout=layout)
+                if stop:
+                    runs[f"{base}{tag}+stop"] = run_design(
+                        design, {**knobs, **stop}, gold, args.seed, n=n, layout=layout
+                    )
         same = runs["k"].verdicts == runs["n"].verdicts
         print()
         print(f"## {design} {knobs}" + (f", stop: {stop}" if stop else ""))
         agree = sum(a == b for a, b in zip(runs["k"].verdicts, runs["n"].verdicts, strict=True))
         print(f"verdicts with and without n-sampling: {'the same' if same else 'DIFFERENT'} ({agree}/{args.cases})")
         head = (
-            f"{'model':<18} {'lever':<13} {'$/case':>10} {'factor':>7} {'vs live':>8} {'calls':>6} "
+            f"{'model':<18} {'lever':<21} {'$/case':>10} {'factor':>7} {'vs live':>8} {'calls':>6} "
             f"{'requests':>8} {'prompt tok':>10} {'cached':>7} {'accuracy (95% CI)':>22}"
         )
         print(head)
@@ -345,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
             for name, priced, run in rows:
                 lo, hi = interval(run.accuracy, len(run.gold))
                 print(
-                    f"{model:<18} {name:<13} {priced.dollars:>10.6f} {priced.dollars / before:>6.2f}x "
+                    f"{model:<18} {name:<21} {priced.dollars:>10.6f} {priced.dollars / before:>6.2f}x "
                     f"{priced.dollars / live:>7.2f}x {priced.calls / args.cases:>6.1f} "
                     f"{priced.requests / args.cases:>8.1f} {priced.prompt / args.cases:>10.0f} "
                     f"{priced.cached / max(1, priced.prompt):>6.0%} "
@@ -363,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"(its prompt paid {'once' if per == 1 else f'{per:.2f} times'} per case)"
                 )
         if stop:
-            full, cut = runs["n"], runs["n+stop"]
+            full, cut = runs["n"], runs["n+stop"]  # the classic layout: the same draws as every layout
             lo, hi = interval(full.accuracy, len(full.gold))
             where = "within" if lo - 1e-9 <= cut.accuracy <= hi + 1e-9 else "above" if cut.accuracy > hi else "BELOW"
             print(f"stopping: accuracy {cut.accuracy:.3f} vs the full run's {full.accuracy:.3f} [{lo:.3f}, {hi:.3f}]: "

@@ -86,3 +86,65 @@ def test_cache_prices_come_from_litellm_and_sum_across_examples() -> None:
     assert Usage(by_model={claude: dict(row)}).cost({claude: (3.0, 15.0)}) == pytest.approx(
         (3000 * 3.0 + 100 * 15.0) / 1e6  # a user's price has no cache price: its input price applies
     )
+
+
+def test_the_cache_layout_starts_every_request_for_a_case_with_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from courtroom.programs import JudgmentOfThought
+    from courtroom.testing import scripted_lm
+
+    def systems(layout: str, case: str) -> tuple[list[str], list[str], str]:
+        monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", layout)
+        lm = scripted_lm({"judge": {"decision": "True"}})
+        out = JudgmentOfThought(["True", "False"], lm=lm, n_loops=2)(case=case)
+        assert out.label == "True"
+        return [s for _, s in lm.engine_impl.systems], [p for _, p in lm.engine_impl.prompts], lm.engine_impl.turns
+
+    classic, _, _ = systems("classic", "CASE ONE")
+    assert len(set(classic)) == 3  # each role's own instructions first: no prefix shared across roles
+    one, prompts, roles = systems("cache", "CASE ONE")
+    two, _, _ = systems("cache", "CASE TWO")
+    assert len(set(one)) == 1 and one[0].endswith("CASE ONE") and two[0].endswith("CASE TWO")
+    assert one[0][: -len("CASE ONE")] == two[0][: -len("CASE TWO")]  # the preamble: every role's instructions
+    assert all(f"## Role: {role}" in one[0] for role in ("lawyer", "prosecutor", "judge"))
+    # Each request names its role after the shared bytes, and the fakes still read the case.
+    assert all(f"Your role: {role}" in p and "CASE ONE" in p for role, p in zip(roles, prompts, strict=True))
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "bogus")
+    from courtroom.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="COURTROOM_PROMPT_LAYOUT"):
+        systems("bogus", "CASE")
+
+
+def test_anthropic_reads_each_cases_prefix_from_its_cache_at_its_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from courtroom.models.lms import compatible_lm
+    from courtroom.programs import JudgmentOfThought
+
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "auto")  # the cache layout on anthropic/ models only
+    case = " ".join(f"fact{i}" for i in range(800))
+    with FakeServer() as server:
+        claude = compatible_lm("anthropic/claude-sonnet-4-5", server.url)
+        claude.cache = False
+        with metered() as meter:
+            JudgmentOfThought(["True", "False"], lm=claude, n_loops=2)(case=case)
+        assert [o.get("cache_breakpoint") for o in server.options] == ["system"] * 6
+        written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
+        assert written > 1024 and read == 5 * written  # written by the first request, read by the other five
+        # An OpenAI model keeps the classic layout under auto: no mark, nothing of the kind read.
+        with metered():
+            JudgmentOfThought(["True", "False"], lm=server.lm("openai/gpt-4o-mini", cache=False), n_loops=1)(case=case)
+        assert "cache_breakpoint" not in server.options[-1]
+    usage = meter.usage
+    assert (usage.cache_write_tokens, usage.cache_read_tokens) == (written, read)
+    info = litellm.model_cost["claude-sonnet-4-5"]
+    expected = (
+        (usage.prompt_tokens - read - written) * info["input_cost_per_token"]
+        + read * info["cache_read_input_token_cost"]
+        + written * info["cache_creation_input_token_cost"]
+        + usage.completion_tokens * info["output_cost_per_token"]
+    )
+    assert usage.cost() == pytest.approx(expected)
+    assert usage.cost() < (
+        usage.prompt_tokens * info["input_cost_per_token"] + usage.completion_tokens * info["output_cost_per_token"]
+    )

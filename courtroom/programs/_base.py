@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Mapping, Sequence
@@ -11,6 +12,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
+from courtroom.models import _layout as layout
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
@@ -255,10 +257,19 @@ class CourtroomProgram(dspy.Module):
     ) -> dspy.Prediction:
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
-        own = (getattr(self.lms.for_role(role, member), "kwargs", None) or {}).get("temperature")
+        lm = self.lms.for_role(role, member)
+        own = (getattr(lm, "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        with use_role(self.lms, role, member):
+        cache_layout = layout.layout_for(lm) == "cache"
+        if cache_layout and str(getattr(lm, "model", "")).startswith("anthropic/"):
+            from dspy.lm15 import CacheConfig
+
+            # Anthropic caches up to an explicit breakpoint: the end of the system message (the
+            # preamble and the case), which every request for this case starts with.
+            config["prompt_cache"] = CacheConfig(prefix="stable")
+        opening = layout.preamble(self.preamble()) if cache_layout else contextlib.nullcontext()
+        with use_role(self.lms, role, member), opening:
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:
@@ -268,6 +279,14 @@ class CourtroomProgram(dspy.Module):
         if meter:
             meter.count_call()
         return out
+
+    def preamble(self) -> str:
+        """Every role's instructions, the opening of each cache-layout prompt (:mod:`courtroom.models._layout`)."""
+        key = tuple(p.signature.instructions for _, p in self.named_predictors())
+        cached = self.__dict__.get("_preamble_cache")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_preamble_cache"] = (key, layout.program_preamble(self))
+        return cached[1]
 
     def verdict(self, label: str, transcript: list[Turn], **fields: Any) -> dspy.Prediction:
         """The program's output: ``label`` (always one of the labels) and ``transcript``."""

@@ -26,9 +26,26 @@ from courtroom.testing._fakes import answer_for_schema
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
 
+def _system_text(request: Any) -> str:
+    system = request.system or ""
+    return system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
+
+
 def _prompt_text(request: Any) -> str:
     """The last user message: the actual inputs (demos come before it)."""
     return request.messages[-1].text or ""
+
+
+def _with_case(prompt: str, system: str) -> str:
+    """The prompt as a fake reads it, the case included.
+
+    In the cache layout (:mod:`courtroom.models._layout`) the case closes the system message: it is
+    read as the prompt's first field. A classic prompt is returned as it is.
+    """
+    from courtroom.models._layout import CASE_MARKER
+
+    at = system.rfind(CASE_MARKER)
+    return prompt if at < 0 else f"[[ ## case ## ]]\n{system[at + len(CASE_MARKER) :]}\n\n{prompt}"
 
 
 def _schema(request: Any) -> dict[str, Any]:
@@ -107,20 +124,21 @@ class _Engine:
     def complete_n(self, request: Any, n: int) -> list[Response]:
         """``n`` samples of ``request`` in one request: the prompt billed on the first only."""
         role = current_role() or "default"
-        prompt = _prompt_text(request)
+        system = _system_text(request)
+        prompt = _with_case(_prompt_text(request), system)
         with self._lock:
             self.requests.append((role, n))
         out = []
         for i in range(n):
-            turn = self._record(role, prompt, str(request.system or ""))
+            turn = self._record(role, prompt, system)
             text = json.dumps(self.answer(role, _schema(request), prompt, turn))
             out.append(_response(text, prompt, self.latency if i == 0 else 0.0, prompt_billed=i == 0))
         return out
 
     def reply(self, role: str, messages: Sequence[Mapping[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
         """Answer an OpenAI-style message list as ``role`` (:class:`FakeServer` ``engine=``; recorded the same)."""
-        prompt = str(messages[-1].get("content") or "") if messages else ""
         system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        prompt = _with_case(str(messages[-1].get("content") or "") if messages else "", system)
         return self.answer(role, schema, prompt, self._record(role, prompt, system))
 
     def stream(self, request: Any) -> Any:

@@ -76,7 +76,11 @@ class FakeServer:
         prompt_cache: ``"openai"`` simulates OpenAI's automatic prompt cache: a request whose first
             1,024+ tokens (in 128-token blocks) an earlier request to the same model sent reports
             them as ``usage.prompt_tokens_details.cached_tokens``, as OpenAI does (``counts["cached_tokens"]``
-            sums them). None (default): nothing is cached.
+            sums them). None (default): nothing is cached. Independently, an Anthropic request
+            (``/v1/messages``) whose system message carries a ``cache_control`` mark is cached as
+            Anthropic does: that prefix is written at its first request and read by later ones,
+            from 1,024 tokens, reported as ``cache_creation_input_tokens`` and
+            ``cache_read_input_tokens`` (``counts["cache_write_tokens"]``, ``["cache_read_tokens"]``).
 
     A chat body's ``n`` (OpenAI's: n samples of one prompt) is answered with n choices, each drawn as a
     request of its own would be; the prompt is billed once (``billed``), and ``served`` lists each
@@ -236,6 +240,28 @@ class FakeServer:
             seen.update(ends)
         return hit
 
+    ANTHROPIC_MIN = 1024
+    """Anthropic's minimum cacheable prefix (Claude Sonnet 4.5's; Haiku 4.5's is 4,096)."""
+
+    def _anthropic_cache(self, model: str, messages: Any, prompt: int) -> tuple[int, int]:
+        """Anthropic's cache at a breakpoint ending the system message: (tokens read, tokens written).
+
+        The prefix up to the mark (the system message) is read if an earlier request to ``model``
+        marked the same one, else written; below :data:`ANTHROPIC_MIN` tokens nothing is cached.
+        """
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        system = "".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        size = min(prompt, len(encoding.encode(system, disallowed_special=())))
+        if size < self.ANTHROPIC_MIN:
+            return 0, 0
+        key = hashlib.sha256(f"{model}\0{system}".encode()).digest()
+        with self._lock:
+            seen = self._prefixes.setdefault("anthropic", set())
+            hit = key in seen
+            seen.add(key)
+        return (size, 0) if hit else (0, size)
+
     def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
@@ -282,6 +308,12 @@ class FakeServer:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
             with self._lock:
                 self.counts["cached_tokens"] += cached
+        if body.get("cache_breakpoint") == "system":
+            read, write = self._anthropic_cache(str(body.get("model")), messages, usage["prompt_tokens"])
+            usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = read, write
+            with self._lock:
+                self.counts["cache_read_tokens"] += read
+                self.counts["cache_write_tokens"] += write
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
             number = self.counts["requests"] + self.counts["batch_lines"]
