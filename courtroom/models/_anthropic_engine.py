@@ -30,7 +30,7 @@ def _cache_in_input(response: Any) -> Any:
     """
     import dataclasses
 
-    usage = getattr(response, "usage", None)
+    usage: Any = getattr(response, "usage", None)
     extra = (getattr(usage, "cache_read_tokens", None) or 0) + (getattr(usage, "cache_write_tokens", None) or 0)
     if not extra or usage.input_tokens is None:
         return response

@@ -169,12 +169,13 @@ def _route(lm: Any, call: Any) -> tuple[Callable[[int], list[Any]], Any, str | N
     """How to send ``call`` with ``n``: (``n -> responses``, the request, DSPy's provider name), or None."""
     from dspy.clients import execution
 
-    engine = getattr(lm, "_engine_spec", None)
-    if callable(getattr(engine, "complete_n", None)):
+    engine: Any = getattr(lm, "_engine_spec", None)
+    complete_n = getattr(engine, "complete_n", None)
+    if callable(complete_n):
         if not getattr(engine, "takes_n", True):
             return None
         request = execution._canonical(call)
-        return (lambda n: engine.complete_n(request, n)), request, None
+        return (lambda n: complete_n(request, n)), request, None
     if not takes_n(lm):
         return None
     backend, request, provider = execution._engine(lm, call, False)

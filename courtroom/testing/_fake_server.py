@@ -300,7 +300,7 @@ class FakeServer:
                     self.served.append(json.dumps(messages, sort_keys=True))
                     self.routed.append((str(body.get("model")), prompt))
             texts.append(text)
-        usage = _usage(body.get("model", "fake"), messages, texts[0])
+        usage: dict[str, Any] = dict(_usage(body.get("model", "fake"), messages, texts[0]))
         usage["completion_tokens"] = sum(_usage(body.get("model", "fake"), [], t)["completion_tokens"] for t in texts)
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if self.prompt_cache == "openai":
