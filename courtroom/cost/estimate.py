@@ -259,9 +259,10 @@ def estimate_run(
                 config.task, data=config.data, seed=config.seed, dataset=config.dataset, splits=config.splits
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
-    calls, prepare_calls, exact, by_role, samples_by_role = max_calls(config, labels, positions, examples, train)
-    rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     models = role_models(config, cls.roles)
+    with sampling.assumed(sampling.names_take_n(models)):  # n-sampling as the run would do it, by name
+        calls, prepare_calls, exact, by_role, samples_by_role = max_calls(config, labels, positions, examples, train)
+        rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     # Render the real prompts of a sample through the real adapter.
     default_model = role_models(config, [DEFAULT])[DEFAULT]
     lms, engine = recording_lms(models)
@@ -300,10 +301,11 @@ def estimate_run(
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
     # n-sampling: a later sample of one prompt rides on the first sample's request (no prompt billed)
     # where the role's model takes n (courtroom.models.sampling; by name: OpenAI-wire models).
+    takes_n = sampling.names_take_n({role: models.get(role, default_model) for role in role_calls})
     shared = {
         role: count * samples_by_role[role] / by_role[role]
         for role, count in role_calls.items()
-        if samples_by_role[role] and sampling.enabled() and sampling.name_takes_n(models.get(role, default_model))
+        if samples_by_role[role] and takes_n[role]
     }
     mean_length = sum(len(ex.case) for ex in examples) / max(len(examples), 1)
     rendered = [n for _, ys in samples.values() for n in ys]

@@ -43,7 +43,7 @@ CASE = "case"
 CASE_MARKER = "\n\n[[ ## case (the facts every role reads) ## ]]\n"
 """What opens the case at the end of a cache-layout system message (never in a classic prompt)."""
 
-_preamble: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_preamble", default=None)
+_preamble: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("courtroom_preamble", default=None)
 
 
 def chosen() -> str:
@@ -65,9 +65,9 @@ def layout_for(lm: Any) -> str:
 
 
 @contextlib.contextmanager
-def preamble(text: str) -> Iterator[None]:
-    """While inside, cache-layout requests open with ``text`` (the program's every role's instructions)."""
-    token = _preamble.set(text)
+def preamble(text: str, role: str) -> Iterator[None]:
+    """While inside, cache-layout requests open with ``text`` (the program's every role's instructions), as ``role``."""
+    token = _preamble.set((text, role))
     try:
         yield
     finally:
@@ -95,17 +95,16 @@ class CacheLayoutAdapter(SchemaJSONAdapter):
 
     def format(self, signature: Any, demos: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
         """The system message: preamble then the case; the user message: the role's system text, then its fields."""
-        head = _preamble.get()
-        if head is None or demos or CASE not in signature.input_fields or CASE not in inputs:
+        opening = _preamble.get()
+        if opening is None or demos or CASE not in signature.input_fields or CASE not in inputs:
             return super().format(signature, demos, inputs)
+        head, role = opening
         rest = _without_case(signature)
         messages = super().format(rest, [], {k: v for k, v in inputs.items() if k != CASE})
-        from courtroom.models.lms import current_role
-
         own, user = messages[0]["content"], messages[-1]["content"]
         return [
             {"role": "system", "content": f"{head}{CASE_MARKER}{inputs[CASE]}"},
-            {"role": "user", "content": f"Your role: {current_role() or 'default'}\n\n{own}\n\n{user}"},
+            {"role": "user", "content": f"Your role: {role}\n\n{own}\n\n{user}"},
         ]
 
 

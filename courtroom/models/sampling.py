@@ -67,6 +67,32 @@ def name_takes_n(model: str) -> bool:
     return model.startswith(N_WIRE)
 
 
+_assumed: contextvars.ContextVar[Mapping[str, bool] | None] = contextvars.ContextVar(
+    "courtroom_assumed_n", default=None
+)
+
+
+@contextlib.contextmanager
+def assumed(by_role: Mapping[str, bool]) -> Iterator[None]:
+    """While inside, whether each role's model takes ``n`` is taken from ``by_role`` (a dry run: by name)."""
+    token = _assumed.set(dict(by_role))
+    try:
+        yield
+    finally:
+        _assumed.reset(token)
+
+
+def assumed_for(role: str) -> bool | None:
+    """What :func:`assumed` says of ``role`` (None: nothing assumed, ask the model)."""
+    table = _assumed.get()
+    return None if table is None else bool(table.get(role, False))
+
+
+def names_take_n(models: Mapping[str, str]) -> dict[str, bool]:
+    """Role -> whether its model, named as a run names it, takes ``n`` (a panel ``a,b`` never does)."""
+    return {role: enabled() and "," not in m and name_takes_n(m) for role, m in models.items()}
+
+
 def sample_index() -> int | None:
     """Which sample of :meth:`ask_samples` this call is (0: the first), None outside one."""
     return _index.get()

@@ -13,7 +13,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
 from courtroom.models import _layout as layout
-from courtroom.models._concurrency import run_parallel
+from courtroom.models._concurrency import run_parallel, serial
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
 from courtroom.transcript import Turn
@@ -216,7 +216,10 @@ class CourtroomProgram(dspy.Module):
         """Whether :meth:`ask_samples` sends ``role``'s samples of one prompt as one request (n-sampling)."""
         from courtroom.models import sampling
 
-        return sampling.enabled() and sampling.takes_n(self.lms.serving(role))
+        if not sampling.enabled():
+            return False
+        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name
+        return assumed if assumed is not None else sampling.takes_n(self.lms.serving(role))
 
     def ask_samples(
         self,
@@ -241,8 +244,14 @@ class CourtroomProgram(dspy.Module):
 
         thunks = [functools.partial(one, i, r) for i, r in enumerate(rollouts)]
         if len(thunks) > 1 and self.samples_in_one_request(role):
-            with sampling.group(list(rollouts)):  # the first call sends them all: no thread per sample
-                return [t() for t in thunks]
+            # The first call sends them all: no thread per sample (run serially; a dry run's depth
+            # still counts them as one round).
+            token = serial.set(True)
+            try:
+                with sampling.group(list(rollouts)):
+                    return run_parallel(thunks)
+            finally:
+                serial.reset(token)
         return run_parallel(thunks)
 
     def _ask_once(
@@ -268,7 +277,7 @@ class CourtroomProgram(dspy.Module):
             # Anthropic caches up to an explicit breakpoint: the end of the system message (the
             # preamble and the case), which every request for this case starts with.
             config["prompt_cache"] = CacheConfig(prefix="stable")
-        opening = layout.preamble(self.preamble()) if cache_layout else contextlib.nullcontext()
+        opening = layout.preamble(self.preamble(), role) if cache_layout else contextlib.nullcontext()
         with use_role(self.lms, role, member), opening:
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
