@@ -153,3 +153,19 @@ def test_a_batch_line_carries_n() -> None:
             out = SelfConsistency(BINARY, lm=lm, k_samples=3, k_shots=0)(case="c")
         assert server.counts["batch_lines"] == 1 and server.counts["requests"] == 0
         assert len(server.billed) == 1 and out.votes == ["True", "False", "True"]
+
+
+def test_the_budget_reserves_one_request_with_n_answers() -> None:
+    from types import SimpleNamespace
+
+    from courtroom.cost.budget import Budget, OverBudget
+
+    lm = SimpleNamespace(model="openai/fake", kwargs={"max_tokens": 100})
+    call = SimpleNamespace(messages=[{"role": "user", "content": "hi"}], kwargs={})
+    budget = Budget(max_cost=1.0, max_calls=10, prices={"openai/fake": [0.0, 5000.0]})  # an answer: at most $0.50
+    ticket = budget.reserve(lm, call)  # one answer: $0.50 reserved
+    budget.release(ticket, None)
+    with pytest.raises(OverBudget):
+        budget.reserve(lm, call, 3)  # three answers of one request: $1.50 would pass $1
+    ticket = budget.reserve(lm, call, 2)  # $1.00: within, and one request of --max-calls
+    assert budget.spent_calls == 2

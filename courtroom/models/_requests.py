@@ -171,7 +171,7 @@ def _execute(lm: Any, call: Any) -> Any:
     group = sampling.current_group()
     if group is not None:
         # k samples of one prompt: the first call sends one request with n (courtroom.models.sampling).
-        served = group.serve(lm, call, lambda send: _attempts(lm, call, gate, retries, send))
+        served = group.serve(lm, call, lambda send, n: _attempts(lm, call, gate, retries, send, n))
         if served is not None:
             return served
     if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
@@ -186,7 +186,7 @@ def _execute(lm: Any, call: Any) -> Any:
         return _attempts(lm, call, gate, retries)
 
 
-def _reserve(gate: Any, lm: Any, call: Any) -> Any:
+def _reserve(gate: Any, lm: Any, call: Any, n: int = 1) -> Any:
     """The budget's ticket for one request (None without a budget).
 
     In batch mode a request the budget holds back until another is answered counts as waiting,
@@ -196,20 +196,20 @@ def _reserve(gate: Any, lm: Any, call: Any) -> Any:
         return None
     collector = batch.current()
     with collector.idle() if collector is not None else contextlib.nullcontext():
-        return gate.reserve(lm, call)
+        return gate.reserve(lm, call, n) if n > 1 else gate.reserve(lm, call)
 
 
-def _attempts(lm: Any, call: Any, gate: Any, retries: int, send: Any = None) -> Any:
+def _attempts(lm: Any, call: Any, gate: Any, retries: int, send: Any = None, n: int = 1) -> Any:
     """Send ``call`` until it is answered or may not be retried (see the module docstring).
 
-    ``send`` replaces DSPy's own sending (:func:`courtroom.models.sampling.send_n`: one request,
-    several samples, returned as a list).
+    ``send`` replaces DSPy's own sending (:func:`courtroom.models.sampling.send_n`: one request for
+    ``n`` samples, returned as a list; the budget reserves one request with n answers).
     """
     for attempt in itertools.count():
         if attempt and _stop.stop_requested():
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
         BREAKER.check()  # the first requests all failed alike: send nothing more
-        ticket = _reserve(gate, lm, call)
+        ticket = _reserve(gate, lm, call, n)
         try:
             result = send() if send is not None else _original_execute(lm, call)
         except Exception as exc:

@@ -151,10 +151,11 @@ class Group:
         self.stash: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def serve(self, lm: Any, call: Any, send: Callable[[Callable[[], Any]], Any]) -> Any:
+    def serve(self, lm: Any, call: Any, send: Callable[[Callable[[], Any], int], Any]) -> Any:
         """This call's answer if the group answers it, else None (the caller sends it alone).
 
-        ``send(fn)`` runs ``fn`` (which returns the samples) under courtroom's retries and counts.
+        ``send(fn, n)`` runs ``fn`` (which returns the ``n`` samples) under courtroom's retries,
+        counts and budget.
         """
         if call.request is not None or call.n != 1:
             return None
@@ -179,7 +180,7 @@ class Group:
         route = _route(lm, call) if len(missing) > 1 else None
         if route is None:
             return None  # nothing to share, or no route takes n: this call goes alone (or from the cache)
-        results = send(lambda: send_n(lm, call, len(missing), route))
+        results = send(lambda: send_n(lm, call, len(missing), route), len(missing))
         served = None
         for c, result in zip(missing, results, strict=False):
             execution._store(lm, c, result, False)
