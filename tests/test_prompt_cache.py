@@ -3,6 +3,8 @@ cache prices, and the fake server reports cached tokens under OpenAI's rule as O
 
 from __future__ import annotations
 
+from typing import Any
+
 import litellm
 import pytest
 
@@ -148,3 +150,34 @@ def test_anthropic_reads_each_cases_prefix_from_its_cache_at_its_prices(monkeypa
     assert usage.cost() < (
         usage.prompt_tokens * info["input_cost_per_token"] + usage.completion_tokens * info["output_cost_per_token"]
     )
+
+
+def test_the_dry_run_prices_the_providers_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import courtroom
+    from courtroom.cost.dry_run import estimate_lines
+
+    rows = [{"text": f"Case {i}. " + " ".join(f"fact{j}" for j in range(900)), "label": "yes no".split()[i % 2]}
+            for i in range(12)]  # fmt: skip
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "auto")  # Claude: the cache layout and its breakpoint
+
+    def dry(lm: str) -> Any:
+        rows, _ = courtroom.estimate(
+            "jot", command="run", dataset=str(path), text_field="text", label_field="label", labels="yes,no",
+            lm=lm, limit=4, max_tokens=50,
+        )  # fmt: skip
+        return rows["jot"]
+
+    claude, mini = dry("anthropic/claude-sonnet-4-5"), dry("openai/gpt-4o-mini")
+    # Claude: each case's preamble and case written once, then read by the trial's 8 other requests.
+    assert claude.cache_write_tokens and claude.cache_read_tokens > 5 * claude.cache_write_tokens
+    assert claude.cache_cost < claude.cost and claude.batch_cache_cost < claude.batch_cost
+    assert claude.prompt_tokens > mini.prompt_tokens  # the cache layout's preamble: longer prompts
+    # gpt-4o-mini: the classic layout; a role's later rounds share its instructions and the case.
+    assert mini.cache_read_tokens > 0 and mini.cache_write_tokens == 0 and mini.cache_cost < mini.cost
+    assert mini.batch_cache_cost == pytest.approx(mini.batch_cost)  # no batch cache price in LiteLLM
+    line = next(x for x in estimate_lines({"jot": claude}) if x.startswith("with the provider's prompt cache"))
+    assert f"jot ${claude.cache_cost:.4f}" in line

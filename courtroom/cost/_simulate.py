@@ -129,7 +129,8 @@ class _RecordingEngine:
     """DSPy engine that keeps every rendered request's messages and answers by schema filling."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[str, list[dict[str, str]]]] = []
+        self.requests: list[tuple[str, list[dict[str, str]], int | None]] = []
+        """(role, messages, which sample of one prompt it is: None or 0 the first) per rendered request."""
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _RecordingEngine:
@@ -142,7 +143,7 @@ class _RecordingEngine:
             text = system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
             messages.insert(0, {"role": "system", "content": text})
         with self._lock:
-            self.requests.append((current_role() or DEFAULT, messages))
+            self.requests.append((current_role() or DEFAULT, messages, sampling.sample_index()))
         fmt = request.config.response_format or {}
         schema = dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
         text = json.dumps(_values(schema, PATTERNS[0]))

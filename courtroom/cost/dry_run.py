@@ -35,6 +35,10 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         examples=round(est.examples * factor),
         calls=round(est.calls * factor),
         requests=mul(est.requests),
+        cache_read_tokens=round(est.cache_read_tokens * factor),
+        cache_write_tokens=round(est.cache_write_tokens * factor),
+        cache_cost=mul(est.cache_cost),
+        batch_cache_cost=mul(est.batch_cache_cost),
         prepare_calls=round(est.prepare_calls * factor),
         prompt_tokens=round(est.prompt_tokens * factor),
         completion_tokens=mul(est.completion_tokens),
@@ -62,6 +66,16 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         examples=a.examples + b.examples,
         calls=a.calls + b.calls,
         requests=plus(a.requests, b.requests),
+        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        cache_cost=(
+            _cached(a, "cache_cost", "cost", b) if a.cache_cost is not None or b.cache_cost is not None else None
+        ),
+        batch_cache_cost=(
+            _cached(a, "batch_cache_cost", "batch_cost", b)
+            if a.batch_cache_cost is not None or b.batch_cache_cost is not None
+            else None
+        ),
         prepare_calls=a.prepare_calls + b.prepare_calls,
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=plus(a.completion_tokens, b.completion_tokens),
@@ -74,6 +88,12 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         min_calls=None if a.min_calls is None and b.min_calls is None else _low(a) + _low(b),
         min_cost=None if a.min_calls is None and b.min_calls is None else plus(_low_cost(a), _low_cost(b)),
     )
+
+
+def _cached(a: Estimate, cached: str, plain: str, b: Estimate | None = None) -> Any:
+    """Two estimates' dollars with the provider's cache: each one's cached figure, else its plain one."""
+    parts = [getattr(e, cached) if getattr(e, cached) is not None else getattr(e, plain) for e in (a, b) if e]
+    return None if any(p is None for p in parts) else sum(parts)
 
 
 def _likely(a: Estimate, b: Estimate, likely: str, exact: str) -> Any:
@@ -249,6 +269,15 @@ def estimate_lines(
             "n-sampling (samples of one prompt in one request, the prompt paid once; priced above): "
             + ", ".join(shared)
         )
+    cached = [
+        f"{name} ${e.cache_cost:.4f}"
+        + (f" (batch ${e.batch_cache_cost:.4f})" if e.batch_cache_cost is not None else "")
+        + f", {e.cache_read_tokens / max(1, e.prompt_tokens):.0%} of prompt tokens read from it"
+        for name, e in estimates.items()
+        if e.cache_cost is not None and (e.cache_read_tokens or e.cache_write_tokens)
+    ]
+    if cached:
+        yield "with the provider's prompt cache (its rule replayed on the rendered prompts): " + "; ".join(cached)
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())

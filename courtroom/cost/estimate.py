@@ -113,6 +113,14 @@ class Estimate:
     included); for a design priced as a range, its dearest end. None: not in batch mode."""
     min_rounds: int | None = None
     """With ``--batch``, for a design priced as a range: the batches at its cheapest end."""
+    cache_read_tokens: int = 0
+    """Of ``prompt_tokens``, those the provider's prompt cache would serve (:mod:`courtroom.cost.prompt_cache`)."""
+    cache_write_tokens: int = 0
+    """Of ``prompt_tokens``, those written to the provider's cache (Anthropic's breakpoints)."""
+    cache_cost: float | None = None
+    """``cost`` with the provider's cache prices on those tokens (None: no price, or nothing cached)."""
+    batch_cache_cost: float | None = None
+    """``batch_cost`` with the provider's batch cache prices on those tokens (None: as ``cache_cost``)."""
 
     @property
     def calls_per_example(self) -> float:
@@ -286,7 +294,7 @@ def estimate_run(
         except Exception:  # noqa: BLE001 - counted as far as it went
             pass
         per_case.append(0)
-        for role, messages in engine.requests[before:]:
+        for role, messages, _ in engine.requests[before:]:
             model = models.get(role, default_model)
             n = count_tokens(model if model != LOCAL else "openai/local", messages)
             per_model[model] += n
@@ -366,6 +374,9 @@ def estimate_run(
             model = models.get(role, default_model)
             answer = measured.get(model) or _max_tokens(model, config) or 0
             batch_cost += count * answer * (_price(model, prices, batch=True) or (0.0, 0.0))[1]
+    read, written, cache_cost, batch_cache_cost = _provider_cache(
+        engine.requests, models, default_model, takes_n, prompt, model_share, cost, batch_cost, prices
+    )
     worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
     return Estimate(
         framework=config.framework,
@@ -382,6 +393,10 @@ def estimate_run(
         likely_cost=likely_cost,
         likely_completion_tokens=None if likely_tokens is None else round(likely_tokens),
         rounds=rounds,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_cost=cache_cost,
+        batch_cache_cost=batch_cache_cost,
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,
@@ -389,6 +404,50 @@ def estimate_run(
         max_cost_per_example=worst,
         models=models,
         seconds=round(time.perf_counter() - start, 3),
+    )
+
+
+def _provider_cache(
+    rendered: Sequence[tuple[str, Any, int | None]],
+    models: Mapping[str, str],
+    default_model: str,
+    takes_n: Mapping[str, bool],
+    prompt: float,
+    model_share: Mapping[str, float],
+    cost: float | None,
+    batch_cost: float | None,
+    prices: Any,
+) -> tuple[int, int, float | None, float | None]:
+    """(cache read tokens, cache write tokens, cost and batch cost with the provider's cache) of the run.
+
+    The rendered requests are replayed against each provider's cache rule
+    (:func:`courtroom.cost.prompt_cache.cached_shares`); a later sample that shares its request
+    (n-sampling) sends no prompt and is left out. Each model's shares apply to its part of ``prompt``.
+    """
+    from courtroom.cost import prompt_cache
+
+    sent = [
+        (models.get(role, default_model), messages)
+        for role, messages, index in rendered
+        if not (index and takes_n.get(role, False))
+    ]
+    shares = prompt_cache.cached_shares(sent, prompt_cache.layouts_of({m for m, _ in sent}))
+    read = written = 0.0
+    saved = batch_saved = 0.0
+    for model, (r, w) in shares.items():
+        tokens = prompt * model_share.get(model, 0.0)
+        read += tokens * r
+        written += tokens * w
+        if model != LOCAL:
+            saved += prompt_cache.cache_dollars(model, tokens * r, tokens * w, prices)
+            batch_saved += prompt_cache.cache_dollars(model, tokens * r, tokens * w, prices, batch=True)
+    if not (read or written):
+        return 0, 0, None, None
+    return (
+        round(read),
+        round(written),
+        None if cost is None else cost - saved,
+        None if batch_cost is None else batch_cost - batch_saved,
     )
 
 
