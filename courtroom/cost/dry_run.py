@@ -322,11 +322,12 @@ def estimate_comparison(
         for f, e in out.items()
     }
     first = next(iter(configs.values()))
-    per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+    fixed, per_sample = matched.sample_tokens(first, baseline) if match == "tokens" else (0.0, None)
     from courtroom.programs import get_framework
 
     knob = matched.BASELINES[baseline]
-    for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+    planned = matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample, fixed_tokens=fixed)
+    for k, _ in sorted(planned.items()):
         if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
             continue  # a compared row already is that vote
         config = dataclasses.replace(
