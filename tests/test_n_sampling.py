@@ -169,3 +169,17 @@ def test_the_budget_reserves_one_request_with_n_answers() -> None:
         budget.reserve(lm, call, 3)  # three answers of one request: $1.50 would pass $1
     ticket = budget.reserve(lm, call, 2)  # $1.00: within, and one request of --max-calls
     assert budget.spent_calls == 2
+
+
+def test_a_run_summary_counts_samples_apart_from_requests(cold_cache: Any) -> None:
+    from courtroom.runner.runs import RunConfig, run
+    from courtroom.runner.summaries import calls_rows
+
+    with FakeServer() as server:
+        config = RunConfig("self-consistency", "boolean_expressions", data="generate", limit=3, lm="openai/fake",
+                           api_base=server.url, knobs={"k_samples": 3, "k_shots": 0})  # fmt: skip
+        summary = run(config).summary
+        assert server.counts["requests"] == 3
+    assert (summary["calls"], summary["sent"], summary["shared"]) == (9, 3, 6)
+    rows = dict(calls_rows(summary))
+    assert rows["requests sent"] == "3 = 3 for those calls (with 6 more samples in their requests: n-sampling)"

@@ -237,6 +237,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
         total.sent += u.get("sent", 0)
         total.failed += u.get("failed", 0)
         total.cached += u.get("cached", 0)
+        total.shared += u.get("shared", 0)
         total.prompt_tokens += u.get("prompt_tokens", 0)
         total.completion_tokens += u.get("completion_tokens", 0)
         total.cached_tokens += u.get("cached_tokens", 0)
@@ -267,6 +268,7 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         calls=usage.calls,
         sent=usage.sent,
         cached=usage.cached,
+        shared=usage.shared,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         tokens=usage.prompt_tokens + usage.completion_tokens,

@@ -37,6 +37,9 @@ class Usage:
     JSON, not the schema), whether sent or served from the cache."""
     cached: int = 0
     """Calls answered from the cache (counted as they happen, failed ones included)."""
+    shared: int = 0
+    """Calls answered in another call's request (n-sampling: one request, several samples;
+    :mod:`courtroom.models.sampling`): sent, but not a request of their own."""
     prompt_tokens: int = 0
     """Prompt tokens of sent calls only."""
     completion_tokens: int = 0
@@ -180,6 +183,7 @@ class Meter(UsageTracker):
         with self._lock:
             u = self.usage
             u.sent += sent
+            u.shared += 1 - sent
             u.prompt_tokens += prompt
             u.completion_tokens += completion
             m = u.by_model.setdefault(lm, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
