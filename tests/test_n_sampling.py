@@ -183,3 +183,18 @@ def test_a_run_summary_counts_samples_apart_from_requests(cold_cache: Any) -> No
     assert (summary["calls"], summary["sent"], summary["shared"]) == (9, 3, 6)
     rows = dict(calls_rows(summary))
     assert rows["requests sent"] == "3 = 3 for those calls (with 6 more samples in their requests: n-sampling)"
+
+
+def test_bad_answers_in_a_request_with_n_are_asked_again_one_by_one() -> None:
+    first = [True]
+
+    def garbage_once(prompt: str, schema: dict[str, Any]) -> str | None:
+        bad, first[0] = first[0], False
+        return "garbage" if bad else None
+
+    with FakeServer(_counting_responder(), fault_for=garbage_once) as server:
+        with metered() as meter:
+            out = SelfConsistency(BINARY, lm=server.lm(cache=False), k_samples=3, k_shots=0)(case="c")
+    # One request with n=3 came back as garbage: each sample is asked again under its retry rollout.
+    assert [o.get("n") for o in server.options] == [3, None, None, None]
+    assert len(out.votes) == 3 and (meter.usage.calls, meter.usage.sent) == (6, 4)
