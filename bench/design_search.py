@@ -14,8 +14,8 @@ expressions. Then every design's accuracy and cost (LM calls per example) is kno
 * jot: the last judgment decides (p); each loop calls the judge and each advocate present.
 * khan-debate: the judge decides (p) after 2 debaters per round: 2 rounds + 1 calls.
 
-jot's ``stop_when_stable`` and khan-debate's ``stop_on_concession`` are held off (their expected
-calls have no closed form here). The bench enumerates every configuration of the search space,
+jot's and courtroom-llm's ``stop_when_stable`` and khan-debate's ``stop_on_concession`` are held off
+(their expected calls have no closed form here). The bench enumerates every configuration of the search space,
 takes its Pareto front (accuracy up, calls down), runs a study with ``cost_objective`` (NSGA-II,
 trial 0 of each design its paper default, a configuration evaluated once, the train split given
 so self-consistency's demos can be drawn) and prints the found front beside the true one.
@@ -43,7 +43,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 DESIGNS = ["self-consistency", "parallel-vote", "courtroom-llm", "jot", "khan-debate"]
-SPACE = {"courtroom-llm.k_precedents": "0", "jot.stop_when_stable": "0", "khan-debate.stop_on_concession": "false"}
+SPACE = {
+    "courtroom-llm.k_precedents": "0",
+    "courtroom-llm.stop_when_stable": "0",
+    "jot.stop_when_stable": "0",
+    "khan-debate.stop_on_concession": "false",
+}
 
 
 def majority(n: int, p: float, tie: float) -> float:

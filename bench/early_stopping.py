@@ -43,6 +43,19 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, float]]] = [
         {"judge": 0.75, "debater": 0.7, "default": 0.7},
     ),
     ("khan-debate", {"n_rounds": 3}, {"stop_on_concession": True}, {"debater": 0.7, "judge": 0.75, "default": 0.7}),
+    # The shared rule (courtroom.programs._stopping) in the designs that had none of their own.
+    (
+        "debate-feedback",
+        {"n_rounds": 3},
+        {"stop_when_stable": 2},
+        {"judge": 0.75, "debater": 0.7, "default": 0.7},
+    ),
+    (
+        "courtroom-llm",
+        {"n_judges": 5, "k_precedents": 0, "judge_mode": "sequential"},
+        {"stop_when_stable": 2},
+        {"clerk": 0.75, "judge": 0.7, "default": 0.7},
+    ),
 ]
 
 

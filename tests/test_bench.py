@@ -32,6 +32,16 @@ def test_every_script_has_a_size() -> None:
 
 
 PRINTS = {
+    "price": (
+        "## self-consistency",
+        "+ n-sampling",
+        "+ cache",
+        "+ stop",
+        "every lever on (total factor):",
+        "targets (issue 44)",
+        "self-consistency k=9 at gpt-4o-mini: 1.00 requests per case with n-sampling",
+        "verdicts with and without n-sampling: the same",
+    ),
     "settle": (
         "full trial: jot (jot-paper)",
         "settle vs full trial",

@@ -114,8 +114,11 @@ def test_without_memory_every_round_starts_again_from_the_case() -> None:
     lm = _memory_run(False)
     for p in _prompts(lm, "debater") + _prompts(lm, "judge"):
         assert not _has(p, "earlier_rounds")
-    second_opinions = [p for p in _prompts(lm, "debater")[4:] if _field(p, "stage") == "opinion"]
-    assert second_opinions and all("<" not in p for p in second_opinions)
+    opinions = [p for p in _prompts(lm, "debater") if _field(p, "stage") == "opinion"]
+    assert len(opinions) == 4 and len(set(opinions)) == 1 and "<" not in opinions[0]
+    # Round 2's opinion prompts are round 1's bytes: asked with round 1's, one request with n = 4.
+    assert lm.engine_impl.requests.count(("debater", 4)) == 1
+    assert lm.engine_impl.requests.count(("debater", 1)) == 4  # the replies, each its own prompt
 
 
 def test_paper_preset_is_table_4() -> None:

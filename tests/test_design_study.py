@@ -173,11 +173,12 @@ def test_the_search_can_draw_a_mixed_panel_for_repeated_roles(data: Any, tmp_pat
         config.trials = 2
         out = run_design_study(config, trainset=train, devset=dev[:2], labels=LABELS)
         assert out.study.trials[1].params["self-consistency.model:classifier"] == f"{a},{b}"
-        # trial 0: 4 samples on a; the panel sends samples 1 and 3 to b, while samples 0 and 2
-        # go to a with the same requests as trial 0: the cache answers them
+        # trial 0: 4 samples on a, one request with n=4 per case (courtroom.models.sampling); the
+        # panel sends samples 1 and 3 to b (a request each: a panel takes no n), while samples 0 and 2
+        # go to a under the same rollouts as trial 0: the cache answers them
         assert server.models[b.split("/")[1]] == 2 * 2
         demos = FRAMEWORKS["self-consistency"].knobs()["k_shots"]  # zero-shot CoT demos, made once on a
-        assert server.models[a.split("/")[1]] == 4 * 2 + demos
+        assert server.models[a.split("/")[1]] == 1 * 2 + demos
         assert out.study.trials[1].user_attrs["cached"] == 2 * 2 + demos  # and the demos, made again
     assert json.loads(json.dumps(out.study.trials[1].user_attrs["config"]))
 

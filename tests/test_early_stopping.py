@@ -23,6 +23,11 @@ KNOBS = {  # framework -> (knob, a value that turns it on, extra knobs it needs)
     "debate-feedback": ("stop_epsilon", 0.05, {"n_rounds": 3}),
     "khan-debate": ("stop_on_concession", True, {"n_rounds": 3}),
 }
+STABLE = {  # the rule every multi-round design shares: framework -> the knobs it needs
+    "jot": {"n_loops": 5},
+    "courtroom-llm": {"n_judges": 5, "judge_mode": "sequential", "k_precedents": 0},
+    "debate-feedback": {"n_rounds": 3},
+}
 
 
 def _field(prompt: str, name: str) -> str:
@@ -39,9 +44,10 @@ def _calls(lm: Any) -> tuple[Counter[str], Counter[tuple[str, str]]]:
 # -- off: exactly the old calls and prompts ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(KNOBS))
+@pytest.mark.parametrize("name", [*KNOBS, *(f"{f}:stable" for f in STABLE if f != "jot")])
 def test_knob_off_sends_the_same_calls_and_prompts_as_not_giving_it(name: str) -> None:
-    knob, _, extra = KNOBS[name]
+    name, _, stable = name.partition(":")
+    knob, _, extra = ("stop_when_stable", 2, STABLE[name]) if stable else KNOBS[name]
     cls = FRAMEWORKS[name]
     off = cls.early_stop_knobs[knob]
     assert cls.knobs()[knob] == off  # off by default
@@ -94,8 +100,11 @@ def test_adaptive_is_true_only_with_a_knob_on(name: str) -> None:
     assert not program.adaptive
     if name in KNOBS:
         knob, on, extra = KNOBS[name]
-        assert cls.early_stop_knobs == {knob: cls.knobs()[knob]}
+        rules = {knob} | ({"stop_when_stable"} if name in STABLE else set())
+        assert cls.early_stop_knobs == {k: cls.knobs()[k] for k in rules}
         assert cls(BINARY, lm=lm, **extra, **{knob: on}).adaptive
+        if name in STABLE:
+            assert cls(BINARY, lm=lm, **STABLE[name], stop_when_stable=2).adaptive
     else:
         assert cls.early_stop_knobs == {}
 
@@ -103,21 +112,19 @@ def test_adaptive_is_true_only_with_a_knob_on(name: str) -> None:
 # -- JoT: stop_when_stable ---------------------------------------------------------------------------------
 
 
-def test_jot_stable_decisions_close_the_trial_early() -> None:
+def test_jot_stable_decisions_end_the_trial() -> None:
     lm = scripted_lm({"judge": {"decision": "True"}})
     out = JudgmentOfThought(BINARY, lm=lm, n_loops=5, stop_when_stable=2)(case="c")
-    assert lm.engine_impl.counts == {"lawyer": 3, "prosecutor": 3, "judge": 3}  # 9 calls, not 15
-    assert out.stopped_early and out.judge_decisions == ["True"] * 3 and out.label == "True"
+    assert lm.engine_impl.counts == {"lawyer": 2, "prosecutor": 2, "judge": 2}  # 6 calls, not 15
+    assert out.stopped_early and out.judge_decisions == ["True"] * 2 and out.label == "True"
     judges = [t for t in out.transcript if t.role == "judge"]
-    assert "early_stop" in judges[1].extra and "round 3 closes" in judges[1].extra["early_stop"]
+    assert "verdict True held for 2 rounds: stopped after round 2 of 5" in judges[1].extra["early_stop"]
     stages = [t.extra["stage"] for t in out.transcript if t.role == "lawyer"]
-    assert stages == ["opening", "rebuttal", "closing"]
-    rounds = [_field(p, "judgment_round") for r, p in lm.engine_impl.prompts if r == "judge"]
-    assert rounds == ["judgment 1", "judgment 2", "judgment 3 (final)"]
-    # The shortened trial is, prompt for prompt, the 3-round trial: their cache entries are shared.
-    three = scripted_lm({"judge": {"decision": "True"}})
-    JudgmentOfThought(BINARY, lm=three, n_loops=3)(case="c")
-    assert Counter(three.engine_impl.prompts) == Counter(lm.engine_impl.prompts)
+    assert stages == ["opening", "rebuttal"]
+    # The stopped trial is, prompt for prompt, the first two rounds of the full one: cache shared.
+    full = scripted_lm({"judge": {"decision": "True"}})
+    JudgmentOfThought(BINARY, lm=full, n_loops=5)(case="c")
+    assert not Counter(lm.engine_impl.prompts) - Counter(full.engine_impl.prompts)
 
 
 def test_jot_changing_decisions_run_every_round() -> None:
@@ -130,15 +137,48 @@ def test_jot_changing_decisions_run_every_round() -> None:
 
 
 def test_jot_never_runs_more_than_n_loops() -> None:
-    # Stable only at rounds 2-3 of 4: the closing round is round 4 anyway, nothing to shorten.
-    script = [{"decision": d} for d in ("True", "False", "False", "True")]
+    # Stable only at rounds 3-4 of 4: the last round anyway, nothing to shorten.
+    script = [{"decision": d} for d in ("True", "False", "True", "True")]
     lm = scripted_lm({"judge": script})
     out = JudgmentOfThought(BINARY, lm=lm, n_loops=4, stop_when_stable=2)(case="c")
     assert lm.engine_impl.counts["judge"] == 4 and out.stopped_early is False
-    # Stable at rounds 1-2 of 4: round 3 is the closing one.
-    lm = scripted_lm({"judge": {"decision": "False"}})
+    # Stable at rounds 2-3 of 4: the trial ends after round 3.
+    script = [{"decision": d} for d in ("True", "False", "False", "True")]
+    lm = scripted_lm({"judge": script})
     out = JudgmentOfThought(BINARY, lm=lm, n_loops=4, stop_when_stable=2)(case="c")
     assert lm.engine_impl.counts["judge"] == 3 and out.stopped_early and out.label == "False"
+
+
+def test_one_stopping_rule_in_every_multi_round_design() -> None:
+    # Debate-Feedback: the label of O after each round; it held for rounds 1-2 of 4.
+    judge = [{"label": lab, "p_1": 0.9 if lab == "True" else 0.1, "p_2": 0.1 if lab == "True" else 0.9}
+             for lab in ("True", "False", "False", "True", "True")]  # fmt: skip
+    lm = scripted_lm({"judge": judge})
+    out = DebateFeedback(BINARY, lm=lm, n_rounds=4, smoothing=1.0, stop_when_stable=2)(case="c")
+    assert out.stopped_early and out.label == "False" and len(out.probabilities) == 3  # O_0, O_1, O_2
+    assert lm.engine_impl.counts["judge"] == 3
+    stop = [t.extra["early_stop"] for t in out.transcript if "early_stop" in t.extra]
+    assert stop == ["verdict False held for 2 rounds: stopped after round 2 of 4 (stop_when_stable=2)"]
+    # Courtroom-LLM, sequential judges: each judge a round, the latest judge's decision standing.
+    lm = scripted_lm({"judge": [{"decision": d} for d in ("True", "False", "False", "True", "True")]})
+    out = CourtroomLLM(BINARY, lm=lm, **STABLE["courtroom-llm"], stop_when_stable=2)(case="c")
+    assert out.votes == ["True", "False", "False"] and out.label == "False" and out.stopped_early
+    assert lm.engine_impl.counts["judge"] == 3
+    with pytest.raises(ConfigError, match="needs judge_mode='sequential'"):
+        CourtroomLLM(BINARY, lm=lm, n_judges=5, stop_when_stable=2)
+    with pytest.raises(ConfigError, match="use n_rounds >= 3 or stop_when_stable=0"):
+        DebateFeedback(BINARY, lm=lm, n_rounds=2, stop_when_stable=2)
+
+
+def test_stop_when_stable_is_off_in_every_paper_preset_and_searched() -> None:
+    from courtroom.optimize.study.spaces import SPACES
+    from courtroom.programs.presets import PRESETS
+
+    for preset in PRESETS.values():
+        assert not preset.knobs.get("stop_when_stable"), preset.name
+    for framework in STABLE:
+        param = next(p for p in SPACES[framework] if p.name == "stop_when_stable")
+        assert param.otherwise == 0 and set(param.choices) == {0, 2}
 
 
 @pytest.mark.parametrize(
@@ -148,7 +188,7 @@ def test_jot_never_runs_more_than_n_loops() -> None:
         ({"stop_when_stable": -2}, "0 \\(off\\) or a whole number >= 2"),
         ({"stop_when_stable": "2"}, "0 \\(off\\) or a whole number >= 2"),
         ({"stop_when_stable": 2.5}, "0 \\(off\\) or a whole number >= 2"),
-        ({"stop_when_stable": 2, "n_loops": 3}, "use n_loops >= 4 or stop_when_stable=0"),
+        ({"stop_when_stable": 2, "n_loops": 2}, "use n_loops >= 3 or stop_when_stable=0"),
     ],
 )
 def test_jot_bad_stop_when_stable_is_refused(knobs: dict[str, Any], message: str) -> None:

@@ -94,10 +94,16 @@ def test_contract(name: str, labels: list[str], tmp_path: Any) -> None:
 def test_predictors_do_not_depend_on_knobs(name: str) -> None:
     cls = FRAMEWORKS[name]
     lm = oracle_lm({}, BINARY)
-    bumped = {k: v + 2 for k, v in cls.knobs().items() if isinstance(v, int) and not isinstance(v, bool)}
+    # Early-stopping knobs need knobs of their own (stop_when_stable: sequential judges): bumped apart.
+    ints = {k: v for k, v in cls.knobs().items() if isinstance(v, int) and not isinstance(v, bool)}
+    bumped = {k: v + 2 for k, v in ints.items() if k not in cls.early_stop_knobs}
     a = [n for n, _ in cls(BINARY, lm=lm).named_predictors()]
     b = [n for n, _ in cls(BINARY, lm=lm, **bumped).named_predictors()]
     assert a == b
+    if "stop_when_stable" in cls.early_stop_knobs:
+        rounds = {"n_judges": 3, "judge_mode": "sequential"} if name == "courtroom-llm" else {}
+        c = [n for n, _ in cls(BINARY, lm=lm, **(bumped | rounds), stop_when_stable=2).named_predictors()]
+        assert a == c
 
 
 def test_courtroom_predictors_same_for_one_and_five_judges() -> None:

@@ -306,9 +306,9 @@ def _run_rows(
 
         table_rows = {f: table_row(outcomes[f]) for f in frameworks}
         first = configs[frameworks[0]]
-        per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+        fixed, per_sample = matched.sample_tokens(first, baseline) if match == "tokens" else (0.0, None)
         knob = matched.BASELINES[baseline]
-        plan = matched.plan(table_rows, baseline=baseline, match=match, sample_tokens=per_sample)
+        plan = matched.plan(table_rows, baseline=baseline, match=match, sample_tokens=per_sample, fixed_tokens=fixed)
         for k, fws in sorted(plan.items()):
             if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
                 matches[baseline] = fws  # a compared row already is that vote

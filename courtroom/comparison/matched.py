@@ -42,6 +42,11 @@ def uncached(row: Mapping[str, Any], what: str) -> float | None:
     cached_tokens = row.get("cached_tokens")
     if what == "tokens" and cached_tokens and not math.isnan(float(cached_tokens)):
         return float(value) + float(cached_tokens)
+    cached = row.get("cached")
+    if cached is not None and not (isinstance(cached, float) and math.isnan(cached)) and calls:
+        # Calls answered by requests (samples sharing one request with n count too) priced as they were.
+        answered = float(calls) - float(cached)
+        return float(value) * float(calls) / answered if answered > 0 else None
     if sent is None or not calls:
         return float(value)
     return float(value) * float(calls) / float(sent) if sent else None
@@ -63,12 +68,27 @@ def tokens_per_sample(config: Any, baseline: str) -> float:
     ``max_tokens``; with neither, the prompt alone. Training calls (chain-of-thought demos, made
     once per run) are left out: a matched row's tokens per example count evaluation calls only.
     """
-    from courtroom.cost.estimate import estimate_run
+    return sum(sample_tokens(config, baseline))
+
+
+def sample_tokens(config: Any, baseline: str) -> tuple[float, float]:
+    """(tokens per example paid once whatever k, tokens per sample): k samples cost ``fixed + k * each``.
+
+    Where the baseline's model takes ``n`` (:mod:`courtroom.models.sampling`), k samples are one
+    request: the prompt is paid once (``fixed``) and each sample adds its completion. Elsewhere,
+    and when no completion length is known, each sample pays its prompt too (``fixed`` = 0).
+    """
+    from courtroom.cost.estimate import estimate_run, role_models
+    from courtroom.models import sampling
 
     one = dataclasses.replace(config, framework=baseline, knobs={BASELINES[baseline]: 1}, debias=None)
     est = estimate_run(one, sample=10)
     evaluation = (est.calls - est.prepare_calls) / est.calls if est.calls else 1.0
-    return (est.prompt_tokens + (est.completion_tokens or 0)) * evaluation / max(est.examples, 1)
+    prompt = est.prompt_tokens * evaluation / max(est.examples, 1)
+    completion = (est.completion_tokens or 0) * evaluation / max(est.examples, 1)
+    if completion and sampling.names_take_n(role_models(one, ["classifier"])).get("classifier"):
+        return prompt, completion
+    return 0.0, prompt + completion
 
 
 def check(baseline: str, match: str) -> None:
@@ -85,12 +105,14 @@ def plan(
     baseline: str = "self-consistency",
     match: str = "calls",
     sample_tokens: float | None = None,
+    fixed_tokens: float = 0.0,
 ) -> dict[int, list[str]]:
     """Samples per example -> the frameworks whose mean calls (or tokens) per example it matches.
 
     ``rows`` are the comparison's table rows (``calls``, ``tokens``, ``n``). The baseline itself
     (in any size) gets no matched row. ``sample_tokens`` (tokens per sample per example) is
-    needed for ``match="tokens"``.
+    needed for ``match="tokens"``; ``fixed_tokens`` what k samples pay once per example (their
+    prompt, where they go as one request with ``n``: :func:`sample_tokens`).
     """
     check(baseline, match)
     out: dict[int, list[str]] = {}
@@ -107,7 +129,8 @@ def plan(
             continue
         if per_sample <= 0:
             raise ConfigError("--match tokens needs the tokens of one baseline sample; none could be estimated")
-        k = max(1, round(spent / per_sample))
+        fixed = fixed_tokens if match == "tokens" and per_sample == (sample_tokens or 0.0) else 0.0
+        k = max(1, round((spent - fixed) / per_sample))
         out.setdefault(k, []).append(name)
     return out
 

@@ -18,6 +18,7 @@ import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
 from courtroom.analysis.bias import debiased
+from courtroom.models import sampling
 from courtroom.models._adapter import output_schema
 from courtroom.models._concurrency import depth, serial
 from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
@@ -58,6 +59,9 @@ class CallCounter:
     def __init__(self, pattern: Mapping[str, Any]) -> None:
         self.pattern = pattern
         self.by_role: Counter[str] = Counter()
+        self.samples: Counter[str] = Counter()
+        """Calls by role that were a later sample of one prompt (:meth:`ask_samples`): where the model
+        takes ``n`` they share the first sample's request and pay no prompt."""
         self._answers: dict[Any, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -68,6 +72,7 @@ class CallCounter:
                 rounds[0] += 1
             with self._lock:
                 self.by_role[role] += 1
+                self.samples[role] += int(bool(sampling.sample_index()))
                 values = self._answers.get(predictor.signature)
                 if values is None:
                     values = self._answers[predictor.signature] = _values(
@@ -124,7 +129,8 @@ class _RecordingEngine:
     """DSPy engine that keeps every rendered request's messages and answers by schema filling."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[str, list[dict[str, str]]]] = []
+        self.requests: list[tuple[str, list[dict[str, str]], int | None]] = []
+        """(role, messages, which sample of one prompt it is: None or 0 the first) per rendered request."""
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _RecordingEngine:
@@ -137,7 +143,7 @@ class _RecordingEngine:
             text = system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
             messages.insert(0, {"role": "system", "content": text})
         with self._lock:
-            self.requests.append((current_role() or DEFAULT, messages))
+            self.requests.append((current_role() or DEFAULT, messages, sampling.sample_index()))
         fmt = request.config.response_format or {}
         schema = dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
         text = json.dumps(_values(schema, PATTERNS[0]))
@@ -246,7 +252,7 @@ def _scan_cache(models: Sequence[str], scan: int) -> dict[str, float]:
 
 def _count(
     config: RunConfig, labels: Any, positions: Any, examples: Sequence[Any], train: Any, pattern: Mapping[str, Any]
-) -> tuple[list[int], int, Counter[str]]:
+) -> tuple[list[int], int, Counter[str], Counter[str]]:
     counter = CallCounter(pattern)
     program = counter.attach(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS))
     if train is not None:
@@ -254,7 +260,8 @@ def _count(
     prepared = counter.total()
     _embed_at_once(program, [ex.case for ex in examples])
     # A swapped twin copies the counting `ask`, so both orders' calls are counted.
-    return _forward_counts(debiased(program, config.debias), counter, examples), prepared, counter.by_role
+    calls = _forward_counts(debiased(program, config.debias), counter, examples)
+    return calls, prepared, counter.by_role, counter.samples
 
 
 def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:
@@ -317,9 +324,10 @@ def batch_rounds(
 
 def max_calls(
     config: RunConfig, labels: Any, positions: Any, examples: Sequence[dspy.Example], train: Sequence[Any] | None
-) -> tuple[list[int], int, bool, Counter[str]]:
-    """Per-example calls (max over answer patterns), training calls, whether exact, and calls by role.
+) -> tuple[list[int], int, bool, Counter[str], Counter[str]]:
+    """Per-example calls (max over answer patterns), training calls, whether exact, calls by role, samples.
 
+    The last: the later samples of one prompt among the calls, by role (:attr:`CallCounter.samples`).
     Every pattern runs on a sample first; only when they disagree (answers decide the path) do
     all patterns run on every example. With an early-stopping knob on (``program.adaptive``) the
     calls are those of the same configuration with the knobs off: the most it can make.
@@ -327,20 +335,26 @@ def max_calls(
     program = build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS)
     if program.adaptive:
         full = dataclasses.replace(config, knobs=program.most_calls_knobs())
-        calls, prepared, _, by_role = max_calls(full, labels, positions, examples, train)
-        return calls, prepared, False, by_role
+        calls, prepared, _, by_role, samples = max_calls(full, labels, positions, examples, train)
+        return calls, prepared, False, by_role, samples
     picked = [examples[i] for i in sample_indices(len(examples), 30)]
     trial = [_count(config, labels, positions, picked, train, p) for p in PATTERNS]
     exact = all(t[0] == trial[0][0] and t[1] == trial[0][1] for t in trial)
     if exact and len(set(trial[0][0])) == 1:
         # Every sampled case and answer pattern takes the same calls: the structure fixes them.
-        per, by_role = trial[0][0][0], trial[0][2]
+        per, by_role, samples = trial[0][0][0], trial[0][2], trial[0][3]
         scale = len(examples) / max(len(picked), 1)
-        return [per] * len(examples), trial[0][1], True, Counter({r: round(n * scale) for r, n in by_role.items()})
+        return (
+            [per] * len(examples),
+            trial[0][1],
+            True,
+            Counter({r: round(n * scale) for r, n in by_role.items()}),
+            Counter({r: round(n * scale) for r, n in samples.items()}),
+        )
     runs = [_count(config, labels, positions, examples, train, p) for p in (PATTERNS[:1] if exact else PATTERNS)]
     calls = [max(c) for c in zip(*(r[0] for r in runs), strict=True)]
     biggest = max(runs, key=lambda r: sum(r[0]) + r[1])
-    return calls, max(r[1] for r in runs), exact, biggest[2]
+    return calls, max(r[1] for r in runs), exact, biggest[2], biggest[3]
 
 
 NO_LMS = RoleLMs({DEFAULT: FakeLM("dry-run/none", engine=_RecordingEngine(), cache=False)})

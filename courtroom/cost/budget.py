@@ -209,8 +209,12 @@ class Budget:
             self._seen_cost = max(self._seen_cost, cost)
             self._lock.notify_all()
 
-    def reserve(self, lm: Any, call: Any) -> _Ticket:
-        """Reserve one request before it is sent, or refuse it (:class:`OverBudget`)."""
+    def reserve(self, lm: Any, call: Any, n: int = 1) -> _Ticket:
+        """Reserve one request before it is sent, or refuse it (:class:`OverBudget`).
+
+        ``n``: the samples it asks for (n-sampling, :mod:`courtroom.models.sampling`): one request
+        (``--max-calls`` counts requests sent), one prompt and n answers (``--max-cost``).
+        """
         model = str(getattr(lm, "model", ""))
         prompt = _prompt_tokens(model, call) if self.max_cost is not None else 0
         max_tokens = (getattr(call, "kwargs", None) or {}).get("max_tokens") or (lm.kwargs or {}).get("max_tokens")
@@ -230,7 +234,7 @@ class Budget:
                         if _stop.stop_requested():
                             raise _stop.Stopped("stopped while waiting for the budget")
                         continue
-                    estimate = prompt * price[0] + (completion or 0) * price[1]
+                    estimate = prompt * price[0] + n * (completion or 0) * price[1]
                     if self.spent_cost + self._in_flight_cost + estimate > self.max_cost:
                         self.stopped = True
                         raise OverBudget(f"--max-cost {self.max_cost:g} reached")

@@ -34,6 +34,11 @@ def scaled(est: Estimate, factor: float, *, exact: bool | None = None) -> Estima
         est,
         examples=round(est.examples * factor),
         calls=round(est.calls * factor),
+        requests=mul(est.requests),
+        cache_read_tokens=round(est.cache_read_tokens * factor),
+        cache_write_tokens=round(est.cache_write_tokens * factor),
+        cache_cost=mul(est.cache_cost),
+        batch_cache_cost=mul(est.batch_cache_cost),
         prepare_calls=round(est.prepare_calls * factor),
         prompt_tokens=round(est.prompt_tokens * factor),
         completion_tokens=mul(est.completion_tokens),
@@ -60,6 +65,17 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         a,
         examples=a.examples + b.examples,
         calls=a.calls + b.calls,
+        requests=plus(a.requests, b.requests),
+        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        cache_cost=(
+            _cached(a, "cache_cost", "cost", b) if a.cache_cost is not None or b.cache_cost is not None else None
+        ),
+        batch_cache_cost=(
+            _cached(a, "batch_cache_cost", "batch_cost", b)
+            if a.batch_cache_cost is not None or b.batch_cache_cost is not None
+            else None
+        ),
         prepare_calls=a.prepare_calls + b.prepare_calls,
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=plus(a.completion_tokens, b.completion_tokens),
@@ -72,6 +88,12 @@ def added(a: Estimate, b: Estimate) -> Estimate:
         min_calls=None if a.min_calls is None and b.min_calls is None else _low(a) + _low(b),
         min_cost=None if a.min_calls is None and b.min_calls is None else plus(_low_cost(a), _low_cost(b)),
     )
+
+
+def _cached(a: Estimate, cached: str, plain: str, b: Estimate | None = None) -> Any:
+    """Two estimates' dollars with the provider's cache: each one's cached figure, else its plain one."""
+    parts = [getattr(e, cached) if getattr(e, cached) is not None else getattr(e, plain) for e in (a, b) if e]
+    return None if any(p is None for p in parts) else sum(parts)
 
 
 def _likely(a: Estimate, b: Estimate, likely: str, exact: str) -> Any:
@@ -237,6 +259,25 @@ def estimate_lines(
             batch
         )
     yield from batch_round_lines(estimates)
+    shared = [
+        f"{name} {count(e.requests)} requests for {count(e.calls)} calls"
+        for name, e in estimates.items()
+        if e.requests is not None and e.requests < e.calls
+    ]
+    if shared:
+        yield (
+            "n-sampling (samples of one prompt in one request, the prompt paid once; priced above): "
+            + ", ".join(shared)
+        )
+    cached = [
+        f"{name} ${e.cache_cost:.4f}"
+        + (f" (batch ${e.batch_cache_cost:.4f})" if e.batch_cache_cost is not None else "")
+        + f", {e.cache_read_tokens / max(1, e.prompt_tokens):.0%} of prompt tokens read from it"
+        for name, e in estimates.items()
+        if e.cache_cost is not None and (e.cache_read_tokens or e.cache_write_tokens)
+    ]
+    if cached:
+        yield "with the provider's prompt cache (its rule replayed on the rendered prompts): " + "; ".join(cached)
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())
@@ -281,11 +322,12 @@ def estimate_comparison(
         for f, e in out.items()
     }
     first = next(iter(configs.values()))
-    per_sample = matched.tokens_per_sample(first, baseline) if match == "tokens" else None
+    fixed, per_sample = matched.sample_tokens(first, baseline) if match == "tokens" else (0.0, None)
     from courtroom.programs import get_framework
 
     knob = matched.BASELINES[baseline]
-    for k, _ in sorted(matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample).items()):
+    planned = matched.plan(rows, baseline=baseline, match=match, sample_tokens=per_sample, fixed_tokens=fixed)
+    for k, _ in sorted(planned.items()):
         if baseline in configs and configs[baseline].knobs.get(knob, get_framework(baseline).knobs()[knob]) == k:
             continue  # a compared row already is that vote
         config = dataclasses.replace(

@@ -46,6 +46,7 @@ from courtroom.cost._simulate import (
     sample_indices,
 )
 from courtroom.data.tasks import load_splits
+from courtroom.models import sampling
 from courtroom.models._concurrency import serial
 from courtroom.models.lms import DEFAULT, LOCAL
 from courtroom.models.usage import batch_price_per_token, price_per_token
@@ -80,6 +81,9 @@ class Estimate:
     """What counted the tokens (the model's tokenizer, or an approximation)."""
     sample: int
     """Examples whose prompts were rendered."""
+    requests: int | None = None
+    """Requests sent: ``calls`` less the samples that share another sample's request (n-sampling,
+    :mod:`courtroom.models.sampling`); their prompt tokens are not counted in ``prompt_tokens``."""
     prepare_calls: int = 0
     """Calls spent once on training (precedents, the reliability assistant), within ``calls``."""
     max_calls_per_example: int = 0
@@ -109,6 +113,14 @@ class Estimate:
     included); for a design priced as a range, its dearest end. None: not in batch mode."""
     min_rounds: int | None = None
     """With ``--batch``, for a design priced as a range: the batches at its cheapest end."""
+    cache_read_tokens: int = 0
+    """Of ``prompt_tokens``, those the provider's prompt cache would serve (:mod:`courtroom.cost.prompt_cache`)."""
+    cache_write_tokens: int = 0
+    """Of ``prompt_tokens``, those written to the provider's cache (Anthropic's breakpoints)."""
+    cache_cost: float | None = None
+    """``cost`` with the provider's cache prices on those tokens (None: no price, or nothing cached)."""
+    batch_cache_cost: float | None = None
+    """``batch_cost`` with the provider's batch cache prices on those tokens (None: as ``cache_cost``)."""
 
     @property
     def calls_per_example(self) -> float:
@@ -255,9 +267,10 @@ def estimate_run(
                 config.task, data=config.data, seed=config.seed, dataset=config.dataset, splits=config.splits
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
-    calls, prepare_calls, exact, by_role = max_calls(config, labels, positions, examples, train)
-    rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     models = role_models(config, cls.roles)
+    with sampling.assumed(sampling.names_take_n(models)):  # n-sampling as the run would do it, by name
+        calls, prepare_calls, exact, by_role, samples_by_role = max_calls(config, labels, positions, examples, train)
+        rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     # Render the real prompts of a sample through the real adapter.
     default_model = role_models(config, [DEFAULT])[DEFAULT]
     lms, engine = recording_lms(models)
@@ -281,7 +294,7 @@ def estimate_run(
         except Exception:  # noqa: BLE001 - counted as far as it went
             pass
         per_case.append(0)
-        for role, messages in engine.requests[before:]:
+        for role, messages, _ in engine.requests[before:]:
             model = models.get(role, default_model)
             n = count_tokens(model if model != LOCAL else "openai/local", messages)
             per_model[model] += n
@@ -294,16 +307,25 @@ def estimate_run(
     # its sampled calls). Calls made once per run and shared by later cases (Courtroom-LLM's
     # precedent reasons) fall on the sampled cases; counting by role keeps them at their true number.
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
+    # n-sampling: a later sample of one prompt rides on the first sample's request (no prompt billed)
+    # where the role's model takes n (courtroom.models.sampling; by name: OpenAI-wire models).
+    takes_n = sampling.names_take_n({role: models.get(role, default_model) for role in role_calls})
+    shared = {
+        role: count * samples_by_role[role] / by_role[role]
+        for role, count in role_calls.items()
+        if samples_by_role[role] and takes_n[role]
+    }
     mean_length = sum(len(ex.case) for ex in examples) / max(len(examples), 1)
     rendered = [n for _, ys in samples.values() for n in ys]
     per_call_prompt = sum(rendered) / max(1, len(rendered))
     prompt = 0.0
     for role, count in role_calls.items():
+        billed = count - shared.get(role, 0.0)
         if role in samples:
             a, b = fit_line(*samples[role])
-            prompt += count * max(0.0, a + b * mean_length)
+            prompt += billed * max(0.0, a + b * mean_length)
         else:  # a role only training calls make (not rendered): the mean rendered call
-            prompt += count * per_call_prompt
+            prompt += billed * per_call_prompt
     # Completion tokens and dollars, by the model of each role's calls.
     measured = measured_completion(list(set(models.values()))) if measure_cache else {}
     completion: float | None = 0.0
@@ -352,11 +374,15 @@ def estimate_run(
             model = models.get(role, default_model)
             answer = measured.get(model) or _max_tokens(model, config) or 0
             batch_cost += count * answer * (_price(model, prices, batch=True) or (0.0, 0.0))[1]
+    read, written, cache_cost, batch_cache_cost = _provider_cache(
+        engine.requests, models, default_model, takes_n, prompt, model_share, cost, batch_cost, prices
+    )
     worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
     return Estimate(
         framework=config.framework,
         examples=len(examples),
         calls=sum(calls) + prepare_calls,
+        requests=round(sum(calls) + prepare_calls - sum(shared.values())),
         calls_exact=exact,
         prompt_tokens=round(prompt),
         completion_tokens=None if completion is None else round(completion),
@@ -367,6 +393,10 @@ def estimate_run(
         likely_cost=likely_cost,
         likely_completion_tokens=None if likely_tokens is None else round(likely_tokens),
         rounds=rounds,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_cost=cache_cost,
+        batch_cache_cost=batch_cache_cost,
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,
@@ -374,6 +404,50 @@ def estimate_run(
         max_cost_per_example=worst,
         models=models,
         seconds=round(time.perf_counter() - start, 3),
+    )
+
+
+def _provider_cache(
+    rendered: Sequence[tuple[str, Any, int | None]],
+    models: Mapping[str, str],
+    default_model: str,
+    takes_n: Mapping[str, bool],
+    prompt: float,
+    model_share: Mapping[str, float],
+    cost: float | None,
+    batch_cost: float | None,
+    prices: Any,
+) -> tuple[int, int, float | None, float | None]:
+    """(cache read tokens, cache write tokens, cost and batch cost with the provider's cache) of the run.
+
+    The rendered requests are replayed against each provider's cache rule
+    (:func:`courtroom.cost.prompt_cache.cached_shares`); a later sample that shares its request
+    (n-sampling) sends no prompt and is left out. Each model's shares apply to its part of ``prompt``.
+    """
+    from courtroom.cost import prompt_cache
+
+    sent = [
+        (models.get(role, default_model), messages)
+        for role, messages, index in rendered
+        if not (index and takes_n.get(role, False))
+    ]
+    shares = prompt_cache.cached_shares(sent, prompt_cache.layouts_of({m for m, _ in sent}))
+    read = written = 0.0
+    saved = batch_saved = 0.0
+    for model, (r, w) in shares.items():
+        tokens = prompt * model_share.get(model, 0.0)
+        read += tokens * r
+        written += tokens * w
+        if model != LOCAL:
+            saved += prompt_cache.cache_dollars(model, tokens * r, tokens * w, prices)
+            batch_saved += prompt_cache.cache_dollars(model, tokens * r, tokens * w, prices, batch=True)
+    if not (read or written):
+        return 0, 0, None, None
+    return (
+        round(read),
+        round(written),
+        None if cost is None else cost - saved,
+        None if batch_cost is None else batch_cost - batch_saved,
     )
 
 

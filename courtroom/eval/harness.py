@@ -237,13 +237,17 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
         total.sent += u.get("sent", 0)
         total.failed += u.get("failed", 0)
         total.cached += u.get("cached", 0)
+        total.shared += u.get("shared", 0)
         total.prompt_tokens += u.get("prompt_tokens", 0)
         total.completion_tokens += u.get("completion_tokens", 0)
         total.cached_tokens += u.get("cached_tokens", 0)
+        total.cache_read_tokens += u.get("cache_read_tokens", 0)
+        total.cache_write_tokens += u.get("cache_write_tokens", 0)
         for model, counts in (u.get("by_model") or {}).items():
             agg = total.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            for key in agg:
-                agg[key] += counts.get(key, 0)
+            for key, value in counts.items():  # the provider's cache counts too, where it served any
+                if isinstance(value, int):
+                    agg[key] = agg.get(key, 0) + value
     return total
 
 
@@ -264,11 +268,14 @@ def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: An
         calls=usage.calls,
         sent=usage.sent,
         cached=usage.cached,
+        shared=usage.shared,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         tokens=usage.prompt_tokens + usage.completion_tokens,
         tokens_counted="sent",
         cached_tokens=usage.cached_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         cost=usage.cost(user_prices(usage.by_model, prices)),
         wall_seconds=round(wall, 3),
         failed_ids=[r.id for r in results if r.prediction is None],

@@ -22,8 +22,28 @@ PROVIDER = "anthropic"
 """lm15's provider id for Anthropic's Messages API."""
 
 
+def _cache_in_input(response: Any) -> Any:
+    """``response`` with its cache reads and writes inside ``input_tokens``.
+
+    Anthropic's ``input_tokens`` leave them out; DSPy's own Anthropic route (and LiteLLM) count them
+    in, and courtroom's usage reads them as part of the prompt (:mod:`courtroom.models.usage`).
+    """
+    import dataclasses
+
+    usage: Any = getattr(response, "usage", None)
+    extra = (getattr(usage, "cache_read_tokens", None) or 0) + (getattr(usage, "cache_write_tokens", None) or 0)
+    if not extra or usage.input_tokens is None:
+        return response
+    inputs = usage.input_tokens + extra
+    total = inputs + (usage.output_tokens or 0)
+    return dataclasses.replace(response, usage=dataclasses.replace(usage, input_tokens=inputs, total_tokens=total))
+
+
 class AnthropicEngine(ServerEngine):
     """Anthropic's Messages API at ``api_base``, reached through DSPy's native engine (module docstring)."""
+
+    takes_n = False
+    """The Messages API has no ``n``: k samples are k requests (:mod:`courtroom.models.sampling`)."""
 
     def _inner(self) -> Any:
         with self._lock:
@@ -50,7 +70,12 @@ class AnthropicEngine(ServerEngine):
     def _parse(self, provider: Any, body: dict[str, Any], name: str) -> Any:
         # By name: mypy following dspy._vendor loses dspy's own star-exports.
         base = importlib.import_module("dspy._vendor.lm15.providers.base")
-        return provider.parse_response(base.batch_entry_request(body.get("model") or name), base.batch_entry_http(body))
+        request = base.batch_entry_request(body.get("model") or name)
+        return _cache_in_input(provider.parse_response(request, base.batch_entry_http(body)))
+
+    def complete(self, request: Any) -> Any:
+        """:meth:`ServerEngine.complete`, with the prompt tokens counted as DSPy's own Anthropic route counts them."""
+        return _cache_in_input(super().complete(request))
 
     def batches(self) -> Any:
         """Anthropic's Message Batches API at this base URL (:class:`~courtroom.models.batch.AnthropicBatches`)."""
@@ -67,6 +92,9 @@ class AsyncAnthropicEngine(AnthropicEngine, AsyncServerEngine):
 
     :class:`AsyncServerEngine`'s ``complete`` and ``aclose`` over this engine's route and provider.
     """
+
+    async def complete(self, request: Any) -> Any:  # type: ignore[override]  # noqa: D102
+        return _cache_in_input(await AsyncServerEngine.complete(self, request))
 
 
 def anthropic_engines(api_base: str, api_key: str, timeout: float | None) -> dict[str, Any]:

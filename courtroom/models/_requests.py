@@ -28,7 +28,7 @@ from dspy.clients import execution
 from dspy.utils.exceptions import LMProviderError, LMTransportError, is_retryable_lm_error
 
 from courtroom import _stop
-from courtroom.models import batch
+from courtroom.models import batch, sampling
 from courtroom.models._breaker import BREAKER
 
 DEFAULT_RETRIES = 3
@@ -172,6 +172,12 @@ def _execute(lm: Any, call: Any) -> Any:
     if retries is None:
         return _original_execute(lm, call)
     gate = _gate()
+    group = sampling.current_group()
+    if group is not None:
+        # k samples of one prompt: the first call sends one request with n (courtroom.models.sampling).
+        served = group.serve(lm, call, lambda send, n: _attempts(lm, call, gate, retries, send, n))
+        if served is not None:
+            return served
     if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
         return hit  # free: never refused by the budget
     collector = batch.current()
@@ -184,7 +190,7 @@ def _execute(lm: Any, call: Any) -> Any:
         return _attempts(lm, call, gate, retries)
 
 
-def _reserve(gate: Any, lm: Any, call: Any) -> Any:
+def _reserve(gate: Any, lm: Any, call: Any, n: int = 1) -> Any:
     """The budget's ticket for one request (None without a budget).
 
     In batch mode a request the budget holds back until another is answered counts as waiting,
@@ -194,20 +200,24 @@ def _reserve(gate: Any, lm: Any, call: Any) -> Any:
         return None
     collector = batch.current()
     with collector.idle() if collector is not None else contextlib.nullcontext():
-        return gate.reserve(lm, call)
+        return gate.reserve(lm, call, n) if n > 1 else gate.reserve(lm, call)
 
 
-def _attempts(lm: Any, call: Any, gate: Any, retries: int) -> Any:
-    """Send ``call`` until it is answered or may not be retried (see the module docstring)."""
+def _attempts(lm: Any, call: Any, gate: Any, retries: int, send: Any = None, n: int = 1) -> Any:
+    """Send ``call`` until it is answered or may not be retried (see the module docstring).
+
+    ``send`` replaces DSPy's own sending (:func:`courtroom.models.sampling.send_n`: one request for
+    ``n`` samples, returned as a list; the budget reserves one request with n answers).
+    """
     for attempt in itertools.count():
         if attempt and _stop.stop_requested():
             raise _stop.Stopped(f"stopped: no retry after the stop ({_stop.stop_text()})")
         BREAKER.check()  # the first requests all failed alike: send nothing more
-        ticket = _reserve(gate, lm, call)
+        ticket = _reserve(gate, lm, call, n)
         sending = getattr(lm, "sending", None)  # the embedded model: its timeout follows its speed
         try:
             with sending(call) if sending is not None else contextlib.nullcontext():
-                result = _original_execute(lm, call)
+                result = send() if send is not None else _original_execute(lm, call)
         except Exception as exc:
             if gate is not None:
                 gate.release(ticket, None)
@@ -224,10 +234,11 @@ def _attempts(lm: Any, call: Any, gate: Any, retries: int) -> Any:
                 gate.release(ticket, None)
             raise
         hit = bool(getattr(result, "cache_hit", False))
+        usage = sampling.usage_of(result)
         if gate is not None:
-            gate.release(ticket, None if hit else dict(result.usage or {}), hit=hit)
+            gate.release(ticket, None if hit else usage, hit=hit)
         if not hit:
-            WIRE.add(str(lm.model), result.usage)
+            WIRE.add(str(lm.model), usage)
             BREAKER.success()
         return result
     raise AssertionError("unreachable")

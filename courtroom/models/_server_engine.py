@@ -141,15 +141,20 @@ class ServerEngine:
         return chat.response_from_openai_chat(body, model=name)
 
     def _batched(self, collector: Any, request: Any) -> Any:
-        from dspy.utils.exceptions import LMServerError, LMTransportError, LMUnexpectedError
-
         name = request.model.split("/", 1)[-1]
         provider = self._provider(name)
         wire = provider.build_request(dataclasses.replace(request, model=name), stream=False)
         answer = collector.ask(self.batches(), json.loads(wire.body))
+        return self._parse(provider, self._line_body(answer, request), name)
+
+    @staticmethod
+    def _line_body(answer: dict[str, Any], request: Any) -> dict[str, Any]:
+        """A batch line's answer body, or the error that line's request raises (retried in the next batch)."""
+        from dspy.utils.exceptions import LMServerError, LMTransportError, LMUnexpectedError
+
         response = answer.get("response") or {}
         if int(response.get("status_code") or 0) == 200:
-            return self._parse(provider, response["body"], name)
+            return dict(response["body"])
         error = answer.get("error") or (response.get("body") or {}).get("error") or {}
         message = f"batch line failed: {error.get('message') or error.get('code') or response.get('status_code')}"
         if answer.get("unsent"):  # the provider did not answer it: not counted as sent (_requests._reached_wire)
@@ -159,6 +164,31 @@ class ServerEngine:
             raise exc
         status = int(response.get("status_code") or 500)
         raise LMServerError(message, model=request.model, status=status, retry_after=0)
+
+    takes_n = True
+    """Whether the server's chat wire takes ``n`` (:mod:`courtroom.models.sampling`)."""
+
+    def complete_n(self, request: Any, n: int) -> list[Any]:
+        """``n`` samples of ``request`` in one request (``"n": n``; one batch line in batch mode).
+
+        One response per choice the server returned (a server that ignores ``n`` returns one);
+        the usage is split as :func:`courtroom.models.sampling.choice_bodies` says.
+        """
+        from courtroom.models import batch, sampling
+
+        name = request.model.split("/", 1)[-1]
+        provider = self._provider(name)
+        routed = dataclasses.replace(request, model=name)
+        try:
+            collector = batch.current()
+            if collector is not None:
+                wire = provider.build_request(routed, stream=False)
+                body = self._line_body(collector.ask(self.batches(), sampling.with_n(wire.body, n)), request)
+                return [self._parse(provider, one, name) for one in sampling.choice_bodies(body)]
+            return sampling.openai_n(provider, routed, n)
+        except Exception as exc:
+            self._scrub(exc)
+            raise
 
     def _scrub(self, exc: Exception) -> None:
         """Take the server's address out of ``exc``: its text becomes an example's recorded error."""

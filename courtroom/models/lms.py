@@ -306,12 +306,19 @@ def resolve_roles(
 
 @contextlib.contextmanager
 def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
-    """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter."""
+    """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter.
+
+    The adapter lays the prompt out as ``COURTROOM_PROMPT_LAYOUT`` chooses for that model
+    (:mod:`courtroom.models._layout`).
+    """
+    from courtroom.models._layout import CACHE_ADAPTER, layout_for
+
     lm = lms.for_role(role, call)
     warm_up([lm])  # a set check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
+    adapter = CACHE_ADAPTER if layout_for(lm) == "cache" else ADAPTER  # COURTROOM_PROMPT_LAYOUT
     try:
-        with dspy.context(lm=limit_requests(lm), adapter=ADAPTER):
+        with dspy.context(lm=limit_requests(lm), adapter=adapter):
             yield
     finally:
         _current_role.reset(token)

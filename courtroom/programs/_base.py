@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -10,6 +12,8 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
+from courtroom.models import _layout as layout
+from courtroom.models._concurrency import run_parallel, serial
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
 from courtroom.transcript import Turn
@@ -208,6 +212,48 @@ class CourtroomProgram(dspy.Module):
         except AdapterParseError:
             return self._ask_once(role, predictor, retry + self.refresh, rollout, lm_config, inputs, sample)
 
+    def samples_in_one_request(self, role: str) -> bool:
+        """Whether :meth:`ask_samples` sends ``role``'s samples of one prompt as one request (n-sampling)."""
+        from courtroom.models import sampling
+
+        if not sampling.enabled():
+            return False
+        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name
+        return assumed if assumed is not None else sampling.takes_n(self.lms.serving(role))
+
+    def ask_samples(
+        self,
+        role: str,
+        predictor: dspy.Predict,
+        rollouts: Sequence[int],
+        lm_config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> list[dspy.Prediction]:
+        """``len(rollouts)`` samples of one prompt from ``role``: :meth:`ask` under each rollout, in order.
+
+        Where the role's one model takes ``n`` (:mod:`courtroom.models.sampling`) they go as one
+        request with ``n`` (each sample still a call of its own: cache, usage, transcript);
+        otherwise concurrently, one request each. A mixed panel (each rollout its own member)
+        always sends one request per sample.
+        """
+        from courtroom.models import sampling
+
+        def one(i: int, rollout: int) -> dspy.Prediction:
+            with sampling.sample(i):
+                return self.ask(role, predictor, rollout, lm_config, **inputs)
+
+        thunks = [functools.partial(one, i, r) for i, r in enumerate(rollouts)]
+        if len(thunks) > 1 and self.samples_in_one_request(role):
+            # The first call sends them all: no thread per sample (run serially; a dry run's depth
+            # still counts them as one round).
+            token = serial.set(True)
+            try:
+                with sampling.group(list(rollouts)):
+                    return run_parallel(thunks)
+            finally:
+                serial.reset(token)
+        return run_parallel(thunks)
+
     def _ask_once(
         self,
         role: str,
@@ -220,10 +266,19 @@ class CourtroomProgram(dspy.Module):
     ) -> dspy.Prediction:
         meter = current_meter()
         config = ({"rollout_id": rollout} if rollout else {}) | dict(lm_config or {})
-        own = (getattr(self.lms.for_role(role, member), "kwargs", None) or {}).get("temperature")
+        lm = self.lms.for_role(role, member)
+        own = (getattr(lm, "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        with use_role(self.lms, role, member):
+        cache_layout = layout.layout_for(lm) == "cache"
+        if cache_layout and str(getattr(lm, "model", "")).startswith("anthropic/"):
+            from dspy.lm15 import CacheConfig
+
+            # Anthropic caches up to an explicit breakpoint: the end of the system message (the
+            # preamble and the case), which every request for this case starts with.
+            config["prompt_cache"] = CacheConfig(prefix="stable")
+        opening = layout.preamble(self.preamble(), role) if cache_layout else contextlib.nullcontext()
+        with use_role(self.lms, role, member), opening:
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:
@@ -233,6 +288,14 @@ class CourtroomProgram(dspy.Module):
         if meter:
             meter.count_call()
         return out
+
+    def preamble(self) -> str:
+        """Every role's instructions, the opening of each cache-layout prompt (:mod:`courtroom.models._layout`)."""
+        key = tuple(p.signature.instructions for _, p in self.named_predictors())
+        cached = self.__dict__.get("_preamble_cache")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_preamble_cache"] = (key, layout.program_preamble(self))
+        return cached[1]
 
     def verdict(self, label: str, transcript: list[Turn], **fields: Any) -> dspy.Prediction:
         """The program's output: ``label`` (always one of the labels) and ``transcript``."""

@@ -6,6 +6,7 @@ Kept apart from :mod:`courtroom.programs.debate_feedback` (the judge, the gate a
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,7 +116,11 @@ class DebateStep:
     sides: str
     memory: bool
     debater: dspy.Predict
+    n_rounds: int
     ask: Any
+    ask_samples: Any
+    samples_in_one_request: Any
+    adaptive: Any
     _estimate: Any
 
     def _sides(self, case: str, o0: Mapping[str, float] | None = None) -> list[str | None]:
@@ -124,9 +129,7 @@ class DebateStep:
             o0 = self._estimate(case, NONE, NONE, NONE, 0)[0]
         return perspectives(self.labels, self.n_debaters, o0 or {}, self.sides)
 
-    def _speak(
-        self, case: str, r: int, d: int, side: str | None, own: str, others: str, earlier: str
-    ) -> dspy.Prediction:
+    def _inputs(self, case: str, side: str | None, own: str, others: str, earlier: str) -> dict[str, Any]:
         inputs = {
             "case": case,
             "labels": labels_text(self.labels),
@@ -139,15 +142,68 @@ class DebateStep:
             inputs["perspective"] = perspective_text(side)
         if self.memory:
             inputs["earlier_rounds"] = earlier
-        return self.ask("debater", self.debater, rollout=(r - 1) * self.n_debaters + d, **inputs)
+        return inputs
+
+    def _rollout(self, r: int, d: int) -> int:
+        """Debater ``d``'s call in round ``r``: its rollout id (a reply shares its opinion's; the stage differs)."""
+        return (r - 1) * self.n_debaters + d
+
+    def _speak(
+        self, case: str, r: int, d: int, side: str | None, own: str, others: str, earlier: str
+    ) -> dspy.Prediction:
+        inputs = self._inputs(case, side, own, others, earlier)
+        return self.ask("debater", self.debater, rollout=self._rollout(r, d), **inputs)
+
+    def _opinions(
+        self, case: str, r: int, sides: Sequence[str | None], memory: Sequence[str], pool: dict[int, Any] | None
+    ) -> list[dspy.Prediction]:
+        """Round ``r``'s opinions: debaters whose prompts are the same bytes are samples of one prompt.
+
+        Debaters with the same side (``sides="none"``: all of them) and no memory get identical
+        opinion prompts, asked together (:meth:`ask_samples`: one request with ``n`` where the model
+        takes it). Without memory, later rounds' opinion prompts are round 1's again (Algorithm 1's
+        fresh samples), so when the rounds cannot stop early (``pool`` given) and the model takes
+        ``n``, round 1 asks for them in the same request and keeps them in ``pool`` (rollout ->
+        answer) for their rounds; otherwise each round asks its own, as k requests would anyway.
+        """
+        groups: dict[str, list[int]] = {}
+        for d in range(len(sides)):
+            key = json.dumps(self._inputs(case, sides[d], NONE, NONE, memory[d]), sort_keys=True)
+            groups.setdefault(key, []).append(d)
+        ahead = pool is not None and not self.memory and self.samples_in_one_request("debater")
+        later = range(r + 1, self.n_rounds + 1) if ahead else range(0)
+
+        def ask(ds: list[int]) -> dict[int, Any]:
+            wanted = [self._rollout(r, d) for d in ds]
+            if pool is not None and all(w in pool for w in wanted):
+                return {w: pool.pop(w) for w in wanted}
+            rollouts = wanted + [self._rollout(q, d) for q in later for d in ds]
+            inputs = self._inputs(case, sides[ds[0]], NONE, NONE, memory[ds[0]])
+            return dict(zip(rollouts, self.ask_samples("debater", self.debater, rollouts, **inputs), strict=True))
+
+        answers: dict[int, Any] = {}
+        for got in run_parallel([functools.partial(ask, ds) for ds in groups.values()]):
+            answers.update(got)
+        out = [answers.pop(self._rollout(r, d)) for d in range(len(sides))]
+        if pool is not None:
+            pool.update(answers)
+        return out
 
     def _round(
-        self, case: str, r: int, sides: Sequence[str | None], earlier: Sequence[Sequence[Comment]] = ()
+        self,
+        case: str,
+        r: int,
+        sides: Sequence[str | None],
+        earlier: Sequence[Sequence[Comment]] = (),
+        pool: dict[int, Any] | None = None,
     ) -> list[Comment]:
-        """Opinions, then replies that see their own opinion and the others' (and, with memory, earlier rounds)."""
+        """Opinions, then replies that see their own opinion and the others' (and, with memory, earlier rounds).
+
+        ``pool``: this case's opinions asked ahead (see :meth:`_opinions`); None when the rounds may stop early.
+        """
         n = range(len(sides))
         memory = [debater_memory(earlier, d) if self.memory else NONE for d in n]
-        ops = run_parallel([functools.partial(self._speak, case, r, d, sides[d], NONE, NONE, memory[d]) for d in n])
+        ops = self._opinions(case, r, sides, memory, pool)
         cut_ops = [limit_words(o.opinion, self.word_limit) for o in ops]
         said = [(d, sides[d], cut_ops[d][0]) for d in n]
         replies = run_parallel(

@@ -111,8 +111,9 @@ class Verification:
         """The rounds of a single-variant debate, each with what the assistant reads of every debater."""
         sides = self._sides(case)
         out: list[tuple[list[deb.Comment], list[str]]] = []
+        pool: dict[int, Any] = {}  # a training debate runs every round: opinions asked ahead (deb._opinions)
         for r in range(1, self.n_rounds + 1):
-            comments = self._round(case, r, sides, [c for c, _ in out])
+            comments = self._round(case, r, sides, [c for c, _ in out], pool)
             out.append((comments, self._statements(r, comments)[0]))
         return out
 

@@ -184,15 +184,19 @@ class ChainOfThought(CourtroomProgram):
         """The demos few-shot uses, with their reasoning (:func:`cot_demos`)."""
         self.classifier.demos = cot_demos(self, trainset, self.k_shots, self.seed)
 
-    def _sample(self, case: str, i: int) -> tuple[str, Turn]:
+    def _samples(self, case: str, k: int) -> list[tuple[str, Turn]]:
+        """``k`` reasoned answers to ``case`` (rollouts 0..k-1; one request with ``n`` where the model takes it)."""
         if self.k_shots and not self.classifier.demos:
             raise ConfigError(f"{self.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
-        out = self.ask("classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels))
-        return out.answer, Turn("classifier", i + 1, out.reasoning, decision=out.answer, extra={"sample": i + 1})
+        outs = self.ask_samples("classifier", self.classifier, range(k), case=case, labels=labels_text(self.labels))
+        return [
+            (o.answer, Turn("classifier", i + 1, o.reasoning, decision=o.answer, extra={"sample": i + 1}))
+            for i, o in enumerate(outs)
+        ]
 
     def forward(self, case: str) -> dspy.Prediction:
         """Reason about ``case`` and answer."""
-        answer, turn = self._sample(case, 0)
+        [(answer, turn)] = self._samples(case, 1)
         return self.verdict(answer, [turn])
 
 
@@ -223,8 +227,8 @@ class SelfConsistency(ChainOfThought):
         return {"classifier": self.k_samples} if self.k_samples > 1 else {}
 
     def forward(self, case: str) -> dspy.Prediction:
-        """Sample ``k_samples`` reasoned answers concurrently and take the majority."""
-        samples = run_parallel([functools.partial(self._sample, case, i) for i in range(self.k_samples)])
+        """Sample ``k_samples`` reasoned answers (one request with ``n``, or concurrently) and take the majority."""
+        samples = self._samples(case, self.k_samples)
         votes = [a for a, _ in samples]
         return self.verdict(majority(votes, self.labels, prefer=votes[0]), [t for _, t in samples], votes=votes)
 
@@ -260,16 +264,11 @@ class ParallelVote(FewShot):
         return {"classifier": self.n_models} if self.n_models > 1 else {}
 
     def forward(self, case: str) -> dspy.Prediction:
-        """Ask ``n_models`` times concurrently and take the majority."""
+        """Ask ``n_models`` times (one request with ``n``, or concurrently) and take the majority."""
         if self.k_shots and not self.classifier.demos:
             raise ConfigError(f"{self.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
-        outs = run_parallel(
-            [
-                functools.partial(
-                    self.ask, "classifier", self.classifier, rollout=i, case=case, labels=labels_text(self.labels)
-                )
-                for i in range(self.n_models)
-            ]
+        outs = self.ask_samples(
+            "classifier", self.classifier, range(self.n_models), case=case, labels=labels_text(self.labels)
         )
         votes = [o.answer for o in outs]
         turns = [Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1}) for i, v in enumerate(votes)]

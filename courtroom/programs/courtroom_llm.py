@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -11,6 +10,7 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
+from courtroom.programs import _stopping as stopping
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.programs._common import (
     labels_text,
@@ -67,6 +67,10 @@ class CourtroomLLM(CourtroomProgram):
       change the majority (tie rule included). Judge i keeps rollout i, so its cache entry is the
       full run's, and the verdict is the full run's whenever the called judges vote as they would
       there. The prediction then has ``stopped_early``; ``votes`` holds the votes actually cast.
+    * **Stop when stable** (``stop_when_stable=s``, sequential judges only; 0: off, the papers): each
+      judge is a round and the latest judge's decision the standing verdict; the judges stop once
+      s consecutive judges decided the same (:mod:`courtroom.programs._stopping`, the rule every
+      multi-round design shares).
     * **Sampling**: the clerk, advocates and judges run at temperature 0.5 (§4.1.3) unless their
       model has a temperature of its own.
 
@@ -90,7 +94,7 @@ class CourtroomLLM(CourtroomProgram):
         "attorney": 0.5,
         "judge": 0.5,
     }
-    early_stop_knobs: ClassVar[dict[str, Any]] = {"early_stop": False}
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"early_stop": False, "stop_when_stable": 0}
 
     def __init__(
         self,
@@ -110,6 +114,7 @@ class CourtroomLLM(CourtroomProgram):
         previous_judges: str = "all",
         precedent_scope: str = "candidate",
         reason_sentences: int = 1,
+        stop_when_stable: int = 0,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_judges) < 1:
@@ -143,6 +148,12 @@ class CourtroomLLM(CourtroomProgram):
                 "courtroom-llm: early_stop needs judge_mode='parallel' (in sequential mode the last judge "
                 "decides); set early_stop=false or judge_mode=parallel"
             )
+        if stop_when_stable and judge_mode != "sequential":
+            raise ConfigError(
+                "courtroom-llm: stop_when_stable needs judge_mode='sequential' (each judge a round); parallel "
+                "judges stop with early_stop=true (waves until the majority is fixed)"
+            )
+        self.stop_when_stable = stopping.check("courtroom-llm", stop_when_stable, int(n_judges), "judges", "n_judges")
         self.n_judges, self.judge_mode, self.k_precedents = int(n_judges), judge_mode, int(k_precedents)
         self.early_stop, self.previous_judges = early_stop, previous_judges
         self.assignment, self.seed = assignment, int(seed)
@@ -301,6 +312,8 @@ class CourtroomLLM(CourtroomProgram):
                 out = self.ask("judge", self.judge, rollout=i, previous_judges="\n".join(seen) or NONE, **inputs)
                 outs.append(out)
                 previous.append(f"Judge {i + 1} decided {out.decision}: {out.reason}")
+                if i + 1 < self.n_judges and stopping.held([o.decision for o in outs], self.stop_when_stable):
+                    break
         votes = [o.decision for o in outs]
         transcript += [
             Turn("judge", 2, o.reason, decision=o.decision, extra={"judge": i + 1, "mode": self.judge_mode})
@@ -308,11 +321,13 @@ class CourtroomLLM(CourtroomProgram):
         ]
         label = majority(votes, self.labels, prefer=a1) if self.judge_mode == "parallel" else votes[-1]
         stopped: dict[str, Any] = {}
-        if self.early_stop:
+        if self.adaptive:
             stopped["stopped_early"] = len(outs) < self.n_judges
             if stopped["stopped_early"]:
                 transcript[-1].extra["early_stop"] = (
                     f"majority fixed after {len(outs)} of {self.n_judges} judges: the rest could not change it"
+                    if self.early_stop
+                    else stopping.note(votes, self.stop_when_stable, len(outs), self.n_judges, "judge")
                 )
         return self.verdict(
             label,
@@ -328,16 +343,17 @@ class CourtroomLLM(CourtroomProgram):
     def _parallel_judges(self, inputs: Mapping[str, Any], a1: str, a2: str) -> list[dspy.Prediction]:
         """``n_judges`` independent judges (judge i at rollout i); with ``early_stop``, in waves."""
 
-        def call(i: int) -> Any:
-            return functools.partial(self.ask, "judge", self.judge, rollout=i, previous_judges=NONE, **inputs)
+        def wave(ids: range) -> list[dspy.Prediction]:
+            # Judges of one model get the same bytes: one request with n where it takes it.
+            return self.ask_samples("judge", self.judge, ids, previous_judges=NONE, **inputs)
 
         if not self.early_stop:
-            return run_parallel([call(i) for i in range(self.n_judges)])
+            return wave(range(self.n_judges))
         outs: list[dspy.Prediction] = []
         while len(outs) < self.n_judges:
             votes, left = [o.decision for o in outs], self.n_judges - len(outs)
             if settled_majority(votes, left, (a1, a2), self.labels, prefer=a1) is not None:
                 break
-            wave = smallest_wave(votes, left, (a1, a2), self.labels, prefer=a1)
-            outs += run_parallel([call(i) for i in range(len(outs), len(outs) + wave)])
+            size = smallest_wave(votes, left, (a1, a2), self.labels, prefer=a1)
+            outs += wave(range(len(outs), len(outs) + size))
         return outs

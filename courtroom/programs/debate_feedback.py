@@ -6,7 +6,6 @@ passes the gate the judge hears every comment with its reliability and its estim
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -14,10 +13,10 @@ from typing import Any, ClassVar
 import dspy
 
 from courtroom.errors import ConfigError
-from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
+from courtroom.programs import _stopping as stopping
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.programs._common import labels_text
 from courtroom.programs._debate import DebateStep
@@ -106,6 +105,9 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
       (:func:`courtroom.programs._probability.max_change`); the label is then that of O_i. The
       judge's turns carry ``change``, the prediction ``stopped_early``. Training debates in
       :meth:`prepare` (no judge) always run every round.
+    * **Stop when stable** (``stop_when_stable=s``; 0: off, the paper): the rounds stop once the
+      label of O has been the same after s consecutive rounds (:mod:`courtroom.programs._stopping`,
+      the rule every multi-round design shares). Training debates run every round.
 
     Output fields: ``label``, ``transcript``, ``probabilities`` (O_0..O_n), ``initial_label``,
     ``sides`` (debater -> assigned label or None), ``stances`` and ``reliabilities`` (per round,
@@ -118,7 +120,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
     summary = "Debate-Feedback: debaters argue, an assistant scores reliability, the judge smooths its estimate."
     # The paper gives no temperature; 1.0 is the default of the OpenAI API its GPT-4o runs used.
     sampling_temperatures: ClassVar[dict[str, float]] = {"judge": 1.0, "debater": 1.0}
-    early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_epsilon": 0.0}
+    early_stop_knobs: ClassVar[dict[str, Any]] = {"stop_epsilon": 0.0, "stop_when_stable": 0}
 
     def __init__(
         self,
@@ -143,6 +145,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         summarize: bool = True,
         stop_epsilon: float = 0.0,
         tie: str = "initial",
+        stop_when_stable: int = 0,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
         checks = [
@@ -182,6 +185,7 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         self.sides, self.memory, self.prob_method = sides, memory, prob_method
         self.k_samples, self.summarize, self.stop_epsilon = int(k_samples), bool(summarize), float(stop_epsilon)
         self.tie = tie
+        self.stop_when_stable = stopping.check("debate-feedback", stop_when_stable, self.n_rounds)
         if "summarizer" not in self.lms and "judge" in self.lms:
             # The paper's judge writes the summary: same model unless the summarizer is routed elsewhere.
             self.lms = RoleLMs({**self.lms, "summarizer": self.lms["judge"]})
@@ -272,12 +276,8 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         if self.memory:
             inputs["earlier_rounds"] = earlier
         if self.prob_method == "votes":
-            outs = run_parallel(
-                [
-                    functools.partial(self.ask, "judge", self.judge, rollout=rollout * self.k_samples + s, **inputs)
-                    for s in range(self.k_samples)
-                ]
-            )
+            rollouts = [rollout * self.k_samples + s for s in range(self.k_samples)]
+            outs = self.ask_samples("judge", self.judge, rollouts, **inputs)
             dist = prob.from_votes([o.label for o in outs], self.labels)
             return dist, prob.decide(dist, self.labels, tie=outs[0].label), True
         if self.prob_method == "logprobs":
@@ -319,8 +319,10 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         stances: list[list[str]] = []
         reliabilities: list[list[float]] = []
         passed_by_round: list[list[int]] = []
+        pool: dict[int, Any] | None = None if self.adaptive else {}  # opinions asked ahead (deb._opinions)
+        verdicts: list[str] = []  # the label standing after each round (stop_when_stable)
         for r in range(1, self.n_rounds + 1):
-            comments = self._round(case, r, sides, rounds)
+            comments = self._round(case, r, sides, rounds, pool)
             rounds.append(comments)
             stances.append([c.stance for c in comments])
             transcript += self._debate_turns(r, comments)
@@ -357,9 +359,13 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
                     )
                 )
             history.append(o)
+            verdicts.append(decision)
             if self._converged(r, history, transcript[-1]):
                 break
-        stopped = {"stopped_early": len(history) <= self.n_rounds} if self.stop_epsilon else {}
+            if r < self.n_rounds and stopping.held(verdicts, self.stop_when_stable):
+                transcript[-1].extra["early_stop"] = stopping.note(verdicts, self.stop_when_stable, r, self.n_rounds)
+                break
+        stopped = {"stopped_early": len(history) <= self.n_rounds} if self.adaptive else {}
         return self.verdict(
             decision,
             transcript,

@@ -11,6 +11,7 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
+from courtroom.programs import _stopping as stopping
 from courtroom.programs._base import CourtroomProgram, label_type
 from courtroom.signatures import jot
 from courtroom.transcript import Turn
@@ -21,11 +22,10 @@ NONE = "(none)"
 class JudgmentOfThought(CourtroomProgram):
     """JoT: the lawyer argues positions[0], the prosecutor positions[1]; the last judgment is the verdict.
 
-    ``stop_when_stable=k`` (0: off, the paper): once the judge has made the same decision in k
-    consecutive rounds, the next round is the closing one (closing statements, the "(final)"
-    judgment) and the trial ends there; never more than ``n_loops`` rounds, so it needs
-    ``n_loops >= k + 2`` to save anything (refused otherwise). The prediction then has
-    ``stopped_early``, and the judge's turn that triggered it says so.
+    ``stop_when_stable=s`` (0: off, the paper; :mod:`courtroom.programs._stopping`): once the judge
+    has made the same decision in s consecutive rounds the trial ends, that decision the verdict;
+    never more than ``n_loops`` rounds, so it needs ``n_loops >= s + 1`` (refused otherwise). The
+    prediction then has ``stopped_early``, and the judge's turn that stopped says so.
 
     Advocate turns record the label they argue (``extra["label"]``). :meth:`swapped` gives the
     lawyer positions[1] and the prosecutor positions[0], and lists the judge's choices in that order.
@@ -54,17 +54,7 @@ class JudgmentOfThought(CourtroomProgram):
         super().__init__(labels, positions, lm=lm, roles=roles)
         if int(n_loops) < 1:
             raise ConfigError(f"jot: n_loops must be >= 1, got {n_loops}")
-        k = stop_when_stable
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0 or k == 1:
-            raise ConfigError(
-                f"jot: stop_when_stable must be 0 (off) or a whole number >= 2, got {stop_when_stable!r}; "
-                "1 would always close after round 1: set n_loops=2 for that"
-            )
-        if k and k + 2 > int(n_loops):
-            raise ConfigError(
-                f"jot: stop_when_stable={k} cannot shorten a {n_loops}-round trial (after {k} stable rounds "
-                f"the next is already the closing one): use n_loops >= {k + 2} or stop_when_stable=0"
-            )
+        k = stopping.check("jot", stop_when_stable, int(n_loops), "rounds", "n_loops")
         self.stop_when_stable = k
         if not (use_lawyer or use_prosecutor):
             raise ConfigError("jot: at least one of the lawyer and the prosecutor must take part")
@@ -88,11 +78,6 @@ class JudgmentOfThought(CourtroomProgram):
         kind = "opening" if r == 1 else "closing" if closing else "rebuttal"
         return f"{kind} (utterance {r}): {jot.STAGES[kind]}"
 
-    def _stable(self, decisions: Sequence[str]) -> bool:
-        """Whether the last ``stop_when_stable`` decisions agree (off: never)."""
-        k = self.stop_when_stable
-        return bool(k) and len(decisions) >= k and len(set(decisions[-k:])) == 1
-
     @staticmethod
     def _earlier(arguments: list[str]) -> str:
         return "\n".join(f"Utterance {i}: {a}" for i, a in enumerate(arguments, 1)) or NONE
@@ -105,7 +90,7 @@ class JudgmentOfThought(CourtroomProgram):
         feedback = {"lawyer": "", "prosecutor": ""}
         earlier: dict[str, list[str]] = {"lawyer": [], "prosecutor": []}
         decisions: list[str] = []
-        last = self.n_loops  # the closing round; an early stop moves it forward
+        last = self.n_loops  # the closing round; a stable verdict (stop_when_stable) ends the trial sooner
         r = 0
         while r < last:
             r += 1
@@ -170,11 +155,9 @@ class JudgmentOfThought(CourtroomProgram):
             )
             decisions.append(j.decision)
             extra = {f"feedback_to_{role}": j.get(f"feedback_to_{role}") for role in outs}
-            if r + 1 < last and self._stable(decisions):
-                last = r + 1
-                extra["early_stop"] = (
-                    f"same decision for {self.stop_when_stable} rounds: round {last} closes (of {self.n_loops})"
-                )
+            if r < last and stopping.held(decisions, self.stop_when_stable):
+                last = r
+                extra["early_stop"] = stopping.note(decisions, self.stop_when_stable, r, self.n_loops)
             transcript.append(Turn("judge", r, j.analysis, decision=j.decision, extra=extra))
             if self.use_feedback:
                 feedback = {role: j.get(f"feedback_to_{role}") or "" for role in ("lawyer", "prosecutor")}

@@ -8,7 +8,6 @@ as the trial, so the design study can search where settling pays.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -17,7 +16,6 @@ import dspy
 
 from courtroom.analysis.calibration import confidence
 from courtroom.errors import ConfigError
-from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _probability as prob
 from courtroom.programs._base import CourtroomProgram, label_type
@@ -220,15 +218,16 @@ class SettleThenTrial(CourtroomProgram):
 
     # -- the decision --------------------------------------------------------------------------------
 
-    def _member(self, case: str, i: int) -> tuple[str, dict[str, float] | None]:
-        out = self.ask("panel", self.panel, rollout=i, case=case, labels=labels_text(self.labels))
+    def _member(self, out: dspy.Prediction) -> tuple[str, dict[str, float] | None]:
         if self.signal == "confidence":
             return out.answer, prob.from_fields(out, self.labels)[0]
         return out.answer, None
 
     def _hear(self, case: str) -> tuple[list[str], str, float, list[Turn], list[dict[str, float]]]:
         """The panel's votes, its label, its agreement, its turns and (``confidence``) each member's probabilities."""
-        outs = run_parallel([functools.partial(self._member, case, i) for i in range(self.panel_size)])
+        labels = labels_text(self.labels)
+        asked = self.ask_samples("panel", self.panel, range(self.panel_size), case=case, labels=labels)
+        outs = [self._member(o) for o in asked]
         votes = [v for v, _ in outs]
         turns = [
             Turn("panel", 0, f"answer: {v}", decision=v, extra={"member": i + 1} | ({"p": dist} if dist else {}))

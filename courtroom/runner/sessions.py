@@ -107,8 +107,9 @@ def _add(total: Usage, *rows: Any) -> None:
         total.completion_tokens += int(u.get("completion_tokens", 0))
         for model, counts in (u.get("by_model") or {}).items():
             agg = total.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            for key in agg:
-                agg[key] += int(counts.get(key, 0))
+            for key, value in counts.items():  # the provider's cache counts too, where it served any
+                if isinstance(value, int):
+                    agg[key] = agg.get(key, 0) + value
 
 
 def spend_summary(run_dir: Path, session: Mapping[str, Any], prices: Any = None) -> dict[str, Any]:

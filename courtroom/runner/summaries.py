@@ -29,10 +29,13 @@ def calls_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """
     calls, cached, sent = summary["calls"], summary["cached"], summary["sent"]
     training = summary.get("training_sent") or 0
+    shared = summary.get("shared") or 0  # samples answered in another sample's request (n-sampling)
     asked = calls - cached
     rows = [("LM calls", f"{calls} = {asked} sent + {cached} from the cache")]
-    text = f"{sent} = {asked} for those calls"
-    more = sent - training - asked
+    text = f"{sent} = {asked - shared} for those calls"
+    if shared:
+        text += f" (with {shared} more samples in their requests: n-sampling)"
+    more = sent - training - (asked - shared)
     if more > 0:
         text += f" + {more} {'retry' if more == 1 else 'retries'}"  # a --retry-failed's replaced attempts too
     elif more < 0:

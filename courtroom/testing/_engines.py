@@ -26,9 +26,26 @@ from courtroom.testing._fakes import answer_for_schema, current_rollout
 Reply = Mapping[str, Any] | Callable[[str, int, str], Mapping[str, Any]]
 
 
+def _system_text(request: Any) -> str:
+    system = request.system or ""
+    return system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
+
+
 def _prompt_text(request: Any) -> str:
     """The last user message: the actual inputs (demos come before it)."""
     return request.messages[-1].text or ""
+
+
+def _with_case(prompt: str, system: str) -> str:
+    """The prompt as a fake reads it, the case included.
+
+    In the cache layout (:mod:`courtroom.models._layout`) the case closes the system message: it is
+    read as the prompt's first field. A classic prompt is returned as it is.
+    """
+    from courtroom.models._layout import CASE_MARKER
+
+    at = system.rfind(CASE_MARKER)
+    return prompt if at < 0 else f"[[ ## case ## ]]\n{system[at + len(CASE_MARKER) :]}\n\n{prompt}"
 
 
 def _schema(request: Any) -> dict[str, Any]:
@@ -36,17 +53,16 @@ def _schema(request: Any) -> dict[str, Any]:
     return dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
 
 
-def _response(text: str, prompt: str, latency: float) -> Response:
+def _response(text: str, prompt: str, latency: float, *, prompt_billed: bool = True) -> Response:
     if latency:
         time.sleep(latency)
+    inp = len(prompt) // 4 if prompt_billed else 0
     return Response(
         id=None,
         model="fake",
         message=Message.assistant([TextPart(text)]),
         finish_reason="stop",
-        usage=Usage(
-            input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=(len(prompt) + len(text)) // 4
-        ),
+        usage=Usage(input_tokens=inp, output_tokens=len(text) // 4, total_tokens=inp + len(text) // 4),
     )
 
 
@@ -57,8 +73,13 @@ class _Engine:
     the calls per role, ``prompts`` the ``(role, prompt text)`` pairs in the same order, and
     ``systems`` the ``(role, system message)`` each call's model received.
     Calls that a program makes concurrently (the two JoT advocates) are recorded in the order
-    they reached the fake.
+    they reached the fake. ``requests`` lists ``(role, n)`` per request received: a request for
+    ``n`` samples (:meth:`complete_n`) is one entry there and ``n`` calls everywhere else, each
+    drawn as a request of its own would be.
     """
+
+    takes_n = True
+    """The fakes take ``n`` as OpenAI's chat API does (:mod:`courtroom.models.sampling`)."""
 
     latency = 0.0
 
@@ -67,6 +88,7 @@ class _Engine:
         self.counts: Counter[str] = Counter()
         self.prompts: list[tuple[str, str]] = []
         self.systems: list[tuple[str, str]] = []
+        self.requests: list[tuple[str, int]] = []
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Engine:
@@ -80,6 +102,7 @@ class _Engine:
             self.counts.clear()
             self.prompts.clear()
             self.systems.clear()
+            self.requests.clear()
 
     def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         """The reply fields of ``role``'s call number ``turn`` (from 0)."""
@@ -96,15 +119,26 @@ class _Engine:
         return turn
 
     def complete(self, request: Any) -> Response:
+        return self.complete_n(request, 1)[0]
+
+    def complete_n(self, request: Any, n: int) -> list[Response]:
+        """``n`` samples of ``request`` in one request: the prompt billed on the first only."""
         role = current_role() or "default"
-        prompt = _prompt_text(request)
-        turn = self._record(role, prompt, str(request.system or ""))
-        return _response(json.dumps(self.answer(role, _schema(request), prompt, turn)), prompt, self.latency)
+        system = _system_text(request)
+        prompt = _with_case(_prompt_text(request), system)
+        with self._lock:
+            self.requests.append((role, n))
+        out = []
+        for i in range(n):
+            turn = self._record(role, prompt, system)
+            text = json.dumps(self.answer(role, _schema(request), prompt, turn))
+            out.append(_response(text, prompt, self.latency if i == 0 else 0.0, prompt_billed=i == 0))
+        return out
 
     def reply(self, role: str, messages: Sequence[Mapping[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
         """Answer an OpenAI-style message list as ``role`` (:class:`FakeServer` ``engine=``; recorded the same)."""
-        prompt = str(messages[-1].get("content") or "") if messages else ""
         system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        prompt = _with_case(str(messages[-1].get("content") or "") if messages else "", system)
         return self.answer(role, schema, prompt, self._record(role, prompt, system))
 
     def stream(self, request: Any) -> Any:

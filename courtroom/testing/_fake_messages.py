@@ -51,11 +51,14 @@ def chat_body(params: Mapping[str, Any]) -> dict[str, Any]:
     """A Messages body as the OpenAI chat body the fake's chat logic answers."""
     system = params.get("system")
     messages = [{"role": "system", "content": _text(system)}] if system else []
+    marked = isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system)
     messages += [{"role": m.get("role"), "content": _text(m.get("content"))} for m in params.get("messages") or []]
     body: dict[str, Any] = {"model": params.get("model"), "messages": messages}
     schema = ((params.get("output_config") or {}).get("format") or {}).get("schema")
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema}}
+    if marked:
+        body["cache_breakpoint"] = "system"  # a cache_control mark on the system message (Anthropic's cache)
     return body
 
 
@@ -71,7 +74,14 @@ def message(chat: Mapping[str, Any]) -> dict[str, Any]:
         "content": [{"type": "text", "text": choice["message"]["content"]}],
         "stop_reason": "max_tokens" if choice.get("finish_reason") == "length" else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+        "usage": {
+            # Anthropic's input_tokens leave out the prompt tokens read from or written to its cache.
+            "input_tokens": usage.get("prompt_tokens", 0)
+            - usage.get("cache_read_input_tokens", 0)
+            - usage.get("cache_creation_input_tokens", 0),
+            "output_tokens": usage.get("completion_tokens", 0),
+            **{k: usage[k] for k in ("cache_read_input_tokens", "cache_creation_input_tokens") if k in usage},
+        },
     }
 
 

@@ -83,6 +83,18 @@ class FakeServer:
             500, later ones as usual). ``batch_calls`` counts the calls per step.
         batch_end: how the n-th batch created ends (None: completed; else one of
             :data:`courtroom.testing._fake_batches.ENDINGS`), e.g. ``lambda n: "missing"``.
+        prompt_cache: ``"openai"`` simulates OpenAI's automatic prompt cache: a request whose first
+            1,024+ tokens (in 128-token blocks) an earlier request to the same model sent reports
+            them as ``usage.prompt_tokens_details.cached_tokens``, as OpenAI does (``counts["cached_tokens"]``
+            sums them). None (default): nothing is cached. Independently, an Anthropic request
+            (``/v1/messages``) whose system message carries a ``cache_control`` mark is cached as
+            Anthropic does: that prefix is written at its first request and read by later ones,
+            from 1,024 tokens, reported as ``cache_creation_input_tokens`` and
+            ``cache_read_input_tokens`` (``counts["cache_write_tokens"]``, ``["cache_read_tokens"]``).
+
+    A chat body's ``n`` (OpenAI's: n samples of one prompt) is answered with n choices, each drawn as a
+    request of its own would be; the prompt is billed once (``billed``), and ``served`` lists each
+    answer.
 
     ``/v1/messages`` (Anthropic's Messages API) is answered by the same logic: the body is read as
     the chat body it stands for and the answer is sent back as Anthropic's ``message``.
@@ -120,10 +132,15 @@ class FakeServer:
         engine: Any = None,
         batch_faults: Mapping[str, Sequence[str]] | None = None,
         batch_end: Callable[[int], str | None] | None = None,
+        prompt_cache: str | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {FAULTS}")
+        if prompt_cache not in (None, "openai"):
+            raise ValueError(f"unknown prompt_cache {prompt_cache!r}; use 'openai' or None")
+        self.prompt_cache = prompt_cache
+        self._prefixes: dict[str, set[bytes]] = {}
         self.responder = responder or _schema_filler
         self.engine = engine
         self.latency = latency
@@ -235,6 +252,49 @@ class FakeServer:
             self.models[str(body.get("model"))] += 1
         return self.reply(body)
 
+    def _cached_prefix(self, model: str, messages: Any) -> int:
+        """OpenAI's automatic prompt cache: the cached prefix of this request's tokens.
+
+        The longest prefix, in 128-token blocks and from 1,024 tokens, that an earlier request to
+        ``model`` sent (cl100k tokens of the message list as JSON: the system message first, as sent).
+        """
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        tokens = encoding.encode(json.dumps(messages), disallowed_special=())
+        digest, ends, hit = hashlib.sha256(), [], 0
+        with self._lock:
+            seen = self._prefixes.setdefault(model, set())
+            for end in range(128, len(tokens) + 1, 128):
+                digest.update(b"".join(t.to_bytes(4, "little") for t in tokens[end - 128 : end]))
+                key = digest.copy().digest()
+                ends.append(key)
+                if end >= 1024 and key in seen:
+                    hit = end
+            seen.update(ends)
+        return hit
+
+    ANTHROPIC_MIN = 1024
+    """Anthropic's minimum cacheable prefix (Claude Sonnet 4.5's; Haiku 4.5's is 4,096)."""
+
+    def _anthropic_cache(self, model: str, messages: Any, prompt: int) -> tuple[int, int]:
+        """Anthropic's cache at a breakpoint ending the system message: (tokens read, tokens written).
+
+        The prefix up to the mark (the system message) is read if an earlier request to ``model``
+        marked the same one, else written; below :data:`ANTHROPIC_MIN` tokens nothing is cached.
+        """
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        system = "".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        size = min(prompt, len(encoding.encode(system, disallowed_special=())))
+        if size < self.ANTHROPIC_MIN:
+            return 0, 0
+        key = hashlib.sha256(f"{model}\0{system}".encode()).digest()
+        with self._lock:
+            seen = self._prefixes.setdefault("anthropic", set())
+            hit = key in seen
+            seen.add(key)
+        return (size, 0) if hit else (0, size)
+
     def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
@@ -256,20 +316,37 @@ class FakeServer:
             return 500, {"error": {"message": "injected server error"}}, {}
         if fault == "timeout":
             return 504, {"error": {"message": "injected timeout"}}, {}
-        if self.engine is not None:
-            answer = self.engine.reply(str(body.get("model")), messages, dict(schema))
-        else:
-            answer = self.responder(prompt, dict(schema))
-        text = answer if isinstance(answer, str) else json.dumps(dict(answer))
-        if fault == "garbage":
-            text = "I refuse to answer in JSON. %%% <<>>"
-        elif fault == "truncated":
-            text = text[: max(1, len(text) // 2)]
-        elif fault is None:
+        n = max(1, int(body.get("n") or 1))  # OpenAI's n: n samples of this prompt, the prompt billed once
+        texts = []
+        for _ in range(n):
+            if self.engine is not None:
+                answer = self.engine.reply(str(body.get("model")), messages, dict(schema))
+            else:
+                answer = self.responder(prompt, dict(schema))
+            text = answer if isinstance(answer, str) else json.dumps(dict(answer))
+            if fault == "garbage":
+                text = "I refuse to answer in JSON. %%% <<>>"
+            elif fault == "truncated":
+                text = text[: max(1, len(text) // 2)]
+            elif fault is None:
+                with self._lock:
+                    self.served.append(json.dumps(messages, sort_keys=True))
+                    self.routed.append((str(body.get("model")), prompt))
+            texts.append(text)
+        usage: dict[str, Any] = dict(_usage(body.get("model", "fake"), messages, texts[0]))
+        usage["completion_tokens"] = sum(_usage(body.get("model", "fake"), [], t)["completion_tokens"] for t in texts)
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prompt_cache == "openai":
+            cached = min(usage["prompt_tokens"], self._cached_prefix(str(body.get("model")), messages))
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
             with self._lock:
-                self.served.append(json.dumps(messages, sort_keys=True))
-                self.routed.append((str(body.get("model")), prompt))
-        usage = _usage(body.get("model", "fake"), messages, text)
+                self.counts["cached_tokens"] += cached
+        if body.get("cache_breakpoint") == "system":
+            read, write = self._anthropic_cache(str(body.get("model")), messages, usage["prompt_tokens"])
+            usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = read, write
+            with self._lock:
+                self.counts["cache_read_tokens"] += read
+                self.counts["cache_write_tokens"] += write
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
             number = self.counts["requests"] + self.counts["batch_lines"]
@@ -282,10 +359,11 @@ class FakeServer:
                 "model": body.get("model", "fake"),
                 "choices": [
                     {
-                        "index": 0,
+                        "index": i,
                         "message": {"role": "assistant", "content": text},
                         "finish_reason": "length" if fault == "truncated" else "stop",
                     }
+                    for i, text in enumerate(texts)
                 ],
                 "usage": usage,
             },

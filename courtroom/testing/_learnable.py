@@ -85,10 +85,10 @@ class LearnableEngine(OracleEngine):
         with self._lock:
             self.calls.clear()
 
-    def complete(self, request: Any) -> Any:
+    def complete_n(self, request: Any, n: int) -> Any:
         self._request.context = (str(request.system or ""), demos_in(request.messages))
         try:
-            return super().complete(request)
+            return super().complete_n(request, n)
         finally:
             self._request.context = None
 

@@ -145,8 +145,8 @@ SPACES: dict[str, tuple[Param, ...]] = {
         Choice("use_lawyer", True, False),
         Choice("use_prosecutor", True, False, only_if=("use_lawyer", (True,)), otherwise=True),
         Choice("use_feedback", True, False, only_if=("n_loops", (2, 3, 4, 5)), otherwise=True),
-        # Early stopping can only shorten a trial of 4+ rounds (2 stable rounds, then the closing one).
-        Choice("stop_when_stable", 0, 2, only_if=("n_loops", (4, 5)), otherwise=0),
+        # Stop when stable (courtroom.programs._stopping): 2 stable rounds can only shorten 3+ rounds.
+        Choice("stop_when_stable", 0, 2, only_if=("n_loops", (3, 4, 5)), otherwise=0),
     ),
     "courtroom-llm": (
         Int("n_judges", 1, 5),
@@ -194,6 +194,15 @@ SPACES: dict[str, tuple[Param, ...]] = {
             also_if=(("n_judges", (2, 3, 4, 5)),),
             otherwise=False,
         ),
+        # Sequential judges stop once 2 in a row agree: only 3+ judges can be shortened.
+        Choice(
+            "stop_when_stable",
+            0,
+            2,
+            only_if=("judge_mode", ("sequential",)),
+            also_if=(("n_judges", (3, 4, 5)),),
+            otherwise=0,
+        ),
     ),
     "debate-feedback": (
         Int("n_rounds", 1, 4),
@@ -212,6 +221,7 @@ SPACES: dict[str, tuple[Param, ...]] = {
         # Memory carries earlier rounds into each prompt: a 1-round debate has none to carry.
         Choice("memory", False, True, only_if=("n_rounds", (2, 3, 4)), otherwise=False, dearest=True),
         Choice("stop_epsilon", 0.0, 0.02, 0.05, 0.1, only_if=("n_rounds", (2, 3, 4)), otherwise=0.0),
+        Choice("stop_when_stable", 0, 2, only_if=("n_rounds", (3, 4)), otherwise=0),
         # Where a tie in O_n goes (the paper states no rule; "initial" is what its Table 5 implies).
         Choice("tie", "initial", "previous", "last"),
     ),

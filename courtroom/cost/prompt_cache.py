@@ -1,0 +1,98 @@
+"""How much of a run's prompts would a provider's prompt cache serve, before anything is sent?
+
+The dry run renders the real prompts of a sample of cases (:mod:`courtroom.cost.estimate`); this
+module replays them, in order, against each provider's cache rule (SPEC §18):
+
+* OpenAI-wire models (``openai/``, ``hosted_vllm/``): the automatic cache serves the longest prefix
+  of a request, in 128-token blocks and from 1,024 tokens, that an earlier request sent;
+* ``anthropic/`` models: only up to the ``cache_control`` breakpoint courtroom sends in the cache
+  layout (:mod:`courtroom.models._layout`: the end of the system message), written at its first
+  request and read by later ones, from the model's minimum prefix (LiteLLM's
+  ``prompt_cache_min_tokens``, else 1,024); in the classic layout nothing;
+* other models: nothing.
+
+Samples that share a request (n-sampling) are not replayed: they send no prompt. Tokens are
+cl100k_base (LiteLLM's bundled copy): a share, applied to the dry run's own prompt tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+OPENAI_MIN, OPENAI_BLOCK = 1024, 128
+
+
+def _tokens(text: str) -> list[int]:
+    from litellm.litellm_core_utils.default_encoding import encoding
+
+    return list(encoding.encode(text, disallowed_special=()))
+
+
+def _anthropic_minimum(model: str) -> int:
+    import litellm
+
+    for key in (model, model.split("/", 1)[-1]):
+        info = litellm.model_cost.get(key) or {}
+        if info.get("prompt_cache_min_tokens"):
+            return int(info["prompt_cache_min_tokens"])
+    return OPENAI_MIN
+
+
+def cached_shares(
+    requests: Iterable[tuple[str, Sequence[Mapping[str, str]]]], layouts: Mapping[str, str]
+) -> dict[str, tuple[float, float]]:
+    """Model -> (share of its prompt tokens read from the cache, share written to it).
+
+    ``requests``: (model, messages) in the order sent; ``layouts``: model -> ``classic`` or ``cache``.
+    """
+    seen_blocks: dict[str, set[bytes]] = {}
+    seen_systems: dict[str, set[str]] = {}
+    totals: dict[str, list[int]] = {}
+    for model, messages in requests:
+        toks = _tokens(json.dumps(list(messages)))
+        row = totals.setdefault(model, [0, 0, 0])  # tokens, read, written
+        row[0] += len(toks)
+        if model.startswith(("openai/", "hosted_vllm/")):
+            seen = seen_blocks.setdefault(model, set())
+            digest, ends, hit = hashlib.sha256(), [], 0
+            for end in range(OPENAI_BLOCK, len(toks) + 1, OPENAI_BLOCK):
+                digest.update(b"".join(t.to_bytes(4, "little") for t in toks[end - OPENAI_BLOCK : end]))
+                key = digest.copy().digest()
+                ends.append(key)
+                if end >= OPENAI_MIN and key in seen:
+                    hit = end
+            seen.update(ends)
+            row[1] += hit
+        elif model.startswith("anthropic/") and layouts.get(model) == "cache":
+            system = "".join(m.get("content", "") for m in messages if m.get("role") == "system")
+            size = len(_tokens(system))
+            if size >= _anthropic_minimum(model):
+                systems = seen_systems.setdefault(model, set())
+                if system in systems:
+                    row[1] += size
+                else:
+                    systems.add(system)
+                    row[2] += size
+    return {m: (r[1] / r[0], r[2] / r[0]) if r[0] else (0.0, 0.0) for m, r in totals.items()}
+
+
+def layouts_of(models: Iterable[str]) -> dict[str, str]:
+    """Model name -> the layout its requests use (``COURTROOM_PROMPT_LAYOUT``, by name)."""
+    from types import SimpleNamespace
+
+    from courtroom.models._layout import layout_for
+
+    return {m: layout_for(SimpleNamespace(model=m)) for m in models}
+
+
+def cache_dollars(model: str, read: float, written: float, prices: Any, *, batch: bool = False) -> float:
+    """Dollars the cache saves on ``read`` and ``written`` prompt tokens of ``model`` (a write may cost more)."""
+    from courtroom.models.usage import batch_price_per_token, cache_price_per_token, price_per_token
+
+    table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
+    plain = (batch_price_per_token(model, table) if batch else price_per_token(model, table)) or (0.0, 0.0)
+    cached = cache_price_per_token(model, table, batch=batch) or (plain[0], plain[0])
+    return read * (plain[0] - cached[0]) + written * (plain[0] - cached[1])

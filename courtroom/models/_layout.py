@@ -1,0 +1,111 @@
+"""Prompt layouts: which bytes does every request for a case start with?
+
+A provider's prompt cache bills a prefix it has seen at a fraction of the input price (SPEC §18):
+OpenAI caches the longest 1,024+-token prefix automatically and reads it at 0.5x (gpt-4o-mini);
+Anthropic caches up to an explicit ``cache_control`` breakpoint, writes it at 1.25x and reads it at
+0.1x, and caches nothing below a minimum prefix per model (1,024 tokens for Claude Sonnet 4.5). The
+classic layout (DSPy's: each role's own instructions in the system message, then the case among the
+role's fields) shares almost no prefix between roles.
+
+``COURTROOM_PROMPT_LAYOUT`` chooses:
+
+* ``classic`` (default): as DSPy lays prompts out; every default prompt and cache entry as before;
+* ``cache``: every request for a case starts with the same bytes: a system message holding the
+  program's preamble (every role's instructions, one per role) and then the case; the user message
+  holds the role's own system text (its instructions, fields and output format) and its other
+  fields. On ``anthropic/`` models a ``cache_control`` breakpoint marks the end of that system
+  message (lm15's ``CacheConfig(prefix="stable")``), so every later request for the case reads it
+  at the cache price. About 2x the prompt tokens of the classic layout;
+* ``auto``: ``cache`` on ``anthropic/`` models (reads at 0.1x pay for the longer prompts),
+  ``classic`` elsewhere (OpenAI's reads at 0.5x do not: measured 1.1-1.6x of today's input cost).
+
+Every role then reads every role's instructions (one preamble for all): the information each role
+sees of the *case and the debate* is unchanged. A call with demos keeps the classic layout (its
+demos are its own). Usage records the reads and writes the provider reports
+(:mod:`courtroom.models.usage`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import dspy
+
+from courtroom.models._adapter import SchemaJSONAdapter
+
+LAYOUTS = ("classic", "cache", "auto")
+CASE = "case"
+CASE_MARKER = "\n\n[[ ## case (the facts every role reads) ## ]]\n"
+"""What opens the case at the end of a cache-layout system message (never in a classic prompt)."""
+
+_preamble: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("courtroom_preamble", default=None)
+
+
+def chosen() -> str:
+    """The layout ``COURTROOM_PROMPT_LAYOUT`` asks for (``classic`` when unset)."""
+    value = os.environ.get("COURTROOM_PROMPT_LAYOUT", "classic").strip().lower() or "classic"
+    if value not in LAYOUTS:
+        from courtroom.errors import ConfigError
+
+        raise ConfigError(f"COURTROOM_PROMPT_LAYOUT={value!r}: use one of {', '.join(LAYOUTS)}")
+    return value
+
+
+def layout_for(lm: Any) -> str:
+    """``classic`` or ``cache`` for requests to ``lm`` (``auto``: cache on ``anthropic/`` models only)."""
+    value = chosen()
+    if value == "auto":
+        return "cache" if str(getattr(lm, "model", "")).startswith("anthropic/") else "classic"
+    return value
+
+
+@contextlib.contextmanager
+def preamble(text: str, role: str) -> Iterator[None]:
+    """While inside, cache-layout requests open with ``text`` (the program's every role's instructions), as ``role``."""
+    token = _preamble.set((text, role))
+    try:
+        yield
+    finally:
+        _preamble.reset(token)
+
+
+def program_preamble(program: dspy.Module) -> str:
+    """The preamble of ``program``: one paragraph per role predictor, its instructions."""
+    parts = [
+        "You take part in a structured deliberation over the case below, in one of the roles listed here; "
+        "each request names your role and what to answer."
+    ]
+    for name, predictor in program.named_predictors():
+        parts.append(f"## Role: {name}\n{predictor.signature.instructions}")
+    return "\n\n".join(parts)
+
+
+@functools.lru_cache(maxsize=512)
+def _without_case(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    return signature.delete(CASE)
+
+
+class CacheLayoutAdapter(SchemaJSONAdapter):
+    """:class:`SchemaJSONAdapter` in the cache layout (module docstring): the preamble and the case first."""
+
+    def format(self, signature: Any, demos: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        """The system message: preamble then the case; the user message: the role's system text, then its fields."""
+        opening = _preamble.get()
+        if opening is None or demos or CASE not in signature.input_fields or CASE not in inputs:
+            return super().format(signature, demos, inputs)
+        head, role = opening
+        rest = _without_case(signature)
+        messages = super().format(rest, [], {k: v for k, v in inputs.items() if k != CASE})
+        own, user = messages[0]["content"], messages[-1]["content"]
+        return [
+            {"role": "system", "content": f"{head}{CASE_MARKER}{inputs[CASE]}"},
+            {"role": "user", "content": f"Your role: {role}\n\n{own}\n\n{user}"},
+        ]
+
+
+CACHE_ADAPTER = CacheLayoutAdapter()

@@ -1,0 +1,183 @@
+"""The provider's prompt cache (SPEC §18): usage records cached reads and writes, costs use LiteLLM's
+cache prices, and the fake server reports cached tokens under OpenAI's rule as OpenAI does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import litellm
+import pytest
+
+from courtroom.eval.harness import ExampleResult, total_usage
+from courtroom.models.usage import Usage, cache_price_per_token, metered
+from courtroom.programs import SelfConsistency, ZeroShot
+from courtroom.testing import FakeServer
+
+LONG = " ".join(f"fact{i}" for i in range(1500))  # well past OpenAI's 1,024-token minimum prefix
+
+
+def test_the_fake_server_caches_as_openai_and_the_meter_prices_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURTROOM_N_SAMPLING", "0")  # three requests of one prompt: two are cache reads
+    with FakeServer(prompt_cache="openai") as server:
+        lm = server.lm("openai/gpt-4o-mini", cache=False)
+        with metered() as meter:
+            SelfConsistency(["a", "b"], lm=lm, k_samples=3, k_shots=0)(case=LONG)
+        prompt = server.billed[0][1]
+        assert server.counts["requests"] == 3 and server.counts["cached_tokens"] == 2 * prompt
+    usage = meter.usage
+    assert usage.cache_read_tokens == 2 * prompt and usage.cache_write_tokens == 0
+    assert usage.by_model["openai/gpt-4o-mini"]["cache_read_tokens"] == 2 * prompt
+    info = litellm.model_cost["gpt-4o-mini"]
+    expected = (
+        prompt * info["input_cost_per_token"]
+        + 2 * prompt * info["cache_read_input_token_cost"]
+        + usage.completion_tokens * info["output_cost_per_token"]
+    )
+    assert usage.cost() == pytest.approx(expected)
+    # gpt-4o-mini has no batch cache price in LiteLLM: no discount is assumed in a batch.
+    batch = (
+        3 * prompt * info["input_cost_per_token_batches"]
+        + usage.completion_tokens * info["output_cost_per_token_batches"]
+    )
+    assert usage.cost(batch=True) == pytest.approx(batch)
+
+
+def test_short_prompts_and_first_requests_are_not_cached() -> None:
+    with FakeServer(prompt_cache="openai") as server:
+        lm = server.lm("openai/gpt-4o-mini", cache=False)
+        with metered() as meter:
+            for _ in range(2):
+                ZeroShot(["a", "b"], lm=lm)(case="a short case")
+            ZeroShot(["a", "b"], lm=lm)(case=LONG)
+    assert server.counts["requests"] == 3 and server.counts["cached_tokens"] == 0
+    assert meter.usage.cache_read_tokens == 0
+
+
+def test_cache_prices_come_from_litellm_and_sum_across_examples() -> None:
+    claude = "anthropic/claude-sonnet-4-5"
+    info = litellm.model_cost["claude-sonnet-4-5"]
+    assert cache_price_per_token(claude) == (
+        info["cache_read_input_token_cost"],
+        info["cache_creation_input_token_cost"],
+    )
+    assert cache_price_per_token(claude, batch=True) == (
+        info["cache_read_input_token_cost_batches"],
+        info["cache_creation_input_token_cost_batches"],
+    )
+    assert cache_price_per_token("openai/gpt-4o-mini", {"openai/gpt-4o-mini": (1.0, 2.0)}) is None  # the user's table
+    row = {
+        "sent": 1,
+        "prompt_tokens": 3000,
+        "completion_tokens": 100,
+        "cache_read_tokens": 1000,
+        "cache_write_tokens": 1500,
+    }
+    results = [
+        ExampleResult(id=str(i), input="c", gold="a", prediction="a", usage={"by_model": {claude: row}})
+        for i in range(2)
+    ]
+    total = total_usage(results)
+    assert total.by_model[claude] == {k: 2 * v for k, v in row.items()}
+    expected = 2 * (
+        500 * info["input_cost_per_token"]
+        + 1000 * info["cache_read_input_token_cost"]
+        + 1500 * info["cache_creation_input_token_cost"]
+        + 100 * info["output_cost_per_token"]
+    )
+    assert total.cost() == pytest.approx(expected)
+    assert Usage(by_model={claude: dict(row)}).cost({claude: (3.0, 15.0)}) == pytest.approx(
+        (3000 * 3.0 + 100 * 15.0) / 1e6  # a user's price has no cache price: its input price applies
+    )
+
+
+def test_the_cache_layout_starts_every_request_for_a_case_with_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from courtroom.programs import JudgmentOfThought
+    from courtroom.testing import scripted_lm
+
+    def systems(layout: str, case: str) -> tuple[list[str], list[str], str]:
+        monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", layout)
+        lm = scripted_lm({"judge": {"decision": "True"}})
+        out = JudgmentOfThought(["True", "False"], lm=lm, n_loops=2)(case=case)
+        assert out.label == "True"
+        return [s for _, s in lm.engine_impl.systems], [p for _, p in lm.engine_impl.prompts], lm.engine_impl.turns
+
+    classic, _, _ = systems("classic", "CASE ONE")
+    assert len(set(classic)) == 3  # each role's own instructions first: no prefix shared across roles
+    one, prompts, roles = systems("cache", "CASE ONE")
+    two, _, _ = systems("cache", "CASE TWO")
+    assert len(set(one)) == 1 and one[0].endswith("CASE ONE") and two[0].endswith("CASE TWO")
+    assert one[0][: -len("CASE ONE")] == two[0][: -len("CASE TWO")]  # the preamble: every role's instructions
+    assert all(f"## Role: {role}" in one[0] for role in ("lawyer", "prosecutor", "judge"))
+    # Each request names its role after the shared bytes, and the fakes still read the case.
+    assert all(f"Your role: {role}" in p and "CASE ONE" in p for role, p in zip(roles, prompts, strict=True))
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "bogus")
+    from courtroom.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="COURTROOM_PROMPT_LAYOUT"):
+        systems("bogus", "CASE")
+
+
+def test_anthropic_reads_each_cases_prefix_from_its_cache_at_its_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from courtroom.models.lms import compatible_lm
+    from courtroom.programs import JudgmentOfThought
+
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "auto")  # the cache layout on anthropic/ models only
+    case = " ".join(f"fact{i}" for i in range(800))
+    with FakeServer() as server:
+        claude = compatible_lm("anthropic/claude-sonnet-4-5", server.url)
+        claude.cache = False
+        with metered() as meter:
+            JudgmentOfThought(["True", "False"], lm=claude, n_loops=2)(case=case)
+        assert [o.get("cache_breakpoint") for o in server.options] == ["system"] * 6
+        written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
+        assert written > 1024 and read == 5 * written  # written by the first request, read by the other five
+        # An OpenAI model keeps the classic layout under auto: no mark, nothing of the kind read.
+        with metered():
+            JudgmentOfThought(["True", "False"], lm=server.lm("openai/gpt-4o-mini", cache=False), n_loops=1)(case=case)
+        assert "cache_breakpoint" not in server.options[-1]
+    usage = meter.usage
+    assert (usage.cache_write_tokens, usage.cache_read_tokens) == (written, read)
+    info = litellm.model_cost["claude-sonnet-4-5"]
+    expected = (
+        (usage.prompt_tokens - read - written) * info["input_cost_per_token"]
+        + read * info["cache_read_input_token_cost"]
+        + written * info["cache_creation_input_token_cost"]
+        + usage.completion_tokens * info["output_cost_per_token"]
+    )
+    assert usage.cost() == pytest.approx(expected)
+    assert usage.cost() < (
+        usage.prompt_tokens * info["input_cost_per_token"] + usage.completion_tokens * info["output_cost_per_token"]
+    )
+
+
+def test_the_dry_run_prices_the_providers_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import courtroom
+    from courtroom.cost.dry_run import estimate_lines
+
+    rows = [{"text": f"Case {i}. " + " ".join(f"fact{j}" for j in range(900)), "label": "yes no".split()[i % 2]}
+            for i in range(12)]  # fmt: skip
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "auto")  # Claude: the cache layout and its breakpoint
+
+    def dry(lm: str) -> Any:
+        rows, _ = courtroom.estimate(
+            "jot", command="run", dataset=str(path), text_field="text", label_field="label", labels="yes,no",
+            lm=lm, limit=4, max_tokens=50,
+        )  # fmt: skip
+        return rows["jot"]
+
+    claude, mini = dry("anthropic/claude-sonnet-4-5"), dry("openai/gpt-4o-mini")
+    # Claude: each case's preamble and case written once, then read by the trial's 8 other requests.
+    assert claude.cache_write_tokens and claude.cache_read_tokens > 5 * claude.cache_write_tokens
+    assert claude.cache_cost < claude.cost and claude.batch_cache_cost < claude.batch_cost
+    assert claude.prompt_tokens > mini.prompt_tokens  # the cache layout's preamble: longer prompts
+    # gpt-4o-mini: the classic layout; a role's later rounds share its instructions and the case.
+    assert mini.cache_read_tokens > 0 and mini.cache_write_tokens == 0 and mini.cache_cost < mini.cost
+    assert mini.batch_cache_cost == pytest.approx(mini.batch_cost)  # no batch cache price in LiteLLM
+    line = next(x for x in estimate_lines({"jot": claude}) if x.startswith("with the provider's prompt cache"))
+    assert f"jot ${claude.cache_cost:.4f}" in line
