@@ -80,22 +80,24 @@ def test_a_samples_answers_do_not_depend_on_which_run_filled_the_cache(tmp_path,
 
     examples = load_task("boolean_expressions", split="test", limit=12).examples
     gold, labels = {e.case: e.label for e in examples}, ["True", "False"]
-    sample = SelfConsistency._sample
+    ask = SelfConsistency.ask
     done: dict[str, int] = {}
     changed = threading.Condition()
 
-    def last_first(self, case, i):  # sample 0 of a k>1 trial waits for the case's other samples
-        if self.k_samples > 1 and i == 0:
+    def last_first(self, role, predictor, rollout=None, lm_config=None, **inputs):
+        case = inputs.get("case")  # sample 0 of a k>1 trial waits for the case's other samples
+        if self.k_samples > 1 and rollout == 0:
             with changed:
                 changed.wait_for(lambda: done.get(case, 0) >= self.k_samples - 1, timeout=5)
-            return sample(self, case, i)
-        out = sample(self, case, i)
+            return ask(self, role, predictor, rollout, lm_config, **inputs)
+        out = ask(self, role, predictor, rollout, lm_config, **inputs)
         with changed:
             done[case] = done.get(case, 0) + 1
             changed.notify_all()
         return out
 
-    monkeypatch.setattr(SelfConsistency, "_sample", last_first)
+    monkeypatch.setattr(SelfConsistency, "ask", last_first)
+    monkeypatch.setenv("COURTROOM_N_SAMPLING", "0")  # k requests at once (with n they go as one request)
 
     def trial(k, lm):
         results = evaluate(SelfConsistency(labels, lm=lm, k_shots=0, k_samples=k), examples, concurrency=4)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import warm
+from _output import unwrapped
 
 from courtroom.models._concurrency import REQUESTS, Slots, bounded_requests
 from courtroom.programs import CourtroomLLM
@@ -16,9 +17,11 @@ from courtroom.testing import FakeServer
 LATENCY = 0.3
 
 
-def test_five_parallel_judges_take_about_three_latencies_not_eight() -> None:
+def test_five_parallel_judges_take_about_three_latencies_not_eight(monkeypatch: pytest.MonkeyPatch) -> None:
     # Critical path: preliminary hearing -> both advocates at once -> all five judges at once.
     # k_precedents=0, so no reasoner calls sit on the path (and no training set is needed).
+    # Five requests, not one with n=5 (tests/test_n_sampling.py covers that): the concurrency is the point.
+    monkeypatch.setenv("COURTROOM_N_SAMPLING", "0")
     with FakeServer(latency=LATENCY) as server:
         program = CourtroomLLM(
             ["True", "False"], lm=server.lm(cache=False), n_judges=5, judge_mode="parallel", k_precedents=0
@@ -112,7 +115,7 @@ def test_concurrency_is_lowered_to_what_ulimit_n_can_hold(tmp_path) -> None:
             rlimits={resource.RLIMIT_NOFILE: (128, 128)},
             env=os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")},
         )
-    said = [x for x in done.stderr.splitlines() if "ulimit -n allows 128" in x]
+    said = [x for x in unwrapped(done.stderr) if "ulimit -n allows 128" in x]
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(said) == 1 and "--concurrency 16 needs about" in said[0] and "running 2 at a time" in said[0]
     assert "Too many open files" not in done.stderr

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -40,7 +41,7 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     code = main(args)
     out, err = capsys.readouterr()
     # Off a terminal, progress is printed as plain "[  1s] ..." lines; the error is the rest.
-    err = "\n".join(line for line in err.splitlines() if not re.match(r"\[\s*\d+s\] ", line))
+    err = "\n".join(line for line in unwrapped(err) if not re.match(r"\[\s*\d+s\] ", line))
     return code, out, err
 
 

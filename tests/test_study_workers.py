@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _output import unwrapped
+
 from courtroom.testing import FakeServer
 
 WORKER = textwrap.dedent("""
@@ -131,7 +133,7 @@ def test_a_worker_whose_trial_was_taken_goes_on_and_exits_0(tmp_path: Path) -> N
         _, err = worker.communicate(timeout=300)
     # before: exit 1, "Cannot tell a FAIL trial" (an AssertionError "Should not reach." when it completed)
     assert worker.returncode == 0, err[-3000:]
-    said = [line for line in err.splitlines() if "finished by another worker" in line]
+    said = [line for line in unwrapped(err) if "finished by another worker" in line]
     assert len(said) == 1 and f"trial {running.number} " in said[0], err[-3000:]
     assert "Traceback" not in err and "Cannot tell" not in err
     trials = _trials(tmp_path)
