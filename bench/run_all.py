@@ -39,8 +39,8 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "smoke": ["--trials", "3", "--dev", "4", "--test", "4", "--train", "4"],
     },
     "study_selection": {
-        "small": ["--dev", "20", "50", "--seeds", "4", "--test", "100"],
-        "smoke": ["--dev", "6", "--seeds", "1", "--trials", "3", "--test", "6"],
+        "small": ["--budgets", "100", "400", "--seeds", "4"],
+        "smoke": ["--budgets", "20", "--seeds", "1", "--spaces", "vote", "models"],
     },
     "settle": {
         "small": ["--cases", "200", "--seeds", "2"],

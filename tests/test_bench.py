@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import sys
 import tempfile
 import types
 from collections.abc import Iterator
@@ -63,6 +64,7 @@ def load(name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a bench's dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

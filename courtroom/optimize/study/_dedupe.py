@@ -27,10 +27,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-KEY = "config_key"
-"""User attribute: the trial's parameters as sorted JSON, set when it claims its configuration."""
-DUPLICATE = "duplicate_of"
-"""User attribute: the number of the trial whose value a duplicate took."""
+from courtroom.optimize.study._attrs import DUPLICATE, KEY, counts, ran
+
+__all__ = ["DUPLICATE", "KEY", "Duplicate", "chosen", "claim", "counts", "ran", "reuse", "run_distinct"]
+
 POLL_SECONDS = 0.2
 
 _local_lock = threading.Lock()
@@ -179,28 +179,6 @@ def best_value(study: Any) -> list[Any]:
         return []
     sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
     return [max(done, key=lambda t: (sign * t.values[0], -t.number))]
-
-
-def counts(trial: Any) -> bool:
-    """Whether ``trial`` counts against ``--trials``: it ran (or runs) a configuration.
-
-    Not counted: a repeat (it took a stored value), a trial the budget refused, one cut short by a
-    stop (Ctrl-C: it runs again when the study is continued), and one marked failed without an
-    error of its own (its worker died; the same).
-    """
-    from optuna.trial import TrialState
-
-    attrs = trial.user_attrs
-    if DUPLICATE in attrs or "budget" in attrs or attrs.get("interrupted"):
-        return False
-    if trial.state == TrialState.FAIL:
-        return "error" in attrs
-    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-
-
-def ran(study: Any) -> int:
-    """Trials that count against ``--trials``, whichever worker or earlier command ran them (:func:`counts`)."""
-    return sum(1 for t in study.get_trials(deepcopy=False) if counts(t))
 
 
 def settled(study: Any) -> set[str]:

@@ -176,7 +176,7 @@ def optimize_owed(
     that fails (a full disk, a read-only file) raises one :class:`ConfigError` naming it, the cause
     and the command that resumes the study. ``catch``: the objective's errors recorded on a failed trial.
     """
-    from courtroom.optimize.study._dedupe import ran
+    from courtroom.optimize.study._attrs import ran
 
     told: list[int] = []
     total = getattr(config, "trials", None)

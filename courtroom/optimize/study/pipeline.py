@@ -274,8 +274,8 @@ def run_spec_study(
 def _held(config: StudyConfig) -> int:
     """Trials the study already holds that count against ``--trials`` (0 for a new study)."""
     from courtroom.optimize.study import _storage
+    from courtroom.optimize.study._attrs import ran
     from courtroom.optimize.study._config import _optuna
-    from courtroom.optimize.study._dedupe import ran
 
     optuna = _optuna()
     try:

@@ -73,7 +73,7 @@ def full_trials(study: Any, exclude: int | None = None) -> list[Any]:
     """Completed trials that ran (not repeats) with a case-by-case record of every dev case."""
     from optuna.trial import TrialState
 
-    from courtroom.optimize.study._dedupe import DUPLICATE
+    from courtroom.optimize.study._attrs import DUPLICATE
 
     done = [
         t
