@@ -186,7 +186,7 @@ def _print_tied(outcome: Any, console: Console) -> None:
     say(
         console,
         f"tied with the best on {found.cases} dev cases: {len(tied)} of {len(found.members)} configuration(s) "
-        f"scored on all of them (exact McNemar vs the best, Holm, {LEVEL:g})"
+        f"scored on all of them (exact McNemar, every pair, Holm, {LEVEL:g})"
         + (f"; {stopped} stopped early by the race" if stopped else "")
         + f"; cost in {unit} per case:",
     )

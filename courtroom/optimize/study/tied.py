@@ -3,10 +3,12 @@
 After a study, each completed configuration with a full case-by-case dev record
 (:data:`~courtroom.optimize.study.race.OUTCOMES`) is paired with the best one (the highest dev
 accuracy; a tie: the trial that reached it first, as Optuna's best trial) on the same dev
-cases. The exact one-sided McNemar test asks whether it is worse; Holm's step-down correction
-holds the family-wise error at :data:`LEVEL` over all those comparisons. A configuration the
-corrected test does not find worse is *tied with the best*: the dev data cannot tell them
-apart. A configuration the race stopped was found worse on its cases, and is not in the set.
+cases, and with every other configuration: the exact one-sided McNemar test asks of each ordered
+pair whether the first is worse, and Holm's step-down correction over all the pairs holds the
+family-wise error at :data:`LEVEL` (the best is picked by the same data, so a family of the
+comparisons with the best alone would find a difference too often). A configuration the corrected
+tests find worse than none is *tied with the best*: the dev data cannot tell them apart. A
+configuration the race stopped was found worse on its cases, and is not in the set.
 
 The exported configuration (``--export-best``, and the one scored once on the test split) is
 the best, or with ``--prefer cheapest`` (the default with ``--cost-objective``) the cheapest of
@@ -42,7 +44,7 @@ class Member:
     p: float
     """One-sided exact McNemar p-value of "worse than the best" (1.0 for the best itself)."""
     p_holm: float
-    """``p`` after Holm's correction over the comparisons with the best."""
+    """The smallest Holm-corrected p-value of "worse than" another configuration (every ordered pair)."""
     tied: bool
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -75,7 +77,7 @@ class TiedSet:
         return self.cheapest() if prefer == "cheapest" else self.tied[0]
 
     def to_dict(self, prefer: str) -> dict[str, Any]:  # noqa: D102
-        return {"level": self.level, "test": "exact one-sided McNemar vs the best, Holm-corrected",
+        return {"level": self.level, "test": "exact one-sided McNemar, every ordered pair, Holm-corrected",
                 "dev_cases": self.cases, "best": self.best, "prefer": prefer, "exported": self.pick(prefer).number,
                 "members": [m.to_dict() for m in self.members]}  # fmt: skip
 
@@ -99,19 +101,26 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
     if not done:
         return None
     best = max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -t.number))  # a tie: the first to reach it
-    others = sorted((t for t in done if t.number != best.number), key=lambda t: t.number)
     marks = best.user_attrs[OUTCOMES]
-    pvalues = [one_sided_p(*discordant(t.user_attrs[OUTCOMES], marks)) for t in others]
-    adjusted = holm(pvalues)
+    # Every ordered pair (is a worse than b?), Holm over them all: the best is picked by the same
+    # data, so testing the others against it alone would find a difference too often.
+    pairs = [(a, b) for a in done for b in done if a.number != b.number]
+    raw = [one_sided_p(*discordant(a.user_attrs[OUTCOMES], b.user_attrs[OUTCOMES])) for a, b in pairs]
+    adjusted = holm(raw)
+    worst: dict[int, float] = {}  # trial -> its strongest corrected evidence of being worse than another
+    for (a, _), p_holm in zip(pairs, adjusted, strict=True):
+        worst[a.number] = min(worst.get(a.number, 1.0), p_holm)
 
-    def member(t: Any, p: float, p_holm: float) -> Member:
+    def member(t: Any) -> Member:
         unit = str(t.user_attrs.get("cost_unit", "calls"))
         config = dict(t.user_attrs.get("config", t.params))
+        p = 1.0 if t is best else one_sided_p(*discordant(t.user_attrs[OUTCOMES], marks))
+        p_holm = worst.get(t.number, 1.0)
         return Member(t.number, accuracy(t.user_attrs[OUTCOMES]), cost_of(t), unit, p, p_holm, p_holm >= level, config)
 
-    members = [member(best, 1.0, 1.0)]
+    members = [member(best)]
     members += sorted(
-        (member(t, p, a) for t, p, a in zip(others, pvalues, adjusted, strict=True)),
+        (member(t) for t in done if t is not best),
         key=lambda m: (not m.tied, -m.accuracy, m.cost, m.number),
     )
     return TiedSet(best.number, len(marks), members, level)
