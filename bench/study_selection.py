@@ -24,7 +24,8 @@ its own cache. Per rule and budget, over the seeds:
 * **holds all** (flat): the share whose set holds every configuration;
 * **size**: the set's mean size; **regret**: the optimum's true accuracy minus the exported
   configuration's (mean, with a 95% t interval); **cheapest** (flat): the share exporting a one-vote
-  configuration; **calls**: LM calls sent per study (mean).
+  configuration; **calls**: LM requests sent per study (mean; the votes of one prompt go as one
+  request with ``n`` where the model takes it, so they are fewer than the budget's calls).
 
 Today's rule is the median pruner and the trial with the best dev score (a cost objective: the
 highest-scoring point of the Pareto front); racing is ``--pruner race`` and the tied set
@@ -245,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
         print()
     print("race=: racing on fewer dev cases, as many as today's rule spent calls on (shown where racing spent more).")
     print("holds optimum: the set (today: the chosen trial) holds a configuration of the best true accuracy;")
-    print("regret: the optimum's true accuracy minus the exported configuration's; calls: LM calls sent per study.")
+    print("regret: the optimum's true accuracy minus the exported configuration's; calls: LM requests sent per study")
+    print("(one request carries a prompt's n votes where the model takes n).")
 
 
 if __name__ == "__main__":
