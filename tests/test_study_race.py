@@ -106,7 +106,7 @@ def test_the_race_stops_a_clearly_worse_configuration_and_the_set_leaves_it_out(
     assert weak.state.name == "PRUNED", "worse than the incumbent on shared cases: stopped"
     assert weak.user_attrs["examples"] < 40 and weak.user_attrs["race"]["stop"]
     assert weak.user_attrs["race"]["against"] == 0
-    assert weak.user_attrs["race"]["p"] < race_mod.LEVEL / weak.user_attrs[race_mod.LOOKS]
+    assert weak.user_attrs["race"]["p"] < race_mod.level(3) / weak.user_attrs[race_mod.LOOKS]  # 3 trials
     found = tied_set(study)
     assert found is not None
     tied = {_model_of(next(t for t in study.trials if t.number == m.number)) for m in found.tied}

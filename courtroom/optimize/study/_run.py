@@ -101,7 +101,7 @@ def create_study(config: StudyConfig, space: Sequence[Param] | None = None) -> A
     pruner = (
         optuna.pruners.NopPruner()
         if not config.prune or config.cost_objective
-        else race.RacePruner(looks=max(1, config.chunks - 1))
+        else race.RacePruner(looks=max(1, config.chunks - 1), level=race.level(config.trials))
         if races(config)
         else optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
     )

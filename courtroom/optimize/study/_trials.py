@@ -218,7 +218,8 @@ def make_objective(
                 if not config.prune or len(results) >= len(dev) or len(results) < floor:
                     continue
                 if racing:
-                    said = race.verdict(trial.study, trial.number, race.outcomes(results), looks, floor=floor)
+                    marks = race.outcomes(results)
+                    said = race.verdict(trial.study, trial.number, marks, looks, race.level(config.trials), floor)
                     if said is not None:
                         trial.set_user_attr("race", said.to_dict())
                     if single:  # Optuna's pruner interface (the study's RacePruner) makes the same call

@@ -6,9 +6,10 @@ blocks), and records what it got right case by case (user attribute :data:`OUTCO
 the *incumbent*: the completed configuration with the best dev accuracy so far. The paired test
 is the exact one-sided McNemar test (a binomial test on the discordant cases: those one of the
 two got right and the other wrong). The trial stops when the test says it is worse at
-``level / looks``: the study's level (:data:`LEVEL`) split over the looks a trial gets, so a
-configuration as good as the incumbent is stopped in at most ``level`` of studies however many
-blocks it runs. A close configuration is not stopped: it gets every dev case.
+``LEVEL / (trials x looks)``: the study's level (:data:`LEVEL`) split over its trials and the looks
+each gets, so a study stops any configuration as good as the incumbent in at most ``LEVEL`` of
+studies, however many trials and blocks it runs (Bonferroni). A close configuration is not
+stopped: it gets every dev case; a clearly worse one stops after a block or two.
 
 A stopped configuration that the sampler draws again continues (:func:`floor`): the new trial
 reads its earlier cases from the cache (nothing sent) and may not stop before it has seen one
@@ -37,7 +38,12 @@ CONTINUES = "continues"
 LOOKS = "race_looks"
 """User attribute: how many times the race looks at the trial (blocks before the last)."""
 LEVEL = 0.05
-"""The race's level: a configuration as good as the incumbent is stopped in at most this share of studies."""
+"""The race's level: a study stops a configuration as good as the incumbent in at most this share of studies."""
+
+
+def level(trials: int) -> float:
+    """One configuration's share of :data:`LEVEL`: split over the study's ``trials``, as each may be raced."""
+    return LEVEL / max(1, trials)
 
 
 def outcomes(results: Sequence[Any]) -> str:
