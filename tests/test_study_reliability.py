@@ -177,7 +177,7 @@ def test_the_median_pruner_prunes_a_bad_trial(tmp_path):
     good, bad = oracle_lm(gold, LABELS, accuracy=1.0), oracle_lm(gold, LABELS, accuracy=0.0, model="fake/bad")
     from courtroom.models.lms import resolve_roles
 
-    config = _config(tmp_path, trials=0, models=["good", "bad"])
+    config = _config(tmp_path, trials=0, models=["good", "bad"], pruner="median")  # the race: test_study_race
     outcome = run_study(
         config,
         lms=resolve_roles(good),
