@@ -120,6 +120,18 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_command() -> None:
+    """Each test starts as a new command does: no stop requested, no flags or folders noted by the last.
+
+    (A library call notes its ``--api-base`` for resume hints and keeps it; a test calling the runner
+    directly next read it into its own hint.)
+    """
+    from courtroom import _stop
+
+    _stop.reset()
+
+
+@pytest.fixture(autouse=True)
 def _runs_dir(tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
