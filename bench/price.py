@@ -219,19 +219,10 @@ def tokens(text: str) -> list[int]:
 def openai_cached(requests: Sequence[list[int]]) -> list[int]:
     """Per request, the prompt tokens OpenAI's automatic cache serves: the longest 128-token-block
     prefix (from 1,024 tokens) that an earlier request of the run sent."""
+    from courtroom.cost.prompt_cache import openai_hit
+
     seen: set[bytes] = set()
-    out = []
-    for toks in requests:
-        digest, hit, ends = hashlib.sha256(), 0, []
-        for end in range(OPENAI_BLOCK, len(toks) + 1, OPENAI_BLOCK):
-            digest.update(b"".join(t.to_bytes(4, "little") for t in toks[end - OPENAI_BLOCK : end]))
-            key = digest.copy().digest()
-            ends.append(key)
-            if end >= OPENAI_MIN and key in seen:
-                hit = end
-        seen.update(ends)
-        out.append(hit)
-    return out
+    return [openai_hit(toks, seen) for toks in requests]
 
 
 class Priced(NamedTuple):

@@ -25,6 +25,23 @@ from typing import Any
 OPENAI_MIN, OPENAI_BLOCK = 1024, 128
 
 
+def openai_hit(tokens: Sequence[int], seen: set[bytes]) -> int:
+    """Prompt tokens OpenAI's automatic cache serves for ``tokens`` (``seen``: earlier requests' blocks).
+
+    The longest 128-token-block prefix, from 1,024 tokens, that an earlier request sent; ``seen``
+    is updated with this request's blocks.
+    """
+    digest, ends, hit = hashlib.sha256(), [], 0
+    for end in range(OPENAI_BLOCK, len(tokens) + 1, OPENAI_BLOCK):
+        digest.update(b"".join(t.to_bytes(4, "little") for t in tokens[end - OPENAI_BLOCK : end]))
+        key = digest.copy().digest()
+        ends.append(key)
+        if end >= OPENAI_MIN and key in seen:
+            hit = end
+    seen.update(ends)
+    return hit
+
+
 def _tokens(text: str) -> list[int]:
     from litellm.litellm_core_utils.default_encoding import encoding
 
@@ -56,16 +73,7 @@ def cached_shares(
         row = totals.setdefault(model, [0, 0, 0])  # tokens, read, written
         row[0] += len(toks)
         if model.startswith(("openai/", "hosted_vllm/")):
-            seen = seen_blocks.setdefault(model, set())
-            digest, ends, hit = hashlib.sha256(), [], 0
-            for end in range(OPENAI_BLOCK, len(toks) + 1, OPENAI_BLOCK):
-                digest.update(b"".join(t.to_bytes(4, "little") for t in toks[end - OPENAI_BLOCK : end]))
-                key = digest.copy().digest()
-                ends.append(key)
-                if end >= OPENAI_MIN and key in seen:
-                    hit = end
-            seen.update(ends)
-            row[1] += hit
+            row[1] += openai_hit(toks, seen_blocks.setdefault(model, set()))
         elif model.startswith("anthropic/") and layouts.get(model) == "cache":
             system = "".join(m.get("content", "") for m in messages if m.get("role") == "system")
             size = len(_tokens(system))
