@@ -226,3 +226,14 @@ def test_repeats_are_hidden_from_the_table_unless_asked_for(tmp_path: Path, cli:
     assert "--show-repeats lists them" in quiet.stdout
     assert "reused from" not in quiet.stdout, "the repeat's row is hidden"
     assert "reused from" in loud.stdout
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [("--pruner", "fast", "use race or median"), ("--prefer", "cheap", "use best or cheapest")],
+)
+def test_a_pruner_or_preference_that_is_not_one_is_refused_in_one_line(
+    flag: str, value: str, says: str, cli: Any
+) -> None:
+    done = cli("study", "jot", "--trials", "1", flag, value)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
