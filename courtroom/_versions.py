@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 from importlib import metadata
 
@@ -10,10 +11,16 @@ VERSIONED = ("courtroom", "dspy", "litellm", "optuna", "datasets", "pandas", "sc
 
 def versions() -> dict[str, str]:
     """Installed versions of the libraries that shape results."""
+    return dict(_read())
+
+
+@functools.cache
+def _read() -> tuple[tuple[str, str], ...]:
+    # Read once per process: a long-lived caller (a notebook, a study's trials) asks again and again.
     out = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
-    return out
+    return tuple(out.items())

@@ -112,3 +112,17 @@ def test_a_samples_answers_do_not_depend_on_which_run_filled_the_cache(tmp_path,
             seen.setdefault(k, []).append(trial(k, lm))
     assert all(run == seen[1][0] for run in seen[1]), seen[1]  # k=1 alone, or after k=3 filled the cache
     assert seen[3][0] == seen[3][1]
+
+
+def test_the_disk_cache_is_opened_at_its_first_use_only(tmp_path, cli):
+    # DSPy opens its 16 SQLite shards when the cache is made (~20 ms): in every test of this suite,
+    # and in every command before its work, whether it ever called a model or not.
+    from courtroom.models.cache import configure_cache
+
+    folder = tmp_path / "lm-cache"
+    configure_cache(folder)
+    assert list(folder.iterdir()) == []
+    os.environ["COURTROOM_CACHE_DIR"] = str(folder)  # the autouse fixture sets it again for the next test
+    with FakeServer() as server:
+        assert cli("run", "zero-shot", "--limit", "2", "--lm", "openai/m", "--api-base", server.url).returncode == 0
+    assert _entries(folder) == 2

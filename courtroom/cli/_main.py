@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -18,6 +19,16 @@ from courtroom.cli._app import app
 def _register() -> None:
     # Importing the command modules registers them on `app`.
     from courtroom.cli import compare, compile, frameworks, predict, report, run, runs, score, show, study, tasks  # noqa: F401
+
+
+@functools.cache
+def _command() -> click.Command:
+    """The click command typer builds from ``app``, built once per process.
+
+    A library caller, or a test, may run many commands in one process.
+    """
+    _register()
+    return typer.main.get_command(app)
 
 
 class _RedactingStream:
@@ -144,8 +155,7 @@ def run_main(argv: list[str] | None) -> int:
             from courtroom._env import check_environment
 
             check_environment()
-        command = typer.main.get_command(app)
-        code = command.main(args=args, prog_name="courtroom", standalone_mode=False)
+        code = _command().main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

@@ -9,6 +9,7 @@ is read by :mod:`courtroom.data.custom`; its public names are re-exported here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import random
@@ -78,6 +79,12 @@ def _read_hub(task: Task) -> list[dict[str, Any]]:
     return [dict(r) for r in ds]
 
 
+@functools.lru_cache(maxsize=16)
+def _generated(name: str, pool: int, seed: int) -> tuple[dict[str, Any], ...]:
+    # Generated once per process and seed: each command (a study's every trial) used to build its pool again.
+    return tuple(GENERATORS[name](pool, seed))
+
+
 def load_records(
     task: Task, data: str = "auto", *, seed: int = 0, pool: int = GENERATED_POOL
 ) -> tuple[list[dict[str, Any]], str]:
@@ -91,7 +98,7 @@ def load_records(
     if data == "generate":
         if not task.has_generator:
             raise ConfigError(f"task {task.name} has no generator: use --data hub or --data PATH")
-        return GENERATORS[task.name](pool, seed), f"generated (seed {seed}, pool {pool})"
+        return [dict(r) for r in _generated(task.name, pool, seed)], f"generated (seed {seed}, pool {pool})"
     if data == "hub":
         return _read_hub(task), f"hub {task.source}"
     return read_file(Path(data).expanduser()), f"file {data}"

@@ -124,19 +124,51 @@ class RedactingCache(Cache):
     or storing an answer is a miss, or an answer not kept, with one warning.
     """
 
-    disk_cache: Any
     enable_disk_cache: bool
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self,
+        enable_disk_cache: bool,
+        enable_memory_cache: bool,
+        disk_cache_dir: str | None,
+        disk_size_limit_bytes: int | None = DISK_CACHE_LIMIT,
+        **kwargs: Any,
+    ) -> None:
+        # DSPy opens the 16 SQLite shards here; they are opened at the first lookup or store instead,
+        # so a command that never calls a model (a dry run, a report) never creates them.
+        super().__init__(False, enable_memory_cache, disk_cache_dir, disk_size_limit_bytes, **kwargs)
+        if enable_disk_cache:  # what opening imports, imported now: never first in a worker thread
+            import diskcache  # noqa: F401
+            import dspy.clients.disk_serialization  # noqa: F401
+        self.enable_disk_cache = enable_disk_cache
+        self._limit = disk_size_limit_bytes
+        self._disk: Any = None
+        self._opening = threading.Lock()
+        self._generation = 0
+
+    @property
+    def disk_cache(self) -> Any:
+        """DSPy's FanoutCache, opened on first use (a damaged one is moved aside and replaced)."""
+        if self._disk is None:
+            with self._opening:
+                if self._disk is None:
+                    self._disk = self._open() if self.enable_disk_cache else {}
+        return self._disk
+
+    @disk_cache.setter
+    def disk_cache(self, value: Any) -> None:
+        # DSPy's constructor sets ``{}`` for a cache it was told has no disk: opened lazily instead.
+        self._disk = None if isinstance(value, dict) and not value else value
+
+    def _open(self) -> Any:
+        directory = self.disk_cache_dir
         try:
-            super().__init__(*args, **kwargs)
+            return Cache(True, False, directory, self._limit).disk_cache
         except sqlite3.DatabaseError as exc:
-            directory = kwargs.get("disk_cache_dir", args[2] if len(args) > 2 else None)
             if not directory or not _damaged(exc):
                 raise
             _move_aside(Path(directory), exc)
-            super().__init__(*args, **kwargs)
-        self._generation = 0
+            return Cache(True, False, directory, self._limit).disk_cache
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
         """DSPy's lookup; a damaged disk cache is replaced and the lookup is a miss."""
@@ -182,8 +214,7 @@ class RedactingCache(Cache):
             with _repair_lock:
                 if generation == self._generation:  # another thread may have replaced it already
                     _move_aside(Path(self.disk_cache_dir), exc)
-                    limit = int(getattr(self.disk_cache, "size_limit", None) or DISK_CACHE_LIMIT)
-                    self.disk_cache = Cache(True, False, self.disk_cache_dir, limit).disk_cache
+                    self.disk_cache = Cache(True, False, self.disk_cache_dir, self._limit).disk_cache
                     self._generation += 1
             return True
         _warn_once(
