@@ -22,7 +22,7 @@ def _register() -> None:
 
 
 @functools.cache
-def _command() -> click.Command:
+def _command() -> Any:
     """The click command typer builds from ``app``, built once per process.
 
     A library caller, or a test, may run many commands in one process.
