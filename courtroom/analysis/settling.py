@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from courtroom.programs.settle import panel_agreement
 
 SIGNALS = ("votes", "confidence")
@@ -84,31 +86,42 @@ def _agreement(case: _Case, labels: Sequence[str], k: int, signal: str = "votes"
     return panel_agreement(case.votes[:k], case.dists[:k] if signal == "confidence" else (), labels)
 
 
-def _replay(
-    cases: Sequence[_Case],
-    labels: Sequence[str],
-    k: int,
-    threshold: float,
-    signal: str,
-    agreements: Sequence[tuple[str, float]] | None = None,
-) -> Design:
-    """The design on ``cases``; ``agreements`` (per case, :func:`_agreement`) when already computed."""
-    agreements = agreements or [_agreement(case, labels, k, signal) for case in cases]
-    right: list[bool] = []
-    calls: list[float] = []
-    tried = 0
-    for case, (label, share) in zip(cases, agreements, strict=True):
-        if share >= threshold:
-            right.append(label == case.gold)
-            calls.append(k)
-        else:
-            right.append(case.verdict == case.gold)
-            calls.append(k + case.trial_calls)
-            tried += 1
-    n = len(cases)
-    mean = sum(calls) / n
-    spread = math.sqrt(sum((c - mean) ** 2 for c in calls) / (n - 1) / n) if n > 1 else 0.0
-    return Design(k, threshold, sum(right) / n, mean, spread, tried / n, tuple(right), signal)
+class _Panel:
+    """Per case, for a panel of ``k``: its agreement, and whether its label and the trial's verdict are right.
+
+    Arrays, so each threshold is replayed over every case at once: a run's distinct agreements
+    are as many as its cases with the confidence signal, and :func:`designs` replays each.
+    """
+
+    def __init__(
+        self,
+        cases: Sequence[_Case],
+        labels: Sequence[str],
+        k: int,
+        signal: str,
+        agreements: Sequence[tuple[str, float]] | None = None,
+    ) -> None:
+        agreements = agreements or [_agreement(case, labels, k, signal) for case in cases]
+        self.k, self.signal = k, signal
+        self.shares = np.array([share for _, share in agreements], dtype=float)
+        self.panel_right = np.array([label == c.gold for c, (label, _) in zip(cases, agreements, strict=True)])
+        self.trial_right = np.array([c.verdict == c.gold for c in cases])
+        self.trial_calls = np.array([c.trial_calls for c in cases], dtype=float)
+
+    def replay(self, threshold: float) -> Design:
+        settled = self.shares >= threshold
+        right = np.where(settled, self.panel_right, self.trial_right)
+        calls = np.where(settled, 0.0, self.trial_calls) + self.k
+        n = len(calls)
+        mean = float(calls.mean())
+        spread = math.sqrt(float(((calls - mean) ** 2).sum()) / (n - 1) / n) if n > 1 else 0.0
+        tried = float(n - settled.sum()) / n
+        return Design(self.k, threshold, float(right.mean()), mean, spread, tried, tuple(right.tolist()), self.signal)
+
+
+def _replay(cases: Sequence[_Case], labels: Sequence[str], k: int, threshold: float, signal: str) -> Design:
+    """The design on ``cases``."""
+    return _Panel(cases, labels, k, signal).replay(threshold)
 
 
 def _signals(cases: Sequence[_Case], signal: str | None) -> tuple[str, ...]:
@@ -144,7 +157,8 @@ def designs(rows: Iterable[Any], labels: Sequence[str], signal: str | None = Non
     for sig in _signals(cases, signal):
         for k in range(1, min(len(c.votes) for c in cases) + 1):
             agreements = [_agreement(c, labels, k, sig) for c in cases]
-            out += [_replay(cases, labels, k, t, sig, agreements) for t in sorted({a[1] for a in agreements})]
+            panel = _Panel(cases, labels, k, sig, agreements)
+            out += [panel.replay(t) for t in sorted({a[1] for a in agreements})]
     return out
 
 
