@@ -71,11 +71,23 @@ def open_storage(url: str | None) -> Any:
 
     warnings.filterwarnings("ignore", message=".*heartbeat_interval.*")
     try:
-        return optuna.storages.RDBStorage(
-            engine_url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS, **kwargs
+        storage = optuna.storages.RDBStorage(
+            engine_url,
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=GRACE_SECONDS,
+            # Optuna checks the schema's version against Alembic's migration scripts, which it loads
+            # (exec) for each storage opened: once per database and process is enough.
+            skip_compatibility_check=engine_url in _schema_checked,
+            **kwargs,
         )
     except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
         raise ConfigError(storage_failure(url, exc)) from exc
+    _schema_checked.add(engine_url)
+    return storage
+
+
+_schema_checked: set[str] = set()
+"""Database URLs whose schema version this process has checked (:func:`open_storage`)."""
 
 
 POSTGRES_DRIVERS = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "pg8000": "pg8000"}
