@@ -62,7 +62,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config._courtroom_basetemp = config.option.basetemp  # type: ignore[attr-defined]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts the workers: they inherit the environment
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under pytest-xdist, the run's controller starts one fork server (:mod:`warm`) for every worker."""
+    config = session.config
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        warm.share()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        warm.close()
     folder = getattr(config, "_courtroom_basetemp", None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)

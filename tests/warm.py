@@ -89,8 +89,9 @@ _HEADER = 1 << 20  # a request's JSON (argv, environment, folder) fits in one me
 def _serve(path: str) -> dict[str, Any]:
     """Fork a child per request; report each child's exit status on its connection. Returns in a child."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(path + ".new")
     listener.listen(64)
+    os.rename(path + ".new", path)  # the socket appears at ``path`` only once it takes connections
     parent = os.getppid()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
@@ -212,12 +213,28 @@ def _run(request: dict[str, Any]) -> None:
 
 _SHARED: ForkServer | None = None
 
+SHARED_SOCKET = "COURTROOM_TEST_FORK_SERVER"
+"""Environment variable: the socket of a fork server the whole run shares (pytest-xdist's workers).
+
+Started by the run's controller (:func:`share`) as the workers start, it preloads once for all of
+them, where each worker would start and preload its own: ~6 s of CPU and ~0.5 GB each."""
+
 
 def server() -> ForkServer:
-    """This process's fork server (started on first use; the conftest closes it at the session's end)."""
+    """The fork server: the run's shared one, else this process's (started on first use; the conftest closes it)."""
     global _SHARED
     if _SHARED is None:
-        _SHARED = ForkServer()
+        shared = os.environ.get(SHARED_SOCKET)
+        _SHARED = ForkServer(attach=shared) if shared else ForkServer()
+    return _SHARED
+
+
+def share() -> ForkServer:
+    """Start this run's shared fork server without waiting for it, and name it to the processes started after."""
+    global _SHARED
+    _SHARED = ForkServer()
+    threading.Thread(target=_SHARED._start, daemon=True).start()
+    os.environ[SHARED_SOCKET] = _SHARED.path
     return _SHARED
 
 
@@ -241,14 +258,23 @@ def close() -> None:
 class ForkServer:
     """One warm Python per test process (started on first use); :meth:`Popen` and :meth:`run` fork from it."""
 
-    def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
+    def __init__(self, preload: tuple[str, ...] = PRELOAD, *, attach: str | None = None) -> None:
+        """A server of this process's, or with ``attach``, the one listening there (another process's)."""
         self.preload = preload
         self._proc: subprocess.Popen[str] | None = None
-        self._folder = tempfile.mkdtemp(prefix="courtroom-warm-")
-        self.path = os.path.join(self._folder, "fork.sock")
+        self._attached = attach is not None
+        self._folder = os.path.dirname(attach) if attach else tempfile.mkdtemp(prefix="courtroom-warm-")
+        self.path = attach or os.path.join(self._folder, "fork.sock")
         self._lock = threading.Lock()
 
     def _start(self) -> None:
+        if self._attached:  # started by another process: wait until it listens (its preload takes seconds)
+            deadline = time.monotonic() + 300
+            while not os.path.exists(self.path):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the shared fork server never listened at {self.path}")
+                time.sleep(0.05)
+            return
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
                 return
@@ -320,6 +346,8 @@ class ForkServer:
         return done
 
     def close(self) -> None:
+        if self._attached:  # its owner stops it
+            return
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
