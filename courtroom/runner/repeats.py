@@ -124,19 +124,25 @@ def case_repeat_ci(
     rng = np.random.default_rng(seed)
     width = len(labels) + 1
     values = np.empty(draws)
-    for d in range(draws):
-        cases = np.asarray(rng.integers(0, n, n))
-        picks = pred[cases[:, None], rng.integers(0, reps, (n, reps))]
-        golds = np.repeat(gold[cases], reps)
-        preds = picks.ravel()
+    block = max(1, min(draws, 2_000_000 // (n * reps)))  # draws scored at once: bounded memory
+    for first in range(0, draws, block):
+        size = min(block, draws - first)
+        cases = np.empty((size, n), dtype=np.int64)
+        repeats = np.empty((size, n, reps), dtype=np.int64)
+        for d in range(size):  # the draws' order, one draw after another, as the seed gives them
+            cases[d] = rng.integers(0, n, n)
+            repeats[d] = rng.integers(0, reps, (n, reps))
+        picks = pred[cases[:, :, None], repeats].reshape(size, n * reps)
+        golds = np.repeat(gold[cases], reps, axis=1)
         if metric == "accuracy":
-            values[d] = float(np.mean(golds == preds))
+            values[first : first + size] = np.mean(golds == picks, axis=1)
             continue
-        conf = np.bincount(golds * width + preds, minlength=width * width).reshape(width, width)
-        hit = np.diag(conf)[: len(labels)]
-        denom = conf.sum(axis=0)[: len(labels)] + conf.sum(axis=1)[: len(labels)]
-        f1 = np.divide(2 * hit, denom, out=np.zeros(len(labels)), where=denom > 0)
-        values[d] = float(f1.mean())
+        cells = golds * width + picks + (np.arange(size) * width * width)[:, None]
+        conf = np.bincount(cells.ravel(), minlength=size * width * width).reshape(size, width, width)
+        hit = np.diagonal(conf, axis1=1, axis2=2)[:, : len(labels)]
+        denom = conf.sum(axis=1)[:, : len(labels)] + conf.sum(axis=2)[:, : len(labels)]
+        f1 = np.divide(2 * hit, denom, out=np.zeros(hit.shape), where=denom > 0)
+        values[first : first + size] = f1.mean(axis=1)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
     return float(low), float(high)
