@@ -42,7 +42,14 @@ from courtroom.programs import CourtroomProgram, get_framework
 from courtroom.runner._records import meta_problem, result_problem
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
-from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
+from courtroom.runner.sessions import (
+    earlier_wall,
+    end_session,
+    line_count,
+    requests_recorded,
+    session,
+    spend_summary,
+)
 from courtroom.runner.summaries import calls_rows, learned_rows, summary_markdown, summary_rows, tokens_text
 
 logger = logging.getLogger(__name__)
@@ -228,8 +235,9 @@ class RunSetup:
             JsonLines(run_dir / "results.jsonl") as sink,
             _stop.saving_to(run_dir),
             budget.counting() if budget is not None else contextlib.nullcontext(),
+            requests_recorded(run_dir) as requests,
         ):
-            session(run_dir, "start", line=line_count(sink.path))
+            session(run_dir, "start", line=line_count(sink.path), requests=requests.start)
 
             def record(res: ExampleResult) -> None:
                 sink.append(res.to_dict())
@@ -244,7 +252,7 @@ class RunSetup:
                     retried = debiased(retry_program, config.debias)
                     new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
             finally:
-                end_session(run_dir, since(self.wire))
+                requests.ended = end_session(run_dir, since(self.wire))
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))

@@ -1,0 +1,123 @@
+"""``sent`` after a SIGKILL and a resume: what the provider answered, each request counted once.
+
+A killed session writes no end line, so its requests are read from ``requests.jsonl`` (one line
+per request answered, written as the answer arrives). The child is a real process killed with
+SIGKILL (the process boundary is the point); the fake server counts what it answered.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import warm
+
+from courtroom.data.tasks import load_splits
+from courtroom.models.batch import recorded
+from courtroom.runner.runs import load_run
+from courtroom.testing import FakeServer, oracle_responder
+
+RUN = ("run", "jot", "--lm", "openai/m", "--limit", "8", "--loops", "1")
+
+
+def oracle() -> Any:
+    _, splits, _ = load_splits("boolean_expressions", seed=0)
+    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
+    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
+
+
+def _until(ready: Callable[[], bool], child: Any, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert child.poll() is None, f"the child ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within 60 s"
+        time.sleep(0.01)
+
+
+def _child(tmp_path: Path, server: FakeServer, *extra: str) -> Any:
+    env = {**os.environ, "OPENAI_API_KEY": "sk-fake", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
+    args = [sys.executable, "-m", "courtroom.cli", *RUN, "--api-base", server.url, "--out", str(tmp_path / "runs")]
+    return warm.Popen([*args, *extra], env=env, stdout=warm.subprocess.DEVNULL, stderr=warm.subprocess.DEVNULL)
+
+
+def _folder(tmp_path: Path) -> Path | None:
+    folders = list((tmp_path / "runs").glob("*")) if (tmp_path / "runs").is_dir() else []
+    return folders[0] if folders else None
+
+
+def test_killed_between_batches_then_resumed_counts_every_answered_line_once(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the first round's batch was read and the second submitted: both rounds count once."""
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.05")
+    with FakeServer(oracle(), turnaround=1.0) as server:
+        child = _child(tmp_path, server, "--batch")
+        try:
+
+            def second_round_out() -> bool:  # the first batch's answers were read, the next batch waits
+                folder = _folder(tmp_path)
+                batches = recorded(folder) if folder else []
+                return len(batches) >= 2 and batches[0]["status"] is not None
+
+            _until(second_round_out, child, "second batch")
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait()
+        run_dir = _folder(tmp_path)
+        assert run_dir is not None and not (run_dir / "summary.json").exists()
+        first = server.counts["batch_lines"]
+        assert first > 0  # the killed session was answered lines it never wrote a result for
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    summary = load_run(run_dir)[2]
+    assert max(server.sent.values()) == 1, "a line was answered twice"
+    assert summary["sent"] == server.counts["batch_lines"] > first
+    assert server.counts["requests"] == 0
+
+
+def test_killed_live_run_then_resumed_counts_every_answer_once(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed mid-run with requests in flight: ``sent`` is every answer that reached courtroom, once.
+
+    The requests held in flight at the kill are answered after the child is dead (their answers
+    reach no one, and the resume sends them again): they are the only answers not counted.
+    """
+    monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
+    answer, seen = oracle(), []
+
+    def holding(prompt: str, schema: dict[str, Any]) -> Any:  # the 7th answer holds those after it
+        seen.append(prompt)
+        if len(seen) == 7:
+            server.hold()
+        return answer(prompt, schema)
+
+    with FakeServer(holding, latency=0.02) as server:
+        child = _child(tmp_path, server, "--concurrency", "2")
+        try:
+            _until(lambda: len(seen) >= 7 and server.in_flight == 2, child, "two requests held")
+            answered = sum(server.sent.values())
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait()
+        server.release()
+        deadline = time.monotonic() + 5
+        while server.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        run_dir = _folder(tmp_path)
+        assert run_dir is not None and not (run_dir / "summary.json").exists()
+        rows = len(load_run(run_dir)[1])
+        assert answered > 3 * rows  # answers of cases left without a result (jot --loops 1: 3 calls a case)
+        done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+    summary = load_run(run_dir)[2]
+    held = sum(server.sent.values()) - answered - summary["session"]["sent"]
+    assert held == 2  # answered after the kill, to no one
+    assert summary["sent"] == sum(server.sent.values()) - held
