@@ -51,29 +51,36 @@ def _folder(tmp_path: Path) -> Path | None:
     return folders[0] if folders else None
 
 
-def test_killed_between_batches_then_resumed_counts_every_answered_line_once(
-    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("point", ["first batch in flight", "second batch in flight"])
+def test_killed_in_batch_mode_then_resumed_counts_every_answered_line_once(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
-    """Killed after the first round's batch was read and the second submitted: both rounds count once."""
+    """Killed while a batch waits at the provider, before or after the first round's answers were read.
+
+    After: the killed session was answered the first round (no case finished, so no result line
+    holds it); before the fix ``sent`` counted only the resume's lines (8 of 24).
+    """
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.05")
     with FakeServer(oracle(), turnaround=1.0) as server:
         child = _child(tmp_path, server, "--batch")
         try:
 
-            def second_round_out() -> bool:  # the first batch's answers were read, the next batch waits
+            def at_point() -> bool:
                 folder = _folder(tmp_path)
                 batches = recorded(folder) if folder else []
+                if point == "first batch in flight":
+                    return len(batches) == 1
                 return len(batches) >= 2 and batches[0]["status"] is not None
 
-            _until(second_round_out, child, "second batch")
+            _until(at_point, child, point)
             child.send_signal(signal.SIGKILL)
         finally:
             child.wait()
         run_dir = _folder(tmp_path)
         assert run_dir is not None and not (run_dir / "summary.json").exists()
         first = server.counts["batch_lines"]
-        assert first > 0  # the killed session was answered lines it never wrote a result for
+        assert (first > 0) == (point == "second batch in flight")
         done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
         assert done.returncode == 0, done.stderr
     summary = load_run(run_dir)[2]
@@ -121,3 +128,28 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
     held = sum(server.sent.values()) - answered - summary["session"]["sent"]
     assert held == 2  # answered after the kill, to no one
     assert summary["sent"] == sum(server.sent.values()) - held
+
+
+def test_killed_sessions_count_their_request_lines_and_ended_ones_their_end_line(tmp_path: Path) -> None:
+    """On disk, as kills and clean ends leave it: each request once, and nothing kept after a clean end."""
+    from courtroom.models._requests import WIRE, since
+    from courtroom.runner.sessions import REQUESTS, end_session, folder_spend, requests_recorded, session
+
+    def session_of(answers: int, *, killed: bool) -> None:
+        before = WIRE.snapshot()
+        with requests_recorded(tmp_path) as log:
+            session(tmp_path, "start", line=0, requests=log.start)
+            for _ in range(answers):
+                WIRE.add("openai/m", {"prompt_tokens": 10, "completion_tokens": 2})
+            if not killed:  # a kill writes no end line (and the log's lines stay)
+                log.ended = end_session(tmp_path, since(before))
+
+    session_of(2, killed=False)
+    assert not (tmp_path / REQUESTS).exists()  # an ended session keeps no request lines
+    session_of(3, killed=True)
+    session_of(4, killed=False)
+    session_of(5, killed=True)
+    assert len((tmp_path / REQUESTS).read_bytes().splitlines()) == 3 + 5
+    spend = folder_spend(tmp_path)
+    assert (spend["sent"], spend["prompt_tokens"], spend["completion_tokens"]) == (14, 140, 28)
+    assert spend["by_model"] == {"openai/m": {"sent": 14, "prompt_tokens": 140, "completion_tokens": 28}}
