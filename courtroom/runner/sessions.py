@@ -3,10 +3,11 @@
 ``sessions.jsonl`` gets one line when a session starts (with the number of result lines before
 it) and one when it stops, however it stops, with the requests and tokens it sent (from the
 process's request tally, retries and examples cut off by a stop included). The summary's spend
-is the folder's: the sum over sessions. A session killed before its end line (SIGKILL, a power
-cut) counts the lines it left in ``requests.jsonl`` (:class:`RequestLog`: one per request, written
-as the request is counted), so a kill at any point loses no count and a resume counts only what it
-sends itself; a session that ended cleanly takes its lines back out, its end line saying the same.
+is the folder's: the sum over sessions. A session killed before its end line (SIGKILL, OOM) counts
+the lines it left in ``requests.jsonl`` (:class:`RequestLog`: one per request that reached a
+server, answered or failed, written as the request is counted), so a kill at any point loses no
+count and a resume counts only what it sends itself; a session that ended cleanly takes its lines
+back out, its end line saying the same. The lines are not synced to disk: a power cut may lose them.
 """
 
 from __future__ import annotations
