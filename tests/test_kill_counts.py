@@ -24,6 +24,7 @@ from courtroom.runner.runs import load_run
 from courtroom.testing import FakeServer, oracle_responder
 
 RUN = ("run", "jot", "--lm", "openai/m", "--limit", "8", "--loops", "1")
+"""Three requests a case (two advocates, a judge), no two alike."""
 
 
 def oracle() -> Any:
@@ -40,9 +41,9 @@ def _until(ready: Callable[[], bool], child: Any, what: str) -> None:
         time.sleep(0.01)
 
 
-def _child(tmp_path: Path, server: FakeServer, *extra: str) -> Any:
+def _child(tmp_path: Path, server: FakeServer, *extra: str, run: tuple[str, ...] = RUN) -> Any:
     env = {**os.environ, "OPENAI_API_KEY": "sk-fake", "COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
-    args = [sys.executable, "-m", "courtroom.cli", *RUN, "--api-base", server.url, "--out", str(tmp_path / "runs")]
+    args = [sys.executable, "-m", "courtroom.cli", *run, "--api-base", server.url, "--out", str(tmp_path / "runs")]
     return warm.Popen([*args, *extra], env=env, stdout=warm.subprocess.DEVNULL, stderr=warm.subprocess.DEVNULL)
 
 
@@ -89,27 +90,39 @@ def test_killed_in_batch_mode_then_resumed_counts_every_answered_line_once(
     assert server.counts["requests"] == 0
 
 
+@pytest.mark.parametrize(
+    ("design", "concurrency", "hold_at"),
+    [(RUN, 2, 7), (("run", "cot", "--lm", "openai/m", "--limit", "6"), 1, 5)],
+    ids=["jot: cases cut mid-way", "cot: its demos written on train first"],
+)
 def test_killed_live_run_then_resumed_counts_every_answer_once(
-    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    cli: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    design: tuple[str, ...],
+    concurrency: int,
+    hold_at: int,
 ) -> None:
     """Killed mid-run with requests in flight: ``sent`` is every answer that reached courtroom, once.
 
     The requests held in flight at the kill are answered after the child is dead (their answers
-    reach no one, and the resume sends them again): they are the only answers not counted.
+    reach no one, and the resume sends them again): they are the only answers not counted. jot's
+    7th answer leaves a case without its result line; cot's 5th comes after the 3 requests that
+    wrote its demos on the train split (``prepare``), which no result line holds either.
     """
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     answer, seen = oracle(), []
 
-    def holding(prompt: str, schema: dict[str, Any]) -> Any:  # the 7th answer holds those after it
+    def holding(prompt: str, schema: dict[str, Any]) -> Any:  # this answer holds those after it
         seen.append(prompt)
-        if len(seen) == 7:
+        if len(seen) == hold_at:
             server.hold()
         return answer(prompt, schema)
 
     with FakeServer(holding, latency=0.02) as server:
-        child = _child(tmp_path, server, "--concurrency", "2")
+        child = _child(tmp_path, server, "--concurrency", str(concurrency), run=design)
         try:
-            _until(lambda: len(seen) >= 7 and server.in_flight == 2, child, "two requests held")
+            _until(lambda: len(seen) >= hold_at and server.in_flight == concurrency, child, "requests held")
             answered = sum(server.sent.values())
             child.send_signal(signal.SIGKILL)
         finally:
@@ -120,13 +133,13 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
             time.sleep(0.01)
         run_dir = _folder(tmp_path)
         assert run_dir is not None and not (run_dir / "summary.json").exists()
-        rows = len(load_run(run_dir)[1])
-        assert answered > 3 * rows  # answers of cases left without a result (jot --loops 1: 3 calls a case)
+        rows = load_run(run_dir)[1]
+        assert answered > sum(r["usage"]["sent"] for r in rows)  # answers no result line holds
         done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
         assert done.returncode == 0, done.stderr
     summary = load_run(run_dir)[2]
     held = sum(server.sent.values()) - answered - summary["session"]["sent"]
-    assert held == 2  # answered after the kill, to no one
+    assert held == concurrency  # answered after the kill, to no one
     assert summary["sent"] == sum(server.sent.values()) - held
 
 

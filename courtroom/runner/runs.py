@@ -16,7 +16,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from courtroom.runner._records import meta_problem, result_problem
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import (
+    RequestLog,
     earlier_wall,
     end_session,
     line_count,
@@ -129,6 +130,8 @@ class RunSetup:
     """When building began (``perf_counter``): the summary's set-up time counts from it."""
     seen: dict[str, int] | None = None
     """A scored program's cases also in its train or dev split (:attr:`courtroom.data.tasks.TaskData.seen`)."""
+    requests: RequestLog | None = None
+    """The session's request record while it runs (:meth:`recording`)."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
@@ -172,6 +175,22 @@ class RunSetup:
         check_context(lms.models(), ((str(ex.id), ex.case) for ex in data.examples))
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source, began=began, seen=data.seen)
+
+    @contextlib.contextmanager
+    def recording(self, run_dir: Path) -> Iterator[RequestLog]:
+        """This session's requests, from its preparation on, in ``run_dir``'s ``requests.jsonl``.
+
+        What a kill leaves for the folder's spend (:class:`~courtroom.runner.sessions.RequestLog`);
+        nested uses (``execute`` inside the caller's) share the outer one.
+        """
+        if self.requests is not None:
+            yield self.requests
+            return
+        with requests_recorded(run_dir) as self.requests:
+            try:
+                yield self.requests
+            finally:
+                self.requests = None
 
     def batching(self, run_dir: Path) -> Any:
         """Batch mode for this run's requests (``config.batch``), recorded in ``run_dir``; else nothing."""
@@ -235,7 +254,7 @@ class RunSetup:
             JsonLines(run_dir / "results.jsonl") as sink,
             _stop.saving_to(run_dir),
             budget.counting() if budget is not None else contextlib.nullcontext(),
-            requests_recorded(run_dir) as requests,
+            self.recording(run_dir) as requests,
         ):
             session(run_dir, "start", line=line_count(sink.path), requests=requests.start)
 
@@ -346,7 +365,7 @@ def _start(
     )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
-    with setup.batching(run_dir):
+    with setup.batching(run_dir), setup.recording(run_dir):
         prepare_usage = setup.prepare(budget)
         if prepare_usage:
             write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out
