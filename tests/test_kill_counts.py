@@ -27,6 +27,10 @@ RUN = ("run", "jot", "--lm", "openai/m", "--limit", "8", "--loops", "1")
 """Three requests a case (two advocates, a judge), no two alike."""
 
 
+COT = ("run", "cot", "--lm", "openai/m", "--limit", "6")
+"""One request a case, after 3 that write its demos on the train split (``prepare``) before the first case."""
+
+
 def oracle() -> Any:
     _, splits, _ = load_splits("boolean_expressions", seed=0)
     gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
@@ -92,8 +96,8 @@ def test_killed_in_batch_mode_then_resumed_counts_every_answered_line_once(
 
 @pytest.mark.parametrize(
     ("design", "concurrency", "hold_at"),
-    [(RUN, 2, 7), (("run", "cot", "--lm", "openai/m", "--limit", "6"), 1, 5)],
-    ids=["jot: cases cut mid-way", "cot: its demos written on train first"],
+    [(RUN, 2, 7), (COT, 1, 5), (COT, 1, 2)],
+    ids=["jot: cases cut mid-way", "cot: after its demos were written", "cot: while writing its demos"],
 )
 def test_killed_live_run_then_resumed_counts_every_answer_once(
     tmp_path: Path,
@@ -108,7 +112,8 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
     The requests held in flight at the kill are answered after the child is dead (their answers
     reach no one, and the resume sends them again): they are the only answers not counted. jot's
     7th answer leaves a case without its result line; cot's 5th comes after the 3 requests that
-    wrote its demos on the train split (``prepare``), which no result line holds either.
+    wrote its demos on the train split (``prepare``), which no result line holds either, and its
+    2nd before the session's start line.
     """
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     answer, seen = oracle(), []
@@ -148,21 +153,26 @@ def test_killed_sessions_count_their_request_lines_and_ended_ones_their_end_line
     from courtroom.models._requests import WIRE, since
     from courtroom.runner.sessions import REQUESTS, end_session, folder_spend, requests_recorded, session
 
-    def session_of(answers: int, *, killed: bool) -> None:
+    def session_of(answers: int, *, killed: bool, started: bool = True) -> None:
         before = WIRE.snapshot()
         with requests_recorded(tmp_path) as log:
-            session(tmp_path, "start", line=0, requests=log.start)
-            for _ in range(answers):
+            for n in range(answers):
+                if n == 1 and started:  # the first request prepares the program, before the start line
+                    session(tmp_path, "start", line=0, requests=log.start)
                 WIRE.add("openai/m", {"prompt_tokens": 10, "completion_tokens": 2})
-            if not killed:  # a kill writes no end line (and the log's lines stay)
-                log.ended = end_session(tmp_path, since(before))
+            if not killed and end_session(tmp_path, since(before)):  # a kill writes no end line
+                log.end()
 
     session_of(2, killed=False)
     assert not (tmp_path / REQUESTS).exists()  # an ended session keeps no request lines
     session_of(3, killed=True)
     session_of(4, killed=False)
+    session_of(6, killed=True, started=False)  # killed while preparing: no start line
     session_of(5, killed=True)
-    assert len((tmp_path / REQUESTS).read_bytes().splitlines()) == 3 + 5
+    assert len((tmp_path / REQUESTS).read_bytes().splitlines()) == 3 + 6 + 5
+    assert (before := folder_spend(tmp_path))["sent"] == 2 + 3 + 4 + 6 + 5
+    session_of(7, killed=False)  # what a finished resume sees: its own end line beside the killed ones' lines
     spend = folder_spend(tmp_path)
-    assert (spend["sent"], spend["prompt_tokens"], spend["completion_tokens"]) == (14, 140, 28)
-    assert spend["by_model"] == {"openai/m": {"sent": 14, "prompt_tokens": 140, "completion_tokens": 28}}
+    assert (spend["sent"], spend["prompt_tokens"], spend["completion_tokens"]) == (27, 270, 54)
+    assert spend["by_model"] == {"openai/m": {"sent": 27, "prompt_tokens": 270, "completion_tokens": 54}}
+    assert before["sent"] + 7 == 27

@@ -271,7 +271,8 @@ class RunSetup:
                     retried = debiased(retry_program, config.debias)
                     new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
             finally:
-                requests.ended = end_session(run_dir, since(self.wire))
+                if end_session(run_dir, since(self.wire)):
+                    requests.end()  # the end line holds them now
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))

@@ -63,7 +63,9 @@ class RequestLog:
 
     Called by the process's request tally (:data:`courtroom.models._requests.WIRE`) for each
     request it counts, in one unbuffered append (the kernel keeps it through a SIGKILL); no
-    fsync, so its cost is one small write. ``start`` is the line the session's records begin at.
+    fsync, so its cost is one small write. Once the session's end line is written, :meth:`end`
+    takes its lines back out, so the file only ever holds the lines of killed sessions (and of
+    the one running). ``start`` is the line this session's begin at.
     """
 
     def __init__(self, run_dir: Path) -> None:  # noqa: D107
@@ -73,8 +75,6 @@ class RequestLog:
         self._size = self.path.stat().st_size if self.path.is_file() else 0
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
-        self.ended = False
-        """Whether the session's end line was written (its counts are there): set by the caller."""
 
     def __call__(self, model: str, prompt: int, completion: int) -> None:
         """Append one request (a write that fails is said once; the session's end line still counts it)."""
@@ -86,28 +86,39 @@ class RequestLog:
                 os.write(self._fd, data)
             except OSError as exc:
                 logger.warning("%s: %s; a kill now would leave its requests uncounted", self.path, exc)
-                os.close(self._fd)
-                self._fd = None
+                self._close()
+
+    def end(self) -> None:
+        """The session's end line holds its counts: take its lines back out and record no more."""
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError as exc:  # the lines stay, counted beside the end line
+                logger.warning(
+                    "%s: could not take the ended session's lines out (%s): its requests count twice", self.path, exc
+                )
+            self._close()
+        if self._size == 0:
+            self.path.unlink(missing_ok=True)
 
     def close(self) -> None:
-        """Stop recording; once the session ``ended`` (its end line holds the counts), take its lines back out."""
-        ended = self.ended
+        """Stop recording; lines not taken out by :meth:`end` (no end line: a stop that could not write it) stay."""
         with self._lock:
-            if self._fd is not None:
-                if ended:
-                    with contextlib.suppress(OSError):  # kept lines are ignored after an end line
-                        os.ftruncate(self._fd, self._size)
-                os.close(self._fd)
-                self._fd = None
-        if ended and self._size == 0:
-            self.path.unlink(missing_ok=True)
+            self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @contextlib.contextmanager
 def requests_recorded(run_dir: Path) -> Iterator[RequestLog]:
     """Record every request the process counts in ``run_dir`` while inside (see :class:`RequestLog`).
 
-    The caller writes the session's end line and sets ``log.ended`` to whether it did.
+    The caller writes the session's end line and, once written, calls ``log.end()``.
     """
     from courtroom.models._requests import WIRE
 
@@ -129,31 +140,31 @@ def folder_spend(run_dir: str | Path) -> dict[str, Any]:
     """Requests and tokens of every session of a run folder, retries and replaced attempts included.
 
     A session records what it sent at its end; a session that ended without a record (killed)
-    counts its lines of ``requests.jsonl`` (:class:`RequestLog`), or, in a folder written before
-    those, the usage of the result lines it wrote.
+    counts its lines of ``requests.jsonl`` (:class:`RequestLog`: the file holds only killed
+    sessions' lines), or, in a folder written before those, the usage of the result lines it wrote.
     """
     run_dir = Path(run_dir)
     events = _events(run_dir)
     lines = _lines(run_dir / "results.jsonl")
     starts = [e for e in events if "start" in e]
     total = Usage()
+    requests = _lines(run_dir / REQUESTS)
     if not starts or any("line" not in e for e in starts):
         _add(total, *(_decoded(x) for x in lines))  # written before sessions recorded their spend
+        _add_requests(total, requests)  # a first session killed while preparing
         return total.to_dict()
-    requests = _lines(run_dir / REQUESTS)
     for n, event in enumerate(events):
         if "start" not in event:
             continue
         end = events[n + 1] if n + 1 < len(events) and "end" in events[n + 1] else None
         if end is not None and isinstance(end.get("usage"), dict):
             _add(total, {"usage": end["usage"]})
-            continue
-        later = [e for e in events[n + 1 :] if "start" in e]
-        if _index(event.get("requests")):
-            until = later[0].get("requests") if later and _index(later[0].get("requests")) else None
-            _add_requests(total, requests[event["requests"] : until])
-        else:
-            _add(total, *(_decoded(x) for x in lines[event["line"] : later[0]["line"] if later else None]))
+        elif not _index(event.get("requests")):  # killed before sessions recorded their requests
+            later = [e["line"] for e in events[n + 1 :] if "start" in e]
+            _add(total, *(_decoded(x) for x in lines[event["line"] : later[0] if later else None]))
+    # Every killed session's requests, one killed before its start line (in prepare) included:
+    # an ended session took its own lines out (RequestLog.end).
+    _add_requests(total, requests)
     return total.to_dict()
 
 
