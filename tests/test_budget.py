@@ -235,3 +235,10 @@ def test_a_study_whose_max_cost_fits_no_trial_is_refused_alike_with_or_without_m
         assert server.counts["requests"] == 0
     assert done.returncode == 2, done.stderr
     assert "fits none" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    import optuna
+
+    from courtroom.optimize.study._attrs import ran
+
+    for summary in optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/s.db"):
+        study = optuna.load_study(study_name=summary.study_name, storage=f"sqlite:///{tmp_path}/s.db")
+        assert ran(study) == 0  # a refused trial does not count against --trials when the study is continued

@@ -74,7 +74,8 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
             except OverBudget:
                 refusal = fits_no_request(budget)
                 if refusal is not None:  # raised from the trial: no trial line, the trial not counted
-                    trial.set_user_attr("budget", "not run: --max-cost fits no request")
+                    trial.set_user_attr("budget", "not run: --max-cost fits no request")  # not counted
+                    trial.set_user_attr("error", str(refusal))  # what a continued study's report says of it
                     raise refusal from None
                 with budget._lock:
                     budget.admitted -= 1
