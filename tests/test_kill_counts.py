@@ -127,8 +127,12 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
     with FakeServer(holding, latency=0.02) as server:
         child = _child(tmp_path, server, "--concurrency", str(concurrency), run=design)
         try:
-            _until(lambda: len(seen) >= hold_at and server.in_flight == concurrency, child, "requests held")
+            # Held at the gate (arrived, not answered): every request slot of the child waits on one, so
+            # every answer before them has reached it; then a moment for its last count to be written.
+            _until(lambda: server.counts["requests"] - sum(server.sent.values()) == concurrency, child, "requests held")
+            time.sleep(0.2)
             answered = sum(server.sent.values())
+            held = server.counts["requests"] - answered
             child.send_signal(signal.SIGKILL)
         finally:
             child.wait()
@@ -143,8 +147,8 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
         done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
         assert done.returncode == 0, done.stderr
     summary = load_run(run_dir)[2]
-    held = sum(server.sent.values()) - answered - summary["session"]["sent"]
-    assert held == concurrency  # answered after the kill, to no one
+    assert held == concurrency  # answered after the kill, to no one (the resume sent them again)
+    assert sum(server.sent.values()) == answered + held + summary["session"]["sent"]
     assert summary["sent"] == sum(server.sent.values()) - held
 
 
