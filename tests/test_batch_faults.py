@@ -172,6 +172,10 @@ def test_anthropic_creates_once(tmp_path: Path, cli: Callable[..., Any], fault: 
     assert done.summary["failures"] == failures
     assert done.summary["sent"] == server.counts["batch_lines"]
     assert sum(n for _, n in server.batches.created) <= 6
+    if failures:  # each failed case says what to look for, to cancel a batch that may exist before resending
+        errors = [str(r["error"]) for r in load_run(done.folder)[1]]
+        assert all("a batch of 6 requests created at about" in e for e in errors), errors
+        assert all("GET /v1/messages/batches" in e and "sk-ant" not in e for e in errors)
 
 
 def test_a_folder_deleted_mid_run_submits_no_further_batch(tmp_path: Path, cli: Callable[..., Any]) -> None:

@@ -219,3 +219,26 @@ def test_design_study_that_compiles_is_bounded_by_trial_and_compile(cold_cache, 
         assert server.counts["requests"] == sent
     assert 0 < sent <= 2 * bound
     assert 0 < stop.value.left < 6
+
+
+@pytest.mark.parametrize("max_tokens", [[], ["--max-tokens", "50"]])
+def test_a_study_whose_max_cost_fits_no_trial_is_refused_alike_with_or_without_max_tokens(
+    tmp_path, courtroom_cli, max_tokens
+):
+    """Before: exit 3 (a budget reached) without --max-tokens, exit 2 with it; now exit 2 both, nothing sent."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/fake": [1000.0, 1000.0]}))
+    with FakeServer() as server:
+        done = courtroom_cli("study", "self-consistency", "--trials", "2", "--dev-limit", "4", "--train-limit", "4",
+                             "--lm", "openai/fake", "--api-base", server.url, "--storage", f"sqlite:///{tmp_path}/s.db",
+                             "--prices", str(prices), "--max-cost", "0.001", *max_tokens)  # fmt: skip
+        assert server.counts["requests"] == 0
+    assert done.returncode == 2, done.stderr
+    assert "fits none" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    import optuna
+
+    from courtroom.optimize.study._attrs import ran
+
+    for summary in optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/s.db"):
+        study = optuna.load_study(study_name=summary.study_name, storage=f"sqlite:///{tmp_path}/s.db")
+        assert ran(study) == 0  # a refused trial does not count against --trials when the study is continued

@@ -211,9 +211,11 @@ OPTIONS: list[Option] = [
     # Budget
     _o("dry_run", "--dry-run", bool, "Print the LM calls, tokens and dollars this would spend; send nothing.",
        BUDGET_PANEL, dict.fromkeys(SCORED, False)),
-    _o("max_calls", "--max-calls", INT, "Start no new example (or trial) that could take LM requests past N.",
+    _o("max_calls", "--max-calls", INT, "Start no new example (or trial) that could take this command's LM requests "
+       "past N (with --resume: N more, what earlier sessions sent not subtracted).",
        BUDGET_PANEL, SCORED, metavar="N"),
-    _o("max_cost", "--max-cost", FLOAT, "Start no new example (or trial) that could take spending past DOLLARS.",
+    _o("max_cost", "--max-cost", FLOAT, "Start no new example (or trial) that could take this command's spending "
+       "past DOLLARS (with --resume: DOLLARS more).",
        BUDGET_PANEL, SCORED, metavar="DOLLARS"),
     _o("prices", "--prices", STR, "Price table (JSON or CSV): model -> input, output dollars per 1M tokens.",
        BUDGET_PANEL, SCORED, metavar="FILE"),

@@ -89,6 +89,8 @@ class Budget:
     admitted: int = 0
     """Units started so far."""
     stopped: bool = False
+    refused_cost: float | None = None
+    """The estimated dollars of the request ``--max-cost`` refused (None: none was refused)."""
     prepare_calls: int = 0
     """The most requests the current run's training (``prepare``) can send, from its dry run."""
     prepare_cost: float | None = None
@@ -236,7 +238,7 @@ class Budget:
                         continue
                     estimate = prompt * price[0] + n * (completion or 0) * price[1]
                     if self.spent_cost + self._in_flight_cost + estimate > self.max_cost:
-                        self.stopped = True
+                        self.stopped, self.refused_cost = True, estimate
                         raise OverBudget(f"--max-cost {self.max_cost:g} reached")
                 break
             self.spent_calls += 1

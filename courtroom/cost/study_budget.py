@@ -13,6 +13,7 @@ from typing import Any
 from courtroom._secrets import without_password
 from courtroom._stop import with_flags
 from courtroom.cost.budget import Budget, BudgetExhausted
+from courtroom.errors import ConfigError
 
 
 def study_run_config(config: Any, framework: str | None = None) -> Any:
@@ -71,6 +72,11 @@ def guard_objective(objective: Any, budget: Budget, config: Any, space: Sequence
             try:
                 return objective(trial)
             except OverBudget:
+                refusal = fits_no_request(budget)
+                if refusal is not None:  # raised from the trial: no trial line, the trial not counted
+                    trial.set_user_attr("budget", "not run: --max-cost fits no request")  # not counted
+                    trial.set_user_attr("error", str(refusal))  # what a continued study's report says of it
+                    raise refusal from None
                 with budget._lock:
                     budget.admitted -= 1
                 trial.set_user_attr("budget", "stopped: budget reached")
@@ -127,6 +133,22 @@ def fits_none(est: Any, budget: Budget) -> None:
             f"one trial costs up to ${cost:.4f}; --max-cost {budget.max_cost:g} fits none: raise it to at least "
             f"{cost:.4f}, or make a trial smaller (--dev-limit, --space, --max-tokens)"
         )
+
+
+def fits_no_request(budget: Budget) -> ConfigError | None:
+    """The refusal of a ``--max-cost`` that refused the first request of the first trial, nothing sent.
+
+    Without ``--max-tokens`` a trial's dollars are unknown, so :func:`fits_none` cannot decide
+    before the study; the first request's own reservation (its prompt at its price, no answer
+    yet: the least any request costs) decides before it is sent. Such a budget fits no trial:
+    a bad input (exit 2), as with ``--max-tokens``, not a budget reached (exit 3).
+    """
+    if budget.refused_cost is None or budget.spent_calls or budget.admitted != 1:
+        return None
+    return ConfigError(
+        f"a trial's first request alone costs ${budget.refused_cost:.4f} (its prompt at its model's price); "
+        f"--max-cost {budget.max_cost:g} fits none, nothing was sent: raise it above {budget.refused_cost:.4f}"
+    )
 
 
 def stopped_study(budget: Budget, config: Any, done: int) -> BudgetExhausted:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import dspy
@@ -49,6 +49,9 @@ class Tally:
         self._lock = threading.Lock()
         self.sent = 0
         self.by_model: dict[str, dict[str, int]] = {}
+        self.journals: tuple[Callable[[str, int, int], None], ...] = ()
+        """Durable records each request is also written to, as it is counted: one per run session
+        in progress (:class:`courtroom.runner.sessions.RequestLog`), so a kill loses no count."""
 
     def add(self, model: str, usage: Mapping[str, Any] | None) -> None:
         """One request of ``model``; ``usage`` its tokens (None: it failed, no tokens)."""
@@ -60,6 +63,8 @@ class Tally:
             m["sent"] += 1
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
+        for journal in self.journals:
+            journal(model, prompt, completion)
 
     def snapshot(self) -> dict[str, Any]:
         """The counts so far, in ``Usage.to_dict()`` shape (``sent``, tokens, ``by_model``)."""

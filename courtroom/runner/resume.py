@@ -131,7 +131,7 @@ def _resume(
     ]
     if setup.program.config() != meta.get("framework_config"):
         raise ConfigError(f"{path}: framework settings differ from the run's; resume with the same --set values")
-    with setup.batching(path):  # batches still in flight are followed, not sent again
+    with setup.batching(path), setup.recording(path):  # batches still in flight are followed, not sent again
         if setup.learns and len(done) < len(ids):
             setup.prepare(budget)  # refits from the cache: the earlier session sent these calls
         retry = None

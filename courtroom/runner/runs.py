@@ -16,7 +16,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,15 @@ from courtroom.programs import CourtroomProgram, get_framework
 from courtroom.runner._records import meta_problem, result_problem
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
-from courtroom.runner.sessions import earlier_wall, end_session, line_count, session, spend_summary
+from courtroom.runner.sessions import (
+    RequestLog,
+    earlier_wall,
+    end_session,
+    line_count,
+    requests_recorded,
+    session,
+    spend_summary,
+)
 from courtroom.runner.summaries import calls_rows, learned_rows, summary_markdown, summary_rows, tokens_text
 
 logger = logging.getLogger(__name__)
@@ -122,6 +130,8 @@ class RunSetup:
     """When building began (``perf_counter``): the summary's set-up time counts from it."""
     seen: dict[str, int] | None = None
     """A scored program's cases also in its train or dev split (:attr:`courtroom.data.tasks.TaskData.seen`)."""
+    requests: RequestLog | None = None
+    """The session's request record while it runs (:meth:`recording`)."""
 
     @classmethod
     def build(cls, config: RunConfig, lms: RoleLMs | None = None) -> RunSetup:
@@ -165,6 +175,22 @@ class RunSetup:
         check_context(lms.models(), ((str(ex.id), ex.case) for ex in data.examples))
         check_reachable(lms)
         return cls(config, program, lms, data.task, data.examples, data.source, began=began, seen=data.seen)
+
+    @contextlib.contextmanager
+    def recording(self, run_dir: Path) -> Iterator[RequestLog]:
+        """This session's requests, from its preparation on, in ``run_dir``'s ``requests.jsonl``.
+
+        What a kill leaves for the folder's spend (:class:`~courtroom.runner.sessions.RequestLog`);
+        nested uses (``execute`` inside the caller's) share the outer one.
+        """
+        if self.requests is not None:
+            yield self.requests
+            return
+        with requests_recorded(run_dir) as self.requests:
+            try:
+                yield self.requests
+            finally:
+                self.requests = None
 
     def batching(self, run_dir: Path) -> Any:
         """Batch mode for this run's requests (``config.batch``), recorded in ``run_dir``; else nothing."""
@@ -228,8 +254,9 @@ class RunSetup:
             JsonLines(run_dir / "results.jsonl") as sink,
             _stop.saving_to(run_dir),
             budget.counting() if budget is not None else contextlib.nullcontext(),
+            self.recording(run_dir) as requests,
         ):
-            session(run_dir, "start", line=line_count(sink.path))
+            session(run_dir, "start", line=line_count(sink.path), requests=requests.start)
 
             def record(res: ExampleResult) -> None:
                 sink.append(res.to_dict())
@@ -244,7 +271,8 @@ class RunSetup:
                     retried = debiased(retry_program, config.debias)
                     new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
             finally:
-                end_session(run_dir, since(self.wire))
+                if end_session(run_dir, since(self.wire)):
+                    requests.end()  # the end line holds them now
         if budget is not None and budget.stopped:
             have = {r.id for r in [*done, *new]}
             raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
@@ -338,7 +366,7 @@ def _start(
     )
     if budget is not None and setup.learns and not budget.admit_training():
         raise budget.stopped_run(run_dir, len(setup.examples))  # nothing sent: the folder resumes
-    with setup.batching(run_dir):
+    with setup.batching(run_dir), setup.recording(run_dir):
         prepare_usage = setup.prepare(budget)
         if prepare_usage:
             write_json(run_dir / "prepare.json", prepare_usage)  # the budget counted its requests as they went out

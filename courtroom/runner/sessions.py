@@ -3,20 +3,26 @@
 ``sessions.jsonl`` gets one line when a session starts (with the number of result lines before
 it) and one when it stops, however it stops, with the requests and tokens it sent (from the
 process's request tally, retries and examples cut off by a stop included). The summary's spend
-is the folder's: the sum over sessions; a session killed before its end line counts the usage of
-the result lines it wrote.
+is the folder's: the sum over sessions. A session killed before its end line (SIGKILL, OOM) counts
+the lines it left in ``requests.jsonl`` (:class:`RequestLog`: one per request that reached a
+server, answered or failed, written as the request is counted), so a kill at any point loses no
+count and a resume counts only what it sends itself; a session that ended cleanly takes its lines
+back out, its end line saying the same. The lines are not synced to disk: a power cut may lose them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from courtroom._files import append_line, read_jsonl, skipped_text
+from courtroom._files import append_line, read_jsonl, repair_tail, skipped_text
 from courtroom.eval.metrics import user_prices
 from courtroom.models.usage import Usage
 from courtroom.runner._records import result_problem, session_problem
@@ -34,29 +40,118 @@ def line_count(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
-def end_session(run_dir: Path, usage: Mapping[str, Any]) -> None:
-    """The session's end and what it sent, written on every stop (a full disk here must not hide the first error)."""
+def end_session(run_dir: Path, usage: Mapping[str, Any]) -> bool:
+    """The session's end and what it sent, written on every stop (a full disk here must not hide the first error).
+
+    Whether the end line was written.
+    """
     if not run_dir.is_dir():  # deleted mid-run: the error that stopped the run says so
-        return
+        return False
     try:
         session(run_dir, "end", usage=dict(usage))
     except OSError as exc:
         logger.warning("could not record the end of the session in %s: %s", run_dir / "sessions.jsonl", exc)
+        return False
+    return True
+
+
+REQUESTS = "requests.jsonl"
+
+
+class RequestLog:
+    """A session's ``requests.jsonl`` lines: ``[model, prompt tokens, completion tokens]`` per request.
+
+    Called by the process's request tally (:data:`courtroom.models._requests.WIRE`) for each
+    request it counts, in one unbuffered append (the kernel keeps it through a SIGKILL); no
+    fsync, so its cost is one small write. Once the session's end line is written, :meth:`end`
+    takes its lines back out, so the file only ever holds the lines of killed sessions (and of
+    the one running). ``start`` is the line this session's begin at.
+    """
+
+    def __init__(self, run_dir: Path) -> None:  # noqa: D107
+        self.path = run_dir / REQUESTS
+        repair_tail(self.path, "one request of a killed session may go uncounted")
+        self.start = line_count(self.path)
+        self._size = self.path.stat().st_size if self.path.is_file() else 0
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+
+    def __call__(self, model: str, prompt: int, completion: int) -> None:
+        """Append one request (a write that fails is said once; the session's end line still counts it)."""
+        data = (json.dumps([model, prompt, completion]) + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                os.write(self._fd, data)
+            except OSError as exc:
+                logger.warning("%s: %s; a kill now would leave its requests uncounted", self.path, exc)
+                self._close()
+
+    def end(self) -> None:
+        """The session's end line holds its counts: take its lines back out and record no more."""
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError as exc:  # the lines stay, counted beside the end line
+                logger.warning(
+                    "%s: could not take the ended session's lines out (%s): its requests count twice", self.path, exc
+                )
+            self._close()
+        if self._size == 0:
+            self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Stop recording; lines not taken out by :meth:`end` (no end line: a stop that could not write it) stay."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@contextlib.contextmanager
+def requests_recorded(run_dir: Path) -> Iterator[RequestLog]:
+    """Record every request the process counts in ``run_dir`` while inside (see :class:`RequestLog`).
+
+    The caller writes the session's end line and, once written, calls ``log.end()``.
+    """
+    from courtroom.models._requests import WIRE
+
+    log = RequestLog(run_dir)
+    with _journals_lock:
+        WIRE.journals = (*WIRE.journals, log)
+    try:
+        yield log
+    finally:
+        with _journals_lock:
+            WIRE.journals = tuple(j for j in WIRE.journals if j is not log)
+        log.close()
+
+
+_journals_lock = threading.Lock()
 
 
 def folder_spend(run_dir: str | Path) -> dict[str, Any]:
     """Requests and tokens of every session of a run folder, retries and replaced attempts included.
 
     A session records what it sent at its end; a session that ended without a record (killed)
-    counts the usage of the result lines it wrote.
+    counts its lines of ``requests.jsonl`` (:class:`RequestLog`: the file holds only killed
+    sessions' lines), or, in a folder written before those, the usage of the result lines it wrote.
     """
     run_dir = Path(run_dir)
     events = _events(run_dir)
-    lines = (run_dir / "results.jsonl").read_bytes().split(b"\n") if (run_dir / "results.jsonl").is_file() else []
+    lines = _lines(run_dir / "results.jsonl")
     starts = [e for e in events if "start" in e]
     total = Usage()
+    requests = _lines(run_dir / REQUESTS)
     if not starts or any("line" not in e for e in starts):
         _add(total, *(_decoded(x) for x in lines))  # written before sessions recorded their spend
+        _add_requests(total, requests)  # a first session killed while preparing
         return total.to_dict()
     for n, event in enumerate(events):
         if "start" not in event:
@@ -64,10 +159,38 @@ def folder_spend(run_dir: str | Path) -> dict[str, Any]:
         end = events[n + 1] if n + 1 < len(events) and "end" in events[n + 1] else None
         if end is not None and isinstance(end.get("usage"), dict):
             _add(total, {"usage": end["usage"]})
-            continue
-        later = [e["line"] for e in events[n + 1 :] if "start" in e]
-        _add(total, *(_decoded(x) for x in lines[event["line"] : later[0] if later else None]))
+        elif not _index(event.get("requests")):  # killed before sessions recorded their requests
+            later = [e["line"] for e in events[n + 1 :] if "start" in e]
+            _add(total, *(_decoded(x) for x in lines[event["line"] : later[0] if later else None]))
+    # Every killed session's requests, one killed before its start line (in prepare) included:
+    # an ended session took its own lines out (RequestLog.end).
+    _add_requests(total, requests)
     return total.to_dict()
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().split(b"\n") if path.is_file() else []
+
+
+def _index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _add_requests(total: Usage, lines: list[bytes]) -> None:
+    """Add ``requests.jsonl`` lines (``[model, prompt tokens, completion tokens]``); any other line is skipped."""
+    for raw in lines:
+        try:
+            model, prompt, completion = json.loads(raw.decode("utf-8"))
+            prompt, completion = int(prompt), int(completion)
+        except (ValueError, TypeError):
+            continue
+        total.sent += 1
+        total.prompt_tokens += prompt
+        total.completion_tokens += completion
+        agg = total.by_model.setdefault(str(model), {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        agg["sent"] += 1
+        agg["prompt_tokens"] += prompt
+        agg["completion_tokens"] += completion
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:

@@ -12,12 +12,14 @@ and output lines), so the collector needs no second code path: a succeeded line 
 HTTP status of its error type (retried as a failed line); canceled and expired lines the
 ``batch_cancelled`` / ``batch_expired`` errors the collector sends again. Anthropic's create body
 has no metadata field, so the round number is not sent, and a create whose answer was lost (a 5xx
-other than 503/529, or a connection broken after the body went out) cannot be looked up: it is
-not tried again (:func:`_cannot_look`). The base URL and key live only in memory.
+other than 503/529, or a connection broken after the body went out) cannot be looked up (a listed
+batch has no metadata, and its custom_ids show only in its results, after it ends): it is not
+tried again, and the warning says what to look for (:func:`_cannot_look`). The base URL and key live only in memory.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,9 +57,9 @@ class AnthropicBatches(HttpBatches):
     def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status:
         """Create one batch of ``(custom_id, params)`` lines (``metadata`` is dropped: the API has no such field)."""
         requests = [{"custom_id": cid, "params": dict(params)} for cid, params in lines]
-        path = "/messages/batches"
+        path, at = "/messages/batches", _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         return _status(self._create(lambda: self._call("POST", path, json={"requests": requests}, retries=0),
-                                    _cannot_look))  # fmt: skip
+                                    lambda: _cannot_look(len(requests), at)))  # fmt: skip
 
     def status(self, batch_id: str) -> Status:
         """The batch as it is now."""
@@ -83,11 +85,17 @@ class AnthropicBatches(HttpBatches):
         return cancelled if cancelled.done else self.status(batch_id)
 
 
-def _cannot_look() -> None:
-    """A create whose answer was lost: Message Batches carry no mark of ours to find it by."""
+def _cannot_look(n: int, at: str) -> None:
+    """A create whose answer was lost: nothing finds the batch it may have made.
+
+    The create body holds only the requests; a listed batch shows its id, times and counts, no
+    metadata; its custom_ids are readable only in its results, once it has ended. Matching by
+    size and time could adopt another process's batch, so the user is told what to look for.
+    """
     raise BatchAPIError(
-        "batch API: POST /messages/batches: the answer was lost and the batch may exist (Message Batches "
-        "carry no metadata to find it by): its lines are not sent again",
+        f"batch API: POST /messages/batches: the answer was lost and a batch of {n} requests created at about "
+        f"{at} may exist (Message Batches carry no metadata to find it by): its lines are not sent again; "
+        "look for it in the Console or GET /v1/messages/batches, and cancel it before a --retry-failed",
         maybe_created=True,
     )
 
