@@ -87,13 +87,13 @@ def cached_shares(
     return {m: (r[1] / r[0], r[2] / r[0]) if r[0] else (0.0, 0.0) for m, r in totals.items()}
 
 
-def layouts_of(models: Iterable[str]) -> dict[str, str]:
-    """Model name -> the layout its requests use (``COURTROOM_PROMPT_LAYOUT``, by name)."""
+def layouts_of(models: Iterable[str], layout: str | None = None) -> dict[str, str]:
+    """Model name -> the layout its requests use under ``--prompt-layout`` ``layout`` (None: the default), by name."""
     from types import SimpleNamespace
 
     from courtroom.models._layout import layout_for
 
-    return {m: layout_for(SimpleNamespace(model=m)) for m in models}
+    return {m: layout_for(SimpleNamespace(model=m, prompt_layout=layout)) for m in models}
 
 
 def cache_dollars(model: str, read: float, written: float, prices: Any, *, batch: bool = False) -> float:

@@ -7,7 +7,8 @@ Anthropic caches up to an explicit ``cache_control`` breakpoint, writes it at 1.
 classic layout (DSPy's: each role's own instructions in the system message, then the case among the
 role's fields) shares almost no prefix between roles.
 
-``COURTROOM_PROMPT_LAYOUT`` chooses:
+``--prompt-layout`` (the spec's ``models.prompt_layout``, carried by each model a command builds;
+default ``$COURTROOM_PROMPT_LAYOUT``, else ``classic``) chooses:
 
 * ``classic`` (default): as DSPy lays prompts out; every default prompt and cache entry as before;
 * ``cache``: every request for a case starts with the same bytes: a system message holding the
@@ -37,8 +38,8 @@ from typing import Any
 import dspy
 
 from courtroom.models._adapter import SchemaJSONAdapter
+from courtroom.models._layout_names import LAYOUTS
 
-LAYOUTS = ("classic", "cache", "auto")
 CASE = "case"
 CASE_MARKER = "\n\n[[ ## case (the facts every role reads) ## ]]\n"
 """What opens the case at the end of a cache-layout system message (never in a classic prompt)."""
@@ -46,8 +47,14 @@ CASE_MARKER = "\n\n[[ ## case (the facts every role reads) ## ]]\n"
 _preamble: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("courtroom_preamble", default=None)
 
 
-def chosen() -> str:
-    """The layout ``COURTROOM_PROMPT_LAYOUT`` asks for (``classic`` when unset)."""
+def chosen(value: str | None = None) -> str:
+    """The layout asked for: ``value`` (``--prompt-layout``), else ``$COURTROOM_PROMPT_LAYOUT``, else ``classic``."""
+    if value is not None:
+        if value not in LAYOUTS:
+            from courtroom.errors import ConfigError
+
+            raise ConfigError(f"--prompt-layout {value!r}: use one of {', '.join(LAYOUTS)}")
+        return value
     value = os.environ.get("COURTROOM_PROMPT_LAYOUT", "classic").strip().lower() or "classic"
     if value not in LAYOUTS:
         from courtroom.errors import ConfigError
@@ -57,8 +64,12 @@ def chosen() -> str:
 
 
 def layout_for(lm: Any) -> str:
-    """``classic`` or ``cache`` for requests to ``lm`` (``auto``: cache on ``anthropic/`` models only)."""
-    value = chosen()
+    """``classic`` or ``cache`` for requests to ``lm`` (``auto``: cache on ``anthropic/`` models only).
+
+    The layout is the model's own ``prompt_layout`` (set by ``--prompt-layout`` when the command
+    built it, :func:`courtroom.models.lms.resolve_roles`), else :func:`chosen`'s default.
+    """
+    value = chosen(getattr(lm, "prompt_layout", None))
     if value == "auto":
         return "cache" if str(getattr(lm, "model", "")).startswith("anthropic/") else "classic"
     return value

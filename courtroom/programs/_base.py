@@ -216,10 +216,11 @@ class CourtroomProgram(dspy.Module):
         """Whether :meth:`ask_samples` sends ``role``'s samples of one prompt as one request (n-sampling)."""
         from courtroom.models import sampling
 
-        if not sampling.enabled():
-            return False
-        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name
-        return assumed if assumed is not None else sampling.takes_n(self.lms.serving(role))
+        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name and --n-sampling
+        if assumed is not None:
+            return assumed
+        lm = self.lms.serving(role)
+        return sampling.enabled(lm) and sampling.takes_n(lm)
 
     def ask_samples(
         self,
