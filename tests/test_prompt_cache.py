@@ -181,3 +181,75 @@ def test_the_dry_run_prices_the_providers_cache(tmp_path: Any, monkeypatch: pyte
     assert mini.batch_cache_cost == pytest.approx(mini.batch_cost)  # no batch cache price in LiteLLM
     line = next(x for x in estimate_lines({"jot": claude}) if x.startswith("with the provider's prompt cache"))
     assert f"jot ${claude.cache_cost:.4f}" in line
+
+
+CASES = [f"Case {i}: " + " ".join(f"fact{i}x{j}" for j in range(60)) for i in range(3)]
+
+
+def _keys_sent(model: str, layout: str) -> list[tuple[str, Any]]:
+    """(case, prompt_cache_key) of every request a JoT run on ``CASES`` sent to the fake server."""
+    import json
+
+    from courtroom.programs import JudgmentOfThought
+
+    sent: list[tuple[str, Any]] = []
+
+    class Recording(FakeServer):
+        def reply(self, body: Any) -> Any:
+            case = next(c for c in CASES if c in json.dumps(body["messages"]))
+            sent.append((case, body.get("prompt_cache_key")))
+            return super().reply(body)
+
+    with Recording() as server:
+        lm = server.lm(model, cache=False)
+        lm.prompt_layout = layout
+        program = JudgmentOfThought(["True", "False"], lm=lm, n_loops=2)
+        for case in CASES:
+            program(case=case)
+    return sent
+
+
+def test_openai_requests_carry_one_prompt_cache_key_per_case() -> None:
+    sent = _keys_sent("openai/gpt-4o-mini", "classic")
+    assert len(sent) == 6 * len(CASES)  # two rounds of lawyer, prosecutor and judge per case
+    keys: dict[str, set[Any]] = {}
+    for case, key in sent:
+        keys.setdefault(case, set()).add(key)
+    # Every request about a case carries the same key, each case its own; the key never holds the text.
+    assert all(len(k) == 1 and None not in k for k in keys.values())
+    assert len({k for ks in keys.values() for k in ks}) == len(CASES)
+    assert not any(case[:20] in str(key) for case, key in sent)
+    # Another OpenAI-wire server (vLLM) gets the key only when the cache layout asks for it.
+    assert {key for _, key in _keys_sent("hosted_vllm/m", "classic")} == {None}
+    assert None not in {key for _, key in _keys_sent("hosted_vllm/m", "cache")}
+
+
+def test_the_cache_hint_leaves_the_answers_cache_alone() -> None:
+    # A run with the hint and one without share DSPy's cache: the key is not part of it.
+    from dspy.clients import execution
+
+    assert "prompt_cache" in execution.IGNORED_CACHE_KEYS
+
+
+def test_anthropic_batch_lines_carry_the_breakpoint_where_the_layout_puts_one(
+    tmp_path: Any, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    marks = {}
+    for layout in ("cache", "classic"):
+        monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{layout}"))
+        with FakeServer(turnaround=0.02) as server:
+            args = ["run", "jot", "--lm", "anthropic/claude-sonnet-4-5", "--api-base", server.url, "--batch",
+                    "--limit", "2", "--loops", "1", "--prompt-layout", layout,
+                    "--out", str(tmp_path / layout)]  # fmt: skip
+            done = cli(*args)
+            assert done.returncode == 0, done.stderr
+            params = server.messages.params
+            assert params and server.counts["requests"] == 0  # every request went as a batch line
+            marks[layout] = [
+                [bool(b.get("cache_control")) for b in p["system"]] if isinstance(p["system"], list) else [False]
+                for p in params
+            ]
+    assert all(m == [True] for m in marks["cache"])  # one system block (preamble and case), marked
+    assert not any(any(m) for m in marks["classic"])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +41,8 @@ import dspy
 from courtroom.models._adapter import SchemaJSONAdapter
 from courtroom.models._layout_names import LAYOUTS
 
+OPENAI_WIRE = ("openai/", "hosted_vllm/")
+"""Model prefixes whose requests are OpenAI chat bodies (they take ``prompt_cache_key``)."""
 CASE = "case"
 CASE_MARKER = "\n\n[[ ## case (the facts every role reads) ## ]]\n"
 """What opens the case at the end of a cache-layout system message (never in a classic prompt)."""
@@ -73,6 +76,52 @@ def layout_for(lm: Any) -> str:
     if value == "auto":
         return "cache" if str(getattr(lm, "model", "")).startswith("anthropic/") else "classic"
     return value
+
+
+def case_key(case: str) -> str:
+    """OpenAI's ``prompt_cache_key`` of a case: the same for every request about it, never its text."""
+    return "courtroom-" + hashlib.sha256(case.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _routes_cache_hints(lm: Any) -> bool:
+    """Whether ``lm``'s requests go through an engine that maps lm15's ``CacheConfig`` onto the wire.
+
+    DSPy's native engine (``openai/`` and ``anthropic/`` names, without an ``--api-base``) and
+    courtroom's ``--api-base`` engines do; LiteLLM's route (a proxy URL, ``ollama_chat/``) refuses one.
+    """
+    engine = getattr(lm, "_engine_spec", None)
+    if engine == "auto":
+        return True
+    from courtroom.models._proxy_engine import ProxyEngine
+    from courtroom.models._server_engine import ServerEngine
+
+    return isinstance(engine, ServerEngine) and not isinstance(engine, ProxyEngine)  # Anthropic's is one too
+
+
+def cache_hint(lm: Any, cache_layout: bool, case: Any) -> Any:
+    """The ``prompt_cache`` (lm15 ``CacheConfig``) of one request to ``lm`` about ``case``, or None.
+
+    * ``anthropic/`` models in the cache layout: a breakpoint at the end of the system message (the
+      preamble and the case, which every request for the case starts with): Anthropic caches up to it;
+    * OpenAI-wire models (``openai/`` names always, ``hosted_vllm/`` in the cache layout): OpenAI's
+      ``prompt_cache_key``, one per case (:func:`case_key`), so a case's requests reach the same
+      cache. OpenAI routes by the key and the prefix together; the answers do not depend on it (it is
+      left out of DSPy's cache key, :mod:`courtroom.models.lms`).
+    """
+    model = str(getattr(lm, "model", ""))
+    if not _routes_cache_hints(lm):
+        return None
+    from dspy.lm15 import CacheConfig
+
+    if model.startswith("anthropic/"):
+        return CacheConfig(prefix="stable") if cache_layout else None
+    if (
+        isinstance(case, str)
+        and case
+        and (model.startswith("openai/") or (cache_layout and model.startswith(OPENAI_WIRE)))
+    ):
+        return CacheConfig(key=case_key(case))
+    return None
 
 
 @contextlib.contextmanager

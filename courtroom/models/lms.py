@@ -32,16 +32,19 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds one request may take before it is retried, then failed (``--timeout``; LiteLLM's own is 600)."""
 
 
-def _timeout_outside_cache_key() -> None:
+def _outside_cache_key() -> None:
     # A timeout does not change answers: a resume with another --timeout must reuse cached calls.
+    # Nor does a provider's prompt-cache hint (OpenAI's prompt_cache_key, Anthropic's breakpoint):
+    # a run with the hint and one without share their answers.
     from dspy.clients import execution
 
     ignored = getattr(execution, "IGNORED_CACHE_KEYS", None)
-    if isinstance(ignored, list) and "timeout" not in ignored:
-        ignored.append("timeout")
+    for key in ("timeout", "prompt_cache"):
+        if isinstance(ignored, list) and key not in ignored:
+            ignored.append(key)
 
 
-_timeout_outside_cache_key()
+_outside_cache_key()
 
 _current_role: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_role", default=None)
 
