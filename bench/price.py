@@ -119,7 +119,7 @@ class Run:
 def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     from courtroom.cost.estimate import TYPICAL_FIELD_TOKENS
     from courtroom.models.lms import current_role
-    from courtroom.testing._engines import OracleEngine
+    from courtroom.testing._engines import OracleEngine, as_asked
 
     seen: Counter[str] = Counter()
 
@@ -135,6 +135,7 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
 
         def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
             out = super().answer(role, schema, prompt, turn)
+            prompt = as_asked(prompt)  # the role's fields, whatever the layout: the same filler in both
             # The k-th answer to a prompt, as the oracle draws it: the same text whatever the call order.
             with self._lock:
                 k = seen[role + prompt]

@@ -253,3 +253,19 @@ def test_anthropic_batch_lines_carry_the_breakpoint_where_the_layout_puts_one(
             ]
     assert all(m == [True] for m in marks["cache"])  # one system block (preamble and case), marked
     assert not any(any(m) for m in marks["classic"])
+
+
+@pytest.mark.parametrize(("design", "knobs"), [("debate-feedback", {"n_rounds": 2}), ("jot", {"n_loops": 2})])
+def test_the_layout_changes_no_verdict_on_the_oracle(design: str, knobs: dict[str, Any]) -> None:
+    # The oracle draws from the role's fields, not from where the layout put its instructions.
+    from courtroom.programs import get_framework
+    from courtroom.testing import oracle_lm
+
+    gold = {f"Case {i}: " + " ".join(f"w{i}x{j}" for j in range(30)): ["True", "False"][i % 2] for i in range(12)}
+    verdicts = {}
+    for layout in ("classic", "cache"):
+        lm = oracle_lm(gold, ["True", "False"], accuracy=0.7, seed=3)
+        lm.prompt_layout = layout
+        program = get_framework(design)(["True", "False"], lm=lm, **knobs)
+        verdicts[layout] = [program(case=case).label for case in gold]
+    assert verdicts["classic"] == verdicts["cache"]
