@@ -39,16 +39,17 @@ def _commands(tmp_path: Path, url: str) -> dict[str, list[str]]:
     model = ["--lm", "openai/m", "--api-base", url]
     program = str(_program_file(tmp_path))
     return {
-        "run": ["run", "self-consistency", *SAMPLES, *model, "--limit", "2"],
-        "compare": ["compare", "--frameworks", "self-consistency,zero-shot", *SAMPLES, *model, "--limit", "2",
+        "run": ["run", "self-consistency", *SAMPLES, *model, "--limit", "1"],
+        "compare": ["compare", "--frameworks", "self-consistency,zero-shot", *SAMPLES, *model, "--limit", "1",
                     "--no-matched-baselines"],
         "compile": ["compile", "self-consistency", *SAMPLES, *model, "--optimizer", "labeled", "--opt", "k=1",
-                    "--train-limit", "2", "--dev-limit", "2", "--test-limit", "0", "-o", str(tmp_path / "c.json")],
-        "study": ["study", "self-consistency", *SAMPLES, *model, "--trials", "1", "--dev-limit", "2",
-                  "--test-limit", "0", "--no-prune",
+                    "--train-limit", "1", "--dev-limit", "1", "--test-limit", "0", "-o", str(tmp_path / "c.json")],
+        "study": ["study", "self-consistency", *SAMPLES, *model, "--trials", "1", "--dev-limit", "1",
+                  "--train-limit", "1", "--test-limit", "0", "--no-prune",
                   "--storage", f"sqlite:///{tmp_path / 'studies.db'}"],
         "predict": ["predict", program, "Is True and False true?", *model],
-        "score": ["score", program, *model, "--task", "boolean_expressions", "--limit", "2", "--no-matched-baselines"],
+        "score": ["score", program, *model, "--task", "boolean_expressions", "--limit", "1",
+                  "--no-matched-baselines"],
     }  # fmt: skip
 
 
@@ -97,3 +98,18 @@ def test_the_environment_gives_the_default_and_the_option_wins(monkeypatch: pyte
     assert layout_for(claude) == "cache" and not sampling.enabled(claude)
     claude.prompt_layout, claude.n_sampling = "classic", True
     assert layout_for(claude) == "classic" and sampling.enabled(claude)
+
+
+def test_a_resume_keeps_the_runs_layout_and_may_change_n_sampling(
+    tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COURTROOM_PROMPT_LAYOUT", raising=False)
+    with FakeServer() as server:
+        args = ["run", "self-consistency", *SAMPLES, "--lm", "openai/m", "--api-base", server.url, "--limit", "1",
+                "--prompt-layout", "cache", "--out", str(tmp_path / "runs")]  # fmt: skip
+        assert cli(*args).returncode == 0
+        run_dir = next((tmp_path / "runs").iterdir())
+        resume = ["run", "--resume", str(run_dir), "--api-base", server.url]
+        refused = cli(*resume, "--prompt-layout", "classic")
+        assert refused.returncode == 2 and "--prompt-layout" in refused.stderr, refused.stderr
+        assert cli(*resume, "--no-n-sampling").returncode == 0  # how requests go, not what they ask
