@@ -269,3 +269,12 @@ def test_the_layout_changes_no_verdict_on_the_oracle(design: str, knobs: dict[st
         program = get_framework(design)(["True", "False"], lm=lm, **knobs)
         verdicts[layout] = [program(case=case).label for case in gold]
     assert verdicts["classic"] == verdicts["cache"]
+
+
+def test_a_batch_line_is_the_same_request_with_or_without_its_cache_key() -> None:
+    # A folder whose batches went out before prompt_cache_key was sent is followed on resume, not paid twice.
+    from courtroom.models.batch._collector import request_key
+
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "c"}]}
+    assert request_key({**body, "prompt_cache_key": "courtroom-abc"}) == request_key(body)
+    assert request_key({**body, "n": 3}) != request_key(body)
