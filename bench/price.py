@@ -20,8 +20,9 @@ Prices are LiteLLM's, per model: live, batch (``*_batches``), cached reads
 4. **+ cache**: the provider's prompt cache applied to the requests as sent, in the order sent:
    OpenAI caches automatically the longest prefix (in 128-token blocks, from 1,024 tokens) that an
    earlier request sent, reads at LiteLLM's cached price; in a batch only where LiteLLM gives a
-   batch cache price (gpt-4o-mini has none: no discount assumed). Anthropic caches only up to an
-   explicit ``cache_control`` breakpoint, which courtroom does not send yet: 0 cached;
+   batch cache price (gpt-4o-mini has none: no discount assumed). Anthropic caches only up to the
+   explicit ``cache_control`` breakpoint courtroom sends in the cache layout (``--prompt-layout``),
+   from the model's minimum prefix; the cheaper layout for the provider is taken;
 5. **+ stop**: the multi-round design's stopping rule on (:mod:`courtroom.programs._stopping`:
    ``stop_when_stable=2``; Courtroom-LLM's parallel judges: ``early_stop``, waves until the
    majority is fixed), with accuracy and its 95% interval beside the full run's on the oracle.
@@ -45,8 +46,7 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -99,6 +99,8 @@ class Sent(NamedTuple):
     prompt: str
     n: int
     system: str
+    prefixes: tuple[str, ...]
+    """The texts up to each ``cache_control`` breakpoint the cache layout marks (:func:`marked_prefixes`)."""
 
 
 class Run:
@@ -118,6 +120,7 @@ class Run:
 
 def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     from courtroom.cost.estimate import TYPICAL_FIELD_TOKENS
+    from courtroom.cost.prompt_cache import marked_prefixes
     from courtroom.models.lms import current_role
     from courtroom.testing._engines import OracleEngine, as_asked
 
@@ -130,7 +133,12 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
             system = request.system if isinstance(request.system, str) else ""
             system = system or "".join(getattr(p, "text", "") or "" for p in request.system or ())
             text = "\n".join([f"system: {system}", *(f"{m.role}: {m.text or ''}" for m in request.messages)])
-            run.requests.append(Sent(current_role() or "default", text, n, system))
+            chat = [
+                {"role": "system", "content": system},
+                *({"role": m.role, "content": m.text or ""} for m in request.messages),
+            ]
+            prefixes = tuple(marked_prefixes(chat))
+            run.requests.append(Sent(current_role() or "default", text, n, system, prefixes))
             return super().complete_n(request, n)
 
         def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
@@ -148,19 +156,6 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     return Logged(gold, LABELS, ACCURACY, seed=seed)
 
 
-@contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
-
-
 def run_design(
     design: str, knobs: Mapping[str, Any], gold: Mapping[str, str], seed: int, *, n: bool, layout: str = "classic"
 ) -> Run:
@@ -170,12 +165,12 @@ def run_design(
 
     run = Run(layout)
     lm = FakeLM("fake/oracle", engine=_engine(gold, seed, run), cache=False)
+    lm.n_sampling, lm.prompt_layout = n, layout  # as --n-sampling/--no-n-sampling and --prompt-layout set them
     program = get_framework(design)(LABELS, lm=lm, **knobs)
     run.program = program
-    with _env("COURTROOM_N_SAMPLING", "1" if n else "0"), _env("COURTROOM_PROMPT_LAYOUT", layout):
-        for case, label in gold.items():
-            run.verdicts.append(program(case=case).label)
-            run.gold.append(label)
+    for case, label in gold.items():
+        run.verdicts.append(program(case=case).label)
+        run.gold.append(label)
     return run
 
 
@@ -237,26 +232,23 @@ class Priced(NamedTuple):
 
 
 def anthropic_cached(run: Run, minimum: float) -> list[tuple[int, int]]:
-    """Per request, (tokens read, tokens written) by Anthropic's cache at the breakpoint courtroom sends.
+    """Per request, (tokens read, tokens written) by Anthropic's cache at the breakpoints courtroom sends.
 
-    Only the cache layout sends one (``cache_control`` at the end of the system message, which holds
-    the preamble and the case): that prefix is written at its first request and read by later ones,
-    from the model's minimum prefix. The classic layout sends none: nothing is cached.
+    Only the cache layout sends them (``cache_control`` at the end of the system message, which holds
+    the preamble and the case, and at the end of the role's own message): each prefix is written at
+    its first request and read by later ones, from the model's minimum prefix
+    (:func:`courtroom.cost.prompt_cache.anthropic_hit`, the dry run's rule). The classic layout
+    sends none: nothing is cached.
     """
+    from courtroom.cost.prompt_cache import anthropic_hit
+
     if run.layout != "cache":
         return [(0, 0)] * len(run.requests)
     seen: set[str] = set()
-    out = []
-    for r in run.requests:
-        size = len(tokens(r.system))
-        if size < minimum:
-            out.append((0, 0))
-        elif r.system in seen:
-            out.append((size, 0))
-        else:
-            seen.add(r.system)
-            out.append((0, size))
-    return out
+    return [
+        anthropic_hit([(p, len(tokens(p.replace("\0", "")))) for p in r.prefixes], seen, int(minimum))
+        for r in run.requests
+    ]
 
 
 def price(run: Run, model: str, *, batch: bool, cache: bool, cases_n: int) -> Priced:

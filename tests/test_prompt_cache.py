@@ -111,7 +111,17 @@ def test_the_cache_layout_starts_every_request_for_a_case_with_the_same_bytes(
     assert one[0][: -len("CASE ONE")] == two[0][: -len("CASE TWO")]  # the preamble: every role's instructions
     assert all(f"## Role: {role}" in one[0] for role in ("lawyer", "prosecutor", "judge"))
     # Each request names its role after the shared bytes, and the fakes still read the case.
-    assert all(f"Your role: {role}" in p and "CASE ONE" in p for role, p in zip(roles, prompts, strict=True))
+    assert all("CASE ONE" in p for p in prompts)
+    # The role's own text is a message of its own after the shared bytes (its requests share it too).
+    from courtroom.models._layout import CACHE_ADAPTER, preamble
+
+    program = JudgmentOfThought(["True", "False"], lm=scripted_lm({}), n_loops=1)
+    judge = dict(program.named_predictors())["judge"]
+    with preamble(program.preamble(), "judge"):
+        messages = CACHE_ADAPTER.format(judge.signature, [], {"case": "CASE ONE", **dict.fromkeys(
+            (k for k in judge.signature.input_fields if k != "case"), "x")})  # fmt: skip
+    assert [m["role"] for m in messages] == ["system", "user", "user"]
+    assert messages[1]["content"].startswith("Your role: judge") and "CASE ONE" not in messages[1]["content"]
     monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "bogus")
     from courtroom.errors import ConfigError
 
@@ -132,7 +142,18 @@ def test_anthropic_reads_each_cases_prefix_from_its_cache_at_its_prices(monkeypa
             JudgmentOfThought(["True", "False"], lm=claude, n_loops=2)(case=case)
         assert [o.get("cache_breakpoint") for o in server.options] == ["system"] * 6
         written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
-        assert written > 1024 and read == 5 * written  # written by the first request, read by the other five
+        # Two breakpoints a request: the system message (preamble and case) and the role's own message.
+        assert [o.get("cache_marks") for o in server.options] == [[0, 1]] * 6
+        import json
+
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        systems = {json.loads(k)[0]["content"] for k in server.sent}
+        assert len(systems) == 1
+        size = len(encoding.encode(systems.pop(), disallowed_special=()))
+        roles = written - size  # each role's message written once, the system by the first request
+        # Round 1: the second and third roles read the system; round 2: each reads system and role.
+        assert size > 1024 and roles > 0 and read == 5 * size + roles
         # An OpenAI model keeps the classic layout under auto: no mark, nothing of the kind read.
         with metered():
             JudgmentOfThought(["True", "False"], lm=server.lm("openai/gpt-4o-mini", cache=False), n_loops=1)(case=case)
@@ -278,3 +299,26 @@ def test_a_batch_line_is_the_same_request_with_or_without_its_cache_key() -> Non
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "c"}]}
     assert request_key({**body, "prompt_cache_key": "courtroom-abc"}) == request_key(body)
     assert request_key({**body, "n": 3}) != request_key(body)
+
+
+def test_a_case_under_the_minimum_is_cached_up_to_the_roles_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 400-word case and the preamble stay under Sonnet 4.5's 1,024 tokens; with the role's own text
+    # they pass it: each role's later requests for the case read that prefix (issue 44's 400-word cases).
+    import json
+
+    from litellm.litellm_core_utils.default_encoding import encoding
+
+    from courtroom.models.lms import compatible_lm
+    from courtroom.programs import JudgmentOfThought
+
+    case = "Facts: " + " ".join(["plaintiff", "contract", "breach", "notice"] * 100)
+    with FakeServer() as server:
+        claude = compatible_lm("anthropic/claude-sonnet-4-5", server.url)
+        claude.cache, claude.prompt_layout = False, "cache"
+        with metered() as meter:
+            JudgmentOfThought(["True", "False"], lm=claude, n_loops=3)(case=case)
+        system = {json.loads(k)[0]["content"] for k in server.sent}.pop()
+        assert len(encoding.encode(system, disallowed_special=())) < 1024  # nothing to cache at the system mark
+        written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
+    assert written > 1024 and read == 2 * written  # three roles: written in round 1, read in rounds 2 and 3
+    assert (meter.usage.cache_write_tokens, meter.usage.cache_read_tokens) == (written, read)

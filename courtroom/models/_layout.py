@@ -12,11 +12,12 @@ default ``$COURTROOM_PROMPT_LAYOUT``, else ``classic``) chooses:
 
 * ``classic`` (default): as DSPy lays prompts out; every default prompt and cache entry as before;
 * ``cache``: every request for a case starts with the same bytes: a system message holding the
-  program's preamble (every role's instructions, one per role) and then the case; the user message
-  holds the role's own system text (its instructions, fields and output format) and its other
-  fields. On ``anthropic/`` models a ``cache_control`` breakpoint marks the end of that system
-  message (lm15's ``CacheConfig(prefix="stable")``), so every later request for the case reads it
-  at the cache price. About 2x the prompt tokens of the classic layout;
+  program's preamble (every role's instructions, one per role) and then the case; a first user
+  message holds the role's own system text (its instructions, fields and output format), a second
+  its other fields. On ``anthropic/`` models ``cache_control`` breakpoints mark the end of that
+  system message and of the role's message (lm15's ``CacheConfig(prefix_until_index=0)``), so
+  every later request for the case (and of the role) reads them at the cache price. About 2x the
+  prompt tokens of the classic layout;
 * ``auto``: ``cache`` on ``anthropic/`` models (reads at 0.1x pay for the longer prompts),
   ``classic`` elsewhere (OpenAI's reads at 0.5x do not: measured 1.1-1.6x of today's input cost).
 
@@ -102,7 +103,10 @@ def cache_hint(lm: Any, cache_layout: bool, case: Any) -> Any:
     """The ``prompt_cache`` (lm15 ``CacheConfig``) of one request to ``lm`` about ``case``, or None.
 
     * ``anthropic/`` models in the cache layout: a breakpoint at the end of the system message (the
-      preamble and the case, which every request for the case starts with): Anthropic caches up to it;
+      preamble and the case, which every request for the case starts with) and one at the end of
+      the role's own message (which the role's every request for the case starts with): Anthropic
+      caches up to each, where the prefix reaches the model's minimum (1,024 tokens on Sonnet 4.5:
+      a 400-word case and the preamble alone do not, with the role's text they do);
     * OpenAI-wire models (``openai/`` names always, ``hosted_vllm/`` in the cache layout): OpenAI's
       ``prompt_cache_key``, one per case (:func:`case_key`), so a case's requests reach the same
       cache. OpenAI routes by the key and the prefix together; the answers do not depend on it (it is
@@ -114,7 +118,8 @@ def cache_hint(lm: Any, cache_layout: bool, case: Any) -> Any:
     from dspy.lm15 import CacheConfig
 
     if model.startswith("anthropic/"):
-        return CacheConfig(prefix="stable") if cache_layout else None
+        # Marks the system message and the first message (the role's text, in the cache layout).
+        return CacheConfig(prefix_until_index=0) if cache_layout else None
     if (
         isinstance(case, str)
         and case
@@ -154,7 +159,11 @@ class CacheLayoutAdapter(SchemaJSONAdapter):
     """:class:`SchemaJSONAdapter` in the cache layout (module docstring): the preamble and the case first."""
 
     def format(self, signature: Any, demos: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
-        """The system message: preamble then the case; the user message: the role's system text, then its fields."""
+        """The system message: preamble then the case; a user message with the role's system text; one with its fields.
+
+        The role's text is a message of its own so that Anthropic can cache up to its end too
+        (:func:`cache_hint`): a role's requests for a case share it.
+        """
         opening = _preamble.get()
         if opening is None or demos or CASE not in signature.input_fields or CASE not in inputs:
             return super().format(signature, demos, inputs)
@@ -164,7 +173,8 @@ class CacheLayoutAdapter(SchemaJSONAdapter):
         own, user = messages[0]["content"], messages[-1]["content"]
         return [
             {"role": "system", "content": f"{head}{CASE_MARKER}{inputs[CASE]}"},
-            {"role": "user", "content": f"Your role: {role}\n\n{own}\n\n{user}"},
+            {"role": "user", "content": f"Your role: {role}\n\n{own}"},
+            {"role": "user", "content": user},
         ]
 
 
