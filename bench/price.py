@@ -31,7 +31,8 @@ Prices are LiteLLM's, per model: live, batch (``*_batches``), cached reads
    which says nothing about a real model's.
 
 For each design and model it prints dollars per case and the factor of each lever, the total
-factor, calls and requests per case, the cached share of prompt tokens, and the accuracy; and
+factor (and, for a target not met, the stop factor it needs beside that lever's floor: every case
+stopped at its earliest round), calls and requests per case, the cached share of prompt tokens, and the accuracy; and
 whether the verdicts before and after n-sampling are the same (the fake draws each answer by how
 often it has seen the prompt, so n samples and k requests draw alike).
 
@@ -317,6 +318,43 @@ TARGETS = {
 }
 """Issue 44's targets: every lever on, as a fraction of today's live price."""
 
+ROUNDS = {"jot": "n_loops", "debate-feedback": "n_rounds"}
+"""The knob that counts a multi-round design's rounds: its stop-when-stable floor runs that many."""
+
+
+def floor_line(
+    design: str,
+    knobs: Mapping[str, Any],
+    stop: Mapping[str, Any],
+    model: str,
+    rows: Sequence[tuple[str, Priced, Run]],
+    gold: Mapping[str, str],
+    seed: int,
+) -> str | None:
+    """For a target not met: the stop factor it needs, and the stop lever's floor under this cost model.
+
+    The floor is every case stopping at its earliest round (``stop_when_stable`` rounds, all
+    agreeing), priced in the layout the cache lever chose: ``stop_when_stable`` can save no more. Above
+    the need, the target is out of reach under the bench's cost model; below it, it is reachable
+    only where verdicts hold sooner than the oracle's independent draws make them.
+    """
+    goal, knob = TARGETS.get((design, model)), ROUNDS.get(design)
+    total = rows[-1][1].dollars / rows[0][1].dollars
+    if goal is None or total <= goal + 1e-9 or knob is None or "stop_when_stable" not in stop:
+        return None
+    before = rows[-2][1].dollars / rows[0][1].dollars  # every lever but stopping
+    need = goal / before
+    measured = rows[-1][1].dollars / rows[-2][1].dollars
+    cached = rows[-2][2]
+    earliest = {**knobs, knob: int(stop["stop_when_stable"])}
+    short = run_design(design, earliest, gold, seed, n=TAKES_N[model], layout=cached.layout)
+    floor = price(short, model, batch=True, cache=True, cases_n=len(gold)).dollars / rows[-2][1].dollars
+    verdict = ("out of reach under this cost model" if floor > need + 1e-9 else
+               "reachable only where verdicts hold sooner than on the oracle (independent draws)")  # fmt: skip
+    return (f"{design} at {model}: {before:.2f}x before stopping, so the target needs stop <= {need:.2f} "
+            f"(measured {measured:.2f}); its floor, every case stopped after {earliest[knob]} rounds "
+            f"({knob}={earliest[knob]}), is {floor:.2f}: {verdict}")  # fmt: skip
+
 
 def target_line(design: str, model: str, rows: Sequence[tuple[str, Priced, Run]]) -> str | None:
     """Whether ``design`` on ``model`` meets its target, with the arithmetic lever by lever."""
@@ -383,6 +421,9 @@ def main(argv: list[str] | None = None) -> None:
                 before = priced.dollars
             totals.append(f"{design:<17} {model:<18} {rows[-1][1].dollars / live:>5.2f}x of live")
             line = target_line(design, model, rows)
+            if line:
+                targets.append(line)
+            line = floor_line(design, knobs, stop, model, rows, gold, args.seed)
             if line:
                 targets.append(line)
             if design == "self-consistency" and TAKES_N[model]:
