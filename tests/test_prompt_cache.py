@@ -322,3 +322,18 @@ def test_a_case_under_the_minimum_is_cached_up_to_the_roles_message(monkeypatch:
         written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
     assert written > 1024 and read == 2 * written  # three roles: written in round 1, read in rounds 2 and 3
     assert (meter.usage.cache_write_tokens, meter.usage.cache_read_tokens) == (written, read)
+
+
+def test_no_cache_hint_where_dspy_would_route_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under $OPENAI_BASE_URL DSPy sends openai/ names through LiteLLM, which refuses a prompt_cache:
+    # the hint is left out there, not every request failed.
+    import dspy
+
+    from courtroom.models._layout import cache_hint
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini"), False, "a case") is not None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini"), False, "a case") is None
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini", engine="litellm"), True, "a case") is None

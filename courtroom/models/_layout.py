@@ -88,15 +88,33 @@ def _routes_cache_hints(lm: Any) -> bool:
     """Whether ``lm``'s requests go through an engine that maps lm15's ``CacheConfig`` onto the wire.
 
     DSPy's native engine (``openai/`` and ``anthropic/`` names, without an ``--api-base``) and
-    courtroom's ``--api-base`` engines do; LiteLLM's route (a proxy URL, ``ollama_chat/``) refuses one.
+    courtroom's ``--api-base`` engines do; LiteLLM's route (a proxy URL, ``ollama_chat/``, an
+    ``openai/`` name under ``$OPENAI_BASE_URL``) refuses one: DSPy's own choice decides.
     """
     engine = getattr(lm, "_engine_spec", None)
-    if engine == "auto":
-        return True
+    if isinstance(engine, str):
+        return engine != "litellm" and _native(lm)
     from courtroom.models._proxy_engine import ProxyEngine
     from courtroom.models._server_engine import ServerEngine
 
     return isinstance(engine, ServerEngine) and not isinstance(engine, ProxyEngine)  # Anthropic's is one too
+
+
+def _native(lm: Any) -> bool:
+    """Whether DSPy sends ``lm``'s calls through its native engine (its choice, made once per model and URL)."""
+    prefix = str(getattr(lm, "model", "")).split("/", 1)[0].upper()
+    env = tuple(os.environ.get(f"{prefix}_{name}") for name in ("API_BASE", "BASE_URL"))
+    memo = lm.__dict__.get("_courtroom_native")
+    if memo is not None and memo[0] == env:
+        return bool(memo[1])
+    from dspy.clients.backend_selection import select_backend
+
+    try:
+        native = bool(select_backend(lm, {}).native)
+    except Exception:  # noqa: BLE001 - a model DSPy cannot resolve natively goes through LiteLLM
+        native = False
+    lm.__dict__["_courtroom_native"] = (env, native)
+    return native
 
 
 def cache_hint(lm: Any, cache_layout: bool, case: Any) -> Any:
