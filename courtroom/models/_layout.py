@@ -79,6 +79,7 @@ def layout_for(lm: Any) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1024)  # every request about a case asks it again: hashed once
 def case_key(case: str) -> str:
     """OpenAI's ``prompt_cache_key`` of a case: the same for every request about it, never its text."""
     return "courtroom-" + hashlib.sha256(case.encode("utf-8", "surrogatepass")).hexdigest()[:24]
