@@ -20,8 +20,9 @@ Prices are LiteLLM's, per model: live, batch (``*_batches``), cached reads
 4. **+ cache**: the provider's prompt cache applied to the requests as sent, in the order sent:
    OpenAI caches automatically the longest prefix (in 128-token blocks, from 1,024 tokens) that an
    earlier request sent, reads at LiteLLM's cached price; in a batch only where LiteLLM gives a
-   batch cache price (gpt-4o-mini has none: no discount assumed). Anthropic caches only up to an
-   explicit ``cache_control`` breakpoint, which courtroom does not send yet: 0 cached;
+   batch cache price (gpt-4o-mini has none: no discount assumed). Anthropic caches only up to the
+   explicit ``cache_control`` breakpoint courtroom sends in the cache layout (``--prompt-layout``),
+   from the model's minimum prefix; the cheaper layout for the provider is taken;
 5. **+ stop**: the multi-round design's stopping rule on (:mod:`courtroom.programs._stopping`:
    ``stop_when_stable=2``; Courtroom-LLM's parallel judges: ``early_stop``, waves until the
    majority is fixed), with accuracy and its 95% interval beside the full run's on the oracle.
@@ -30,7 +31,8 @@ Prices are LiteLLM's, per model: live, batch (``*_batches``), cached reads
    which says nothing about a real model's.
 
 For each design and model it prints dollars per case and the factor of each lever, the total
-factor, calls and requests per case, the cached share of prompt tokens, and the accuracy; and
+factor (and, for a target not met, the stop factor it needs beside that lever's floor: every case
+stopped at its earliest round), calls and requests per case, the cached share of prompt tokens, and the accuracy; and
 whether the verdicts before and after n-sampling are the same (the fake draws each answer by how
 often it has seen the prompt, so n samples and k requests draw alike).
 
@@ -45,8 +47,7 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -99,6 +100,8 @@ class Sent(NamedTuple):
     prompt: str
     n: int
     system: str
+    prefixes: tuple[str, ...]
+    """The texts up to each ``cache_control`` breakpoint the cache layout marks (:func:`marked_prefixes`)."""
 
 
 class Run:
@@ -118,8 +121,9 @@ class Run:
 
 def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     from courtroom.cost.estimate import TYPICAL_FIELD_TOKENS
+    from courtroom.cost.prompt_cache import marked_prefixes
     from courtroom.models.lms import current_role
-    from courtroom.testing._engines import OracleEngine
+    from courtroom.testing._engines import OracleEngine, as_asked
 
     seen: Counter[str] = Counter()
 
@@ -130,11 +134,17 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
             system = request.system if isinstance(request.system, str) else ""
             system = system or "".join(getattr(p, "text", "") or "" for p in request.system or ())
             text = "\n".join([f"system: {system}", *(f"{m.role}: {m.text or ''}" for m in request.messages)])
-            run.requests.append(Sent(current_role() or "default", text, n, system))
+            chat = [
+                {"role": "system", "content": system},
+                *({"role": m.role, "content": m.text or ""} for m in request.messages),
+            ]
+            prefixes = tuple(marked_prefixes(chat))
+            run.requests.append(Sent(current_role() or "default", text, n, system, prefixes))
             return super().complete_n(request, n)
 
         def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
             out = super().answer(role, schema, prompt, turn)
+            prompt = as_asked(prompt)  # the role's fields, whatever the layout: the same filler in both
             # The k-th answer to a prompt, as the oracle draws it: the same text whatever the call order.
             with self._lock:
                 k = seen[role + prompt]
@@ -147,19 +157,6 @@ def _engine(gold: Mapping[str, str], seed: int, run: Run) -> Any:
     return Logged(gold, LABELS, ACCURACY, seed=seed)
 
 
-@contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
-
-
 def run_design(
     design: str, knobs: Mapping[str, Any], gold: Mapping[str, str], seed: int, *, n: bool, layout: str = "classic"
 ) -> Run:
@@ -169,12 +166,12 @@ def run_design(
 
     run = Run(layout)
     lm = FakeLM("fake/oracle", engine=_engine(gold, seed, run), cache=False)
+    lm.n_sampling, lm.prompt_layout = n, layout  # as --n-sampling/--no-n-sampling and --prompt-layout set them
     program = get_framework(design)(LABELS, lm=lm, **knobs)
     run.program = program
-    with _env("COURTROOM_N_SAMPLING", "1" if n else "0"), _env("COURTROOM_PROMPT_LAYOUT", layout):
-        for case, label in gold.items():
-            run.verdicts.append(program(case=case).label)
-            run.gold.append(label)
+    for case, label in gold.items():
+        run.verdicts.append(program(case=case).label)
+        run.gold.append(label)
     return run
 
 
@@ -236,26 +233,23 @@ class Priced(NamedTuple):
 
 
 def anthropic_cached(run: Run, minimum: float) -> list[tuple[int, int]]:
-    """Per request, (tokens read, tokens written) by Anthropic's cache at the breakpoint courtroom sends.
+    """Per request, (tokens read, tokens written) by Anthropic's cache at the breakpoints courtroom sends.
 
-    Only the cache layout sends one (``cache_control`` at the end of the system message, which holds
-    the preamble and the case): that prefix is written at its first request and read by later ones,
-    from the model's minimum prefix. The classic layout sends none: nothing is cached.
+    Only the cache layout sends them (``cache_control`` at the end of the system message, which holds
+    the preamble and the case, and at the end of the role's own message): each prefix is written at
+    its first request and read by later ones, from the model's minimum prefix
+    (:func:`courtroom.cost.prompt_cache.anthropic_hit`, the dry run's rule). The classic layout
+    sends none: nothing is cached.
     """
+    from courtroom.cost.prompt_cache import anthropic_hit
+
     if run.layout != "cache":
         return [(0, 0)] * len(run.requests)
     seen: set[str] = set()
-    out = []
-    for r in run.requests:
-        size = len(tokens(r.system))
-        if size < minimum:
-            out.append((0, 0))
-        elif r.system in seen:
-            out.append((size, 0))
-        else:
-            seen.add(r.system)
-            out.append((0, size))
-    return out
+    return [
+        anthropic_hit([(p, len(tokens(p.replace("\0", "")))) for p in r.prefixes], seen, int(minimum))
+        for r in run.requests
+    ]
 
 
 def price(run: Run, model: str, *, batch: bool, cache: bool, cases_n: int) -> Priced:
@@ -324,6 +318,43 @@ TARGETS = {
 }
 """Issue 44's targets: every lever on, as a fraction of today's live price."""
 
+ROUNDS = {"jot": "n_loops", "debate-feedback": "n_rounds"}
+"""The knob that counts a multi-round design's rounds: its stop-when-stable floor runs that many."""
+
+
+def floor_line(
+    design: str,
+    knobs: Mapping[str, Any],
+    stop: Mapping[str, Any],
+    model: str,
+    rows: Sequence[tuple[str, Priced, Run]],
+    gold: Mapping[str, str],
+    seed: int,
+) -> str | None:
+    """For a target not met: the stop factor it needs, and the stop lever's floor under this cost model.
+
+    The floor is every case stopping at its earliest round (``stop_when_stable`` rounds, all
+    agreeing), priced in the layout the cache lever chose: ``stop_when_stable`` can save no more. Above
+    the need, the target is out of reach under the bench's cost model; below it, it is reachable
+    only where verdicts hold sooner than the oracle's independent draws make them.
+    """
+    goal, knob = TARGETS.get((design, model)), ROUNDS.get(design)
+    total = rows[-1][1].dollars / rows[0][1].dollars
+    if goal is None or total <= goal + 1e-9 or knob is None or "stop_when_stable" not in stop:
+        return None
+    before = rows[-2][1].dollars / rows[0][1].dollars  # every lever but stopping
+    need = goal / before
+    measured = rows[-1][1].dollars / rows[-2][1].dollars
+    cached = rows[-2][2]
+    earliest = {**knobs, knob: int(stop["stop_when_stable"])}
+    short = run_design(design, earliest, gold, seed, n=TAKES_N[model], layout=cached.layout)
+    floor = price(short, model, batch=True, cache=True, cases_n=len(gold)).dollars / rows[-2][1].dollars
+    verdict = ("out of reach under this cost model" if floor > need + 1e-9 else
+               "reachable only where verdicts hold sooner than on the oracle (independent draws)")  # fmt: skip
+    return (f"{design} at {model}: {before:.2f}x before stopping, so the target needs stop <= {need:.2f} "
+            f"(measured {measured:.2f}); its floor, every case stopped after {earliest[knob]} rounds "
+            f"({knob}={earliest[knob]}), is {floor:.2f}: {verdict}")  # fmt: skip
+
 
 def target_line(design: str, model: str, rows: Sequence[tuple[str, Priced, Run]]) -> str | None:
     """Whether ``design`` on ``model`` meets its target, with the arithmetic lever by lever."""
@@ -390,6 +421,9 @@ def main(argv: list[str] | None = None) -> None:
                 before = priced.dollars
             totals.append(f"{design:<17} {model:<18} {rows[-1][1].dollars / live:>5.2f}x of live")
             line = target_line(design, model, rows)
+            if line:
+                targets.append(line)
+            line = floor_line(design, knobs, stop, model, rows, gold, args.seed)
             if line:
                 targets.append(line)
             if design == "self-consistency" and TAKES_N[model]:

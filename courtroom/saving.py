@@ -255,7 +255,7 @@ def with_models(
     return _program(state, meta, f"the {type(program).name} program", lm=lm, roles=roles, **lm_options)
 
 
-LM_OPTIONS = ("temperature", "max_tokens", "api_base", "timeout")
+LM_OPTIONS = ("temperature", "max_tokens", "api_base", "timeout", "n_sampling", "prompt_layout")
 """The keys of :class:`~courtroom.api._options.LoadOptions`: what a program's models given by name take."""
 
 

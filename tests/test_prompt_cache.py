@@ -111,7 +111,17 @@ def test_the_cache_layout_starts_every_request_for_a_case_with_the_same_bytes(
     assert one[0][: -len("CASE ONE")] == two[0][: -len("CASE TWO")]  # the preamble: every role's instructions
     assert all(f"## Role: {role}" in one[0] for role in ("lawyer", "prosecutor", "judge"))
     # Each request names its role after the shared bytes, and the fakes still read the case.
-    assert all(f"Your role: {role}" in p and "CASE ONE" in p for role, p in zip(roles, prompts, strict=True))
+    assert all("CASE ONE" in p for p in prompts)
+    # The role's own text is a message of its own after the shared bytes (its requests share it too).
+    from courtroom.models._layout import CACHE_ADAPTER, preamble
+
+    program = JudgmentOfThought(["True", "False"], lm=scripted_lm({}), n_loops=1)
+    judge = dict(program.named_predictors())["judge"]
+    with preamble(program.preamble(), "judge"):
+        messages = CACHE_ADAPTER.format(judge.signature, [], {"case": "CASE ONE", **dict.fromkeys(
+            (k for k in judge.signature.input_fields if k != "case"), "x")})  # fmt: skip
+    assert [m["role"] for m in messages] == ["system", "user", "user"]
+    assert messages[1]["content"].startswith("Your role: judge") and "CASE ONE" not in messages[1]["content"]
     monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "bogus")
     from courtroom.errors import ConfigError
 
@@ -132,7 +142,18 @@ def test_anthropic_reads_each_cases_prefix_from_its_cache_at_its_prices(monkeypa
             JudgmentOfThought(["True", "False"], lm=claude, n_loops=2)(case=case)
         assert [o.get("cache_breakpoint") for o in server.options] == ["system"] * 6
         written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
-        assert written > 1024 and read == 5 * written  # written by the first request, read by the other five
+        # Two breakpoints a request: the system message (preamble and case) and the role's own message.
+        assert [o.get("cache_marks") for o in server.options] == [[0, 1]] * 6
+        import json
+
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        systems = {json.loads(k)[0]["content"] for k in server.sent}
+        assert len(systems) == 1
+        size = len(encoding.encode(systems.pop(), disallowed_special=()))
+        roles = written - size  # each role's message written once, the system by the first request
+        # Round 1: the second and third roles read the system; round 2: each reads system and role.
+        assert size > 1024 and roles > 0 and read == 5 * size + roles
         # An OpenAI model keeps the classic layout under auto: no mark, nothing of the kind read.
         with metered():
             JudgmentOfThought(["True", "False"], lm=server.lm("openai/gpt-4o-mini", cache=False), n_loops=1)(case=case)
@@ -181,3 +202,138 @@ def test_the_dry_run_prices_the_providers_cache(tmp_path: Any, monkeypatch: pyte
     assert mini.batch_cache_cost == pytest.approx(mini.batch_cost)  # no batch cache price in LiteLLM
     line = next(x for x in estimate_lines({"jot": claude}) if x.startswith("with the provider's prompt cache"))
     assert f"jot ${claude.cache_cost:.4f}" in line
+
+
+CASES = [f"Case {i}: " + " ".join(f"fact{i}x{j}" for j in range(60)) for i in range(3)]
+
+
+def _keys_sent(model: str, layout: str) -> list[tuple[str, Any]]:
+    """(case, prompt_cache_key) of every request a JoT run on ``CASES`` sent to the fake server."""
+    import json
+
+    from courtroom.programs import JudgmentOfThought
+
+    sent: list[tuple[str, Any]] = []
+
+    class Recording(FakeServer):
+        def reply(self, body: Any) -> Any:
+            case = next(c for c in CASES if c in json.dumps(body["messages"]))
+            sent.append((case, body.get("prompt_cache_key")))
+            return super().reply(body)
+
+    with Recording() as server:
+        lm = server.lm(model, cache=False)
+        lm.prompt_layout = layout
+        program = JudgmentOfThought(["True", "False"], lm=lm, n_loops=2)
+        for case in CASES:
+            program(case=case)
+    return sent
+
+
+def test_openai_requests_carry_one_prompt_cache_key_per_case() -> None:
+    sent = _keys_sent("openai/gpt-4o-mini", "classic")
+    assert len(sent) == 6 * len(CASES)  # two rounds of lawyer, prosecutor and judge per case
+    keys: dict[str, set[Any]] = {}
+    for case, key in sent:
+        keys.setdefault(case, set()).add(key)
+    # Every request about a case carries the same key, each case its own; the key never holds the text.
+    assert all(len(k) == 1 and None not in k for k in keys.values())
+    assert len({k for ks in keys.values() for k in ks}) == len(CASES)
+    assert not any(case[:20] in str(key) for case, key in sent)
+    # Another OpenAI-wire server (vLLM) gets the key only when the cache layout asks for it.
+    assert {key for _, key in _keys_sent("hosted_vllm/m", "classic")} == {None}
+    assert None not in {key for _, key in _keys_sent("hosted_vllm/m", "cache")}
+
+
+def test_the_cache_hint_leaves_the_answers_cache_alone() -> None:
+    # A run with the hint and one without share DSPy's cache: the key is not part of it.
+    from dspy.clients import execution
+
+    assert "prompt_cache" in execution.IGNORED_CACHE_KEYS
+
+
+def test_anthropic_batch_lines_carry_the_breakpoint_where_the_layout_puts_one(
+    tmp_path: Any, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    marks = {}
+    for layout in ("cache", "classic"):
+        monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / f"cache-{layout}"))
+        with FakeServer(turnaround=0.02) as server:
+            args = ["run", "jot", "--lm", "anthropic/claude-sonnet-4-5", "--api-base", server.url, "--batch",
+                    "--limit", "2", "--loops", "1", "--prompt-layout", layout,
+                    "--out", str(tmp_path / layout)]  # fmt: skip
+            done = cli(*args)
+            assert done.returncode == 0, done.stderr
+            params = server.messages.params
+            assert params and server.counts["requests"] == 0  # every request went as a batch line
+            marks[layout] = [
+                [bool(b.get("cache_control")) for b in p["system"]] if isinstance(p["system"], list) else [False]
+                for p in params
+            ]
+    assert all(m == [True] for m in marks["cache"])  # one system block (preamble and case), marked
+    assert not any(any(m) for m in marks["classic"])
+
+
+@pytest.mark.parametrize(("design", "knobs"), [("debate-feedback", {"n_rounds": 2}), ("jot", {"n_loops": 2})])
+def test_the_layout_changes_no_verdict_on_the_oracle(design: str, knobs: dict[str, Any]) -> None:
+    # The oracle draws from the role's fields, not from where the layout put its instructions.
+    from courtroom.programs import get_framework
+    from courtroom.testing import oracle_lm
+
+    gold = {f"Case {i}: " + " ".join(f"w{i}x{j}" for j in range(30)): ["True", "False"][i % 2] for i in range(12)}
+    verdicts = {}
+    for layout in ("classic", "cache"):
+        lm = oracle_lm(gold, ["True", "False"], accuracy=0.7, seed=3)
+        lm.prompt_layout = layout
+        program = get_framework(design)(["True", "False"], lm=lm, **knobs)
+        verdicts[layout] = [program(case=case).label for case in gold]
+    assert verdicts["classic"] == verdicts["cache"]
+
+
+def test_a_batch_line_is_the_same_request_with_or_without_its_cache_key() -> None:
+    # A folder whose batches went out before prompt_cache_key was sent is followed on resume, not paid twice.
+    from courtroom.models.batch._collector import request_key
+
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "c"}]}
+    assert request_key({**body, "prompt_cache_key": "courtroom-abc"}) == request_key(body)
+    assert request_key({**body, "n": 3}) != request_key(body)
+
+
+def test_a_case_under_the_minimum_is_cached_up_to_the_roles_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 400-word case and the preamble stay under Sonnet 4.5's 1,024 tokens; with the role's own text
+    # they pass it: each role's later requests for the case read that prefix (issue 44's 400-word cases).
+    import json
+
+    from litellm.litellm_core_utils.default_encoding import encoding
+
+    from courtroom.models.lms import compatible_lm
+    from courtroom.programs import JudgmentOfThought
+
+    case = "Facts: " + " ".join(["plaintiff", "contract", "breach", "notice"] * 100)
+    with FakeServer() as server:
+        claude = compatible_lm("anthropic/claude-sonnet-4-5", server.url)
+        claude.cache, claude.prompt_layout = False, "cache"
+        with metered() as meter:
+            JudgmentOfThought(["True", "False"], lm=claude, n_loops=3)(case=case)
+        system = {json.loads(k)[0]["content"] for k in server.sent}.pop()
+        assert len(encoding.encode(system, disallowed_special=())) < 1024  # nothing to cache at the system mark
+        written, read = server.counts["cache_write_tokens"], server.counts["cache_read_tokens"]
+    assert written > 1024 and read == 2 * written  # three roles: written in round 1, read in rounds 2 and 3
+    assert (meter.usage.cache_write_tokens, meter.usage.cache_read_tokens) == (written, read)
+
+
+def test_no_cache_hint_where_dspy_would_route_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under $OPENAI_BASE_URL DSPy sends openai/ names through LiteLLM, which refuses a prompt_cache:
+    # the hint is left out there, not every request failed.
+    import dspy
+
+    from courtroom.models._layout import cache_hint
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini"), False, "a case") is not None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini"), False, "a case") is None
+    assert cache_hint(dspy.LM("openai/gpt-4o-mini", engine="litellm"), True, "a case") is None

@@ -463,13 +463,16 @@ def predict(
     roles: Mapping[str, str] | None = None,
     api_base: str | None = None,
     timeout: float | None = None,
+    n_sampling: bool | None = None,
+    prompt_layout: str | None = None,
     progress: bool = False,
 ) -> list[Verdict]:
     """Verdicts for ``cases`` (strings, or dicts with ``case`` and optionally ``id``) from a program.
 
     ``program`` is a loaded program or the path of a program file (``courtroom compile``). ``lm``
     (every role), ``roles`` (some) and ``api_base``/``timeout`` (the server its models are served
-    from; ``api_base`` alone keeps the program's models) apply alike to both, as
+    from; ``api_base`` alone keeps the program's models) and ``n_sampling``/``prompt_layout`` (how
+    requests go) apply alike to both, as
     :func:`courtroom.load` applies them; a loaded program is copied, never changed. Cases run
     ``concurrency`` at a time; a case that fails has ``label`` None and its ``error``. Returns one
     :class:`Verdict` per case, in order.
@@ -491,12 +494,12 @@ def predict(
         from courtroom.saving import load_program
 
         program = load_program(program, lm=lm, roles=dict(roles) if roles else None, api_base=api_base,
-                               timeout=timeout)  # fmt: skip
-    elif lm or roles or api_base is not None or timeout is not None:
+                               timeout=timeout, n_sampling=n_sampling, prompt_layout=prompt_layout)  # fmt: skip
+    elif lm or roles or any(v is not None for v in (api_base, timeout, n_sampling, prompt_layout)):
         from courtroom.saving import with_models
 
         program = with_models(program, lm=lm, roles=dict(roles) if roles else None, api_base=api_base,
-                              timeout=timeout)  # fmt: skip
+                              timeout=timeout, n_sampling=n_sampling, prompt_layout=prompt_layout)  # fmt: skip
     _check_keys(program)
     examples = [
         dspy.Example(case=r["case"], label="", id=str(r.get("id", n))).with_inputs("case")

@@ -79,6 +79,10 @@ class _ModelOptions(TypedDict, total=False):
     api_base: str | None
     """Base URL of an OpenAI-compatible server."""
     timeout: float | None
+    n_sampling: bool | None
+    """k samples of one prompt as one request with ``n`` where the model takes it (None: ``$COURTROOM_N_SAMPLING``)."""
+    prompt_layout: str | None
+    """classic | cache | auto: how prompts are laid out for a provider's cache (None: ``$COURTROOM_PROMPT_LAYOUT``)."""
     concurrency: int | None
     fail_on_error: float | None
     batch: bool
@@ -205,6 +209,10 @@ class LoadOptions(TypedDict, total=False):
     """Base URL of an OpenAI-compatible server the models are served from."""
     timeout: float | None
     """Seconds per request."""
+    n_sampling: bool | None
+    """k samples of one prompt as one request with ``n`` where the model takes it (None: ``$COURTROOM_N_SAMPLING``)."""
+    prompt_layout: str | None
+    """classic | cache | auto (None: ``$COURTROOM_PROMPT_LAYOUT``)."""
 
 
 class EstimateOptions(RunOptions, CompareOptions, CompileOptions, StudyOptions, total=False):

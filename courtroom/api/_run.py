@@ -41,7 +41,8 @@ RESUMED = {"task": "task", "source": "data", "split": "split", "limit": "limit",
            "temperature": "temperature", "max_tokens": "max_tokens", "api_base": "api_base", "timeout": "timeout",
            "concurrency": "concurrency", "prices": "prices", "fail_on_error": "fail_on_error", "debias": "debias",
            "dataset": "dataset", "split_sizes": "splits", "train_data": "splits", "dev_data": "splits",
-           "test_data": "splits", "batch": "batch"}  # fmt: skip
+           "test_data": "splits", "batch": "batch", "n_sampling": "n_sampling",
+           "prompt_layout": "prompt_layout"}  # fmt: skip
 """Spec field -> the run's config field a resume compares (answer-changing) or takes (safe)."""
 
 

@@ -61,7 +61,7 @@ def _o(name: str, flags: str, type_: Any, help_: str, panel: str, commands: Any,
     return Option(name, tuple(flags.split()), type_, help_, panel, cmds, extra)
 
 
-STR, INT, FLOAT, LIST = str | None, int | None, float | None, list[str] | None
+STR, INT, FLOAT, LIST, BOOL = str | None, int | None, float | None, list[str] | None, bool | None
 SPEC_COMMANDS = (*ALL, "predict", "score")
 
 OPTIONS: list[Option] = [
@@ -119,6 +119,13 @@ OPTIONS: list[Option] = [
        SPEC_COMMANDS, metavar="URL"),
     _o("timeout", "--timeout", FLOAT, "Seconds one LM request may take before it is retried, then failed.",
        MODELS_PANEL, SPEC_COMMANDS, show_default="30; 300 for local"),
+    _o("n_sampling", "--n-sampling/--no-n-sampling", BOOL, "Send k samples of one prompt as one request with n "
+       "where the model takes it (OpenAI chat and its batch lines): the prompt is billed once; answers unchanged.",
+       MODELS_PANEL, SPEC_COMMANDS, show_default="on; env: $COURTROOM_N_SAMPLING"),
+    _o("prompt_layout", "--prompt-layout", STR, "How prompts are laid out for the provider's prompt cache: classic "
+       "(DSPy's) | cache (every request for a case starts with the same bytes) | auto (cache on anthropic/ models).",
+       MODELS_PANEL, SPEC_COMMANDS, metavar="classic|cache|auto",
+       show_default="classic; env: $COURTROOM_PROMPT_LAYOUT"),
     _o("prompt_lm", "--prompt-lm", STR, "Model for the optimizer's own proposals.", MODELS_PANEL, ("compile",),
        show_default="the judge's model"),
     _o("search_temperature", "--search-temperature", bool, "Also search each role's temperature in [0, 1].",
@@ -360,7 +367,8 @@ def from_flags(
     flat: dict[str, Any] = {}
     direct = ("task", "dataset", "label_field", "dataset_config", "hub_split", "train_data", "dev_data", "test_data",
               "seed", "split", "limit", "train_limit", "dev_limit", "temperature", "max_tokens", "api_base",
-              "timeout", "prompt_lm", "search_temperature", "suite", "debias", "optimizer", "matched_baselines",
+              "timeout", "n_sampling", "prompt_layout", "prompt_lm", "search_temperature", "suite", "debias",
+              "optimizer", "matched_baselines",
               "baseline", "match", "objective", "cost_objective", "cost_unit", "trials", "storage", "study_name",
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",

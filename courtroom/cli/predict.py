@@ -141,7 +141,8 @@ def predict_command(
     check_roles(m.roles, all_roles())
     configure_cache()
     program = load_program(program_file, lm=m.default, roles=m.roles or None, temperature=m.temperature,
-                           max_tokens=m.max_tokens, api_base=m.api_base, timeout=m.timeout)  # fmt: skip
+                           max_tokens=m.max_tokens, api_base=m.api_base, timeout=m.timeout,
+                           n_sampling=m.n_sampling, prompt_layout=m.prompt_layout)  # fmt: skip
     from courtroom.reporting.tables import say, stdout_console
 
     console = stdout_console()

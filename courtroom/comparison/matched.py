@@ -86,7 +86,7 @@ def sample_tokens(config: Any, baseline: str) -> tuple[float, float]:
     evaluation = (est.calls - est.prepare_calls) / est.calls if est.calls else 1.0
     prompt = est.prompt_tokens * evaluation / max(est.examples, 1)
     completion = (est.completion_tokens or 0) * evaluation / max(est.examples, 1)
-    if completion and sampling.names_take_n(role_models(one, ["classifier"])).get("classifier"):
+    if completion and sampling.names_take_n(role_models(one, ["classifier"]), config.n_sampling).get("classifier"):
         return prompt, completion
     return 0.0, prompt + completion
 

@@ -105,6 +105,7 @@ def comparison_configs(
     unknown_roles = sorted(set(roles or {}) - {r for c in classes.values() for r in c.roles})
     if unknown_roles:
         raise ConfigError(f"--role {', '.join(unknown_roles)}: no compared framework has that role")
+    models = dict((spec or {}).get("models") or {})  # --n-sampling, --prompt-layout: how requests go
     return {
         f: RunConfig(
             base[f][0],
@@ -130,6 +131,8 @@ def comparison_configs(
             debias=debias if f in swapped else None,
             splits=dict(splits) if splits else None,
             batch=bool(((spec or {}).get("execution") or {}).get("batch")),
+            n_sampling=models.get("n_sampling"),
+            prompt_layout=models.get("prompt_layout"),
             spec=dict(spec) if spec else None,
             program=saved.get(f),
         )

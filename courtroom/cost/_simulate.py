@@ -162,11 +162,12 @@ class _RecordingEngine:
         pass
 
 
-def recording_lms(models: Mapping[str, str]) -> tuple[RoleLMs, _RecordingEngine]:
+def recording_lms(models: Mapping[str, str], layout: str | None = None) -> tuple[RoleLMs, _RecordingEngine]:
     engine = _RecordingEngine()
     built: dict[str, Any] = {}
     for model in set(models.values()):
         lm = FakeLM(model if model != LOCAL else "openai/local", engine=engine, cache=False)
+        lm.prompt_layout = layout  # rendered as the run lays them out (--prompt-layout)
         built[model] = lm
     lms = RoleLMs({DEFAULT: next(iter(built.values()))})
     lms.update({role: built[m] for role, m in models.items()})

@@ -268,12 +268,12 @@ def estimate_run(
             )[1]
         train = splits["train"][: config.train_limit] if config.train_limit else splits["train"]
     models = role_models(config, cls.roles)
-    with sampling.assumed(sampling.names_take_n(models)):  # n-sampling as the run would do it, by name
+    with sampling.assumed(sampling.names_take_n(models, config.n_sampling)):  # as the run would, by name
         calls, prepare_calls, exact, by_role, samples_by_role = max_calls(config, labels, positions, examples, train)
         rounds = batch_rounds(config, labels, positions, examples, train) if config.batch else None
     # Render the real prompts of a sample through the real adapter.
     default_model = role_models(config, [DEFAULT])[DEFAULT]
-    lms, engine = recording_lms(models)
+    lms, engine = recording_lms(models, config.prompt_layout)
     program = config.build_program(labels, positions, lms)  # a saved program's demos are in its prompts
     if train is not None:
         CallCounter(PATTERNS[0]).attach(program)
@@ -309,7 +309,7 @@ def estimate_run(
     role_calls = _scale_roles(by_role, sum(calls) + prepare_calls)
     # n-sampling: a later sample of one prompt rides on the first sample's request (no prompt billed)
     # where the role's model takes n (courtroom.models.sampling; by name: OpenAI-wire models).
-    takes_n = sampling.names_take_n({role: models.get(role, default_model) for role in role_calls})
+    takes_n = sampling.names_take_n({role: models.get(role, default_model) for role in role_calls}, config.n_sampling)
     shared = {
         role: count * samples_by_role[role] / by_role[role]
         for role, count in role_calls.items()
@@ -375,7 +375,16 @@ def estimate_run(
             answer = measured.get(model) or _max_tokens(model, config) or 0
             batch_cost += count * answer * (_price(model, prices, batch=True) or (0.0, 0.0))[1]
     read, written, cache_cost, batch_cache_cost = _provider_cache(
-        engine.requests, models, default_model, takes_n, prompt, model_share, cost, batch_cost, prices
+        engine.requests,
+        models,
+        default_model,
+        takes_n,
+        prompt,
+        model_share,
+        cost,
+        batch_cost,
+        prices,
+        config.prompt_layout,
     )
     worst = _per_example_bound(max(per_case, default=0), max(calls) if calls else 0, models, config, prices)
     return Estimate(
@@ -417,6 +426,7 @@ def _provider_cache(
     cost: float | None,
     batch_cost: float | None,
     prices: Any,
+    layout: str | None = None,
 ) -> tuple[int, int, float | None, float | None]:
     """(cache read tokens, cache write tokens, cost and batch cost with the provider's cache) of the run.
 
@@ -431,7 +441,7 @@ def _provider_cache(
         for role, messages, index in rendered
         if not (index and takes_n.get(role, False))
     ]
-    shares = prompt_cache.cached_shares(sent, prompt_cache.layouts_of({m for m, _ in sent}))
+    shares = prompt_cache.cached_shares(sent, prompt_cache.layouts_of({m for m, _ in sent}, layout))
     read = written = 0.0
     saved = batch_saved = 0.0
     for model, (r, w) in shares.items():

@@ -5,10 +5,11 @@ module replays them, in order, against each provider's cache rule (SPEC §18):
 
 * OpenAI-wire models (``openai/``, ``hosted_vllm/``): the automatic cache serves the longest prefix
   of a request, in 128-token blocks and from 1,024 tokens, that an earlier request sent;
-* ``anthropic/`` models: only up to the ``cache_control`` breakpoint courtroom sends in the cache
-  layout (:mod:`courtroom.models._layout`: the end of the system message), written at its first
-  request and read by later ones, from the model's minimum prefix (LiteLLM's
-  ``prompt_cache_min_tokens``, else 1,024); in the classic layout nothing;
+* ``anthropic/`` models: only up to the ``cache_control`` breakpoints courtroom sends in the cache
+  layout (:mod:`courtroom.models._layout`: the end of the system message, and the end of the
+  role's own message), each prefix written at its first request and read by later ones, from the
+  model's minimum prefix (LiteLLM's ``prompt_cache_min_tokens``, else 1,024): :func:`anthropic_hit`;
+  in the classic layout nothing;
 * other models: nothing.
 
 Samples that share a request (n-sampling) are not replayed: they send no prompt. Tokens are
@@ -42,6 +43,33 @@ def openai_hit(tokens: Sequence[int], seen: set[bytes]) -> int:
     return hit
 
 
+def anthropic_hit(prefixes: Sequence[tuple[str, int]], seen: set[str], minimum: int) -> tuple[int, int]:
+    """(tokens read, tokens written) by Anthropic's cache for one request with ``cache_control`` breakpoints.
+
+    ``prefixes``: (the text up to a breakpoint, its tokens), one per breakpoint, shortest first;
+    ``seen``: the prefixes earlier requests cached (updated). A prefix below ``minimum`` tokens is
+    not cached. The longest prefix an earlier request cached is read; the rest of the longest
+    cacheable prefix is written (at the write price); what follows the breakpoints is plain input.
+    """
+    cacheable = [(text, size) for text, size in prefixes if size >= minimum]
+    read = max((size for text, size in cacheable if text in seen), default=0)
+    top = max((size for _, size in cacheable), default=0)
+    seen.update(text for text, _ in cacheable)
+    return read, max(0, top - read)
+
+
+def marked_prefixes(messages: Sequence[Mapping[str, str]]) -> list[str]:
+    """The texts up to each breakpoint the cache layout puts in ``messages`` (:mod:`courtroom.models._layout`).
+
+    The end of the system message (the preamble and the case: every role's requests share it) and,
+    when the role's own text opens the conversation as a message of its own, the end of that
+    message (a role's requests share it: cached where the case alone is under the model's minimum).
+    """
+    system = "".join(m.get("content", "") for m in messages if m.get("role") == "system")
+    rest = [m.get("content", "") for m in messages if m.get("role") != "system"]
+    return [system, system + "\0" + rest[0]] if len(rest) > 1 else [system]
+
+
 def _tokens(text: str) -> list[int]:
     from litellm.litellm_core_utils.default_encoding import encoding
 
@@ -66,7 +94,7 @@ def cached_shares(
     ``requests``: (model, messages) in the order sent; ``layouts``: model -> ``classic`` or ``cache``.
     """
     seen_blocks: dict[str, set[bytes]] = {}
-    seen_systems: dict[str, set[str]] = {}
+    seen_prefixes: dict[str, set[str]] = {}
     totals: dict[str, list[int]] = {}
     for model, messages in requests:
         toks = _tokens(json.dumps(list(messages)))
@@ -75,25 +103,20 @@ def cached_shares(
         if model.startswith(("openai/", "hosted_vllm/")):
             row[1] += openai_hit(toks, seen_blocks.setdefault(model, set()))
         elif model.startswith("anthropic/") and layouts.get(model) == "cache":
-            system = "".join(m.get("content", "") for m in messages if m.get("role") == "system")
-            size = len(_tokens(system))
-            if size >= _anthropic_minimum(model):
-                systems = seen_systems.setdefault(model, set())
-                if system in systems:
-                    row[1] += size
-                else:
-                    systems.add(system)
-                    row[2] += size
+            prefixes = [(p, len(_tokens(p.replace("\0", "")))) for p in marked_prefixes(messages)]
+            read, written = anthropic_hit(prefixes, seen_prefixes.setdefault(model, set()), _anthropic_minimum(model))
+            row[1] += read
+            row[2] += written
     return {m: (r[1] / r[0], r[2] / r[0]) if r[0] else (0.0, 0.0) for m, r in totals.items()}
 
 
-def layouts_of(models: Iterable[str]) -> dict[str, str]:
-    """Model name -> the layout its requests use (``COURTROOM_PROMPT_LAYOUT``, by name)."""
+def layouts_of(models: Iterable[str], layout: str | None = None) -> dict[str, str]:
+    """Model name -> the layout its requests use under ``--prompt-layout`` ``layout`` (None: the default), by name."""
     from types import SimpleNamespace
 
     from courtroom.models._layout import layout_for
 
-    return {m: layout_for(SimpleNamespace(model=m)) for m in models}
+    return {m: layout_for(SimpleNamespace(model=m, prompt_layout=layout)) for m in models}
 
 
 def cache_dollars(model: str, read: float, written: float, prices: Any, *, batch: bool = False) -> float:

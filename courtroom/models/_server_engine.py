@@ -37,7 +37,9 @@ def _compat() -> Any:
     from dspy.lm15 import OpenAIChatCompat
 
     # The plain OpenAI chat wire, as lm15's presets for local servers spell it (ollama, lmstudio,
-    # vllm): system role, max_tokens, usage in streams, and no vendor-specific fields.
+    # vllm): system role, max_tokens, usage in streams, and no vendor-specific fields but OpenAI's
+    # prompt_cache_key, sent only when a request asks for it (courtroom.models._layout.cache_hint:
+    # openai/ names, or the cache layout); servers without a prompt cache ignore the field.
     return OpenAIChatCompat(
         instruction_role="system",
         max_tokens_field="max_tokens",
@@ -45,7 +47,7 @@ def _compat() -> Any:
         thinking_format="none",
         tool_result_name="omit",
         strict_tools="omit",
-        cache_control="none",
+        cache_control="openai_implicit",
         tool_result_media="reject",
     )
 

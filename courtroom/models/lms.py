@@ -32,16 +32,19 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds one request may take before it is retried, then failed (``--timeout``; LiteLLM's own is 600)."""
 
 
-def _timeout_outside_cache_key() -> None:
+def _outside_cache_key() -> None:
     # A timeout does not change answers: a resume with another --timeout must reuse cached calls.
+    # Nor does a provider's prompt-cache hint (OpenAI's prompt_cache_key, Anthropic's breakpoint):
+    # a run with the hint and one without share their answers.
     from dspy.clients import execution
 
     ignored = getattr(execution, "IGNORED_CACHE_KEYS", None)
-    if isinstance(ignored, list) and "timeout" not in ignored:
-        ignored.append("timeout")
+    for key in ("timeout", "prompt_cache"):
+        if isinstance(ignored, list) and key not in ignored:
+            ignored.append(key)
 
 
-_timeout_outside_cache_key()
+_outside_cache_key()
 
 _current_role: contextvars.ContextVar[str | None] = contextvars.ContextVar("courtroom_role", default=None)
 
@@ -56,6 +59,10 @@ class LMSpec:
     api_base: str | None = None
     timeout: float | None = None
     """Seconds per request (default :data:`DEFAULT_TIMEOUT`; longer for ``local``)."""
+    n_sampling: bool | None = None
+    """``--n-sampling``: the built model's ``n_sampling`` (:func:`courtroom.models.sampling.enabled`)."""
+    prompt_layout: str | None = None
+    """``--prompt-layout``: the built model's ``prompt_layout`` (:func:`courtroom.models._layout.layout_for`)."""
 
     def describe(self) -> str:
         """The model name only: never a key or a base URL."""
@@ -173,6 +180,17 @@ def build_lm(spec: LMSpec | str) -> Any:
         spec = LMSpec(model=spec)
     if spec.timeout is not None and not spec.timeout > 0:
         raise ConfigError(f"--timeout must be a number of seconds > 0, got {spec.timeout}")
+    lm = _built(spec)
+    # How its requests go (one request for k samples; the prompt layout) travels with the model,
+    # into every thread and optimizer copy that calls it.
+    if spec.n_sampling is not None:
+        lm.n_sampling = spec.n_sampling
+    if spec.prompt_layout is not None:
+        lm.prompt_layout = spec.prompt_layout
+    return lm
+
+
+def _built(spec: LMSpec) -> Any:
     if spec.model == LOCAL:
         from courtroom.models.local import local_lm
 
@@ -259,6 +277,8 @@ def resolve_roles(
     max_tokens: int | None = None,
     api_base: str | None = None,
     timeout: float | None = None,
+    n_sampling: bool | None = None,
+    prompt_layout: str | None = None,
 ) -> RoleLMs:
     """Build the role map from a default model and per-role overrides.
 
@@ -290,6 +310,8 @@ def resolve_roles(
                 max_tokens=value.max_tokens if value.max_tokens is not None else max_tokens,
                 api_base=value.api_base or (api_base if value.model != LOCAL else None),
                 timeout=value.timeout if value.timeout is not None else timeout,
+                n_sampling=value.n_sampling if value.n_sampling is not None else n_sampling,
+                prompt_layout=value.prompt_layout or prompt_layout,
             )
             if value not in built:
                 # Ctrl-C stops new calls on every model the commands build (courtroom._stop).
@@ -308,7 +330,7 @@ def resolve_roles(
 def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]:
     """Run the enclosed calls on ``role``'s model (member ``call`` of a panel), through the schema adapter.
 
-    The adapter lays the prompt out as ``COURTROOM_PROMPT_LAYOUT`` chooses for that model
+    The adapter lays the prompt out as ``--prompt-layout`` chooses for that model
     (:mod:`courtroom.models._layout`).
     """
     from courtroom.models._layout import CACHE_ADAPTER, layout_for
@@ -316,7 +338,7 @@ def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]
     lm = lms.for_role(role, call)
     warm_up([lm])  # a set check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
-    adapter = CACHE_ADAPTER if layout_for(lm) == "cache" else ADAPTER  # COURTROOM_PROMPT_LAYOUT
+    adapter = CACHE_ADAPTER if layout_for(lm) == "cache" else ADAPTER  # --prompt-layout
     try:
         with dspy.context(lm=limit_requests(lm), adapter=adapter):
             yield

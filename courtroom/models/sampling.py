@@ -21,7 +21,8 @@ OpenAI-wire server, and the fakes), unless it says ``takes_n = False`` (Anthropi
 no ``n``; llama-cpp-python's server ignores it, so the embedded model is marked so). A server that
 answers fewer samples than asked is not an error: the rest go as requests of their own. Elsewhere
 (LiteLLM routes, a mixed panel, one sample) the k requests go out as before.
-``COURTROOM_N_SAMPLING=0`` turns it off everywhere.
+``--no-n-sampling`` (the spec's ``models.n_sampling``, carried by each model a command builds) turns
+it off; its default is ``$COURTROOM_N_SAMPLING`` (``0`` turns it off everywhere), else on.
 
 The answers' distribution is unchanged: the n samples are independent draws at the same
 temperature, as k requests are (the fakes draw them exactly as they draw k requests).
@@ -45,8 +46,15 @@ _group: contextvars.ContextVar[Group | None] = contextvars.ContextVar("courtroom
 _index: contextvars.ContextVar[int | None] = contextvars.ContextVar("courtroom_sample_index", default=None)
 
 
-def enabled() -> bool:
-    """Whether n-sampling is on (``COURTROOM_N_SAMPLING``, default on; ``0``, ``off`` or ``no`` turn it off)."""
+def enabled(lm: Any = None, on: bool | None = None) -> bool:
+    """Whether n-sampling is on.
+
+    ``on`` if given, else ``lm``'s own ``n_sampling`` (``--n-sampling``), else ``$COURTROOM_N_SAMPLING``
+    (default on; ``0``, ``off`` or ``no`` turn it off).
+    """
+    own = on if on is not None else getattr(lm, "n_sampling", None)
+    if own is not None:
+        return bool(own)
     return os.environ.get("COURTROOM_N_SAMPLING", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
@@ -88,9 +96,12 @@ def assumed_for(role: str) -> bool | None:
     return None if table is None else bool(table.get(role, False))
 
 
-def names_take_n(models: Mapping[str, str]) -> dict[str, bool]:
-    """Role -> whether its model, named as a run names it, takes ``n`` (a panel ``a,b`` never does)."""
-    return {role: enabled() and "," not in m and name_takes_n(m) for role, m in models.items()}
+def names_take_n(models: Mapping[str, str], on: bool | None = None) -> dict[str, bool]:
+    """Role -> whether its model, named as a run names it, takes ``n`` (a panel ``a,b`` never does).
+
+    ``on``: the run's ``--n-sampling`` (None: the environment's default, :func:`enabled`).
+    """
+    return {role: enabled(on=on) and "," not in m and name_takes_n(m) for role, m in models.items()}
 
 
 def sample_index() -> int | None:

@@ -89,6 +89,8 @@ def compile_program(
     max_tokens: int | None = None,
     api_base: str | None = None,
     timeout: float | None = None,
+    n_sampling: bool | None = None,
+    prompt_layout: str | None = None,
     concurrency: int = 4,
     trainset: Sequence[dspy.Example] | None = None,
     devset: Sequence[dspy.Example] | None = None,
@@ -158,6 +160,8 @@ def compile_program(
             max_tokens=max_tokens,
             api_base=api_base,
             timeout=timeout,
+            n_sampling=n_sampling,
+            prompt_layout=prompt_layout,
         )
         check_keys(lms)
     program = build_program(framework, labels, positions, knobs=knobs, lms=lms)
@@ -335,6 +339,8 @@ def compile_spec(spec: Experiment, models: tuple[Any, Mapping[str, Any]], *, dis
         max_tokens=m.max_tokens,
         api_base=m.api_base,
         timeout=m.timeout,
+        n_sampling=m.n_sampling,
+        prompt_layout=m.prompt_layout,
         concurrency=spec.execution.concurrency or 4,
         display=display,
         fail_on_error=spec.execution.threshold,

@@ -216,10 +216,11 @@ class CourtroomProgram(dspy.Module):
         """Whether :meth:`ask_samples` sends ``role``'s samples of one prompt as one request (n-sampling)."""
         from courtroom.models import sampling
 
-        if not sampling.enabled():
-            return False
-        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name
-        return assumed if assumed is not None else sampling.takes_n(self.lms.serving(role))
+        assumed = sampling.assumed_for(role)  # a dry run decides by the model's name and --n-sampling
+        if assumed is not None:
+            return assumed
+        lm = self.lms.serving(role)
+        return sampling.enabled(lm) and sampling.takes_n(lm)
 
     def ask_samples(
         self,
@@ -271,12 +272,9 @@ class CourtroomProgram(dspy.Module):
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
         cache_layout = layout.layout_for(lm) == "cache"
-        if cache_layout and str(getattr(lm, "model", "")).startswith("anthropic/"):
-            from dspy.lm15 import CacheConfig
-
-            # Anthropic caches up to an explicit breakpoint: the end of the system message (the
-            # preamble and the case), which every request for this case starts with.
-            config["prompt_cache"] = CacheConfig(prefix="stable")
+        hint = layout.cache_hint(lm, cache_layout, inputs.get(layout.CASE))
+        if hint is not None:
+            config["prompt_cache"] = hint
         opening = layout.preamble(self.preamble(), role) if cache_layout else contextlib.nullcontext()
         with use_role(self.lms, role, member), opening:
             try:

@@ -53,6 +53,11 @@ class RunConfig:
     """Split sizes and splits given as their own files (:func:`courtroom.data.tasks.load_splits`)."""
     batch: bool = False
     """Requests go through the provider's batch API (:mod:`courtroom.models.batch`); answers do not depend on it."""
+    n_sampling: bool | None = None
+    """``--n-sampling``: k samples of one prompt in one request (:mod:`courtroom.models.sampling`); answers do not
+    depend on it. None: ``$COURTROOM_N_SAMPLING``."""
+    prompt_layout: str | None = None
+    """``--prompt-layout`` (:mod:`courtroom.models._layout`). None: ``$COURTROOM_PROMPT_LAYOUT``."""
     spec: dict[str, Any] | None = None
     """The experiment spec the run came from (:meth:`courtroom.spec.Experiment.to_dict`), as recorded."""
     program: dict[str, Any] | None = None
@@ -95,6 +100,8 @@ class RunConfig:
             debias=spec.design.debias,
             splits=d.splits(),
             batch=spec.execution.batch,
+            n_sampling=m.n_sampling,
+            prompt_layout=m.prompt_layout,
             spec=spec.to_dict(),
         )
 

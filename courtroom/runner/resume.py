@@ -26,7 +26,7 @@ RETRY_SALT = 10_000
 """Rollout offset of ``--retry-failed`` attempt n (n x this), for bad answers asked again; below the
 bad-answer retry's offset (``RETRY_ROLLOUT``) for any attempt under 50."""
 
-SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout", "batch"})
+SAFE = frozenset({"api_base", "concurrency", "prices", "fail_on_error", "out", "timeout", "batch", "n_sampling"})
 """Settings a resume may change: they change how calls are made, never the answers."""
 
 

@@ -155,6 +155,8 @@ class RunSetup:
                 max_tokens=config.max_tokens,
                 api_base=_batch_base(config),
                 timeout=config.timeout,
+                n_sampling=config.n_sampling,
+                prompt_layout=config.prompt_layout,
             )
         if config.batch:
             from courtroom.models.batch import check_batchable

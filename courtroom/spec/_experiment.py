@@ -53,7 +53,7 @@ IDENTITY = {
     "data": ("task", "source", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split",
              "train_data", "dev_data", "test_data", "split_sizes", "seed", "split", "limit", "train_limit",
              "dev_limit", "exclude_seen"),
-    "models": ("lm", "roles", "temperature", "max_tokens", "prompt_lm"),
+    "models": ("lm", "roles", "temperature", "max_tokens", "prompt_lm", "prompt_layout"),
     "design": ("framework", "frameworks", "knobs", "presets", "debias", "optimizer", "optimizer_settings",
                "matched_baselines", "baseline", "match"),
     "study": ("objective", "cost_objective", "cost_unit", "space", "search_temperature"),

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from courtroom.errors import ConfigError
+from courtroom.models._layout_names import LAYOUTS as PROMPT_LAYOUTS
 
 SPLITS = ("train", "dev", "test")
 DEFAULT_FRACTIONS = (0.2, 0.2, 0.6)
@@ -199,6 +200,13 @@ class Models:
     timeout: float | None = None
     prompt_lm: str | None = None
     """The optimizer's own model (compile; default: the judge's)."""
+    n_sampling: bool | None = None
+    """``--n-sampling/--no-n-sampling``: k samples of one prompt as one request with ``n`` where the model
+    takes it (:mod:`courtroom.models.sampling`); None: ``$COURTROOM_N_SAMPLING``, else on. Answers do not
+    depend on it."""
+    prompt_layout: str | None = None
+    """``--prompt-layout``: classic | cache | auto (:mod:`courtroom.models._layout`); None:
+    ``$COURTROOM_PROMPT_LAYOUT``, else classic."""
 
     @property
     def default(self) -> str | None:
@@ -213,6 +221,8 @@ class Models:
             raise ConfigError(f"--max-tokens must be >= 1, got {self.max_tokens}")
         check_amount("--timeout", self.timeout, "seconds")
         check_url(self.api_base)
+        if self.prompt_layout is not None and self.prompt_layout not in PROMPT_LAYOUTS:
+            raise ConfigError(f"--prompt-layout {self.prompt_layout!r}: use one of {', '.join(PROMPT_LAYOUTS)}")
 
 
 def check_url(value: str | None) -> None:

@@ -48,6 +48,27 @@ def _with_case(prompt: str, system: str) -> str:
     return prompt if at < 0 else f"[[ ## case ## ]]\n{system[at + len(CASE_MARKER) :]}\n\n{prompt}"
 
 
+def as_asked(prompt: str) -> str:
+    """The prompt as its role's fields, whatever the layout: what an oracle draws its answer from.
+
+    A cache-layout request opens its user message with the role's name and its own system text
+    (``Your role: ...``, ending with the adapter's injection guard) before the role's other fields;
+    a classic one has those in its system message. Without them, the prompt :func:`_with_case`
+    reads is the same bytes in both layouts, so a layout changes no draw (issue 44: it moved
+    Debate-Feedback's verdicts on the oracle).
+    """
+    from courtroom.models._adapter import INJECTION_GUARD
+
+    head = "[[ ## case ## ]]\n"
+    if not prompt.startswith(head):
+        return prompt
+    at = prompt.find("\n\nYour role: ")
+    end = prompt.find(INJECTION_GUARD, at) if at >= 0 else -1
+    if end < 0:
+        return prompt
+    return prompt[:at] + "\n\n" + prompt[end + len(INJECTION_GUARD) :].lstrip("\n")
+
+
 def _schema(request: Any) -> dict[str, Any]:
     fmt = request.config.response_format or {}
     return dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
@@ -250,6 +271,7 @@ class OracleEngine(_Engine):
 
     def answer(self, role: str, schema: dict[str, Any], prompt: str, turn: int) -> dict[str, Any]:
         """The reply fields: each label field right with probability :meth:`p`, a seeded draw (:meth:`_draw`)."""
+        prompt = as_asked(prompt)
         digest = hashlib.sha256(f"{self.seed}|{role}|{self._draw(role, prompt)}|{prompt}".encode()).digest()
         rng = random.Random(int.from_bytes(digest[:8], "big"))
         case = self.case_for(prompt)

@@ -52,13 +52,20 @@ def chat_body(params: Mapping[str, Any]) -> dict[str, Any]:
     system = params.get("system")
     messages = [{"role": "system", "content": _text(system)}] if system else []
     marked = isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system)
-    messages += [{"role": m.get("role"), "content": _text(m.get("content"))} for m in params.get("messages") or []]
+    marks = [0] if marked else []
+    for m in params.get("messages") or []:
+        content = m.get("content")
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") for b in content):
+            marks.append(len(messages))  # a mark on this message's block: the prefix ends with it
+        messages.append({"role": m.get("role"), "content": _text(content)})
     body: dict[str, Any] = {"model": params.get("model"), "messages": messages}
     schema = ((params.get("output_config") or {}).get("format") or {}).get("schema")
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema}}
     if marked:
         body["cache_breakpoint"] = "system"  # a cache_control mark on the system message (Anthropic's cache)
+    if marks:
+        body["cache_marks"] = marks  # every marked message, by index: Anthropic caches up to each
     return body
 
 

@@ -140,7 +140,7 @@ class FakeServer:
         if prompt_cache not in (None, "openai"):
             raise ValueError(f"unknown prompt_cache {prompt_cache!r}; use 'openai' or None")
         self.prompt_cache = prompt_cache
-        self._prefixes: dict[str, set[bytes]] = {}
+        self._prefixes: dict[str, set[Any]] = {}
         self.responder = responder or _schema_filler
         self.engine = engine
         self.latency = latency
@@ -276,24 +276,24 @@ class FakeServer:
     ANTHROPIC_MIN = 1024
     """Anthropic's minimum cacheable prefix (Claude Sonnet 4.5's; Haiku 4.5's is 4,096)."""
 
-    def _anthropic_cache(self, model: str, messages: Any, prompt: int) -> tuple[int, int]:
-        """Anthropic's cache at a breakpoint ending the system message: (tokens read, tokens written).
+    def _anthropic_cache(self, model: str, messages: Any, prompt: int, marks: Any) -> tuple[int, int]:
+        """Anthropic's cache at the request's breakpoints (``marks``: marked messages): (tokens read, written).
 
-        The prefix up to the mark (the system message) is read if an earlier request to ``model``
-        marked the same one, else written; below :data:`ANTHROPIC_MIN` tokens nothing is cached.
+        Each prefix up to a mark is cached from :data:`ANTHROPIC_MIN` tokens; the longest one an
+        earlier request to ``model`` cached is read, the rest of the longest cacheable one written
+        (:func:`courtroom.cost.prompt_cache.anthropic_hit`, the dry run's and the price bench's rule).
         """
         from litellm.litellm_core_utils.default_encoding import encoding
 
-        system = "".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
-        size = min(prompt, len(encoding.encode(system, disallowed_special=())))
-        if size < self.ANTHROPIC_MIN:
-            return 0, 0
-        key = hashlib.sha256(f"{model}\0{system}".encode()).digest()
+        from courtroom.cost.prompt_cache import anthropic_hit
+
+        contents = [str(m.get("content") or "") for m in messages]
+        prefixes = []
+        for i in sorted(int(i) for i in marks):
+            size = min(prompt, len(encoding.encode("".join(contents[: i + 1]), disallowed_special=())))
+            prefixes.append((model + "\0" + "\0".join(contents[: i + 1]), size))
         with self._lock:
-            seen = self._prefixes.setdefault("anthropic", set())
-            hit = key in seen
-            seen.add(key)
-        return (size, 0) if hit else (0, size)
+            return anthropic_hit(prefixes, self._prefixes.setdefault("anthropic", set()), self.ANTHROPIC_MIN)
 
     def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
@@ -341,8 +341,9 @@ class FakeServer:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
             with self._lock:
                 self.counts["cached_tokens"] += cached
-        if body.get("cache_breakpoint") == "system":
-            read, write = self._anthropic_cache(str(body.get("model")), messages, usage["prompt_tokens"])
+        if body.get("cache_marks"):
+            marks = body["cache_marks"]
+            read, write = self._anthropic_cache(str(body.get("model")), messages, usage["prompt_tokens"], marks)
             usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = read, write
             with self._lock:
                 self.counts["cache_read_tokens"] += read

@@ -58,9 +58,15 @@ def unsent(message: str, *, final: bool) -> dict[str, Any]:
     return {"error": {"code": "batch_api", "message": message}, "unsent": True, "final": final}
 
 
+HINTS = ("prompt_cache_key",)
+"""Body fields that route a request, not what it asks: outside its identity (a batch recorded by a
+courtroom that sent none is followed, not paid for again)."""
+
+
 def request_key(body: Mapping[str, Any]) -> str:
     """The identity of a request: what a resume matches a recorded batch line against."""
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+    asked = {k: v for k, v in body.items() if k not in HINTS}
+    return hashlib.sha256(json.dumps(asked, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
 
 
 @dataclass(eq=False)

@@ -50,6 +50,10 @@ class StudyConfig:
     api_base: str | None = None
     timeout: float | None = None
     """Seconds per LM request (None: the model's default)."""
+    n_sampling: bool | None = None
+    """``--n-sampling`` (:mod:`courtroom.models.sampling`; None: ``$COURTROOM_N_SAMPLING``); answers do not change."""
+    prompt_layout: str | None = None
+    """``--prompt-layout`` (:mod:`courtroom.models._layout`; None: ``$COURTROOM_PROMPT_LAYOUT``)."""
     concurrency: int = 4
     batch: bool = False
     """``--batch``: each trial's scoring (and the chosen trials' test scoring) goes through the provider's

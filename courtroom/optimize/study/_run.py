@@ -231,6 +231,8 @@ def run_study(
             max_tokens=config.max_tokens,
             api_base=config.api_base,
             timeout=config.timeout,
+            n_sampling=config.n_sampling,
+            prompt_layout=config.prompt_layout,
         )
         check_keys(lms)
     models = {role: saved_name(lms.for_role(role)) for role in cls.roles}

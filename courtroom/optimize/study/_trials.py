@@ -56,12 +56,19 @@ def _trial_lms(
                     max_tokens=config.max_tokens,
                     api_base=config.api_base,
                     timeout=config.timeout,
+                    n_sampling=config.n_sampling,
+                    prompt_layout=config.prompt_layout,
                 )
             else:
                 value = value.copy(temperature=temps[role])
         lms[role] = (
             resolve_roles(
-                value, temperature=config.temperature, max_tokens=config.max_tokens, api_base=config.api_base
+                value,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                api_base=config.api_base,
+                n_sampling=config.n_sampling,
+                prompt_layout=config.prompt_layout,
             ).serving(role)
             if isinstance(value, str | LMSpec)
             else value

@@ -272,6 +272,8 @@ def run_design_study(
             max_tokens=config.max_tokens,
             api_base=config.api_base,
             timeout=config.timeout,
+            n_sampling=config.n_sampling,
+            prompt_layout=config.prompt_layout,
         )
         check_keys(lms)
     _workers.fail_stale_trials(study)

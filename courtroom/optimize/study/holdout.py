@@ -43,6 +43,8 @@ def _base_lms(config: Any) -> Any:
         max_tokens=config.max_tokens,
         api_base=config.api_base,
         timeout=config.timeout,
+        n_sampling=config.n_sampling,
+        prompt_layout=config.prompt_layout,
     )
 
 

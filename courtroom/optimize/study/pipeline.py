@@ -59,6 +59,8 @@ def study_config(spec: Experiment) -> StudyConfig:
         "max_tokens": m.max_tokens,
         "api_base": m.api_base,
         "timeout": m.timeout,
+        "n_sampling": m.n_sampling,
+        "prompt_layout": m.prompt_layout,
         "concurrency": spec.execution.concurrency or 4,
         "prune": st.prune,
         "pruner": st.pruner,
@@ -371,6 +373,8 @@ def _export_program(outcome: StudyOutcome, spec: Experiment, path: str, lms: Any
         valid_roles=roles,
         max_tokens=config.max_tokens,
         api_base=config.api_base,
+        n_sampling=config.n_sampling,
+        prompt_layout=config.prompt_layout,
     )
     return export_design_program(
         outcome.study,
