@@ -66,14 +66,20 @@ class Comparison:
 def table_row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     """A row of the comparison table: a run's figures, or a repeat group's means (with the spread)."""
     # The evaluation's spend: a run's one-off training calls (prepare) stay out of per-example figures.
+    # ``training_sent`` says how many more the run folder's own ``sent`` counts (its summary.json).
     if isinstance(outcome, RunOutcome):
-        return {c: outcome.summary.get(c) for c in COLUMNS} | evaluation_spend(outcome.summary)
+        return (
+            {c: outcome.summary.get(c) for c in COLUMNS}
+            | evaluation_spend(outcome.summary)
+            | {"training_sent": outcome.summary.get("training_sent") or 0}
+        )
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
     for c in ("cached", "cached_tokens"):
         row[c] = sum(o.summary.get(c, 0) for o in outcome.outcomes) / len(outcome.outcomes)
     spends = [evaluation_spend(o.summary) for o in outcome.outcomes]
     for c in ("sent", "tokens"):
         row[c] = sum(s[c] for s in spends) / len(spends)
+    row["training_sent"] = sum(o.summary.get("training_sent") or 0 for o in outcome.outcomes) / len(outcome.outcomes)
     costs = [s["cost"] for s in spends]
     row["cost"] = None if any(c is None for c in costs) else sum(costs) / len(costs)
     row["n"] = outcome.outcomes[0].summary.get("n")
