@@ -112,3 +112,26 @@ def test_a_samples_answers_do_not_depend_on_which_run_filled_the_cache(tmp_path,
             seen.setdefault(k, []).append(trial(k, lm))
     assert all(run == seen[1][0] for run in seen[1]), seen[1]  # k=1 alone, or after k=3 filled the cache
     assert seen[3][0] == seen[3][1]
+
+
+def test_identical_cache_misses_at_once_go_out_once():
+    import threading
+
+    from courtroom.models.lms import resolve_roles
+
+    # Two trials asking the same uncached prompt at the same moment: one request, one answer for both.
+    with FakeServer(latency=0.3) as server:
+        lms = [resolve_roles(server.lm(f"openai/inflight-{os.getpid()}", cache=True)) for _ in range(2)]
+        answers, start = [], threading.Barrier(4)
+
+        def ask(lm):
+            start.wait()
+            answers.append(lm["default"](messages=[{"role": "user", "content": f"same prompt {os.getpid()}"}]))
+
+        threads = [threading.Thread(target=ask, args=(lms[i % 2],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert server.counts["requests"] == 1, server.counts
+        assert len({str(a) for a in answers}) == 1
