@@ -78,3 +78,18 @@ def test_no_reserve_no_other_pruner_and_nothing_saved_leave_the_study_as_it_was(
     # Nothing stopped, nothing saved: no round fits.
     study = _study(tmp_path, [0.7, 0.7], dev_n=20, reserve_n=40)
     assert saved(study, 20) == 0 and EXTENDED not in study.user_attrs
+
+
+def test_race_calls_is_a_study_option_on_every_path() -> None:
+    import pytest
+
+    from courtroom.cli._options import OPTIONS
+    from courtroom.errors import ConfigError
+    from courtroom.optimize.study.pipeline import study_config
+    from courtroom.spec import Experiment
+
+    assert any("--race-calls" in o.flags for o in OPTIONS)
+    spec = Experiment.build("study", framework="parallel-vote", race_calls=40)
+    assert study_config(spec).race_calls == 40
+    with pytest.raises(ConfigError, match="--race-calls must be >= 1"):
+        Experiment.build("study", framework="parallel-vote", race_calls=0).validate()
