@@ -1,6 +1,6 @@
 """How often a study's choice holds the true optimum, and what it costs: today's rule against racing.
 
-Three spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
+Four spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
 answer right with a set probability, independently per call) and generated boolean expressions:
 
 * ``vote``: parallel-vote, ``n_models`` 1..5 of one model right with p = 0.7. A majority of n votes
@@ -9,12 +9,17 @@ answer right with a set probability, independently per call) and generated boole
   calls (n = 5 asks n = 4's four votes again: the cache answers them).
 * ``models``: parallel-vote with one vote, the model chosen among five whose answers are right with
   0.60, 0.65, 0.70, 0.75 and 0.80. No two configurations share a call. The optimum is the 0.80 model.
+* ``learnable``: a study across designs, zero-shot or few-shot (labelled demos), each on one of three
+  learnable oracles (``courtroom.testing.learnable_lm``) right with 0.70, 0.75 and 0.60 alone and
+  0.80, 0.65 and 0.78 with demos in the prompt. No two configurations share a call. The optimum
+  is few-shot on the first (0.80); few-shot on the third (0.78) and zero-shot on the second (0.75)
+  are close.
 * ``flat``: parallel-vote with one or two votes of one of three models, each right with 0.7: six
   configurations, every one right with 0.7 (two votes that disagree fall back to the first); one
   vote costs half as many calls. Studied with a cost objective: the cheapest should be exported.
 
 A dev *budget* in LM calls sets the dev split: ``budget / calls per dev case over the whole space``
-(5, 5 and 6), so both rules see the same cases and every configuration can be scored on all of them.
+(5, 5, 6 and 6), so both rules see the same cases and every configuration can be scored on all of them.
 Each seed draws new cases, new oracle draws and a new sampler; each rule runs its own study with
 its own cache. Per rule and budget, over the seeds:
 
@@ -29,9 +34,15 @@ its own cache. Per rule and budget, over the seeds:
 
 Today's rule is the median pruner and the trial with the best dev score (a cost objective: the
 highest-scoring point of the Pareto front); racing is ``--pruner race`` and the tied set
-(``courtroom.optimize.study.tied``), exporting the best (flat: the cheapest) of it.
+(``courtroom.optimize.study.tied``), exporting the best (flat: the cheapest) of it, the set given
+the reserve cases (the pool after the dev cases) its stops paid for
+(``courtroom.optimize.study.extend``). **race=** is racing at today's requests, seed by seed: it
+starts on ``--start`` (0.5) of the dev cases and spends what its trials leave of the requests
+today's rule sent on that seed (``race_calls``) on reserve cases for the set; below each budget a
+line gives race= minus today's regret, paired by seed, with its 95% t interval.
 
-Run: ``.venv/bin/python bench/study_selection.py [--budgets 100 400 1600] [--seeds 20] [--spaces vote models flat]``.
+Run: ``.venv/bin/python bench/study_selection.py [--budgets 100 400 1600] [--seeds 20]
+[--spaces vote models flat learnable] [--start 0.5]``.
 """
 
 from __future__ import annotations
