@@ -156,6 +156,8 @@ def after_trials(
 
     if not races(config) or (budget is not None and getattr(budget, "active", True)) or _stop.stop_requested():
         return 0
+    if getattr(config, "race_calls", None) is None and saved(study, len(dev)) <= int(study.user_attrs.get(SENT, 0)):
+        return 0  # nothing saved to spend: the dev split is not loaded again
     if reserve is None:
         reserve = reserve_of(config, dev)
     if not reserve:
