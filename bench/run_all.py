@@ -40,7 +40,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
     },
     "study_selection": {
         "small": ["--budgets", "100", "400", "--seeds", "4"],
-        "smoke": ["--budgets", "20", "--seeds", "1", "--spaces", "vote", "models"],
+        "smoke": ["--budgets", "20", "--seeds", "1", "--spaces", "vote", "models", "learnable"],
     },
     "settle": {
         "small": ["--cases", "200", "--seeds", "2"],

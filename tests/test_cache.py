@@ -126,3 +126,26 @@ def test_the_disk_cache_is_opened_at_its_first_use_only(tmp_path, cli):
     with FakeServer() as server:
         assert cli("run", "zero-shot", "--limit", "2", "--lm", "openai/m", "--api-base", server.url).returncode == 0
     assert _entries(folder) == 2
+
+
+def test_identical_cache_misses_at_once_go_out_once():
+    import threading
+
+    from courtroom.models.lms import resolve_roles
+
+    # Two trials asking the same uncached prompt at the same moment: one request, one answer for both.
+    with FakeServer(latency=0.3) as server:
+        lms = [resolve_roles(server.lm(f"openai/inflight-{os.getpid()}", cache=True)) for _ in range(2)]
+        answers, start = [], threading.Barrier(4)
+
+        def ask(lm):
+            start.wait()
+            answers.append(lm["default"](messages=[{"role": "user", "content": f"same prompt {os.getpid()}"}]))
+
+        threads = [threading.Thread(target=ask, args=(lms[i % 2],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert server.counts["requests"] == 1, server.counts
+        assert len({str(a) for a in answers}) == 1

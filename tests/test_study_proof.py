@@ -142,3 +142,30 @@ def test_repeats_interval_covers_the_case_sample() -> None:
     noisy = [[(i + r) % 2 == 0 for r in range(3)] for i in range(20)]
     wide = repeat_stats(summaries, _results(noisy), LABELS)["accuracy"]
     assert wide["ci_low"] < 0.5 < wide["ci_high"]
+
+
+def test_the_test_split_leaves_out_the_cases_the_trials_saw(tmp_path: Path) -> None:
+    import csv
+
+    def rows(lo: int, hi: int) -> list[tuple[str, str]]:
+        return [(f"review {i}: it was {'great' if i % 2 else 'awful'}", "positive" if i % 2 else "negative")
+                for i in range(lo, hi)]  # fmt: skip
+
+    def write(name: str, part: list[tuple[str, str]]) -> str:
+        with (tmp_path / name).open("w", newline="") as f:
+            csv.writer(f).writerows([("text", "sentiment"), *part])
+        return str(tmp_path / name)
+
+    # The test file repeats 2 train and 2 dev texts: 8 of its 12 cases are held out.
+    train, dev, test = rows(0, 8), rows(8, 16), [*rows(4, 6), *rows(10, 12), *rows(16, 24)]
+    lm = oracle_lm(dict(train + dev + test), ["positive", "negative"], accuracy=0.7, cache=True)
+    outcome = courtroom.study(
+        "parallel-vote", dataset=write("train.csv", train), dev_data=write("dev.csv", dev),
+        test_data=write("test.csv", test), text_field="text", label_field="sentiment", labels="positive,negative",
+        train_limit=8, dev_limit=8, test_limit=12, space={"n_models": "1:2"}, trials=2,
+        storage=f"sqlite:///{tmp_path}/s.db", out=str(tmp_path / "rep"), lms=RoleLMs({"default": lm}), progress=False,
+    )  # fmt: skip
+    (scores,) = outcome.test.values()
+    assert scores["n"] == 8, "the test cases whose text is in train or dev are not held out"
+    asked = " ".join(text for _, text in lm.engine_impl.prompts)
+    assert not any(case in asked for case, _ in rows(4, 6)), "a seen train case was scored as held out"

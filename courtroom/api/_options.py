@@ -176,6 +176,8 @@ class StudyOptions(_CommonOptions, total=False):
     """How a trial stops early: ``race`` (the default) or ``median`` (``--pruner``)."""
     prefer: str | None
     """Which configuration tied with the best is exported and tested: ``best`` or ``cheapest`` (``--prefer``)."""
+    race_calls: int | None
+    """LM requests the whole study may send, the race's extra dev cases included (``--race-calls``)."""
     show_repeats: bool
     export_best: str | PathLike[str] | None
 

@@ -182,6 +182,9 @@ OPTIONS: list[Option] = [
     _o("prefer", "--prefer", STR, "Which of the configurations tied with the best is exported and tested: best | "
        "cheapest.", STUDY_PANEL, ("study",), show_default="cheapest with --cost-objective, else best",
        metavar="best|cheapest"),
+    _o("race_calls", "--race-calls", INT, "LM requests the whole study may send: what its trials leave buys the "
+       "configurations still tied with the best more dev cases, beyond --dev-limit (default: what the race's stops "
+       "saved).", STUDY_PANEL, ("study",), min=1),
     _o("show_repeats", "--show-repeats", bool, "List the trials that repeated or continued a configuration too.",
        STUDY_PANEL, {"study": False}),
     # Output
@@ -373,7 +376,7 @@ def from_flags(
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
               "test_limit", "keep_better", "track", "trace", "exclude_seen", "pruner", "prefer",
-              "show_repeats")  # fmt: skip
+              "race_calls", "show_repeats")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

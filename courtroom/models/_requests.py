@@ -11,6 +11,8 @@ once (at import) so that, for such models, each attempt is a request of its own:
 * a failed attempt (429, 5xx, time-out, connection error) is counted as a sent request by the
   current meter and the process's :data:`WIRE` tally; a successful one by DSPy's own usage
   report, as before;
+* identical requests at once (the same cache key: two trials' same cache miss) go out once
+  (:class:`InFlight`): the others wait for its answer and read it from the cache;
 * a retryable failure waits (the server's ``Retry-After``, else ``COURTROOM_RETRY_WAIT`` x 2^attempt
   seconds, at most 60) and tries again, unless a stop (Ctrl-C, SIGTERM) was requested.
 """
@@ -168,6 +170,41 @@ def _count_failed(lm: Any) -> None:
         count(str(lm.model))
 
 
+class InFlight:
+    """Identical live requests at once (two trials' same cache miss): the first goes out, the others read its answer.
+
+    Each cache key has at most one request in flight in this process; an identical call waits
+    for it, then reads the cache (a hit, as if it had come a moment later). If the first fails,
+    the waiter sends its own.
+    """
+
+    def __init__(self) -> None:  # noqa: D107
+        self._lock = threading.Lock()
+        self._leaders: dict[str, threading.Event] = {}
+
+    @contextlib.contextmanager
+    def leading(self, key: str) -> Iterator[bool]:
+        """True to the first caller of ``key``; False, once that one has ended, to a caller that waited."""
+        with self._lock:
+            event = self._leaders.get(key)
+            first = event is None
+            if event is None:
+                self._leaders[key] = event = threading.Event()
+        if not first:
+            while not event.wait(0.2) and not _stop.stop_requested():
+                pass
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._lock:
+                del self._leaders[key]
+            event.set()
+
+
+IN_FLIGHT = InFlight()
+
 _original_execute = execution.execute
 
 
@@ -185,11 +222,11 @@ def _execute(lm: Any, call: Any) -> Any:
             return served
     if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
         return hit  # free: never refused by the budget
-    collector = batch.current()
-    if collector is None or not call.cache:
+    if not call.cache:
         return _attempts(lm, call, gate, retries)
+    collector = batch.current()
     key = dspy.cache.cache_key(call.key(lm, False), execution.IGNORED_CACHE_KEYS)
-    with collector.leading(key) as first:
+    with (collector or IN_FLIGHT).leading(key) as first:
         if not first and (hit := execution._cached(lm, call, False)) is not None:
             return hit  # an identical request was answered meanwhile: a cache hit, as it is live
         return _attempts(lm, call, gate, retries)

@@ -410,6 +410,8 @@ class StudySettings:
     prune: bool = True
     pruner: str = "race"
     prefer: str | None = None
+    race_calls: int | None = None
+    """``--race-calls``: LM requests the whole study may send, the race's extra dev cases included."""
     show_repeats: bool = False
 
     def validate(self) -> None:
@@ -424,6 +426,8 @@ class StudySettings:
             raise ConfigError(f"unknown --prefer {self.prefer!r}: use best or cheapest")
         if self.trials < 0:
             raise ConfigError(f"--trials must be >= 0, got {self.trials}")
+        if self.race_calls is not None and self.race_calls < 1:
+            raise ConfigError(f"--race-calls must be >= 1, got {self.race_calls}")
         if self.storage is not None:
             from courtroom.optimize.study._storage import is_journal, journal_path
 

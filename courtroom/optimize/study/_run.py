@@ -31,7 +31,7 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize.study import _storage, _workers, race
+from courtroom.optimize.study import _storage, _workers, extend, race
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
@@ -198,6 +198,7 @@ def run_study(
     positions: Sequence[str] | None = None,
     callbacks: Sequence[Any] = (),
     budget: Any = None,
+    reserve: Sequence[dspy.Example] | None = None,
 ) -> StudyOutcome:
     """Create or resume the study and run ``config.trials`` trials in this process.
 
@@ -219,6 +220,8 @@ def run_study(
         study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
+    if reserve is None and devset is not None:
+        reserve = []  # a caller's own dev cases: no reserve unless given (the task's dev split is another)
     trainset, devset, labels, positions = study_data(config, trainset, devset, labels, positions)
     configure_cache()
     if lms is None:
@@ -249,6 +252,11 @@ def run_study(
     again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
     with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks, space)
+        with bounded_requests(config.concurrency):
+            extend.after_trials(
+                study, config, lms=lms, train=list(trainset or []), dev=list(devset), reserve=reserve, labels=labels,
+                positions=positions, model_objects=dict(model_objects or {}), budget=budget,
+            )  # fmt: skip
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 

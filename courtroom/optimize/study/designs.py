@@ -28,7 +28,7 @@ from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
 from courtroom.models.panels import Panel
-from courtroom.optimize.study import _storage, _workers
+from courtroom.optimize.study import _storage, _workers, extend
 from courtroom.optimize.study._config import StudyConfig, _portable
 from courtroom.optimize.study._dedupe import run_distinct
 from courtroom.optimize.study._run import StudyOutcome, create_study, study_data
@@ -240,6 +240,7 @@ def run_design_study(
     positions: Sequence[str] | None = None,
     callbacks: Sequence[Any] = (),
     budget: Any = None,
+    reserve: Sequence[dspy.Example] | None = None,
 ) -> StudyOutcome:
     """Create or resume the study over ``config.frameworks`` and run ``config.trials`` trials here.
 
@@ -259,6 +260,8 @@ def run_design_study(
         study = create_study(config, space)
     if config.trials == 0:
         return StudyOutcome(study, config, space)
+    if reserve is None and devset is not None:
+        reserve = []  # a caller's own dev cases: no reserve unless given (the task's dev split is another)
     trainset, devset, labels, positions = study_data(config, trainset, devset, labels, positions)
     configure_cache()
     if lms is None:
@@ -303,6 +306,10 @@ def run_design_study(
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
         run_distinct(study, rounds, config.trials, space)
+        extend.after_trials(
+            study, config, lms=lms, train=train, dev=list(devset), reserve=reserve, labels=labels,
+            positions=positions, model_objects=objects, budget=budget,
+        )  # fmt: skip
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
 

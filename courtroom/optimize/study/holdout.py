@@ -3,7 +3,8 @@
 A study picks its best trial (or its Pareto front) by the dev score, so that score is optimistic:
 the maximum of many noisy estimates. Each chosen trial is rebuilt as it ran (its knobs, models,
 temperatures and, in a study with ``--compile``, its compile, whose calls come from the cache),
-prepared on the same train split, and scored on the first ``test_limit`` test examples, with the
+prepared on the same train split, and scored on the first ``test_limit`` test examples whose text
+neither the train nor the dev cases the trials saw hold (as compile leaves them out), with the
 95% Wilson interval. The results are kept on the study (user attribute :data:`KEY`, by trial
 number), so the report and the exported recipe of a continued study carry them too.
 """
@@ -81,7 +82,7 @@ def score_chosen(
     ``dev_ci_low``/``dev_ci_high``, its Wilson interval),
     ``objective`` and ``design`` (a study across designs). Stored on the study under :data:`KEY`.
     """
-    from courtroom.data.tasks import load_task
+    from courtroom.data.tasks import case_digest, load_task
     from courtroom.eval.harness import evaluate
     from courtroom.eval.metrics import score, wilson
     from courtroom.models.cache import configure_cache
@@ -92,8 +93,13 @@ def score_chosen(
     config, study = outcome.config, outcome.study
     where: dict[str, Any] = {"data": config.data, "seed": config.seed, "dataset": config.dataset,
                              "splits": config.splits}  # fmt: skip
-    test = load_task(config.task, split="test", limit=test_limit, limit_flag="--test-limit", short="warn", **where)
     train = load_task(config.task, split="train", limit=config.train, limit_flag="--train-limit", short="warn", **where)
+    dev = load_task(config.task, split="dev", limit=dev_cases(study, config), short="warn", **where)
+    # Held out means unseen: a test case whose text the trials saw in train or dev is left out (as compile does).
+    seen = {name: sorted({case_digest(e.get("case")) for e in part.examples}) for name, part in
+            (("train", train), ("dev", dev))}  # fmt: skip
+    unseen = where | {"splits": dict(config.splits or {}) | {"seen": seen, "leave_out_seen": True}}
+    test = load_task(config.task, split="test", limit=test_limit, limit_flag="--test-limit", short="warn", **unseen)
     labels = list(test.task.labels)
     positions = list(test.task.positions) if test.task.positions else None
     configure_cache()
@@ -124,6 +130,14 @@ def score_chosen(
     kept = {str(k): v for k, v in (study.user_attrs.get(KEY) or {}).items()}
     study.set_user_attr(KEY, kept | {str(k): v for k, v in found.items()})
     return found
+
+
+def dev_cases(study: Any, config: Any) -> int:
+    """How many dev cases the study's trials saw: ``--dev-limit``, or more where the race extended its closest."""
+    from courtroom.optimize.study.extend import EXTENDED
+
+    longest = max((len(marks) for marks in (study.user_attrs.get(EXTENDED) or {}).values()), default=0)
+    return max(int(config.dev), longest)
 
 
 def _dev_interval(trial: Any) -> dict[str, float]:

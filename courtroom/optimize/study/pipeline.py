@@ -65,6 +65,7 @@ def study_config(spec: Experiment) -> StudyConfig:
         "prune": st.prune,
         "pruner": st.pruner,
         "prefer": st.prefer,
+        "race_calls": st.race_calls,
         "fail_on_error": spec.execution.threshold,
         "dataset": d.custom(),
         "splits": d.splits(),

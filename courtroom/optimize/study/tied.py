@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtroom.optimize.study.race import OUTCOMES, accuracy, cost_of, discordant, full_trials, one_sided_p
+from courtroom.optimize.study.extend import marks
+from courtroom.optimize.study.race import accuracy, cost_of, discordant, full_trials, one_sided_p
 
 LEVEL = 0.05
 """Family-wise level of the comparisons with the best (Holm)."""
@@ -47,11 +48,13 @@ class Member:
     """The smallest Holm-corrected p-value of "worse than" another configuration (every ordered pair)."""
     tied: bool
     config: dict[str, Any] = field(default_factory=dict)
+    cases: int = 0
+    """Dev cases its record holds (more than ``--dev-limit`` where the race extended it, :mod:`.extend`)."""
 
     def to_dict(self) -> dict[str, Any]:  # noqa: D102
         return {"trial": self.number, "accuracy": round(self.accuracy, 4), "cost_per_case": round(self.cost, 6),
                 "cost_unit": self.unit, "p": round(self.p, 6), "p_holm": round(self.p_holm, 6), "tied": self.tied,
-                "config": self.config}  # fmt: skip
+                "config": self.config, "dev_cases": self.cases}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,13 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
     done = full_trials(study)
     if not done:
         return None
-    best = max(done, key=lambda t: (accuracy(t.user_attrs[OUTCOMES]), -t.number))  # a tie: the first to reach it
-    marks = best.user_attrs[OUTCOMES]
-    # Every ordered pair (is a worse than b?), Holm over them all: the best is picked by the same
-    # data, so testing the others against it alone would find a difference too often.
+    record = {t.number: marks(study, t) for t in done}  # extended where the race gave the close ones more cases
+    # The best: the highest accuracy among the longest records (a tie: the first to reach it).
+    best = max(done, key=lambda t: (len(record[t.number]), accuracy(record[t.number]), -t.number))
+    # Every ordered pair (is a worse than b?, on the cases both saw), Holm over them all: the best is
+    # picked by the same data, so testing the others against it alone would find a difference too often.
     pairs = [(a, b) for a in done for b in done if a.number != b.number]
-    raw = [one_sided_p(*discordant(a.user_attrs[OUTCOMES], b.user_attrs[OUTCOMES])) for a, b in pairs]
+    raw = [one_sided_p(*discordant(record[a.number], record[b.number])) for a, b in pairs]
     adjusted = holm(raw)
     worst: dict[int, float] = {}  # trial -> its strongest corrected evidence of being worse than another
     for (a, _), p_holm in zip(pairs, adjusted, strict=True):
@@ -114,16 +118,17 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
     def member(t: Any) -> Member:
         unit = str(t.user_attrs.get("cost_unit", "calls"))
         config = dict(t.user_attrs.get("config", t.params))
-        p = 1.0 if t is best else one_sided_p(*discordant(t.user_attrs[OUTCOMES], marks))
+        p = 1.0 if t is best else one_sided_p(*discordant(record[t.number], record[best.number]))
         p_holm = worst.get(t.number, 1.0)
-        return Member(t.number, accuracy(t.user_attrs[OUTCOMES]), cost_of(t), unit, p, p_holm, p_holm >= level, config)
+        mine = record[t.number]
+        return Member(t.number, accuracy(mine), cost_of(t), unit, p, p_holm, p_holm >= level, config, len(mine))
 
     members = [member(best)]
     members += sorted(
         (member(t) for t in done if t is not best),
-        key=lambda m: (not m.tied, -m.accuracy, m.cost, m.number),
+        key=lambda m: (not m.tied, -m.cases, -m.accuracy, m.cost, m.number),
     )
-    return TiedSet(best.number, len(marks), members, level)
+    return TiedSet(best.number, len(record[best.number]), members, level)
 
 
 def preference(study: Any) -> str:

@@ -1,0 +1,168 @@
+"""The race's second half: what stopping saved buys the close configurations more cases.
+
+The race (:mod:`.race`) stops a configuration clearly worse than the incumbent after a block or
+two of the ``--dev-limit`` cases. The calls it did not send are not lost: after the trials, the
+configurations still tied with the best (:mod:`.tied`) are scored, together and block by block,
+on the dev split's cases beyond ``--dev-limit`` (the *reserve*), so the set can separate what its
+first cases could not, and the exported configuration is chosen on more cases.
+
+* **Budget**: the requests the stopped configurations did not send, each at the rate it sent
+  requests per case, over the dev cases it skipped (:func:`saved`), less what earlier extensions
+  sent; so a racing study sends about what scoring every configuration it ran on every
+  ``--dev-limit`` case would have. With ``race_calls`` (``--race-calls N``) the budget is instead
+  ``N`` requests for the whole study, trials and rounds together: a study may then start on fewer
+  dev cases and let the race spend the rest where the set is undecided. A round runs only if its
+  estimate fits: each member's requests per case in its trial (:func:`rate`; configurations that
+  share calls read each other's from the cache) times the cases it adds. The estimate can miss
+  by what one round's cache hits differ from the trials': the record keeps what was sent.
+* **Rounds**: every member of the set gets the next block (``--dev-limit / chunks`` cases, at
+  least 1) of the reserve; the set is then computed again on the longer records and the next
+  round scores those still tied. It ends when one configuration is left, the reserve or the
+  budget runs out.
+* **Record**: each extended trial's case-by-case record over ``--dev-limit`` plus its reserve
+  cases is kept on the study (user attribute :data:`EXTENDED`, trial number -> ``1``/``0`` marks),
+  its requests in :data:`SENT`; Optuna's trial values stay the ``--dev-limit`` scores. The tied
+  set and the export read the longer record (:func:`marks`).
+
+A study with a budget (``--max-calls``/``--max-cost``) or another pruner is not extended, nor is
+one given no reserve (a dev split no larger than ``--dev-limit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from courtroom.optimize.study.race import OUTCOMES
+
+EXTENDED = "race_extended"
+"""Study user attribute: trial number (as text) -> its dev record over ``--dev-limit`` and the reserve cases."""
+SENT = "race_extended_sent"
+"""Study user attribute: LM requests the extension rounds sent."""
+
+Score = Callable[[Any, Sequence[Any]], tuple[str, int]]
+"""``score(trial, examples) -> (marks, requests sent)``: the trial's configuration on ``examples``."""
+
+
+def marks(study: Any, trial: Any) -> str:
+    """The trial's case-by-case dev record: extended where the race extended it, else its own."""
+    record = (study.user_attrs.get(EXTENDED) or {}).get(str(trial.number))
+    return str(record if record else trial.user_attrs.get(OUTCOMES, ""))
+
+
+def saved(study: Any, dev: int) -> float:
+    """Requests the race's stopped configurations did not send: each one's rate per case, over the cases it skipped."""
+    from optuna.trial import TrialState
+
+    from courtroom.optimize.study._attrs import DUPLICATE, KEY
+
+    done = {t.user_attrs.get(KEY) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
+    seen: dict[str, tuple[int, float]] = {}  # configuration -> (most cases seen, its requests per case)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        a = t.user_attrs
+        if DUPLICATE in a or "race" not in a or a.get("interrupted") or a.get(KEY) in done or not a.get("examples"):
+            continue
+        cases = int(a["examples"])
+        if cases > seen.get(a[KEY], (0, 0.0))[0]:
+            seen[a[KEY]] = (cases, float(a.get("sent", 0)) / cases)
+    return sum(max(0, dev - cases) * rate for cases, rate in seen.values())
+
+
+def sent_by_trials(study: Any) -> int:
+    """LM requests the study's trials sent (repeats send none)."""
+    return sum(int(t.user_attrs.get("sent", 0)) for t in study.get_trials(deepcopy=False))
+
+
+def rate(trial: Any) -> float:
+    """Requests per case the trial sent: what one more case of its configuration is expected to send."""
+    return float(trial.user_attrs.get("sent", 0)) / max(1, int(trial.user_attrs.get("examples", 0)))
+
+
+def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Score, calls: int | None = None) -> int:
+    """Score the set tied with the best on ``reserve`` cases, round by round; the rounds run.
+
+    The rounds spend what the stops saved (:func:`saved`), or with ``calls`` what the study's
+    requests leave of ``calls`` (trials and rounds together).
+    """
+    from courtroom.optimize.study.tied import tied_set
+
+    record = {str(k): str(v) for k, v in (study.user_attrs.get(EXTENDED) or {}).items()}
+    spent = int(study.user_attrs.get(SENT, 0))
+    left = (saved(study, dev) if calls is None else calls - sent_by_trials(study)) - spent
+    total, rounds = dev + len(reserve), 0
+    while True:
+        found = tied_set(study)
+        if found is None or len(found.tied) < 2:
+            return rounds
+        trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+        members = [trials[m.number] for m in found.tied]
+        have = {t.number: len(marks(study, t)) for t in members}
+        target = min(min(have.values()) + block, total)
+        if target <= min(have.values()):
+            return rounds  # the reserve is used up
+        if sum((target - have[t.number]) * rate(t) for t in members) > left:
+            return rounds
+        for t in members:
+            if have[t.number] >= target:
+                continue
+            got, sent = score(t, reserve[have[t.number] - dev : target - dev])
+            record[str(t.number)] = marks(study, t) + got
+            spent += sent
+            left -= sent
+        study.set_user_attr(EXTENDED, dict(record))
+        study.set_user_attr(SENT, spent)
+        rounds += 1
+
+
+def scorer(
+    config: Any, lms: Any, train: Sequence[Any], labels: Sequence[str], positions: Sequence[str] | None,
+    model_objects: Any,
+) -> Score:  # fmt: skip
+    """``score(trial, examples)`` for :func:`extend`: the trial's program, rebuilt as it ran, on ``examples``."""
+    from courtroom.eval.harness import evaluate, total_usage
+    from courtroom.optimize.study.holdout import rebuild
+    from courtroom.optimize.study.race import outcomes
+
+    programs: dict[int, Any] = {}
+
+    def score(trial: Any, examples: Sequence[Any]) -> tuple[str, int]:
+        if trial.number not in programs:
+            programs[trial.number] = rebuild(trial, config, lms, list(train), list(labels),
+                                             list(positions) if positions else None, model_objects or {})  # fmt: skip
+        results = evaluate(programs[trial.number], list(examples), concurrency=config.concurrency)
+        return outcomes(results), total_usage(results).sent
+
+    return score
+
+
+def reserve_of(config: Any, dev: Sequence[Any]) -> list[Any]:
+    """The task's dev cases beyond the ``dev`` the trials score (its dev split past ``--dev-limit``)."""
+    from courtroom.data.tasks import case_key, load_task
+
+    where = {"data": config.data, "seed": config.seed, "dataset": config.dataset, "splits": config.splits}
+    whole = load_task(config.task, split="dev", **where).examples
+    used = {case_key(e.get("case")) for e in dev}
+    return [e for e in whole if case_key(e.get("case")) not in used]
+
+
+def after_trials(
+    study: Any, config: Any, *, lms: Any, train: Sequence[Any], dev: Sequence[Any], reserve: Sequence[Any] | None,
+    labels: Sequence[str], positions: Sequence[str] | None, model_objects: Any, budget: Any,
+) -> int:  # fmt: skip
+    """A racing study's extension rounds (:func:`extend`) once its trials have run; the rounds run."""
+    from courtroom import _stop
+    from courtroom.optimize.study import _storage
+    from courtroom.optimize.study._trials import block_size, races
+
+    if not races(config) or (budget is not None and getattr(budget, "active", True)) or _stop.stop_requested():
+        return 0
+    if getattr(config, "race_calls", None) is None and saved(study, len(dev)) <= int(study.user_attrs.get(SENT, 0)):
+        return 0  # nothing saved to spend: the dev split is not loaded again
+    if reserve is None:
+        reserve = reserve_of(config, dev)
+    if not reserve:
+        return 0
+    score = scorer(config, lms, train, labels, positions, model_objects)
+    with _storage.creation_lock(config.storage):  # one worker at a time extends the study
+        calls = getattr(config, "race_calls", None)
+        return extend(study, len(dev), list(reserve), block_size(config, len(dev)), score, calls)

@@ -1,0 +1,95 @@
+"""What the race's stops saved buys the configurations still tied with the best: cases beyond --dev-limit."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from courtroom.data.tasks import load_task
+from courtroom.models.lms import RoleLMs
+from courtroom.optimize.study import StudyConfig, run_study
+from courtroom.optimize.study.extend import EXTENDED, SENT, marks, saved, sent_by_trials
+from courtroom.optimize.study.tied import tied_set
+from courtroom.testing import oracle_lm
+
+LABELS = ["True", "False"]
+
+
+def _study(tmp_path: Path, accuracies: list[float], dev_n: int, reserve_n: int, **kw: Any) -> Any:
+    """A study of one vote per case, its model chosen among oracles of ``accuracies``; ``reserve_n`` more cases."""
+    pool = load_task("boolean_expressions", data="generate", split="dev", limit=dev_n + reserve_n).examples
+    dev, reserve = pool[:dev_n], pool[dev_n:]
+    train = load_task("boolean_expressions", data="generate", split="train", limit=4).examples
+    gold = {e.case: e.label for e in [*pool, *train]}
+    tag = uuid.uuid4().hex[:6]
+    objects = {
+        f"fake/m{round(a * 100)}-{i}-{tag}": oracle_lm(
+            gold, LABELS, accuracy=a, seed=i, cache=True, model=f"fake/m{round(a * 100)}-{i}-{tag}"
+        )  # fmt: skip
+        for i, a in enumerate(accuracies)
+    }
+    config = StudyConfig(
+        "parallel-vote", trials=len(objects), dev=dev_n, train=4, storage=f"sqlite:///{tmp_path}/s-{tag}.db",
+        study_name="s", space={"n_models": "1", "model:classifier": ",".join(objects)}, models=list(objects),
+        concurrency=1, **kw,
+    )  # fmt: skip
+    return run_study(config, lms=RoleLMs({"default": next(iter(objects.values()))}), model_objects=objects,
+                     trainset=train, devset=dev, labels=LABELS, reserve=reserve or None).study  # fmt: skip
+
+
+def _model(study: Any, number: int) -> str:
+    return str(study.trials[number].user_attrs["config"]["model:classifier"])
+
+
+def test_what_stopping_saved_gives_the_close_configurations_more_cases(tmp_path: Path) -> None:
+    # Two close models and two weak ones: the race stops the weak, and the close two get reserve cases.
+    study = _study(tmp_path, [0.8, 0.1, 0.1, 0.8], dev_n=40, reserve_n=60)
+    weak = [t for t in study.trials if "m10" in _model(study, t.number) and "duplicate_of" not in t.user_attrs]
+    assert {t.state.name for t in weak} == {"PRUNED"} and all(t.user_attrs["examples"] < 40 for t in weak)
+    extended = study.user_attrs.get(EXTENDED) or {}
+    assert not {str(t.number) for t in weak} & set(extended), "a stopped configuration gets no reserve case"
+    close = [t for t in study.trials if t.state.name == "COMPLETE" and "duplicate_of" not in t.user_attrs]
+    assert {str(t.number) for t in close} == set(extended), extended
+    lengths = {len(marks(study, t)) for t in close}
+    assert len(lengths) == 1 and lengths.pop() > 40, "both scored together on the same reserve cases"
+    assert all(t.user_attrs["examples"] == 40 for t in close), "Optuna's values stay the --dev-limit scores"
+    # The rounds cost no more than the stop saved: its skipped cases at its rate per case.
+    assert 0 < study.user_attrs[SENT] <= saved(study, 40)
+    found = tied_set(study)
+    assert found is not None and found.cases == len(marks(study, close[0]))
+    assert {m.cases for m in found.members if m.number not in {t.number for t in weak}} == {found.cases}
+
+
+def test_a_call_budget_is_spent_on_the_configurations_the_set_cannot_separate(tmp_path: Path) -> None:
+    # Nothing stopped, so nothing saved; a budget for the whole study pays for the extra cases, within it.
+    study = _study(tmp_path, [0.7, 0.7], dev_n=20, reserve_n=60, race_calls=100)
+    assert saved(study, 20) == 0
+    extended = study.user_attrs[EXTENDED]
+    ran = {str(t.number) for t in study.trials if "duplicate_of" not in t.user_attrs}
+    # 100 - 2 x 20 leaves 60 requests: 6 rounds of a block (5 cases) for each of the two.
+    assert set(extended) == ran and {len(m) for m in extended.values()} == {50}, extended
+    assert sent_by_trials(study) + study.user_attrs[SENT] <= 100
+
+
+def test_no_reserve_no_other_pruner_and_nothing_saved_leave_the_study_as_it_was(tmp_path: Path) -> None:
+    assert EXTENDED not in _study(tmp_path, [0.8, 0.2, 0.8], dev_n=20, reserve_n=0).user_attrs
+    assert EXTENDED not in _study(tmp_path, [0.8, 0.2, 0.8], dev_n=20, reserve_n=40, pruner="median").user_attrs
+    # Nothing stopped, nothing saved: no round fits.
+    study = _study(tmp_path, [0.7, 0.7], dev_n=20, reserve_n=40)
+    assert saved(study, 20) == 0 and EXTENDED not in study.user_attrs
+
+
+def test_race_calls_is_a_study_option_on_every_path() -> None:
+    import pytest
+
+    from courtroom.cli._options import OPTIONS
+    from courtroom.errors import ConfigError
+    from courtroom.optimize.study.pipeline import study_config
+    from courtroom.spec import Experiment
+
+    assert any("--race-calls" in o.flags for o in OPTIONS)
+    spec = Experiment.build("study", framework="parallel-vote", race_calls=40)
+    assert study_config(spec).race_calls == 40
+    with pytest.raises(ConfigError, match="--race-calls must be >= 1"):
+        Experiment.build("study", framework="parallel-vote", race_calls=0).validate()
