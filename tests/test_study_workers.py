@@ -138,3 +138,37 @@ def test_a_worker_whose_trial_was_taken_goes_on_and_exits_0(tmp_path: Path) -> N
     assert "Traceback" not in err and "Cannot tell" not in err
     trials = _trials(tmp_path)
     assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]  # the trial it owed, run in its place
+
+
+def test_a_round_after_one_the_count_stopped_still_runs_what_is_owed() -> None:
+    # Two threads: a round stopped once the study held --trials, counting a trial still running;
+    # that trial then turned out a repeat (uncounted), so one was owed again. Optuna's stop flag,
+    # still set, ended every later round before its first trial, and the study queued another
+    # configuration each time, forever (336 waiting trials in one hung suite run).
+    import optuna
+
+    from courtroom.optimize.study import StudyConfig
+    from courtroom.optimize.study._workers import optimize_owed
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    objective = lambda t: t.suggest_float("x", 0, 1)  # noqa: E731
+    optimize_owed(study, objective, StudyConfig("jot", trials=1), 3, 1)  # stopped: the study holds 1
+    assert len(study.trials) == 1
+    optimize_owed(study, objective, StudyConfig("jot", trials=3), 2, 1)  # two owed now
+    assert len(study.trials) == 3
+
+
+def test_a_configuration_already_queued_is_not_queued_again() -> None:
+    import optuna
+
+    from courtroom.optimize.study._dedupe import configurations, enqueue_unseen
+    from courtroom.optimize.study.spaces import build_space
+
+    space = build_space("jot", overrides={"n_loops": "1:1"})
+    size = len(list(configurations(space)))
+    study = optuna.create_study()
+    queued = 0
+    while enqueue_unseen(study, space, queued) and queued <= size:
+        queued += 1
+    assert queued == size == len(study.trials)  # each configuration once, then nothing left to queue

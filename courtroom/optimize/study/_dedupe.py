@@ -241,7 +241,10 @@ def enqueue_unseen(study: Any, space: Sequence[Any], seed: int) -> bool:
     trials = study.get_trials(deepcopy=False)
     seen = {t.user_attrs[KEY] for t in trials if KEY in t.user_attrs}
     complete = settled(study)
-    waiting = {config_key(t.params) for t in trials if t.state == TrialState.WAITING}
+    # A queued trial holds its parameters as Optuna's ``fixed_params`` until it runs (its params are empty).
+    waiting = {
+        config_key(t.system_attrs.get("fixed_params") or t.params) for t in trials if t.state == TrialState.WAITING
+    }
     every = [c for c in configurations(space) if config_key(c) not in waiting]
     left = [c for c in every if config_key(c) not in seen] or [c for c in every if config_key(c) not in complete]
     if not left:

@@ -181,13 +181,21 @@ def optimize_owed(
     told: list[int] = []
     total = getattr(config, "trials", None)
 
+    stopped = False
+
     def enough(study: Any, _trial: Any) -> None:  # other workers count too: stop once the study holds --trials
+        nonlocal stopped
         if total is not None and ran(study) >= total:
+            stopped = True
             study.stop()
 
+    # Our own flag, not Optuna's: its ``_stop_flag`` stays set after the round it stopped, and a study
+    # that held --trials then (a running trial counts) may owe one again once that trial turns out
+    # a repeat; read at the next round's start, it ended every round at once, and the caller
+    # queued another configuration each time, forever (hundreds of waiting trials in seconds).
     for _ in range(n_trials + 1):
         remaining = n_trials - len(told)
-        if remaining <= 0 or study._stop_flag:
+        if remaining <= 0 or stopped:
             return
         try:
             study.optimize(
