@@ -223,6 +223,7 @@ def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(mo
     import dspy
     from diskcache import core
 
+    from courtroom.eval import harness
     from courtroom.programs.baselines import ZeroShot
 
     connect = core.sqlite3.connect
@@ -242,6 +243,7 @@ def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(mo
         return con
 
     monkeypatch.setattr(core.sqlite3, "connect", watched)
+    monkeypatch.setattr(harness, "REOPEN_EVERY", 1000)  # (every 16 examples in a run: a connection's memory)
     exs = [dspy.Example(case=f"reuse {i}", label="True", id=str(i)).with_inputs("case") for i in range(40)]
     prog = ZeroShot(["True", "False"], lm=oracle_lm({e.case: e.label for e in exs}, ["True", "False"], cache=True))
 
@@ -253,3 +255,4 @@ def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(mo
         evaluate(prog, exs, concurrency=2, on_result=halt)
     assert 0 < len(opened) <= 2 * 16  # a worker opens a shard once (16 shards), not once per example
     assert all(con.closed for con in opened)  # and closes it, in its own thread, before it ends
+
