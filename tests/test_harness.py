@@ -256,3 +256,18 @@ def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(mo
     assert 0 < len(opened) <= 2 * 16  # a worker opens a shard once (16 shards), not once per example
     assert all(con.closed for con in opened)  # and closes it, in its own thread, before it ends
 
+
+def test_an_evaluation_keeps_its_calls_out_of_dspy_history() -> None:
+    """Issue 44: every call stayed in DSPy's four history lists (~5.5 KB a call), forced on."""
+    import dspy
+    from dspy.clients import base_lm
+
+    from courtroom.programs.baselines import ZeroShot
+
+    exs = [dspy.Example(case=f"history {i}", label="True", id=str(i)).with_inputs("case") for i in range(6)]
+    lm = oracle_lm({e.case: e.label for e in exs}, ["True", "False"], accuracy=1.0, cache=False)
+    prog = ZeroShot(["True", "False"], lm=lm)
+    before = list(base_lm.GLOBAL_HISTORY)
+    results = evaluate(prog, exs, concurrency=2)
+    assert [r.prediction for r in results] == ["True"] * 6
+    assert base_lm.GLOBAL_HISTORY == before and lm.history == [] and prog.history == []
