@@ -149,3 +149,20 @@ def test_identical_cache_misses_at_once_go_out_once():
             t.join()
         assert server.counts["requests"] == 1, server.counts
         assert len({str(a) for a in answers}) == 1
+
+
+def test_memory_keeps_the_latest_answers_and_the_disk_the_rest(tmp_path, monkeypatch):
+    """Issue 44: DSPy's memory cache held every answer of a run (4.4 KB a call, never given back)."""
+    from courtroom.models import cache
+    from courtroom.programs.baselines import ZeroShot
+    from courtroom.testing import oracle_lm
+
+    monkeypatch.setattr(cache, "MEMORY_ENTRIES", 3)
+    cache.configure_cache(tmp_path / "cache")
+    exs = [dspy.Example(case=f"memory bound {i}", label="True", id=str(i)).with_inputs("case") for i in range(8)]
+    prog = ZeroShot(["True", "False"], lm=oracle_lm({e.case: e.label for e in exs}, ["True", "False"], cache=True))
+    first = evaluate(prog, exs, concurrency=2)
+    assert total_usage(first).sent == 8 and len(dspy.cache.memory_cache) == 3
+    second = evaluate(prog, exs, concurrency=2)  # the older answers come from the disk
+    assert total_usage(second).sent == 0 and total_usage(second).cached == 8
+    assert [r.prediction for r in second] == [r.prediction for r in first]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -210,3 +212,62 @@ def test_cli_dataset_options_need_each_other(capsys: pytest.CaptureFixture[str])
     assert "--dataset needs --text-field, --label-field, --labels" in capsys.readouterr().err
     assert main(["run", "--resume", "/nonexistent"]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(monkeypatch, stop) -> None:
+    """Issue 44: each example reopened its thread's cache connection (~0.6 ms of CPU per example)."""
+    import sqlite3
+    import threading
+
+    import dspy
+    from diskcache import core
+
+    from courtroom.eval import harness
+    from courtroom.programs.baselines import ZeroShot
+
+    connect = core.sqlite3.connect
+    opened: list[Any] = []
+
+    class Watched(sqlite3.Connection):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+            super().close()
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        con = connect(*args, factory=Watched, **kwargs)
+        if threading.current_thread().name.startswith("courtroom-eval"):
+            opened.append(con)
+        return con
+
+    monkeypatch.setattr(core.sqlite3, "connect", watched)
+    monkeypatch.setattr(harness, "REOPEN_EVERY", 1000)  # (every 16 examples in a run: a connection's memory)
+    exs = [dspy.Example(case=f"reuse {i}", label="True", id=str(i)).with_inputs("case") for i in range(40)]
+    prog = ZeroShot(["True", "False"], lm=oracle_lm({e.case: e.label for e in exs}, ["True", "False"], cache=True))
+
+    def halt(res: ExampleResult) -> None:
+        if stop and res.id == "20":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) if stop else contextlib.nullcontext():
+        evaluate(prog, exs, concurrency=2, on_result=halt)
+    assert 0 < len(opened) <= 2 * 16  # a worker opens a shard once (16 shards), not once per example
+    assert all(con.closed for con in opened)  # and closes it, in its own thread, before it ends
+
+
+def test_an_evaluation_keeps_its_calls_out_of_dspy_history() -> None:
+    """Issue 44: every call stayed in DSPy's four history lists (~5.5 KB a call), forced on."""
+    import dspy
+    from dspy.clients import base_lm
+
+    from courtroom.programs.baselines import ZeroShot
+
+    exs = [dspy.Example(case=f"history {i}", label="True", id=str(i)).with_inputs("case") for i in range(6)]
+    lm = oracle_lm({e.case: e.label for e in exs}, ["True", "False"], accuracy=1.0, cache=False)
+    prog = ZeroShot(["True", "False"], lm=lm)
+    before = list(base_lm.GLOBAL_HISTORY)
+    results = evaluate(prog, exs, concurrency=2)
+    assert [r.prediction for r in results] == ["True"] * 6
+    assert base_lm.GLOBAL_HISTORY == before and lm.history == [] and prog.history == []

@@ -288,3 +288,32 @@ def test_gepa_into_a_pipe_prints_lines_by_time_not_one_per_iteration(tmp_path: P
     # In order: dev before, the optimizer, dev after.
     order = [done.stderr.index(k) for k in ("dev before: 4/4", "optimizing (gepa): done", "dev after: 4/4")]
     assert order == sorted(order), done.stderr
+
+
+def test_the_display_counts_lm_calls_without_a_callback_on_every_module_call(monkeypatch) -> None:
+    """Issue 44: a counter in ``dspy.settings`` made DSPy read the arguments of every module, adapter,
+    format and parse call (``inspect.getcallargs``), about a tenth of a call's CPU."""
+    import inspect
+
+    from courtroom.models.lms import RoleLMs
+    from courtroom.programs import build_program
+    from courtroom.reporting.progress import ProgressDisplay
+    from courtroom.testing import oracle_lm
+
+    cases = [f"counted {i}" for i in range(3)]
+    lm = oracle_lm(dict.fromkeys(cases, "True"), ["True", "False"], cache=False)
+    program = build_program("zero-shot", ["True", "False"], lms=RoleLMs({"default": lm}))
+    getcallargs = inspect.getcallargs
+    read: list[str] = []
+
+    def counted(func, *args, **kwargs):
+        read.append(func.__qualname__)
+        return getcallargs(func, *args, **kwargs)
+
+    monkeypatch.setattr(inspect, "getcallargs", counted)
+    with ProgressDisplay(enabled=False) as display:
+        display.track("run", total=3)
+        for case in cases:
+            program(case=case)
+    assert display.counter.calls == 3
+    assert set(read) <= {"BaseLM.__call__", "LM.__call__"} and len(read) == 3, read  # the LM's own callbacks only

@@ -293,3 +293,28 @@ def test_a_local_csv_or_jsonl_is_read_without_loading_datasets(tmp_path: Path) -
     # Typed as datasets typed them: whole numbers are ints (they index --labels), an empty field is None.
     assert csv_rows == [{"text": "first", "label": 1, "score": 0.5}, {"text": "second", "label": 0, "score": None}]
     assert jsonl_rows == [{"text": "first", "label": 1, "extra": None}, {"text": "second", "label": 0, "extra": "x"}]
+
+
+PLAIN_CSV = [
+    'text,label\nhello world,yes\n"multi\nline, quoted",no\n,no\n',
+    "id,text,label\n007,a,+1\n2,b,-1\n",
+    'text,label\n\nCase 1: is 1 even?,no\n\n"",yes\n',
+]
+PANDAS_CSV = ["text,label\na,True\nb,False\n", "t,l\na,1.5\nb,\n", "t,l\nNA,x\n", "t,l\n a,x\n", "t,l\n1e5,a\n"]
+
+
+@pytest.mark.parametrize("text", PLAIN_CSV + PANDAS_CSV)
+def test_a_plain_csv_is_read_without_pandas_as_pandas_reads_it(text: str, tmp_path: Path, monkeypatch) -> None:
+    """Issue 44: importing pandas was a fifth of a run's start-up; the rows must not change."""
+    import sys
+
+    from courtroom.data import custom
+
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    with monkeypatch.context() as m:
+        m.setattr(custom, "_plain_csv_rows", lambda text: None)
+        by_pandas = custom.read_file(path)
+    if text in PLAIN_CSV:
+        monkeypatch.setitem(sys.modules, "pandas", None)  # importing it fails
+    assert custom.read_file(path) == by_pandas

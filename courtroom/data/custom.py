@@ -9,6 +9,7 @@ its own (``--train-data``/``--dev-data``/``--test-data``). :mod:`courtroom.data.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,12 @@ def _csv_rows(text: str) -> list[dict[str, Any]]:
 
     Read here with pandas rather than through ``datasets.load_dataset``, whose import and Arrow
     cache cost about 2 s of every command's start-up: an empty field is None, a whole-number
-    column gives ints (so integer labels index ``--labels``).
+    column gives ints (so integer labels index ``--labels``). A plain file (:func:`_plain_csv_rows`)
+    is read without pandas, whose import is a fifth of a run's start-up (issue 44).
     """
+    plain = _plain_csv_rows(text)
+    if plain is not None:
+        return plain
     import io
 
     import pandas as pd
@@ -128,6 +133,52 @@ def _csv_rows(text: str) -> list[dict[str, Any]]:
         {str(k): None if _missing(v) else v.item() if hasattr(v, "item") else v for k, v in row.items()}
         for row in frame.to_dict("records")
     ]
+
+
+_INT = re.compile(r"[+-]?[0-9]{1,18}")
+"""A whole number pandas reads as an int64 (longer ones it keeps as text or floats: its to read)."""
+_PANDAS_NA = {"#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A"}
+_PANDAS_NA |= {"NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+
+
+def _plain_csv_rows(text: str) -> list[dict[str, Any]] | None:
+    """The rows as pandas types them, for a file whose every column pandas leaves alone; else None.
+
+    A column is plain when every field is a whole number (no field empty: ints), or none looks
+    like a number, a boolean or one of pandas' missing-value spellings (strings; an empty field
+    is None). Anything else (floats, booleans, ``NA``, odd headers or row lengths) is pandas' to read.
+    """
+    import csv
+    import io
+
+    lines = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    if not lines:
+        return None
+    header, body = lines[0], lines[1:]
+    if len(set(header)) != len(header) or any(not name or name != name.strip() for name in header):
+        return None
+    if any(len(row) != len(header) for row in body):
+        return None
+    columns: list[Any] = []
+    for i in range(len(header)):
+        values = [row[i] for row in body]
+        if values and all(_INT.fullmatch(v) for v in values):
+            columns.append([int(v) for v in values])
+        elif all(v == "" or _plain_text(v) for v in values):
+            columns.append([v if v != "" else None for v in values])
+        else:
+            return None
+    return [dict(zip(header, row, strict=True)) for row in zip(*columns, strict=True)] if body else None
+
+
+def _plain_text(value: str) -> bool:
+    if value in _PANDAS_NA or value.strip().lower() in ("true", "false") or value != value.strip() or "\r" in value:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return not re.fullmatch(r"[+-]?[0-9,_]+", value)
+    return False
 
 
 def _missing(value: Any) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 import dspy
 from dspy.adapters.json_adapter import _get_structured_outputs_response_format
+from dspy.clients import execution
 from dspy.clients.legacy_outputs import value
 from dspy.utils.exceptions import AdapterParseError
 
@@ -82,13 +83,14 @@ class CutOffAnswer(AdapterParseError):
 class _Call:
     """What one adapter call observed.
 
-    DSPy's history entries (every ``caller_modules`` entry receives them) carry the response and
-    its finish reason; ``sent`` says whether the request reached a server (DSPy reports usage
-    only for those), so an answer without it came from the cache.
+    ``answers`` holds each LM call's response as DSPy finalizes it (:func:`_finalize`: lm15
+    ``Response``s or OpenAI-shaped ones, with their finish reasons), whatever the user's history
+    setting; ``sent`` says whether the request reached a server (DSPy reports usage only for
+    those), so an answer without it came from the cache.
     """
 
     def __init__(self, outer: Any) -> None:
-        self.history: list[dict[str, Any]] = []
+        self.answers: list[Any] = []
         self.outer = outer
         self.sent = False
 
@@ -103,9 +105,32 @@ class _Call:
 
 _call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("courtroom_adapter_call", default=None)
 
+_original_finalize = execution.finalize
+
+
+def _finalize(lm: Any, call: Any, result: Any) -> Any:
+    """DSPy's ``finalize``, the response also handed to the adapter call it answers (if any).
+
+    The adapter once read it from DSPy's history, forced on for that: every call then stayed in
+    four history lists (~5.5 KB a call, issue 44) whatever the user's setting.
+    """
+    watched = _call.get()
+    if watched is not None:
+        watched.answers.append(result.raw if result.raw is not None else result.responses)
+    return _original_finalize(lm, call, result)
+
+
+def install() -> None:
+    """Wrap DSPy's ``finalize`` (idempotent); ``BaseLM.__call__`` looks it up at each call."""
+    if execution.finalize is not _finalize:
+        execution.finalize = _finalize
+
+
+install()
+
 
 def _finish_reasons(response: Any) -> Iterator[str | None]:
-    """Finish reasons of a history entry's response: lm15 ``Response``s, or OpenAI-shaped choices."""
+    """Finish reasons of a response: lm15 ``Response``s, or OpenAI-shaped choices."""
     if isinstance(response, list | tuple):
         for item in response:
             yield from _finish_reasons(item)
@@ -153,7 +178,7 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
             try:
                 return super().__call__(lm, lm_kwargs, signature, demos, inputs)
             except AdapterParseError as exc:
-                exc.from_cache = bool(call.history) and not call.sent  # type: ignore[attr-defined]
+                exc.from_cache = bool(call.answers) and not call.sent  # type: ignore[attr-defined]
                 raise
 
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
@@ -167,20 +192,14 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
         call = _Call(settings.usage_tracker)
         token = _call.set(call)
         try:
-            # History is forced on for this call only: the entry is where DSPy keeps finish_reason.
-            with dspy.context(
-                caller_modules=[*(settings.caller_modules or []), call],
-                usage_tracker=call,
-                disable_history=False,
-                max_history_size=max(int(settings.max_history_size or 0), 1),
-            ):
+            with dspy.context(usage_tracker=call):
                 yield call
         finally:
             _call.reset(token)
             count = getattr(settings.usage_tracker, "count_cache_hit", None)
-            if call.history and not call.sent and count:
+            if call.answers and not call.sent and count:
                 # An answer came back and nothing was sent: a cache hit, with what it cost when sent.
-                count(sum(_cached_tokens(e.get("response")) for e in call.history))
+                count(sum(_cached_tokens(answer) for answer in call.answers))
 
     def _call_postprocess(
         self, processed_signature: Any, original_signature: Any, outputs: Any, lm: Any, lm_kwargs: Any
@@ -191,8 +210,8 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
         both would then be used as if whole. Raising fails the call instead.
         """
         call = _call.get()
-        for entry in call.history if call else []:
-            if any(reason == "length" for reason in _finish_reasons(entry.get("response"))):
+        for answer in call.answers if call else []:
+            if any(reason == "length" for reason in _finish_reasons(answer)):
                 raise CutOffAnswer(
                     type(self).__name__,
                     original_signature,

@@ -272,14 +272,21 @@ def cache_dir() -> Path:
     return Path(os.environ.get("COURTROOM_CACHE_DIR") or user_cache_dir("courtroom")).expanduser()
 
 
+MEMORY_ENTRIES = 1_000
+"""Answers kept in memory in front of the disk cache: the most recent ones. DSPy's default
+(1,000,000) kept every answer of a run, about 4.4 KB per call never given back (issue 44); an
+older answer is read from the disk cache, as it is in a new process."""
+
+
 def configure_cache(path: str | Path | None = None, *, enabled: bool = True) -> Path:
-    """Point DSPy's memory and disk cache at ``path`` (idempotent)."""
+    """Point DSPy's memory and disk cache at ``path`` (idempotent); memory holds :data:`MEMORY_ENTRIES`."""
     global _configured
     target = Path(path) if path else cache_dir()
     if _configured == target and enabled:
         return target
     target.mkdir(parents=True, exist_ok=True)
-    cache = RedactingCache(enabled, enabled, str(target), int(os.environ.get("DSPY_CACHE_LIMIT", DISK_CACHE_LIMIT)))
+    limit = int(os.environ.get("DSPY_CACHE_LIMIT", DISK_CACHE_LIMIT))
+    cache = RedactingCache(enabled, enabled, str(target), limit, memory_max_entries=MEMORY_ENTRIES)
     with dspy._cache_lock:
         dspy.cache = cache
     _configured = target if enabled else None

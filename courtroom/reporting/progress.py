@@ -7,8 +7,9 @@ a pipe) it prints plain lines, never a redrawn bar: one per task when it enters 
 every 30 s for the running task even when they do not), and a last one at the end.
 With ``enabled=False`` it draws nothing.
 
-LM calls are counted by a DSPy callback installed with ``dspy.context`` for the length of the
-display; evaluation threads copy the caller's context, so they count too. Calls that prepare a
+LM calls are counted for the length of the display by a listener of the request bound that
+every model courtroom calls carries (:func:`courtroom.models._concurrency.counting_calls`), in every
+thread. Calls that prepare a
 program on the train split (:func:`courtroom.models.usage.preparing`) are shown apart from the
 examples' calls, as the run summary shows them.
 """
@@ -244,12 +245,13 @@ class ProgressDisplay:
         """Batch id -> its bar task (terminal) or the status last printed (plain lines)."""
 
     def __enter__(self) -> ProgressDisplay:
-        import dspy
 
         from courtroom.reporting.logs import quiet_dspy
 
         quiet_dspy()  # DSPy's own lines would bury the display (the command line's choice; --debug keeps them)
-        self._context = dspy.context(callbacks=[*dspy.settings.get("callbacks", []), self.counter])
+        from courtroom.models._concurrency import counting_calls
+
+        self._context = counting_calls(self.counter)  # every model courtroom calls carries the request bound
         self._context.__enter__()
         if self.enabled and self.interactive:
             self._bar = Progress(
