@@ -246,6 +246,7 @@ def test_a_worker_keeps_its_cache_connections_across_examples_and_closes_them(mo
     monkeypatch.setattr(harness, "REOPEN_EVERY", 1000)  # (every 16 examples in a run: a connection's memory)
     exs = [dspy.Example(case=f"reuse {i}", label="True", id=str(i)).with_inputs("case") for i in range(40)]
     prog = ZeroShot(["True", "False"], lm=oracle_lm({e.case: e.label for e in exs}, ["True", "False"], cache=True))
+    assert dspy.cache.disk_cache is not None  # opened here (it opens at its first use: its own 16 connections)
 
     def halt(res: ExampleResult) -> None:
         if stop and res.id == "20":
