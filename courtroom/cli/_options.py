@@ -119,13 +119,12 @@ OPTIONS: list[Option] = [
        SPEC_COMMANDS, metavar="URL"),
     _o("timeout", "--timeout", FLOAT, "Seconds one LM request may take before it is retried, then failed.",
        MODELS_PANEL, SPEC_COMMANDS, show_default="30; 300 for local"),
-    _o("n_sampling", "--n-sampling/--no-n-sampling", BOOL, "Send k samples of one prompt as one request with n "
-       "where the model takes it (OpenAI chat and its batch lines): the prompt is billed once; answers unchanged.",
-       MODELS_PANEL, SPEC_COMMANDS, show_default="on; env: $COURTROOM_N_SAMPLING"),
-    _o("prompt_layout", "--prompt-layout", STR, "How prompts are laid out for the provider's prompt cache: classic "
-       "(DSPy's) | cache (every request for a case starts with the same bytes) | auto (cache on anthropic/ models).",
-       MODELS_PANEL, SPEC_COMMANDS, metavar="classic|cache|auto",
-       show_default="classic; env: $COURTROOM_PROMPT_LAYOUT"),
+    _o("n_sampling", "--n-sampling/--no-n-sampling", BOOL, "k samples of one prompt in one request (n) where the "
+       "model takes it: the prompt is billed once.", EXECUTION_PANEL, SPEC_COMMANDS,
+       show_default="on; env: $COURTROOM_N_SAMPLING"),
+    _o("prompt_layout", "--prompt-layout", STR, "Prompts for a provider's cache: classic (DSPy's) | cache (a case's "
+       "requests start alike) | auto (cache on anthropic/).", EXECUTION_PANEL, SPEC_COMMANDS,
+       metavar="classic|cache|auto", show_default="classic; env: $COURTROOM_PROMPT_LAYOUT"),
     _o("prompt_lm", "--prompt-lm", STR, "Model for the optimizer's own proposals.", MODELS_PANEL, ("compile",),
        show_default="the judge's model"),
     _o("search_temperature", "--search-temperature", bool, "Also search each role's temperature in [0, 1].",

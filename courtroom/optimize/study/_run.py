@@ -35,7 +35,7 @@ from courtroom.optimize.study import _storage, _workers, extend, race
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
-from courtroom.optimize.study._trials import TrialFailed, make_objective, races
+from courtroom.optimize.study._trials import TrialFailed, make_objective, races, rebuilt
 from courtroom.optimize.study.spaces import Param, build_space
 from courtroom.optimize.study.tied import PREFER_ATTR
 from courtroom.programs import get_framework
@@ -253,9 +253,10 @@ def run_study(
     with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks, space)
         with bounded_requests(config.concurrency):
+            train, objects = list(trainset or []), dict(model_objects or {})
             extend.after_trials(
-                study, config, lms=lms, train=list(trainset or []), dev=list(devset), reserve=reserve, labels=labels,
-                positions=positions, model_objects=dict(model_objects or {}), budget=budget,
+                study, config, dev=list(devset), reserve=reserve, budget=budget,
+                build=lambda t: rebuilt(t, config, lms, train, list(labels), list(positions or []) or None, objects),
             )  # fmt: skip
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study

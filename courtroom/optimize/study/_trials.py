@@ -320,3 +320,19 @@ def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str],
         "tokens", usage.prompt_tokens + usage.completion_tokens + prep.prompt_tokens + prep.completion_tokens
     )
     trial.set_user_attr("seconds", round(time.perf_counter() - start, 3))
+
+
+def rebuilt(
+    trial: Any,
+    config: Any,
+    base: Any,
+    train: list[Any],
+    labels: list[str],
+    positions: list[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The program ``trial`` of a one-framework study scored: built from its configuration, prepared on ``train``."""
+    own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
+    program = trial_program(config, own, base, labels, positions, model_objects)
+    program.prepare(train)
+    return program

@@ -307,8 +307,8 @@ def run_design_study(
     with bounded_requests(config.concurrency):
         run_distinct(study, rounds, config.trials, space)
         extend.after_trials(
-            study, config, lms=lms, train=train, dev=list(devset), reserve=reserve, labels=labels,
-            positions=positions, model_objects=objects, budget=budget,
+            study, config, dev=list(devset), reserve=reserve, budget=budget,
+            build=lambda t: rebuilt_design(t, config, lms, train, list(labels), list(positions or []) or None, objects),
         )  # fmt: skip
     if budget is not None and budget.stopped:
         from courtroom.cost.study_budget import stopped_study
@@ -361,3 +361,19 @@ def design_estimates(config: DesignStudyConfig, space: Sequence[Param] | None = 
 def design_trial_estimate(config: DesignStudyConfig, space: Sequence[Param]) -> Any:
     """The dearest design's one-trial estimate: a bound on any trial (calls first, then dollars)."""
     return max(design_estimates(config, space).values(), key=lambda e: (e.calls, e.cost or 0.0))
+
+
+def rebuilt_design(
+    trial: Any,
+    config: Any,
+    base: Any,
+    train: list[Any],
+    labels: list[str],
+    positions: list[str] | None,
+    model_objects: Mapping[str, Any],
+) -> Any:
+    """The program ``trial`` of a study across designs scored: its design and knobs, prepared on ``train``."""
+    own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
+    design = trial.user_attrs.get("design") or trial.params[DESIGN]
+    params = {DESIGN: design} | {f"{design}.{k}": v for k, v in own.items()}
+    return build_trial_program(config, params, base, train, labels, positions, dict(model_objects))

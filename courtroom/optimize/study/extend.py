@@ -33,21 +33,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from courtroom.optimize.study.race import OUTCOMES
+from courtroom.optimize.study.race import EXTENDED, SENT, marks
 
-EXTENDED = "race_extended"
-"""Study user attribute: trial number (as text) -> its dev record over ``--dev-limit`` and the reserve cases."""
-SENT = "race_extended_sent"
-"""Study user attribute: LM requests the extension rounds sent."""
+__all__ = ["EXTENDED", "SENT", "extend", "marks", "rate", "saved", "sent_by_trials"]
 
 Score = Callable[[Any, Sequence[Any]], tuple[str, int]]
 """``score(trial, examples) -> (marks, requests sent)``: the trial's configuration on ``examples``."""
-
-
-def marks(study: Any, trial: Any) -> str:
-    """The trial's case-by-case dev record: extended where the race extended it, else its own."""
-    record = (study.user_attrs.get(EXTENDED) or {}).get(str(trial.number))
-    return str(record if record else trial.user_attrs.get(OUTCOMES, ""))
 
 
 def saved(study: Any, dev: int) -> float:
@@ -114,21 +105,16 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
         rounds += 1
 
 
-def scorer(
-    config: Any, lms: Any, train: Sequence[Any], labels: Sequence[str], positions: Sequence[str] | None,
-    model_objects: Any,
-) -> Score:  # fmt: skip
-    """``score(trial, examples)`` for :func:`extend`: the trial's program, rebuilt as it ran, on ``examples``."""
+def scorer(config: Any, build: Callable[[Any], Any]) -> Score:
+    """``score(trial, examples)`` for :func:`extend`: the trial's program (``build(trial)``) on ``examples``."""
     from courtroom.eval.harness import evaluate, total_usage
-    from courtroom.optimize.study.holdout import rebuild
     from courtroom.optimize.study.race import outcomes
 
     programs: dict[int, Any] = {}
 
     def score(trial: Any, examples: Sequence[Any]) -> tuple[str, int]:
         if trial.number not in programs:
-            programs[trial.number] = rebuild(trial, config, lms, list(train), list(labels),
-                                             list(positions) if positions else None, model_objects or {})  # fmt: skip
+            programs[trial.number] = build(trial)
         results = evaluate(programs[trial.number], list(examples), concurrency=config.concurrency)
         return outcomes(results), total_usage(results).sent
 
@@ -146,10 +132,18 @@ def reserve_of(config: Any, dev: Sequence[Any]) -> list[Any]:
 
 
 def after_trials(
-    study: Any, config: Any, *, lms: Any, train: Sequence[Any], dev: Sequence[Any], reserve: Sequence[Any] | None,
-    labels: Sequence[str], positions: Sequence[str] | None, model_objects: Any, budget: Any,
-) -> int:  # fmt: skip
-    """A racing study's extension rounds (:func:`extend`) once its trials have run; the rounds run."""
+    study: Any,
+    config: Any,
+    *,
+    build: Callable[[Any], Any],
+    dev: Sequence[Any],
+    reserve: Sequence[Any] | None,
+    budget: Any,
+) -> int:
+    """A racing study's extension rounds (:func:`extend`) once its trials have run; the rounds run.
+
+    ``build(trial)``: the program the trial scored, built and prepared as it ran.
+    """
     from courtroom import _stop
     from courtroom.optimize.study import _storage
     from courtroom.optimize.study._trials import block_size, races
@@ -162,7 +156,7 @@ def after_trials(
         reserve = reserve_of(config, dev)
     if not reserve:
         return 0
-    score = scorer(config, lms, train, labels, positions, model_objects)
+    score = scorer(config, build)
     with _storage.creation_lock(config.storage):  # one worker at a time extends the study
         calls = getattr(config, "race_calls", None)
         return extend(study, len(dev), list(reserve), block_size(config, len(dev)), score, calls)

@@ -59,17 +59,12 @@ def rebuild(
     model_objects: Mapping[str, Any],
 ) -> Any:
     """The program ``trial`` scored: built from its parameters, prepared (and compiled) on ``train``."""
-    from courtroom.optimize.study._trials import trial_program
-    from courtroom.optimize.study.designs import DESIGN, build_trial_program
+    from courtroom.optimize.study._trials import rebuilt
+    from courtroom.optimize.study.designs import rebuilt_design
 
-    own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
     if hasattr(config, "frameworks"):
-        design = trial.user_attrs.get("design") or trial.params[DESIGN]
-        params = {DESIGN: design} | {f"{design}.{k}": v for k, v in own.items()}
-        return build_trial_program(config, params, base, train, labels, positions, dict(model_objects))
-    program = trial_program(config, own, base, labels, positions, model_objects)
-    program.prepare(train)
-    return program
+        return rebuilt_design(trial, config, base, train, labels, positions, model_objects)
+    return rebuilt(trial, config, base, train, labels, positions, model_objects)
 
 
 def score_chosen(
@@ -134,7 +129,7 @@ def score_chosen(
 
 def dev_cases(study: Any, config: Any) -> int:
     """How many dev cases the study's trials saw: ``--dev-limit``, or more where the race extended its closest."""
-    from courtroom.optimize.study.extend import EXTENDED
+    from courtroom.optimize.study.race import EXTENDED
 
     longest = max((len(marks) for marks in (study.user_attrs.get(EXTENDED) or {}).values()), default=0)
     return max(int(config.dev), longest)

@@ -162,3 +162,16 @@ class RacePruner(optuna.pruners.BasePruner):
         looks = int(trial.user_attrs.get(LOOKS, self.looks))
         said = verdict(study, trial.number, marks, looks, self.level, int(trial.user_attrs.get(FLOOR, 0)))
         return bool(said and said.stop)
+
+
+# The race's extension (:mod:`.extend`) keeps longer records; what reads a record reads them here.
+EXTENDED = "race_extended"
+"""Study user attribute: trial number (as text) -> its dev record over ``--dev-limit`` and the reserve cases."""
+SENT = "race_extended_sent"
+"""Study user attribute: LM requests the extension rounds sent."""
+
+
+def marks(study: Any, trial: Any) -> str:
+    """The trial's case-by-case dev record: extended where the race extended it, else its own."""
+    record = (study.user_attrs.get(EXTENDED) or {}).get(str(trial.number))
+    return str(record if record else trial.user_attrs.get(OUTCOMES, ""))

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtroom.optimize.study.extend import marks
-from courtroom.optimize.study.race import accuracy, cost_of, discordant, full_trials, one_sided_p
+from courtroom.optimize.study.race import accuracy, cost_of, discordant, full_trials, marks, one_sided_p
 
 LEVEL = 0.05
 """Family-wise level of the comparisons with the best (Holm)."""
