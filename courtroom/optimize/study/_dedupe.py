@@ -280,7 +280,9 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
         if _refused(study) > refused:  # the budget stopped the study
             break
         idle = 0 if first or ran(study) > held else idle + 1
-        if idle and size is not None:  # the sampler keeps proposing what ran: queue a configuration not yet run
+        # The sampler keeps proposing what ran: queue a configuration not yet run, if one is still owed
+        # (another worker may have run it meanwhile: a queued trial left behind would wait for ever).
+        if idle and size is not None and trials - ran(study) > 0:
             idle = 0 if enqueue_unseen(study, space, len(study.trials)) else idle
         first = False
     done = ran(study)
