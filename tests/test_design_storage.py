@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm
 
 DESIGNS = "jot,self-consistency,courtroom-llm"
 WORKER = textwrap.dedent("""
@@ -44,8 +45,8 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres"))  # the session's server (tests/conftest.py)
 
 
-def _worker(script: Path, storage: str, trials: int, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def _worker(script: Path, storage: str, trials: int, env: dict[str, str]) -> Any:
+    return warm.Popen(  # forked warm: the workers start at once, the closest race
         [sys.executable, str(script), storage, str(trials), DESIGNS],
         env=env,
         stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import warm
 
 pytest.importorskip("psycopg2", reason="pip install 'courtroom[postgres]'")
 
@@ -44,7 +45,7 @@ def test_two_workers_share_one_postgres_study(postgres: str, tmp_path: Path) -> 
     script.write_text(WORKER)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     workers = [
-        subprocess.Popen(
+        warm.Popen(  # forked warm: the two start at once, the closest race
             [sys.executable, str(script), postgres, name, str(2 * per_worker)],  # --trials: what the study holds
             env=env,
             stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import warm
 
 from courtroom.testing import FakeServer
 
@@ -43,7 +44,7 @@ def test_two_workers_never_send_one_configuration_twice(kind: str, tmp_path: Pat
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
     with FakeServer(latency=0.03) as server:
         workers = [
-            subprocess.Popen(
+            warm.Popen(  # forked warm: the two start at once, the closest race
                 [sys.executable, str(script), server.url, storage, "twins"],
                 env=env,
                 stdout=subprocess.PIPE,

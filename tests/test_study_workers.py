@@ -172,3 +172,21 @@ def test_a_configuration_already_queued_is_not_queued_again() -> None:
     while enqueue_unseen(study, space, queued) and queued <= size:
         queued += 1
     assert queued == size == len(study.trials)  # each configuration once, then nothing left to queue
+
+
+def test_a_process_forked_after_import_names_itself_on_its_trials() -> None:
+    # The name was fixed at import: forked workers (a fork server, a multiprocessing pool) all
+    # took their parent's, each took the other's running trial for its own, and a killed one's
+    # trial was never marked failed (its "pid", the parent's, alive).
+    from courtroom.optimize.study import _storage
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.write(write, _storage.worker().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    assert child.endswith(f":{pid}") and child != _storage.worker()

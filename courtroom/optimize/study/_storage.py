@@ -27,7 +27,16 @@ HEARTBEAT_SECONDS = 30
 GRACE_SECONDS = 180
 WAIT_SECONDS = 3600
 """How long a worker waits for another to finish creating the study (or running its queued trial)."""
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def worker() -> str:
+    """This process's name on a trial (``host:pid``), read when asked.
+
+    A process forked after import (a fork server, a ``multiprocessing`` pool) is a worker of its
+    own, with its own pid. (A name fixed at import gave every forked worker its parent's: a forked worker's trial was
+    taken for the other's own, and a killed one's was never marked failed, its pid alive.)
+    """
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def redact(url: str) -> str:

@@ -193,7 +193,7 @@ def make_objective(
         from courtroom import _stop
         from courtroom.cost.tally import TokenTally, tallied
 
-        trial.set_user_attr("worker", _storage.WORKER)
+        trial.set_user_attr("worker", _storage.worker())
         trial.set_user_attr("heartbeat", time.time())
         params = sample(space, trial)
         try:

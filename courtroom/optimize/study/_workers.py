@@ -30,7 +30,6 @@ BEAT_SECONDS = float(_storage.HEARTBEAT_SECONDS)
 """How often a running trial's heartbeat is written."""
 GRACE_SECONDS = float(_storage.GRACE_SECONDS)
 """How long a heartbeat may stand still, as this worker sees it, before its trial is marked failed."""
-WORKER = _storage.WORKER
 
 _seen: dict[tuple[str, int], tuple[Any, float]] = {}
 """(study, trial id) -> (its heartbeat when last seen to change, this worker's monotonic time then)."""
@@ -110,7 +109,7 @@ def fail_stale_trials(study: Any, grace: float | None = None) -> list[int]:
     failed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = str(t.user_attrs.get("worker", ""))
-        if worker == WORKER:
+        if worker == _storage.worker():
             continue
         w_host, _, w_pid = worker.rpartition(":")
         dead = w_host == host and w_pid.isdigit() and not _alive(int(w_pid))
