@@ -10,10 +10,9 @@ as ``python ARGS`` would (``-m MODULE``, ``-c CODE`` or a script), and exits as 
 
 What stays as it was at the server's start is what the preloaded modules read when imported (for
 example ``$LITELLM_LOCAL_MODEL_COST_MAP``): tests of first calls and of start-up, whose races and
-costs live in those imports, start cold processes (``subprocess``) instead. So do the tests of
-several workers on one study: forked warm they start in the same millisecond and draw the same
-configuration at once, and a duplicate of a trial still running then counts as one of its
-worker's trials (a study bug these tests do not cover; cold, the workers' start-up staggers them).
+costs live in those imports, start cold processes (``subprocess``) instead. The tests of several
+workers on one study start them warm: forked, they start within a millisecond of each other, the
+closest race their storage and their claims on configurations can meet.
 
 A test writes ``warm.Popen([sys.executable, "-m", "courtroom.cli", ...], ...)`` or ``warm.run(...)``
 where it would write ``subprocess``'s; each test process (xdist worker) starts one server on first
