@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import warm
 from _output import unwrapped
 
 from courtroom.testing import FakeServer
@@ -56,12 +57,12 @@ def _args(tmp_path: Path, server: FakeServer, name: str, trials: int = 1) -> lis
     ]  # fmt: skip
 
 
-def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0, trials: int = 1) -> subprocess.Popen[str]:
+def _worker(tmp_path: Path, server: FakeServer, name: str, skew: float = 0.0, trials: int = 1) -> Any:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     args = _args(tmp_path, server, name, trials)
     env = os.environ | {"COURTROOM_CACHE_DIR": str(tmp_path / f"cache-{name}")}  # no answer shared
-    return subprocess.Popen(
+    return warm.Popen(  # forked warm (the skew patches time.time, which the heartbeats call at each beat)
         [sys.executable, str(script), str(skew), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
