@@ -35,3 +35,8 @@ def counts(trial: Any) -> bool:
 def ran(study: Any) -> int:
     """Trials that count against ``--trials``, whichever worker or earlier command ran them (:func:`counts`)."""
     return sum(1 for t in study.get_trials(deepcopy=False) if counts(t))
+
+
+def configuration(trial: Any) -> dict[str, Any]:
+    """The configuration ``trial`` ran: the one it recorded (a continued or repeated one), else its parameters."""
+    return dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)

@@ -332,7 +332,9 @@ def rebuilt(
     model_objects: Mapping[str, Any],
 ) -> Any:
     """The program ``trial`` of a one-framework study scored: built from its configuration, prepared on ``train``."""
-    own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
+    from courtroom.optimize.study._attrs import configuration
+
+    own = configuration(trial)
     program = trial_program(config, own, base, labels, positions, model_objects)
     program.prepare(train)
     return program

@@ -373,7 +373,9 @@ def rebuilt_design(
     model_objects: Mapping[str, Any],
 ) -> Any:
     """The program ``trial`` of a study across designs scored: its design and knobs, prepared on ``train``."""
-    own = dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
+    from courtroom.optimize.study._attrs import configuration
+
+    own = configuration(trial)
     design = trial.user_attrs.get("design") or trial.params[DESIGN]
     params = {DESIGN: design} | {f"{design}.{k}": v for k, v in own.items()}
     return build_trial_program(config, params, base, train, labels, positions, dict(model_objects))
