@@ -13,6 +13,7 @@ from courtroom.programs import build_program
 from courtroom.testing import FakeServer
 
 N = 200
+TIMEOUT, HANG = 1.0, 1.6  # a hung answer comes after the timeout; every other answer comes at once
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def examples() -> list:
     )
 
 
-def _evaluate(server: FakeServer, examples: list, timeout: float = 2.0, **lm_kwargs: object) -> tuple[list, dict]:
+def _evaluate(server: FakeServer, examples: list, timeout: float = TIMEOUT, **lm_kwargs: object) -> tuple[list, dict]:
     lm = server.lm(f"openai/fault-{time.time_ns()}", cache=False, timeout=timeout, **lm_kwargs)
     program = build_program("zero-shot", ["True", "False"], lms=RoleLMs({"default": lm}))
     results = evaluate(program, examples, concurrency=16)
@@ -33,9 +34,9 @@ def _evaluate(server: FakeServer, examples: list, timeout: float = 2.0, **lm_kwa
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "garbage", "truncated"])
 def test_twenty_percent_of_one_fault_is_counted_exactly(fault: str, examples: list) -> None:
     assert len(examples) == N
-    with FakeServer(faults={fault: 0.2}, hang=2.5, seed=3) as server:
+    with FakeServer(faults={fault: 0.2}, hang=HANG, seed=3) as server:
         # Only the hang should time out: a loaded machine must not turn a slow answer into a failure.
-        results, summary = _evaluate(server, examples, timeout=2.0 if fault == "timeout" else 30.0)
+        results, summary = _evaluate(server, examples, timeout=TIMEOUT if fault == "timeout" else 30.0)
     assert len(results) == N and summary["n"] == N  # the run completes, nothing is dropped
     faulted = server.counts[fault]
     failed = [r for r in results if r.prediction is None]
@@ -63,7 +64,7 @@ def test_twenty_percent_of_one_fault_is_counted_exactly(fault: str, examples: li
 def test_all_faults_at_twenty_percent_each_over_two_hundred_examples(examples: list) -> None:
     """Each kind at 20% (100% in all): with the LM's retries, rate limits and 5xx recover or fail."""
     faults = {k: 0.2 for k in ("429", "500", "timeout", "garbage", "truncated")}
-    with FakeServer(faults=faults, hang=2.5, seed=4) as server:
+    with FakeServer(faults=faults, hang=HANG, seed=4) as server:
         results, summary = _evaluate(server, examples)
     assert len(results) == N
     assert summary["failures"] == N  # every request faulted; every example is listed as failed

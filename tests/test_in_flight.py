@@ -16,6 +16,7 @@ import pytest
 from courtroom.testing._fake_server import FakeServer
 
 N = 3
+LATENCY = 0.06  # long enough that a case's concurrent calls overlap at the server; each command sends dozens
 FIVE_JUDGES = ["--set", "n_judges=5", "--set", "k_precedents=0"]
 
 
@@ -56,7 +57,7 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path, _cli: Any) -> None:
-    with FakeServer(latency=0.15) as server:
+    with FakeServer(latency=LATENCY) as server:
         model = f"openai/fake-{command}-{time.time_ns()}"  # nothing from the shared test cache
         _cli(*COMMANDS[command], "--concurrency", str(N), "--lm", model, "--api-base", server.url, cwd=tmp_path)
     print(f"{command}: peak {server.max_in_flight} in flight, {server.counts['requests']} requests")
@@ -65,7 +66,7 @@ def test_concurrency_bounds_requests_in_flight(command: str, tmp_path: Path, _cl
 
 
 def test_predict_bounds_requests_in_flight(tmp_path: Path, _cli: Any) -> None:
-    with FakeServer(latency=0.15) as server:
+    with FakeServer(latency=LATENCY) as server:
         common = ["--lm", "openai/fake", "--api-base", server.url]
         _cli("compile", "courtroom-llm", "--optimizer", "labeled", "--opt", "k=1", "--train-limit", "2",
              "--dev-limit", "1", "--test-limit", "0",
