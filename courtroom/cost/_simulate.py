@@ -23,6 +23,7 @@ from courtroom.models._adapter import output_schema
 from courtroom.models._concurrency import depth, serial
 from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
 from courtroom.programs import CourtroomProgram, build_program
+from courtroom.programs._reliability import counting_calls
 from courtroom.runner.config import RunConfig
 from courtroom.testing._fakes import FakeLM, answer_for_schema
 
@@ -257,12 +258,21 @@ def _count(
     counter = CallCounter(pattern)
     program = counter.attach(build_program(config.framework, labels, positions, knobs=config.knobs, lms=NO_LMS))
     if train is not None:
-        program.prepare(train)
+        _prepare_counting(program, train)
     prepared = counter.total()
     _embed_at_once(program, [ex.case for ex in examples])
     # A swapped twin copies the counting `ask`, so both orders' calls are counted.
     calls = _forward_counts(debiased(program, config.debias), counter, examples)
     return calls, prepared, counter.by_role, counter.samples
+
+
+def _prepare_counting(program: CourtroomProgram, train: Sequence[Any]) -> None:
+    """``program.prepare(train)`` for its calls: a learner it trains is not fitted (:data:`counting_calls`)."""
+    token = counting_calls.set(True)
+    try:
+        program.prepare(train)
+    finally:
+        counting_calls.reset(token)
 
 
 def _embed_at_once(program: CourtroomProgram, cases: Sequence[str]) -> None:
@@ -305,7 +315,7 @@ def batch_rounds(
             held = depth.set(rounds)
             try:
                 if train is not None:
-                    program.prepare(train)
+                    _prepare_counting(program, train)
                 prepared, cases = rounds[0], 0
                 evaluated = debiased(program, config.debias)
                 for ex in picked:

@@ -24,6 +24,7 @@ scores of a 20-case training set bunched near the base rate (held-out accuracy 0
 
 from __future__ import annotations
 
+import contextvars
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,6 +35,14 @@ C = 10.0
 NGRAMS = (1, 2)
 HELD_OUT = 0.2
 QUALITY_KEYS = ("held_out_accuracy", "held_out_auc", "held_out_separation", "held_out_comments", "base_rate")
+
+counting_calls: contextvars.ContextVar[bool] = contextvars.ContextVar("courtroom_counting_calls", default=False)
+"""Set by the dry run while it counts a program's calls: :func:`train_assistant` fits nothing then.
+
+The assistant's scores weigh the verdict; they never decide how many calls a debate makes (the dry
+run counts an adaptive design with its stopping off), so the count needs the training debates'
+calls, not the fit.
+"""
 
 
 def reliability_text(case: str, statement: str) -> str:
@@ -180,6 +189,10 @@ def train_assistant(
     :func:`separation` within a case's round, the held-out statements counted, and the share of
     right stances in training (``base_rate``).
     """
+    if counting_calls.get():
+        model = ReliabilityModel()
+        model._constant = 0.5
+        return model
     from sklearn.metrics import roc_auc_score
 
     agrees = [bool(a) for a in agrees]
