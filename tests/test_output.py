@@ -176,3 +176,37 @@ def test_fitted_adds_columns_only_while_they_fit() -> None:
         out = io.StringIO()
         Console(file=out, width=width).print(table)
         assert max(len(line) for line in out.getvalue().splitlines()) <= width
+
+
+def test_fitted_measures_each_column_once_and_adds_columns_exactly_to_the_width() -> None:
+    # The columns are measured alone and summed with what lies between them: the sum must be the
+    # whole table's width as rich measures it, at every width, on cells of any shape.
+    import random
+
+    from rich import box
+    from rich.table import Table
+
+    from courtroom.reporting.tables import _natural_width, fitted
+
+    rng = random.Random(7)
+
+    def text() -> str:
+        word = "".join(rng.choice("abcXYZ -_/.é→😀:") for _ in range(rng.choice([0, 1, 4, 12, 40])))
+        return word + rng.choice(["", "", "\nsecond line", "[bold]b[/bold]"])
+
+    for _ in range(40):
+        columns = [f"c{j}{text()[:3]}" for j in range(rng.randint(1, 6))]
+        rows = rng.randint(0, 6)
+        df = pd.DataFrame({c: [text() for _ in range(rows)] for c in columns}, index=[text() for _ in range(rows)])
+        for cut in range(1, len(columns) + 1):
+            whole = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+            for name in ["", *columns[:cut]]:
+                whole.add_column(name, overflow="fold")
+            for i, row in zip(df.index, df[columns[:cut]].itertuples(index=False), strict=True):
+                whole.add_row(str(i), *row)
+            width = _natural_width(whole)
+            shown = [str(c.header) for c in fitted(df, columns[: cut - 1], width).columns][1:]
+            assert shown[:cut] == columns[:cut], (width, shown)  # the cut-th column fits at exactly its width ...
+            if cut == len(columns):
+                shown = [str(c.header) for c in fitted(df, columns[: cut - 1], width - 1).columns][1:]
+                assert shown == columns[: cut - 1], (width, shown)  # ... and not a column less

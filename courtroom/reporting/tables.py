@@ -79,12 +79,32 @@ def fitted(
             table.add_row(str(i), *(_cell(v) for v in row))
         return table
 
+    # A column's natural width does not depend on its neighbours: measure each once, alone, as rich
+    # measures it (its header and cells; an alone column has no padding and two edges), then add what
+    # the table puts between columns: one space of padding and one of rule each (pad_edge off,
+    # collapse_padding on).
+    def build_alone(column: str | None) -> Table:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        if column is None:
+            table.add_column(names.get(index_name, index_name), overflow="fold")
+            for i in df.index:
+                table.add_row(str(i))
+        else:
+            table.add_column(names.get(column, column), overflow="fold")
+            for v in df[column]:
+                table.add_row(_cell(v))
+        return table
+
+    alone = {c: _natural_width(build_alone(c)) - 2 for c in [None, *df.columns]}
+
+    def natural(columns: Sequence[str]) -> int:
+        return sum(alone[c] for c in [None, *columns]) + 2 * len(columns) + 2
+
     chosen = [c for c in key if c in df.columns]
     for column in df.columns:
         if column in chosen:
             continue
-        trial = [c for c in df.columns if c in chosen or c == column]
-        if _natural_width(build(trial)) <= width:
+        if natural([c for c in df.columns if c in chosen or c == column]) <= width:
             chosen.append(column)
     return build([c for c in df.columns if c in chosen])
 
