@@ -30,6 +30,17 @@ def label_type(values: Sequence[str]) -> Any:
     return Literal[tuple(values)]  # type: ignore[valid-type]
 
 
+@functools.lru_cache(maxsize=1024)
+def typed(signature: type[dspy.Signature], name: str, type_: Any) -> type[dspy.Signature]:
+    """``signature.with_updated_fields(name, type_=type_)``, made once per (signature, field, type).
+
+    DSPy deep-copies every field of the signature to make the new class (about 1 ms); programs are
+    built, and Courtroom-LLM's judges typed per case, thousands of times a run. Signatures are
+    values (a change makes a new class), so the made class is shared.
+    """
+    return signature.with_updated_fields(name, type_=type_)
+
+
 class CourtroomProgram(dspy.Module):
     """A decision program over a task's label space.
 

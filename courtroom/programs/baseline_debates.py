@@ -11,7 +11,7 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.programs._common import labels_text
 from courtroom.signatures import baselines as sig
 from courtroom.transcript import Turn
@@ -62,18 +62,14 @@ class KhanDebate(CourtroomProgram):
             )
         self.n_rounds, self.stop_on_concession = int(n_rounds), stop_on_concession
         lt = label_type(self.labels)
-        self.classifier = dspy.Predict(
-            sig.TopTwo.with_updated_fields("first", type_=lt).with_updated_fields("second", type_=lt)
-        )
+        self.classifier = dspy.Predict(typed(typed(sig.TopTwo, "first", lt), "second", lt))
         self.debater = dspy.Predict(sig.Debater)
-        self.judge = dspy.Predict(sig.DebateJudge.with_updated_fields("decision", type_=lt))
+        self.judge = dspy.Predict(typed(sig.DebateJudge, "decision", lt))
 
     def _reorder(self, original: CourtroomProgram) -> None:
         lt = label_type(self.labels)
-        self.classifier.signature = self.classifier.signature.with_updated_fields(
-            "first", type_=lt
-        ).with_updated_fields("second", type_=lt)
-        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=lt)
+        self.classifier.signature = typed(typed(self.classifier.signature, "first", lt), "second", lt)
+        self.judge.signature = typed(self.judge.signature, "decision", lt)
 
     def _sides(self, case: str) -> tuple[list[str], list[Turn]]:
         if len(self.labels) == 2:
@@ -154,7 +150,7 @@ class Reflexion(CourtroomProgram):
         if int(max_retries) < 0:
             raise ConfigError(f"reflexion: max_retries must be >= 0, got {max_retries}")
         self.max_retries = int(max_retries)
-        self.solver = dspy.Predict(sig.Attempt.with_updated_fields("answer", type_=label_type(self.labels)))
+        self.solver = dspy.Predict(typed(sig.Attempt, "answer", label_type(self.labels)))
         self.critic = dspy.Predict(sig.Critique)
 
     def forward(self, case: str) -> dspy.Prediction:

@@ -18,7 +18,7 @@ import dspy
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.programs._common import labels_text, majority, seeded_rng
 from courtroom.signatures import baselines as sig
 from courtroom.transcript import Turn
@@ -46,7 +46,7 @@ class ZeroShot(CourtroomProgram):
         roles: RoleLMs | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(labels, positions, lm=lm, roles=roles)
-        self.classifier = dspy.Predict(sig.Classify.with_updated_fields("answer", type_=label_type(self.labels)))
+        self.classifier = dspy.Predict(typed(sig.Classify, "answer", label_type(self.labels)))
 
     def forward(self, case: str) -> dspy.Prediction:
         """Classify ``case``."""
@@ -80,7 +80,7 @@ def cot_demos(program: CourtroomProgram, trainset: Sequence[dspy.Example], k: in
     # seeded order; the first k drawn stay the demos whenever they all answer.
     order = seeded_rng(seed, "few-shot-spare").sample(range(len(trainset)), len(trainset))
     spare = [i for i in order if i not in picked]
-    reason = sig.Reason.with_updated_fields("answer", type_=label_type(program.labels))
+    reason = typed(sig.Reason, "answer", label_type(program.labels))
     labels = labels_text(program.labels)
 
     def demo(i: int) -> tuple[dspy.Example | None, str]:
@@ -178,7 +178,7 @@ class ChainOfThought(CourtroomProgram):
         super().__init__(labels, positions, lm=lm, roles=roles)
         self.k_shots = _at_least(self.name, "k_shots", k_shots, 0)
         self.seed = int(seed)
-        self.classifier = dspy.Predict(sig.Reason.with_updated_fields("answer", type_=label_type(self.labels)))
+        self.classifier = dspy.Predict(typed(sig.Reason, "answer", label_type(self.labels)))
 
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """The demos few-shot uses, with their reasoning (:func:`cot_demos`)."""

@@ -11,7 +11,7 @@ from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _stopping as stopping
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.programs._common import (
     labels_text,
     limit_sentences,
@@ -165,19 +165,16 @@ class CourtroomLLM(CourtroomProgram):
         self.clerk = dspy.Predict(self._typed_hearing(sig.PreliminaryHearing))
         self.prosecutor = dspy.Predict(sig.Prosecutor)
         self.attorney = dspy.Predict(sig.Attorney)
-        self.judge = dspy.Predict(sig.Judge.with_updated_fields("decision", type_=label_type(self.labels)))
+        self.judge = dspy.Predict(typed(sig.Judge, "decision", label_type(self.labels)))
         self.reasoner = dspy.Predict(sig.precedent_reason(self.reason_sentences))
 
     def _typed_hearing(self, signature: type[dspy.Signature]) -> type[dspy.Signature]:
         lt = label_type(self.labels)
-        return signature.with_updated_fields("most_likely", type_=lt).with_updated_fields(
-            "ranking",
-            type_=list[lt],  # type: ignore[valid-type]
-        )
+        return typed(typed(signature, "most_likely", lt), "ranking", list[lt])
 
     def _reorder(self, original: CourtroomProgram) -> None:
         self.clerk.signature = self._typed_hearing(self.clerk.signature)
-        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=label_type(self.labels))
+        self.judge.signature = typed(self.judge.signature, "decision", label_type(self.labels))
         if isinstance(original, CourtroomLLM):
             self.precedent_index = original.precedent_index  # reasons are written once, for both
 
@@ -292,7 +289,7 @@ class CourtroomLLM(CourtroomProgram):
         ]
         # The judges may only answer A1 or A2: the decision's enum is narrowed for this case.
         pair = sorted((a1, a2), key=self.labels.index)  # label order: the schema does not favour A1
-        judge_sig = self.judge.signature.with_updated_fields("decision", type_=label_type(pair))
+        judge_sig = typed(self.judge.signature, "decision", label_type(pair))
         inputs: dict[str, Any] = {
             "signature": judge_sig,
             "case": case,

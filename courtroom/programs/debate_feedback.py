@@ -17,7 +17,7 @@ from courtroom.models.lms import RoleLMs
 from courtroom.programs import _debate as deb
 from courtroom.programs import _probability as prob
 from courtroom.programs import _stopping as stopping
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.programs._common import labels_text
 from courtroom.programs._debate import DebateStep
 from courtroom.programs._reliability import ReliabilityModel
@@ -198,9 +198,9 @@ class DebateFeedback(DebateStep, Verification, CourtroomProgram):
         if memory:
             judge = sig.with_memory(judge, "each earlier round's debate summary and your answer")
             debater = sig.with_memory(debater, "your opinions, the others' opinions and your replies")
-        self.judge = dspy.Predict(judge.with_updated_fields("label", type_=lt))
+        self.judge = dspy.Predict(typed(judge, "label", lt))
         self.summarizer = dspy.Predict(sig.Summarize)
-        self.debater = dspy.Predict(debater.with_updated_fields("stance", type_=lt))
+        self.debater = dspy.Predict(typed(debater, "stance", lt))
         self.assistant = dspy.Predict(sig.Assistant)
 
     def sampled_roles(self) -> dict[str, int]:

@@ -12,7 +12,7 @@ from courtroom.errors import ConfigError
 from courtroom.models._concurrency import run_parallel
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _stopping as stopping
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.signatures import jot
 from courtroom.transcript import Turn
 
@@ -67,10 +67,10 @@ class JudgmentOfThought(CourtroomProgram):
         # One predictor per role, whatever the ablation, so saved state has one shape.
         self.lawyer = dspy.Predict(jot.Lawyer)
         self.prosecutor = dspy.Predict(jot.Prosecutor)
-        self.judge = dspy.Predict(jot.Judge.with_updated_fields("decision", type_=label_type(self.positions)))
+        self.judge = dspy.Predict(typed(jot.Judge, "decision", label_type(self.positions)))
 
     def _reorder(self, original: CourtroomProgram) -> None:
-        self.judge.signature = self.judge.signature.with_updated_fields("decision", type_=label_type(self.positions))
+        self.judge.signature = typed(self.judge.signature, "decision", label_type(self.positions))
 
     def _stage(self, r: int, closing: bool) -> str:
         # No total count in the prompt: a 5-loop trial then shares its first rounds (and their

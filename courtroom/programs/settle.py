@@ -18,7 +18,7 @@ from courtroom.analysis.calibration import confidence
 from courtroom.errors import ConfigError
 from courtroom.models.lms import RoleLMs
 from courtroom.programs import _probability as prob
-from courtroom.programs._base import CourtroomProgram, label_type
+from courtroom.programs._base import CourtroomProgram, label_type, typed
 from courtroom.programs._common import labels_text, majority
 from courtroom.programs._precedents import PrecedentIndex
 from courtroom.programs.baseline_debates import KhanDebate
@@ -174,7 +174,7 @@ class SettleThenTrial(CourtroomProgram):
             )
         self.trial = cls(self.labels, self.positions, roles=self.lms, **knobs)
         self.trial.temperatures = sampling_temperatures(cls, self.trial_preset or None)
-        answer = sig.Classify.with_updated_fields("answer", type_=label_type(self.labels))
+        answer = typed(sig.Classify, "answer", label_type(self.labels))
         if signal == "confidence":
             answer = prob.add_probability_fields(answer, self.labels)
         self.panel = dspy.Predict(answer)
