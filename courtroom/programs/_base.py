@@ -30,7 +30,6 @@ def label_type(values: Sequence[str]) -> Any:
     return Literal[tuple(values)]  # type: ignore[valid-type]
 
 
-@functools.lru_cache(maxsize=1024)
 def typed(signature: type[dspy.Signature], name: str, type_: Any) -> type[dspy.Signature]:
     """``signature.with_updated_fields(name, type_=type_)``, made once per (signature, field, type).
 
@@ -38,6 +37,11 @@ def typed(signature: type[dspy.Signature], name: str, type_: Any) -> type[dspy.S
     built, and Courtroom-LLM's judges typed per case, thousands of times a run. Signatures are
     values (a change makes a new class), so the made class is shared.
     """
+    return _typed(signature, name, type_)  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=1024)
+def _typed(signature: Any, name: str, type_: Any) -> Any:
     return signature.with_updated_fields(name, type_=type_)
 
 

@@ -170,7 +170,7 @@ class CourtroomLLM(CourtroomProgram):
 
     def _typed_hearing(self, signature: type[dspy.Signature]) -> type[dspy.Signature]:
         lt = label_type(self.labels)
-        return typed(typed(signature, "most_likely", lt), "ranking", list[lt])
+        return typed(typed(signature, "most_likely", lt), "ranking", list[lt])  # type: ignore[valid-type]
 
     def _reorder(self, original: CourtroomProgram) -> None:
         self.clerk.signature = self._typed_hearing(self.clerk.signature)
