@@ -6,7 +6,7 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -37,7 +37,8 @@ def typed(signature: type[dspy.Signature], name: str, type_: Any) -> type[dspy.S
     built, and Courtroom-LLM's judges typed per case, thousands of times a run. Signatures are
     values (a change makes a new class), so the made class is shared.
     """
-    return _typed(signature, name, type_)  # type: ignore[no-any-return]
+    made: type[dspy.Signature] = _typed(cast(Any, signature), name, type_)
+    return made
 
 
 @functools.lru_cache(maxsize=1024)
