@@ -122,7 +122,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # One cache per test: a test that kills a process mid-write cannot leave a damaged cache for the next.
-    cache = tmp_path_factory.mktemp("cache")
+    # mkdtemp, not mktemp: pytest numbers a mktemp folder by listing every folder made before it,
+    # which grows with the session (two listings a test, one of them here).
+    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=tmp_path_factory.getbasetemp()))
     os.environ["COURTROOM_CACHE_DIR"] = str(cache)
     from courtroom.models.cache import configure_cache
 
