@@ -13,6 +13,7 @@ import random
 import time
 import weakref
 from pathlib import Path
+from typing import Any
 
 import dspy
 import pytest
@@ -108,3 +109,25 @@ def test_a_callers_trace_still_collects_an_evaluations_calls() -> None:
     with dspy.context(trace=[]):
         evaluate(prog, exs, concurrency=1)
         assert len(dspy.settings.trace) == 3  # an optimizer's own trace (dspy.context) is honoured
+
+
+def test_an_evaluation_queues_a_few_examples_per_worker_not_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each queued example holds its context copy (~2.4 KB): queued all at once, memory grew with the examples."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from courtroom.eval import harness
+    from courtroom.programs.baselines import ZeroShot
+
+    submitted, ahead = [0], []
+    real = ThreadPoolExecutor.submit
+
+    def counted(self: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        submitted[0] += 1
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", counted)
+    exs = [dspy.Example(case=f"queued {i}", label="True", id=str(i)).with_inputs("case") for i in range(60)]
+    prog = ZeroShot(["True", "False"], lm=oracle_lm({e.case: e.label for e in exs}, ["True", "False"], cache=False))
+    done = evaluate(prog, exs, concurrency=3, on_result=lambda res: ahead.append(submitted[0] - len(ahead) - 1))
+    assert [r.id for r in done] == [e.id for e in exs]  # every example ran, results in input order
+    assert max(ahead) <= harness.AHEAD * 3 + 1  # queued or running at any time; the old loop queued all 60

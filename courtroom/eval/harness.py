@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -148,6 +149,9 @@ def evaluate(
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
 
+    Examples are queued :data:`AHEAD` times ``concurrency`` at a time, not all at once: each queued
+    one holds a copy of the context and its call, so memory does not grow with the examples.
+
     With a :class:`courtroom.cost.budget.Budget`, an example starts only if the budget admits
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
     """
@@ -162,11 +166,23 @@ def evaluate(
         max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval", initializer=workers.append, initargs=(1,)
     )
     with bounded_requests(max_in_flight or concurrency), batch.forked(len(examples)) as leave:
+        finished: queue.SimpleQueue[Any] = queue.SimpleQueue()  # futures, in the order they finish
+        upcoming = iter(enumerate(examples))
+
+        def submit_next() -> None:
+            nxt = next(upcoming, None)
+            if nxt is not None:
+                fut = pool.submit(contextvars.copy_context().run, _leaving, leave, budget, program, nxt[1])
+                futures[fut] = nxt[0]
+                fut.add_done_callback(finished.put)
+
         try:
-            for i, ex in enumerate(examples):  # one by one: a stop while submitting cancels those already in
-                futures[pool.submit(contextvars.copy_context().run, _leaving, leave, budget, program, ex)] = i
-            for fut in as_completed(futures):
+            for _ in range(AHEAD * max(1, concurrency)):  # one by one: a stop while submitting cancels those in
+                submit_next()
+            while futures:
+                fut = finished.get()
                 i = futures.pop(fut)  # a finished future holds its result: not kept past here
+                submit_next()
                 res = fut.result()
                 if res is None:
                     continue
@@ -190,6 +206,11 @@ def evaluate(
         _close_caches(pool, len(workers))
         pool.shutdown(wait=True)
     return [results[i] for i in range(len(examples)) if i in results]
+
+
+AHEAD = 2
+"""Examples queued per worker: enough that a worker never waits for the next while the main thread
+hands a result over. Queued all at once, 100,000 examples held ~2 KB each (their context copies)."""
 
 
 def _close_caches(pool: ThreadPoolExecutor, threads: int) -> None:
