@@ -223,23 +223,6 @@ def length_counts(result: Any) -> tuple[int, int, int, int]:
     return argued, n, ties, longer
 
 
-def bias_summary(results: Iterable[Any]) -> dict[str, Any]:
-    """The bias figures a run summary carries: only those the results support."""
-    rows = [_row(r) for r in results]
-    out: dict[str, Any] = {}
-    consistency = position_consistency(rows)
-    if consistency is not None:
-        out.update(
-            debias=consistency["debias"],
-            position_consistency=consistency["rate"],
-            position_consistency_n=consistency["n"],
-        )
-    lengths = length_bias(rows)
-    if lengths is not None:
-        out.update(longer_argument_rate=lengths["rate"], longer_argument_n=lengths["n"])
-    return out
-
-
 def bias_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(metric, value) rows of a summary's bias figures, for its tables."""
 

@@ -314,7 +314,7 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
     """Scores, failures, calls, tokens, cost, wall time, calibration (Brier, ECE) and bias of a list of results.
 
-    Bias (:func:`courtroom.analysis.bias.bias_summary`): the position-consistency rate of a swapped
+    Bias (:mod:`courtroom.analysis.bias`): the position-consistency rate of a swapped
     run, and how often the verdict went to the longer argument where a framework has arguments.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token

@@ -10,7 +10,8 @@ summary is :func:`~courtroom.eval.harness.summarize`'s, which is a tally fed in 
 - the failed ids in input order (only failures are kept);
 - Brier and ECE (:mod:`courtroom.analysis.calibration`) from exact sums (Shewchuk's partials,
   as ``math.fsum``), so no figure depends on which case finished first;
-- the bias figures (:func:`~courtroom.analysis.bias.bias_summary`) from their counts.
+- the bias figures (:func:`~courtroom.analysis.bias.position_consistency`,
+  :func:`~courtroom.analysis.bias.length_bias`) from their counts.
 """
 
 from __future__ import annotations
