@@ -1,9 +1,10 @@
 """Dollars per case, lever by lever: what do batch, n-sampling, the provider's cache and stop-when-stable save?
 
-SPEC §18. Each design runs on CaseLaw-length generated cases (``--words`` per case, two labels:
-Plaintiff wins / Defendant wins) against the oracle fake (:func:`courtroom.testing.oracle_lm`),
-whose every request is logged: its role, its whole prompt (system message and messages, as the
-real adapter renders them), and ``n``. Free-text answers are filler of the dry run's typical length
+SPEC §18. Each design runs on CaseLaw-length generated cases (``--words`` per case,
+:data:`CASELAW_WORDS` by default; two labels: Plaintiff wins / Defendant wins) against the oracle
+fake (:func:`courtroom.testing.oracle_lm`), whose every request is logged: its role, its whole
+prompt (system message and messages, as the real adapter renders them), and ``n``. Free-text
+answers are filler of the dry run's typical length
 (:data:`courtroom.cost.estimate.TYPICAL_FIELD_TOKENS`), so the prompts that quote earlier answers
 have realistic lengths; each sample is priced at the dry run's typical answer length
 (:func:`courtroom.cost.estimate.typical_answer_tokens`). Tokens: cl100k_base (LiteLLM's bundled
@@ -37,6 +38,7 @@ whether the verdicts before and after n-sampling are the same (the fake draws ea
 often it has seen the prompt, so n samples and k requests draw alike).
 
     python bench/price.py [--cases 60] [--words 400] [--seed 0]
+    python bench/price.py --shares 350,400,450   # where the default length comes from
 """
 
 from __future__ import annotations
@@ -58,6 +60,19 @@ TAKES_N = {"gpt-4o-mini": True, "claude-sonnet-4-5": False}
 """OpenAI's chat API takes ``n``; Anthropic's Messages API does not."""
 OPENAI_MIN, OPENAI_BLOCK = 1024, 128
 """OpenAI's automatic prompt cache: prefixes from 1,024 tokens, in 128-token increments."""
+
+CASELAW_WORDS = 400
+"""Words per generated case (~412 cl100k tokens: the generated words are about one token each).
+
+No CaseLaw text ships with courtroom (the ``caselaw`` task reads your JSONL), and neither SPEC nor
+the Debate-Feedback paper states a length (its Table 4 cuts its sample background short). What is
+measured is issue 44's: on 5 CaseLaw cases, tokenised with cl100k, the share of prompt tokens
+OpenAI's cache rule serves in the classic layout was jot 0%, courtroom-llm 39%, debate-feedback 16%.
+This bench gives those shares only near 400 words (``--shares``: 0%, 38%, 20%; at 350 words
+debate-feedback's is 0%, at 450 jot's is 19%), so CaseLaw's cases are about 400 words of this
+generator long, in tokens (what is priced)."""
+SHARED = ("jot", "courtroom-llm", "debate-feedback")
+"""The designs issue 44 measured the cached share of on CaseLaw (``--shares``)."""
 
 ACCURACY = {"default": 0.7, "judge": 0.75, "clerk": 0.75}
 DESIGNS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
@@ -368,13 +383,39 @@ def target_line(design: str, model: str, rows: Sequence[tuple[str, Priced, Run]]
     return f"{design} at {model}: {arithmetic} = {total:.2f}x of live; target <= {goal:.2f}x: {verdict}"
 
 
+def shares(lengths: Sequence[int], n: int, seed: int) -> None:
+    """Per case length: the share of prompt tokens OpenAI's cache rule serves, per design and layout
+    (live, no n-sampling), beside what issue 44 measured on 5 CaseLaw cases (:data:`CASELAW_WORDS`)."""
+    print(f"cached share of prompt tokens under OpenAI's rule, {n} generated cases per length "
+          "(issue 44 on 5 CaseLaw cases, classic layout: jot 0%, courtroom-llm 39%, debate-feedback 16%)")  # fmt: skip
+    for words in lengths:
+        gold = cases(n, words, seed)
+        mean = sum(len(tokens(c)) for c in gold) / n
+        row = [f"{words:>5} words (~{mean:.0f} tokens)"]
+        for design, knobs, _ in DESIGNS:
+            if design not in SHARED:
+                continue
+            for layout in ("classic", "cache"):
+                priced = price(run_design(design, knobs, gold, seed, n=False, layout=layout), "gpt-4o-mini",
+                               batch=False, cache=True, cases_n=n)  # fmt: skip
+                row.append(f"{design} {layout} {priced.cached / max(1, priced.prompt):.0%}")
+        print("  ".join(row))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=60)
-    parser.add_argument("--words", type=int, default=400, help="words per generated case (CaseLaw length)")
+    parser.add_argument(
+        "--words", type=int, default=CASELAW_WORDS, help="words per generated case (CaseLaw's length: CASELAW_WORDS)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--designs", default=",".join(d for d, _, _ in DESIGNS))
+    parser.add_argument(
+        "--shares", metavar="WORDS,...", help="print the cached shares issue 44 measured on CaseLaw, per case length"
+    )
     args = parser.parse_args(argv)
+    if args.shares:
+        return shares([int(w) for w in args.shares.split(",")], min(args.cases, 5), args.seed)
     gold = cases(args.cases, args.words, args.seed)
     wanted = args.designs.split(",")
     mean_case = sum(len(tokens(c)) for c in gold) / len(gold)

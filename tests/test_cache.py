@@ -166,3 +166,27 @@ def test_memory_keeps_the_latest_answers_and_the_disk_the_rest(tmp_path, monkeyp
     second = evaluate(prog, exs, concurrency=2)  # the older answers come from the disk
     assert total_usage(second).sent == 0 and total_usage(second).cached == 8
     assert [r.prediction for r in second] == [r.prediction for r in first]
+
+
+def test_the_disk_cache_is_read_not_memory_mapped(tmp_path):
+    """Issue 44: diskcache maps each shard (64 MB): the pages touched grew the resident set with the file."""
+    import threading
+
+    from courtroom.models import cache
+
+    cache.configure_cache(tmp_path / "cache")
+    disk = dspy.cache.disk_cache
+    disk.set("k", "v")
+    seen = []
+
+    def connect() -> None:  # a worker's connection reads the setting from the shard's database
+        seen.append(disk._shards[0]._sql("PRAGMA mmap_size").fetchall()[0][0])
+        disk.close()
+
+    worker = threading.Thread(target=connect)
+    worker.start()
+    worker.join()
+    assert disk.sqlite_mmap_size == 0 and seen == [0]
+    cache.configure_cache(tmp_path / "other")  # a second process, or a fresh folder: the same
+    cache.configure_cache(tmp_path / "cache")
+    assert dspy.cache.disk_cache.sqlite_mmap_size == 0 and dspy.cache.disk_cache.get("k") == "v"

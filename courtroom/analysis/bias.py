@@ -185,14 +185,28 @@ def length_bias(results: Iterable[Any]) -> dict[str, Any] | None:
     A trial is one order of one example (a swapped run adds its swapped order). ``n`` counts the
     trials with a verdict and two sides of unequal length; ``ties`` those of equal length.
     """
-    trials: list[tuple[Any, Any]] = []
-    for r in map(_row, results):
-        fields = r.get("fields") or {}
-        trials.append((r.get("transcript") or [], fields.get("original_label", r.get("prediction"))))
-        if fields.get("swapped_transcript"):
-            trials.append((fields["swapped_transcript"], fields.get("swapped_label")))
-    longer, ties, argued = 0, 0, 0
-    n = 0
+    argued, n, ties, longer = 0, 0, 0, 0
+    for r in results:
+        a, b, c, d = length_counts(r)
+        argued, n, ties, longer = argued + a, n + b, ties + c, longer + d
+    return length_rate(argued, n, ties, longer)
+
+
+def length_rate(argued: int, n: int, ties: int, longer: int) -> dict[str, Any] | None:
+    """:func:`length_bias`'s figures from its counts (:func:`length_counts` summed)."""
+    if not argued:
+        return None
+    return {"rate": longer / n if n else None, "n": n, "ties": ties, "unit": "words"}
+
+
+def length_counts(result: Any) -> tuple[int, int, int, int]:
+    """One result's trials (argued, with a verdict and unequal sides, tied, verdict to the longer)."""
+    r = _row(result)
+    fields = r.get("fields") or {}
+    trials = [(r.get("transcript") or [], fields.get("original_label", r.get("prediction")))]
+    if fields.get("swapped_transcript"):
+        trials.append((fields["swapped_transcript"], fields.get("swapped_label")))
+    argued, n, ties, longer = 0, 0, 0, 0
     for transcript, verdict in trials:
         words = argument_words(transcript)
         if len(words) != 2:
@@ -206,26 +220,7 @@ def length_bias(results: Iterable[Any]) -> dict[str, Any] | None:
             continue
         n += 1
         longer += verdict == (a if wa > wb else b)
-    if not argued:
-        return None
-    return {"rate": longer / n if n else None, "n": n, "ties": ties, "unit": "words"}
-
-
-def bias_summary(results: Iterable[Any]) -> dict[str, Any]:
-    """The bias figures a run summary carries: only those the results support."""
-    rows = [_row(r) for r in results]
-    out: dict[str, Any] = {}
-    consistency = position_consistency(rows)
-    if consistency is not None:
-        out.update(
-            debias=consistency["debias"],
-            position_consistency=consistency["rate"],
-            position_consistency_n=consistency["n"],
-        )
-    lengths = length_bias(rows)
-    if lengths is not None:
-        out.update(longer_argument_rate=lengths["rate"], longer_argument_n=lengths["n"])
-    return out
+    return argued, n, ties, longer
 
 
 def bias_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:

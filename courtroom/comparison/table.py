@@ -98,9 +98,9 @@ def table_row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
 
 
 def first_results(outcome: RunOutcome | RepeatOutcome) -> tuple[Path, list[ExampleResult]]:
-    """The run folder and example results of a run, or of a repeat group's first repeat."""
+    """The run folder and example results of a run, or of a repeat group's first repeat (read from its folder)."""
     first = outcome if isinstance(outcome, RunOutcome) else outcome.outcomes[0]
-    return first.run_dir, first.results
+    return first.run_dir, list(first.results)
 
 
 def write_tables(

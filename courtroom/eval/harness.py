@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import dspy
+from dspy.dsp.utils.settings import thread_local_overrides
 
-from courtroom.analysis.bias import bias_summary
-from courtroom.analysis.calibration import confidence, scores
-from courtroom.eval.metrics import score, user_prices
+from courtroom.analysis.calibration import confidence
+from courtroom.eval.tally import Tally, add_usage
 from courtroom.models import batch
 from courtroom.models._breaker import Unreachable, converted
 from courtroom.models._concurrency import bounded_requests, fit_open_files
@@ -91,10 +92,13 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
 
     Its LM calls stay out of DSPy's call history (``dspy.inspect_history``, ``lm.history``): the
     result's transcript and usage are their record, and the history kept ~5.5 KB a call, up to
-    10,000 calls in each of four lists (issue 44).
+    10,000 calls in each of four lists (issue 44). Its predictions stay out of DSPy's trace too,
+    unless a caller collects one (``dspy.context(trace=[])``, as an optimizer does): by default
+    every call appends its inputs and prediction to one list for the whole process (up to 10,000).
     """
     start = time.perf_counter()
-    with metered() as meter, dspy.context(disable_history=True):
+    untraced = {} if "trace" in thread_local_overrides.get() else {"trace": None}
+    with metered() as meter, dspy.context(disable_history=True, **untraced):
         try:
             pred = program(case=example.case)
             error, label = None, pred.label
@@ -132,6 +136,7 @@ def evaluate(
     on_result: Callable[[ExampleResult], None] | None = None,
     max_in_flight: int | None = None,
     budget: Any = None,
+    keep: bool = True,
 ) -> list[ExampleResult]:
     """Run ``program`` on every example, ``concurrency`` at a time; results keep the input order.
 
@@ -143,6 +148,9 @@ def evaluate(
     finishes: progress, checkpoints. If it raises (or on Ctrl-C), examples not yet started are
     cancelled, the ones in flight finish (so their LM answers reach the cache), and the error
     propagates: a resumed run then gets those calls for free.
+
+    Examples are queued :data:`AHEAD` times ``concurrency`` at a time, not all at once: each queued
+    one holds a copy of the context and its call, so memory does not grow with the examples.
 
     With a :class:`courtroom.cost.budget.Budget`, an example starts only if the budget admits
     it; examples it refuses are left out of the returned list (``budget.stopped`` is then set).
@@ -158,14 +166,28 @@ def evaluate(
         max_workers=max(1, concurrency), thread_name_prefix="courtroom-eval", initializer=workers.append, initargs=(1,)
     )
     with bounded_requests(max_in_flight or concurrency), batch.forked(len(examples)) as leave:
+        finished: queue.SimpleQueue[Any] = queue.SimpleQueue()  # futures, in the order they finish
+        upcoming = iter(enumerate(examples))
+
+        def submit_next() -> None:
+            nxt = next(upcoming, None)
+            if nxt is not None:
+                fut = pool.submit(contextvars.copy_context().run, _leaving, leave, budget, program, nxt[1])
+                futures[fut] = nxt[0]
+                fut.add_done_callback(finished.put)
+
         try:
-            for i, ex in enumerate(examples):  # one by one: a stop while submitting cancels those already in
-                futures[pool.submit(contextvars.copy_context().run, _leaving, leave, budget, program, ex)] = i
-            for fut in as_completed(futures):
+            for _ in range(AHEAD * max(1, concurrency)):  # one by one: a stop while submitting cancels those in
+                submit_next()
+            while futures:
+                fut = finished.get()
+                i = futures.pop(fut)  # a finished future holds its result: not kept past here
+                submit_next()
                 res = fut.result()
                 if res is None:
                     continue
-                results[futures[fut]] = res
+                if keep:
+                    results[i] = res
                 if on_result:
                     in_callback = True
                     on_result(res)
@@ -177,13 +199,18 @@ def evaluate(
             pool.shutdown(wait=True)
             if not in_callback:
                 # A stop (signal) while waiting: examples that finished during the wait are kept too.
-                _drain(futures, results, on_result)
+                _drain(futures, results if keep else None, on_result)
             if isinstance(exc, Unreachable):
                 raise converted(exc) from exc
             raise
         _close_caches(pool, len(workers))
         pool.shutdown(wait=True)
     return [results[i] for i in range(len(examples)) if i in results]
+
+
+AHEAD = 2
+"""Examples queued per worker: enough that a worker never waits for the next while the main thread
+hands a result over. Queued all at once, 100,000 examples held ~2 KB each (their context copies)."""
 
 
 def _close_caches(pool: ThreadPoolExecutor, threads: int) -> None:
@@ -208,15 +235,20 @@ def _close_caches(pool: ThreadPoolExecutor, threads: int) -> None:
         pool.submit(close)
 
 
-def _drain(futures: dict[Any, int], results: dict[int, ExampleResult], on_result: Any) -> None:
-    """Hand ``on_result`` the examples that finished but were not yet handed over (best effort)."""
+def _drain(futures: dict[Any, int], results: dict[int, ExampleResult] | None, on_result: Any) -> None:
+    """Hand ``on_result`` the examples that finished but were not yet handed over (best effort).
+
+    ``futures`` holds only those not handed over (each is taken out as it is); ``results``, when
+    kept, gets them too.
+    """
     for fut, i in futures.items():
-        if i in results or not fut.done() or fut.cancelled() or fut.exception() is not None:
+        if not fut.done() or fut.cancelled() or fut.exception() is not None:
             continue
         res = fut.result()
         if res is None:
             continue
-        results[i] = res
+        if results is not None:
+            results[i] = res
         if on_result:
             try:
                 on_result(res)
@@ -275,58 +307,23 @@ def total_usage(results: Iterable[ExampleResult]) -> Usage:
     """Usage summed over results."""
     total = Usage()
     for r in results:
-        u = r.usage
-        total.calls += u.get("calls", 0)
-        total.sent += u.get("sent", 0)
-        total.failed += u.get("failed", 0)
-        total.cached += u.get("cached", 0)
-        total.shared += u.get("shared", 0)
-        total.prompt_tokens += u.get("prompt_tokens", 0)
-        total.completion_tokens += u.get("completion_tokens", 0)
-        total.cached_tokens += u.get("cached_tokens", 0)
-        total.cache_read_tokens += u.get("cache_read_tokens", 0)
-        total.cache_write_tokens += u.get("cache_write_tokens", 0)
-        for model, counts in (u.get("by_model") or {}).items():
-            agg = total.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            for key, value in counts.items():  # the provider's cache counts too, where it served any
-                if isinstance(value, int):
-                    agg[key] = agg.get(key, 0) + value
+        add_usage(total, r.usage)
     return total
 
 
 def summarize(results: list[ExampleResult], labels: Any, wall: float, prices: Any = None) -> dict[str, Any]:
     """Scores, failures, calls, tokens, cost, wall time, calibration (Brier, ECE) and bias of a list of results.
 
-    Bias (:func:`courtroom.analysis.bias.bias_summary`): the position-consistency rate of a swapped
+    Bias (:mod:`courtroom.analysis.bias`): the position-consistency rate of a swapped
     run, and how often the verdict went to the longer argument where a framework has arguments.
 
     Cost uses LiteLLM's price for models it knows, else ``prices`` (model -> per-1M-token
     input and output dollars); it is None when no model has a price. Tokens and cost count sent
     calls only (``tokens_counted``): a call answered from the cache, such as one replayed by a
-    resume, adds none.
+    resume, adds none. It is a :class:`~courtroom.eval.tally.Tally` fed in order; a run tallies its
+    results as they arrive instead of holding them.
     """
-    usage = total_usage(results)
-    summary = score([r.gold for r in results], [r.prediction for r in results], labels)
-    summary.update(
-        calls=usage.calls,
-        sent=usage.sent,
-        cached=usage.cached,
-        shared=usage.shared,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        tokens=usage.prompt_tokens + usage.completion_tokens,
-        tokens_counted="sent",
-        cached_tokens=usage.cached_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost=usage.cost(user_prices(usage.by_model, prices)),
-        wall_seconds=round(wall, 3),
-        failed_ids=[r.id for r in results if r.prediction is None],
-    )
-    calibration = scores([r.to_dict() for r in results])
-    summary.update(
-        brier=calibration["brier"] if calibration else None,
-        ece=calibration["ece"] if calibration else None,
-    )
-    summary.update(bias_summary(results))
-    return summary
+    tally = Tally(labels)
+    for position, r in enumerate(results):
+        tally.add(r, position)
+    return tally.summary(wall, prices)

@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,16 +25,19 @@ def score(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[st
     zero_division=0)`` counts them (tests/test_harness.py checks the two agree): importing
     scikit-learn for four divisions would cost a command a second of start-up.
     """
-    preds_ = [p if p is not None else FAILED for p in preds]
-    n = len(golds)
-    pairs = list(zip(golds, preds_, strict=True))
-    correct = sum(g == p for g, p in pairs)
+    return score_counts(Counter(zip(golds, preds, strict=True)), labels)
+
+
+def score_counts(pairs: Mapping[tuple[str, str | None], int], labels: Sequence[str]) -> dict[str, Any]:
+    """:func:`score` from how many examples had each (gold, prediction) pair: a run counts them as results arrive."""
+    n = sum(pairs.values())
+    correct = sum(k for (g, p), k in pairs.items() if p is not None and g == p)
     per_class: dict[str, dict[str, Any]] = {}
     f1s = []
     for lab in labels:
-        hit = sum(g == lab and p == lab for g, p in pairs)
-        predicted = sum(p == lab for p in preds_)
-        support = sum(g == lab for g in golds)
+        hit = sum(k for (g, p), k in pairs.items() if g == lab and p == lab)
+        predicted = sum(k for (_, p), k in pairs.items() if p == lab)
+        support = sum(k for (g, _), k in pairs.items() if g == lab)
         per_class[lab] = {
             "precision": hit / predicted if predicted else 0.0,
             "recall": hit / support if support else 0.0,
@@ -45,7 +49,7 @@ def score(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[st
         "n": n,
         "accuracy": correct / n if n else 0.0,
         "macro_f1": sum(f1s) / len(f1s) if n and f1s else 0.0,
-        "failures": sum(p is None for p in preds),
+        "failures": sum(k for (_, p), k in pairs.items() if p is None),
     }
     if n:
         out["per_class"] = per_class

@@ -163,12 +163,12 @@ class RedactingCache(Cache):
     def _open(self) -> Any:
         directory = self.disk_cache_dir
         try:
-            return Cache(True, False, directory, self._limit).disk_cache
+            return _unmapped(Cache(True, False, directory, self._limit).disk_cache)
         except sqlite3.DatabaseError as exc:
             if not directory or not _damaged(exc):
                 raise
             _move_aside(Path(directory), exc)
-            return Cache(True, False, directory, self._limit).disk_cache
+            return _unmapped(Cache(True, False, directory, self._limit).disk_cache)
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
         """DSPy's lookup; a damaged disk cache is replaced and the lookup is a miss."""
@@ -214,7 +214,7 @@ class RedactingCache(Cache):
             with _repair_lock:
                 if generation == self._generation:  # another thread may have replaced it already
                     _move_aside(Path(self.disk_cache_dir), exc)
-                    self.disk_cache = Cache(True, False, self.disk_cache_dir, self._limit).disk_cache
+                    self.disk_cache = _unmapped(Cache(True, False, self.disk_cache_dir, self._limit).disk_cache)
                     self._generation += 1
             return True
         _warn_once(
@@ -230,6 +230,20 @@ class RedactingCache(Cache):
         if tokens and out is not response:
             object.__setattr__(out, CACHED_TOKENS, tokens)
         return out
+
+
+def _unmapped(disk: Any) -> Any:
+    """``disk`` (DSPy's FanoutCache) with SQLite reading its files through ``read``, not a memory map.
+
+    diskcache maps up to 64 MB of each of the 16 shards: every page a lookup touched counted in the
+    process's resident memory, which so grew with the cache file, ~1 MB a shard by 3,000 answers
+    (issue 44). Read into SQLite's page cache instead, the pages go when a worker reopens its
+    connections (:data:`courtroom.eval.harness.REOPEN_EVERY`). The setting is kept in each shard's
+    database, where every new connection reads it (written once, by the first process to open it).
+    """
+    if getattr(disk, "sqlite_mmap_size", 0) != 0:
+        disk.reset("sqlite_mmap_size", 0)
+    return disk
 
 
 def _move_aside(directory: Path, exc: BaseException) -> Path:

@@ -194,7 +194,7 @@ def _finish(group: Path, config: RunConfig, outcomes: list[RunOutcome]) -> Repea
     meta = outcomes[0].run_dir / "meta.json" if outcomes else None
     task = read_json(meta, "").get("task") if meta is not None and meta.is_file() else None
     labels = list(task.get("labels") or []) if isinstance(task, dict) else None
-    stats = repeat_stats([o.summary for o in outcomes], [o.results for o in outcomes], labels)
+    stats = repeat_stats([o.summary for o in outcomes], [list(o.results) for o in outcomes], labels)  # read once each
     write_json(group / "repeats.json", {"stats": stats, "runs": [o.run_dir.name for o in outcomes]})
     title = f"{config.framework} on {config.task}: {len(outcomes)} repeats"
     write_atomic(group / "repeats.md", stats_markdown(stats, title))

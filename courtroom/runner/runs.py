@@ -16,22 +16,23 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from courtroom import _clock, _stop
-from courtroom._files import JsonLines, read_json, read_jsonl, skipped_text, write_atomic, write_json
+from courtroom._files import JsonLines, write_atomic, write_json
 from courtroom._lock import FolderLock
 from courtroom._versions import versions
 from courtroom.analysis.bias import check_debias, debiased
 from courtroom.data.tasks import load_splits
-from courtroom.errors import ConfigError, DataError, ModelError
-from courtroom.eval.harness import ExampleResult, evaluate, summarize
+from courtroom.errors import ModelError
+from courtroom.eval.harness import ExampleResult, evaluate
 from courtroom.eval.metrics import price_aliases, user_prices
 from courtroom.eval.status import status
+from courtroom.eval.tally import Tally
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models._requests import WIRE, since
 from courtroom.models.cache import configure_cache, without_base_url
@@ -39,7 +40,6 @@ from courtroom.models.context import check_context
 from courtroom.models.lms import RoleLMs, check_keys, resolve_roles
 from courtroom.models.usage import metered, preparing
 from courtroom.programs import CourtroomProgram, get_framework
-from courtroom.runner._records import meta_problem, result_problem
 from courtroom.runner.config import RunConfig
 from courtroom.runner.salting import salted_roles
 from courtroom.runner.sessions import (
@@ -51,6 +51,7 @@ from courtroom.runner.sessions import (
     session,
     spend_summary,
 )
+from courtroom.runner.stored import StoredResults, load_run, positions
 from courtroom.runner.summaries import calls_rows, learned_rows, summary_markdown, summary_rows, tokens_text
 
 logger = logging.getLogger(__name__)
@@ -65,8 +66,10 @@ class RunOutcome:
     summary: dict[str, Any]
     """The run's figures, as ``summary.json``: ``n``, ``accuracy``, ``macro_f1``, ``failures``, ``calls``,
     ``sent``, ``cached``, ``tokens``, ``cost`` (dollars, None without a price), ``wall_seconds``, ..."""
-    results: list[ExampleResult]
-    """Each example's outcome, in order (the lines of ``results.jsonl``)."""
+    results: Sequence[ExampleResult]
+    """Each example's outcome, in input order: the lines of ``results.jsonl``, read from the folder
+    at each use (:class:`~courtroom.runner.stored.StoredResults`), never held by the run, so its memory
+    stays bounded however many cases it has; ``list(outcome.results)`` keeps a copy."""
     analyses: dict[str, Any] = field(default_factory=dict)
     """Analyses run after the evaluation (``flips``: the flip matrix, for a framework with first answers;
     ``ambiguity``: the ambiguity split's rows)."""
@@ -245,6 +248,12 @@ class RunSetup:
         retry_program, retry_ids = retry if retry else (self.program, set())
         todo = [ex for ex in self.examples if ex.id not in finished and ex.id not in retry_ids]
         again = [ex for ex in self.examples if ex.id in retry_ids]
+        # The summary's counts, as each result arrives: no result is held (results.jsonl has them).
+        place = {ex.id: n for n, ex in enumerate(self.examples)}
+        tally = Tally(self.task.labels)
+        for r in done:
+            if r.id in place and r.id not in retry_ids:
+                tally.add(r, place[r.id])
         if on_start:
             on_start(len(self.examples))
         for r in done:
@@ -252,6 +261,7 @@ class RunSetup:
                 progress(r)
         earlier = earlier_wall(run_dir)
         start = time.perf_counter()
+        arrived = [0]
         with (
             JsonLines(run_dir / "results.jsonl") as sink,
             _stop.saving_to(run_dir),
@@ -262,26 +272,26 @@ class RunSetup:
 
             def record(res: ExampleResult) -> None:
                 sink.append(res.to_dict())
+                tally.add(res, place[res.id])
+                arrived[0] += res.id not in retry_ids
                 if progress:
                     progress(res)
 
             try:
                 # A swapped twin is made here, after prepare(), so it keeps what was fitted.
                 program = debiased(self.program, config.debias)
-                new = evaluate(program, todo, concurrency=config.concurrency, on_result=record, budget=budget)
+                n = config.concurrency
+                evaluate(program, todo, concurrency=n, on_result=record, budget=budget, keep=False)
                 if again:
                     retried = debiased(retry_program, config.debias)
-                    new += evaluate(retried, again, concurrency=config.concurrency, on_result=record, budget=budget)
+                    evaluate(retried, again, concurrency=n, on_result=record, budget=budget, keep=False)
             finally:
                 if end_session(run_dir, since(self.wire)):
                     requests.end()  # the end line holds them now
         if budget is not None and budget.stopped:
-            have = {r.id for r in [*done, *new]}
-            raise budget.stopped_run(run_dir, sum(ex.id not in have for ex in self.examples))
-        by_id = {r.id: r for r in [*done, *new]}
-        results = [by_id[ex.id] for ex in self.examples]
+            raise budget.stopped_run(run_dir, len(todo) - arrived[0])
         now = time.perf_counter()
-        summary = summarize(results, self.task.labels, earlier + now - start, config.prices)
+        summary = tally.summary(earlier + now - start, config.prices)
         summary["timing"] = {
             "start_up": _clock.start_up(self.began),
             "setup": round(start - self.began, 3),
@@ -290,8 +300,7 @@ class RunSetup:
         summary.update(spend_summary(run_dir, since(self.wire), config.prices))
         if config.batch:
             summary.update(_batch_spend(run_dir, summary, config.prices))
-        errors = [r.error for r in results if r.prediction is None]
-        summary.update(status(len(errors), len(results), config.fail_on_error, errors))
+        summary.update(status(len(tally.failed), tally.count, config.fail_on_error, tally.errors()))
         learned = self.program.prepare_report()
         if learned:
             summary["learned"] = learned
@@ -299,7 +308,7 @@ class RunSetup:
             summary["seen"] = self.seen
         write_json(run_dir / "summary.json", summary)
         write_atomic(run_dir / "summary.md", summary_markdown(summary, f"{config.framework} on {self.task.name}"))
-        return RunOutcome(run_dir, summary, results)
+        return RunOutcome(run_dir, summary, StoredResults(run_dir))
 
 
 def _batch_spend(run_dir: Path, summary: Mapping[str, Any], prices: Any) -> dict[str, Any]:
@@ -402,59 +411,6 @@ def write_meta(
         **dict(extra or {}),
     }
     write_json(run_dir / "meta.json", meta)
-
-
-def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """(meta, results in example order, summary or None) of a run folder.
-
-    A line that is not UTF-8 JSON (cut off by a kill or a full disk, or damaged) or not a result
-    (:mod:`courtroom.runner._records`) is skipped and counted in one warning, and a resume runs its
-    example again; when an example appears twice (a resumed run that retried it), the
-    last line wins. A damaged ``meta.json`` (or one of the wrong shape) or ``summary.json`` raises a
-    :class:`DataError` naming it.
-    """
-    path = Path(run_dir)
-    if not (path / "meta.json").is_file():
-        raise ConfigError(f"{path} is not a run folder (no meta.json): pass a folder printed by `courtroom run`")
-    meta = read_json(path / "meta.json", "the run's settings are lost: start a new run")
-    problem = meta_problem(meta)
-    if problem:
-        raise DataError(f"{path / 'meta.json'} is damaged ({problem}): restore it from a copy, or start a new run")
-    by_id: dict[str, dict[str, Any]] = {}
-    rows, bad = read_jsonl(path / "results.jsonl", result_problem)
-    for row in rows:
-        by_id[row["id"]] = row
-    if bad:
-        _warn_once(skipped_text(path / "results.jsonl", bad))
-    order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
-    results = sorted(by_id.values(), key=lambda r: order.get(r["id"], len(order)))
-    summary_path = path / "summary.json"
-    summary = (
-        read_json(summary_path, f"delete it and finish the run with: courtroom run --resume {path}")
-        if summary_path.is_file()
-        else None
-    )
-    return meta, results, summary
-
-
-def positions(meta: Mapping[str, Any], results: list[dict[str, Any]]) -> list[int]:
-    """Each result's position in the run's input (``meta.json``'s ``example_ids``), as ``show`` numbers it.
-
-    Not its place among ``results``: an unfinished run has gaps. An id the input does not list
-    (none is written so) is numbered after the input's last.
-    """
-    order = {i: n for n, i in enumerate(meta.get("example_ids", []))}
-    extra = iter(range(len(order), len(order) + len(results)))
-    return [order[r["id"]] if r["id"] in order else next(extra) for r in results]
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(line: str) -> None:
-    if line not in _warned:
-        _warned.add(line)
-        logger.warning(line)
 
 
 __all__ = [
