@@ -129,6 +129,9 @@ def test_killed_live_run_then_resumed_counts_every_answer_once(
         try:
             # Held at the gate (arrived, not answered): every request slot of the child waits on one, so
             # every answer before them has reached it; then a moment for its last count to be written.
+            # The gate first: requests in flight for their 0.02 s alone once made the count, the child
+            # was killed before the gate, and the resume's own hold_at-th request then held it for good.
+            _until(lambda: len(seen) >= hold_at, child, "the gate")
             _until(lambda: server.counts["requests"] - sum(server.sent.values()) == concurrency, child, "requests held")
             time.sleep(0.2)
             answered = sum(server.sent.values())
