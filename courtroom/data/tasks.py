@@ -140,7 +140,9 @@ def to_examples(task: Task, records: Sequence[Record], id_prefix: str) -> list[d
         if not text:
             bad.append(f"row {i} (empty text)")
             continue
-        examples.append(dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}").with_inputs("case"))
+        example = dspy.Example(case=text, label=label, id=f"{id_prefix}-{i}")
+        example._input_keys = {"case"}  # what .with_inputs("case") sets, on a copy it makes first
+        examples.append(example)
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         raise DataError(f"{task.name}: labels outside {list(task.labels)} in {shown}; fix the rows or --labels")
