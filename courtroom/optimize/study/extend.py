@@ -2,7 +2,7 @@
 
 The race (:mod:`.race`) stops a configuration clearly worse than the incumbent after a block or
 two of the ``--dev-limit`` cases. The calls it did not send are not lost: after the trials, the
-configurations still tied with the best (:mod:`.tied`) are scored, together and block by block,
+configurations still tied with the best (:mod:`.tied`) race on, two at a time and block by block,
 on the dev split's cases beyond ``--dev-limit`` (the *reserve*), so the set can separate what its
 first cases could not, and the exported configuration is chosen on more cases.
 
@@ -11,8 +11,8 @@ first cases could not, and the exported configuration is chosen on more cases.
   sent; so a racing study sends about what scoring every configuration it ran on every
   ``--dev-limit`` case would have. With ``race_calls`` (``--race-calls N``) the budget is instead
   ``N`` requests for the whole study, trials and rounds together: a study may then start on fewer
-  dev cases and let the race spend the rest where the set is undecided. A round runs only if its
-  estimate fits: each member's requests per case in its trial (:func:`rate`; configurations that
+  dev cases and let the race spend the rest where the set is undecided. A round runs as far as its
+  estimate fits: each of the pair's requests per case in its trial (:func:`rate`; configurations that
   share calls read each other's from the cache) times the cases it adds. The estimate can miss
   by what one round's cache hits differ from the trials': the record keeps what was sent.
 * **Rounds** (leader against its closest challenger, in the spirit of LUCB): each round the
