@@ -7,19 +7,21 @@ share no calls; one vote a case, right with a known probability; zero-shot and f
 model decided by the same random number, as ``courtroom.testing.learnable_lm`` draws them), what
 regret does each way of spending the same requests leave?
 
-* **uniform**: every configuration on ``calls / 6`` cases, the best point estimate exported (today's
-  rule without its median pruner, which stops some trials early and so spends less);
+* **today**: today's rule: the six configurations in a random order on ``dev`` cases in four
+  blocks, Optuna's median pruner as the study sets it (after 3 trials, a trial whose running
+  accuracy is below the median of the earlier ones' at the same block stops), the best complete
+  one exported; its requests are what the other rules get, draw by draw;
+* **uniform**: every configuration on ``calls / 6`` cases, the best point estimate exported;
 * **race**: the race's extension rule (``courtroom.optimize.study.extend``): every configuration on
   ``--start`` of the dev cases, then rounds of a block for the leader (the best among the longest
   records) and its closest challenger (the largest one-sided McNemar p of "worse than the
   leader", ``courtroom.optimize.study.race.one_sided_p``), the last round partial; the best among
   the longest records exported;
-* **told top 2**: a bound no rule reaches: the two best configurations, known in advance, share
-  every request; the better point estimate exported.
+* **told top 2**: a reference no rule can follow: the two best configurations, known in advance,
+  share every request (each at most the 400 cases of the pool); the better point estimate exported.
 
-Run: ``.venv/bin/python bench/race_allocation.py [--draws 2000] [--calls 67 255 1012]``. The
-default calls are today's requests on the learnable space at budgets 100, 400 and 1,600 (its dev
-cases 16, 66 and 266).
+Run: ``.venv/bin/python bench/race_allocation.py [--draws 2000] [--dev 16 66 266]``: the dev cases
+of the bench's budgets 100, 400 and 1,600 on these spaces.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ SPACES = {
     "learnable": ((0.70, 0.80), (0.75, 0.65), (0.60, 0.78)),
     "spread": ((0.70, 0.80), (0.60, 0.76), (0.50, 0.55)),
 }
-DEV = {67: 16, 255: 66, 1012: 266}
-"""Today's requests on the learnable space -> the dev cases of that budget (the bench's)."""
 
 
 def draw(space: tuple[tuple[float, float], ...], n: int, rng: random.Random) -> list[list[int]]:
@@ -46,6 +46,28 @@ def draw(space: tuple[tuple[float, float], ...], n: int, rng: random.Random) -> 
     zero = [[int(x < alone) for x in row] for row, (alone, _) in zip(u, space, strict=True)]
     few = [[int(x < demos) for x in row] for row, (_, demos) in zip(u, space, strict=True)]
     return zero + few
+
+
+def today(x: list[list[int]], dev: int, rng: random.Random) -> tuple[int, int]:
+    """Today's rule on ``dev`` cases: (the configuration exported, the requests it sent)."""
+    order = list(range(len(x)))
+    rng.shuffle(order)
+    block = -(-dev // 4)
+    steps = [min(dev, block * j) for j in range(1, 5)]
+    seen: list[dict[int, float]] = []
+    calls, complete = 0, []
+    for i in order:
+        running: dict[int, float] = {}
+        for step in steps:
+            running[step] = sum(x[i][:step]) / step
+            earlier = [h[step] for h in seen if step in h]
+            if step < dev and len(seen) >= 3 and earlier and running[step] < statistics.median(earlier):
+                break
+        calls += max(running)
+        seen.append(running)
+        if max(running) == dev:
+            complete.append(i)
+    return max(complete, key=lambda i: sum(x[i][:dev])), calls
 
 
 def uniform(x: list[list[int]], calls: int) -> int:
@@ -102,30 +124,33 @@ def mean_ci(values: list[float]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2000)
-    parser.add_argument("--calls", type=int, nargs="+", default=list(DEV))
+    parser.add_argument("--dev", type=int, nargs="+", default=[16, 66, 266])
     parser.add_argument("--start", type=float, default=0.25, help="race: its first cases, as a share of dev.")
     parser.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     args = parser.parse_args(argv)
-    print(f"{args.draws} draws a row; regret: best true accuracy minus the exported one's, mean ±95%")
-    print(f"{'space':>9} {'calls':>5} {'uniform':>16} {'race':>16} {'race - uniform':>16} {'told top 2':>16}")
+    print(f"{args.draws} draws a row; regret: best true accuracy minus the exported one's, mean ±95%;")
+    print("every rule on the requests today's rule sent on the same draw")
+    print(f"{'space':>9} {'dev':>4} {'calls':>6} {'today':>16} {'uniform':>16} {'race':>16} {'race - today':>16} "
+          f"{'told top 2':>16}")  # fmt: skip
     for name in args.spaces:
         space = SPACES[name]
         truth = [alone for alone, _ in space] + [demos for _, demos in space]
         best = max(truth)
-        for calls in args.calls:
-            rng = random.Random(calls)
-            dev = DEV.get(calls, max(4, calls // 6))
+        for dev in args.dev:
+            rng = random.Random(dev)
             start = max(2, round(dev * args.start))
             block = max(1, -(-start // 4))
-            rows = []
+            rows, sent = [], []
             for _ in range(args.draws):
                 x = draw(space, 400, rng)
-                rows.append([best - truth[pick] for pick in (uniform(x, calls), race(x, calls, start, block),
-                                                             told(x, calls, truth))])  # fmt: skip
-            uni, rac, top = ([r[i] for r in rows] for i in range(3))
-            diff = [a - b for a, b in zip(rac, uni, strict=True)]
-            print(f"{name:>9} {calls:>5} {mean_ci(uni):>16} {mean_ci(rac):>16} {mean_ci(diff):>16} "
-                  f"{mean_ci(top):>16}", flush=True)  # fmt: skip
+                pick, calls = today(x, dev, rng)
+                sent.append(calls)
+                picks = (pick, uniform(x, calls), race(x, calls, start, block), told(x, calls, truth))
+                rows.append([best - truth[p] for p in picks])
+            now, uni, rac, top = ([r[i] for r in rows] for i in range(4))
+            diff = [a - b for a, b in zip(rac, now, strict=True)]
+            print(f"{name:>9} {dev:>4} {statistics.fmean(sent):>6.0f} {mean_ci(now):>16} {mean_ci(uni):>16} "
+                  f"{mean_ci(rac):>16} {mean_ci(diff):>16} {mean_ci(top):>16}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
