@@ -1,6 +1,6 @@
 """How often a study's choice holds the true optimum, and what it costs: today's rule against racing.
 
-Four spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
+Five spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
 answer right with a set probability, independently per call) and generated boolean expressions:
 
 * ``vote``: parallel-vote, ``n_models`` 1..5 of one model right with p = 0.7. A majority of n votes
