@@ -155,3 +155,18 @@ def test_a_pair_with_no_case_left_passes_to_the_next_challenger() -> None:
     assert plan({0: 20, 1: 20}, {0: 1.0, 1: 1.0}, 5, 60, 7) == 23
     assert plan({0: 40, 1: 20}, {0: 1.0, 1: 2.0}, 5, 60, 1000) == 45, "the challenger catches up on the same cases"
     assert plan({0: 20, 1: 20}, {0: 1.0, 1: 1.0}, 5, 60, 1) == 0, "not one case for both: no round"
+
+
+def test_a_configuration_the_cache_answered_in_its_trial_is_not_a_free_round() -> None:
+    from courtroom.optimize.study.extend import extend
+
+    # Both trials read every call from the cache (another configuration had asked them): their
+    # trials sent nothing, yet a reserve case sends. The rounds stay within the 10 requests
+    # (before: a round was estimated free, and they ran through the whole reserve, 80 requests).
+    study = _handmade({0: "1" * 16 + "0" * 4, 1: "1" * 15 + "0" * 5}, sent_per_case=0.0)
+
+    def score(trial: Any, examples: Any) -> tuple[str, int]:
+        return "1" * len(examples), len(examples)
+
+    extend(study, 20, list(range(40)), 5, score, calls=10)
+    assert study.user_attrs[SENT] == 10, study.user_attrs[SENT]

@@ -71,9 +71,17 @@ def sent_by_trials(study: Any) -> int:
     return sum(int(t.user_attrs.get("sent", 0)) for t in study.get_trials(deepcopy=False))
 
 
-def rate(trial: Any) -> float:
-    """Requests per case the trial sent: what one more case of its configuration is expected to send."""
-    return float(trial.user_attrs.get("sent", 0)) / max(1, int(trial.user_attrs.get("examples", 0)))
+def rate(trial: Any, seen: tuple[int, int] = (0, 0)) -> float:
+    """Requests one more case of the trial's configuration is expected to send.
+
+    ``seen``: (requests, cases) of its earlier extension rounds; their rate when it has any. Else
+    the rate its trial sent, or, for a trial the cache answered whole (another configuration asked
+    its calls first), its calls per case: the most a case can send, never a free round.
+    """
+    if seen[1]:
+        return seen[0] / seen[1]
+    sent = float(trial.user_attrs.get("sent", 0)) / max(1, int(trial.user_attrs.get("examples", 0)))
+    return sent if sent > 0 else float(trial.user_attrs.get("calls_per_example", 0) or 0)
 
 
 def contenders(found: Any, have: dict[int, int], total: int) -> list[int]:
@@ -118,7 +126,8 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
     spent = int(study.user_attrs.get(SENT, 0))
     left = (saved(study, dev) if calls is None else calls - sent_by_trials(study)) - spent
     total, rounds = dev + len(reserve), 0
-    while True:
+    seen: dict[int, tuple[int, int]] = {}  # trial -> (requests, cases) of its rounds in this call
+    while left > 0:
         found = tied_set(study)
         if found is None or len(found.tied) < 2:
             return rounds
@@ -127,7 +136,8 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
         pair = contenders(found, have, total)
         if not pair:
             return rounds  # the reserve is used up
-        target = plan({n: have[n] for n in pair}, {n: rate(trials[n]) for n in pair}, block, total, left)
+        rates = {n: rate(trials[n], seen.get(n, (0, 0))) for n in pair}
+        target = plan({n: have[n] for n in pair}, rates, block, total, left)
         if not target:
             return rounds
         for n in pair:
@@ -136,11 +146,14 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
                 continue
             got, sent = score(t, reserve[have[n] - dev : target - dev])
             record[str(n)] = marks(study, t) + got
+            before = seen.get(n, (0, 0))
+            seen[n] = (before[0] + sent, before[1] + target - have[n])
             spent += sent
             left -= sent
         study.set_user_attr(EXTENDED, dict(record))
         study.set_user_attr(SENT, spent)
         rounds += 1
+    return rounds
 
 
 def scorer(config: Any, build: Callable[[Any], Any]) -> Score:
