@@ -42,6 +42,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "small": ["--budgets", "100", "400", "--seeds", "4"],
         "smoke": ["--budgets", "20", "--seeds", "1", "--spaces", "vote", "models", "learnable"],
     },
+    "race_allocation": {"small": ["--draws", "500"], "smoke": ["--draws", "5", "--dev", "16"]},
     "settle": {
         "small": ["--cases", "200", "--seeds", "2"],
         "smoke": ["--cases", "10", "--dev-cases", "20", "--seeds", "2", "--aurocs", "0.9"],

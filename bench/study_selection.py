@@ -1,6 +1,6 @@
 """How often a study's choice holds the true optimum, and what it costs: today's rule against racing.
 
-Four spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
+Five spaces whose truth is known, on cached oracle fakes (``courtroom.testing.oracle_lm``, every
 answer right with a set probability, independently per call) and generated boolean expressions:
 
 * ``vote``: parallel-vote, ``n_models`` 1..5 of one model right with p = 0.7. A majority of n votes
@@ -14,6 +14,9 @@ answer right with a set probability, independently per call) and generated boole
   0.80, 0.65 and 0.78 with demos in the prompt. No two configurations share a call. The optimum
   is few-shot on the first (0.80); few-shot on the third (0.78) and zero-shot on the second (0.75)
   are close.
+* ``spread``: the learnable space with the spread of real instruction variants, some clearly bad:
+  0.70, 0.60 and 0.50 alone, 0.80, 0.76 and 0.55 with demos. The optimum (0.80) has one close
+  rival (0.76) and one at 0.10 below; the other three are 0.20 or more below.
 * ``flat``: parallel-vote with one or two votes of one of three models, each right with 0.7: six
   configurations, every one right with 0.7 (two votes that disagree fall back to the first); one
   vote costs half as many calls. Studied with a cost objective: the cheapest should be exported.
@@ -37,12 +40,12 @@ highest-scoring point of the Pareto front); racing is ``--pruner race`` and the 
 (``courtroom.optimize.study.tied``), exporting the best (flat: the cheapest) of it, the set given
 the reserve cases (the pool after the dev cases) its stops paid for
 (``courtroom.optimize.study.extend``). **race=** is racing at today's requests, seed by seed: it
-starts on ``--start`` (0.5) of the dev cases and spends what its trials leave of the requests
+starts on ``--start`` (0.25) of the dev cases and spends what its trials leave of the requests
 today's rule sent on that seed (``race_calls``) on reserve cases for the set; below each budget a
 line gives race= minus today's regret, paired by seed, with its 95% t interval.
 
 Run: ``.venv/bin/python bench/study_selection.py [--budgets 100 400 1600] [--seeds 20]
-[--spaces vote models flat learnable] [--start 0.5]``.
+[--spaces vote models flat learnable spread] [--start 0.25]``.
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ SPACES = {
     "flat": Space("flat", 6, {"n_models": "1:2"}, {"a70": 0.7, "b70": 0.7, "c70": 0.7}, cost_objective=True),
     "learnable": Space(
         "learnable", 6, {}, {"a70": 0.70, "b75": 0.75, "c60": 0.60}, demos={"a70": 0.80, "b75": 0.65, "c60": 0.78}
+    ),
+    "spread": Space(
+        "spread", 6, {}, {"a70": 0.70, "b60": 0.60, "c50": 0.50}, demos={"a70": 0.80, "b60": 0.76, "c50": 0.55}
     ),
 }
 
@@ -242,7 +248,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[100, 400, 1600], help="Dev budgets in LM calls.")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
-    parser.add_argument("--start", type=float, default=0.5, help="race=: its dev cases, as a share of the budget's.")
+    parser.add_argument("--start", type=float, default=0.25, help="race=: its dev cases, as a share of the budget's.")
+    parser.add_argument("--rules", nargs="+", default=[*RULES, "race="], choices=[*RULES, "race="],
+                        help="Rules to run (race= needs today).")  # fmt: skip
     args = parser.parse_args(argv)
 
     # In memory where the machine has it: a study commits each trial's records (SQLite, on a disk: ms each).
@@ -265,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             full = max(4, budget // space.per_case)
             sent: dict[str, list[int]] = {}
             regrets: dict[str, list[float]] = {}
-            for rule in (*RULES, "race="):
+            for rule in [r for r in (*RULES, "race=") if r in args.rules]:
                 dev_n, limits = full, [None] * args.seeds
                 if rule == "race=":  # racing at today's requests, seed by seed: fewer dev cases, the rest to the set
                     dev_n, limits = max(4, round(full * args.start)), sent["today"]
@@ -284,8 +292,13 @@ def main(argv: list[str] | None = None) -> None:
                 if name == "flat":
                     line += f" {share(rows, 'holds_all'):>20} {share(rows, 'cheapest'):>20}"
                 print(line, flush=True)
+            if "race=" not in regrets or "today" not in regrets:
+                continue
             paired = [a - b for a, b in zip(regrets["race="], regrets["today"], strict=True)]
-            print(f"{'':>6} {'':>4} {'':>6} regret, race= minus today (paired by seed): {mean_ci(paired)}", flush=True)
+            extra_calls = [a - b for a, b in zip(sent["race="], sent["today"], strict=True)]
+            print(f"{'':>6} {'':>4} {'':>6} regret, race= minus today (paired by seed): {mean_ci(paired)}; "
+                  f"requests, race= minus today per seed: {min(extra_calls):+d} to {max(extra_calls):+d}",
+                  flush=True)  # fmt: skip
         print()
     print(f"race=: racing on {args.start:g} of the dev cases, then extra cases for the configurations still tied,")
     print("within the requests today's rule sent on the same seed (courtroom.optimize.study.extend).")

@@ -2,7 +2,7 @@
 
 The race (:mod:`.race`) stops a configuration clearly worse than the incumbent after a block or
 two of the ``--dev-limit`` cases. The calls it did not send are not lost: after the trials, the
-configurations still tied with the best (:mod:`.tied`) are scored, together and block by block,
+configurations still tied with the best (:mod:`.tied`) race on, two at a time and block by block,
 on the dev split's cases beyond ``--dev-limit`` (the *reserve*), so the set can separate what its
 first cases could not, and the exported configuration is chosen on more cases.
 
@@ -11,14 +11,21 @@ first cases could not, and the exported configuration is chosen on more cases.
   sent; so a racing study sends about what scoring every configuration it ran on every
   ``--dev-limit`` case would have. With ``race_calls`` (``--race-calls N``) the budget is instead
   ``N`` requests for the whole study, trials and rounds together: a study may then start on fewer
-  dev cases and let the race spend the rest where the set is undecided. A round runs only if its
-  estimate fits: each member's requests per case in its trial (:func:`rate`; configurations that
+  dev cases and let the race spend the rest where the set is undecided. A round runs as far as its
+  estimate fits: each of the pair's requests per case in its trial (:func:`rate`; configurations that
   share calls read each other's from the cache) times the cases it adds. The estimate can miss
   by what one round's cache hits differ from the trials': the record keeps what was sent.
-* **Rounds**: every member of the set gets the next block (``--dev-limit / chunks`` cases, at
-  least 1) of the reserve; the set is then computed again on the longer records and the next
-  round scores those still tied. It ends when one configuration is left, the reserve or the
-  budget runs out.
+* **Rounds** (leader against its closest challenger, in the spirit of LUCB): each round the
+  *leader* (the set's best: the highest dev accuracy among the longest records) and its *closest
+  challenger* (the other member whose one-sided McNemar p of "worse than the leader", on the cases
+  both saw, is the largest: the one the data is least sure of) are brought to the same number of
+  cases, a block (``--dev-limit / chunks`` cases, at least 1) past the longer of their records; a
+  pair with nothing left to add passes to the next closest challenger. The set is then computed
+  again on the longer records and the next round picks its pair again. Requests go where the
+  export is decided, not spread over members already far behind: a round costs two members'
+  block, not the whole set's. The last round takes what the budget still holds (a part of a
+  block, the same cases for both), so no budget that fits a case is left unspent. It ends when
+  one configuration is left, the reserve or the budget runs out.
 * **Record**: each extended trial's case-by-case record over ``--dev-limit`` plus its reserve
   cases is kept on the study (user attribute :data:`EXTENDED`, trial number -> ``1``/``0`` marks),
   its requests in :data:`SENT`; Optuna's trial values stay the ``--dev-limit`` scores. The tied
@@ -35,7 +42,7 @@ from typing import Any
 
 from courtroom.optimize.study.race import EXTENDED, SENT, marks
 
-__all__ = ["EXTENDED", "SENT", "extend", "marks", "rate", "saved", "sent_by_trials"]
+__all__ = ["EXTENDED", "SENT", "contenders", "extend", "marks", "plan", "rate", "saved", "sent_by_trials"]
 
 Score = Callable[[Any, Sequence[Any]], tuple[str, int]]
 """``score(trial, examples) -> (marks, requests sent)``: the trial's configuration on ``examples``."""
@@ -64,13 +71,51 @@ def sent_by_trials(study: Any) -> int:
     return sum(int(t.user_attrs.get("sent", 0)) for t in study.get_trials(deepcopy=False))
 
 
-def rate(trial: Any) -> float:
-    """Requests per case the trial sent: what one more case of its configuration is expected to send."""
-    return float(trial.user_attrs.get("sent", 0)) / max(1, int(trial.user_attrs.get("examples", 0)))
+def rate(trial: Any, seen: tuple[int, int] = (0, 0)) -> float:
+    """Requests one more case of the trial's configuration is expected to send.
+
+    ``seen``: (requests, cases) of its earlier extension rounds; their rate when it has any. Else
+    the rate its trial sent, or, for a trial the cache answered whole (another configuration asked
+    its calls first), its calls per case: the most a case can send, never a free round.
+    """
+    if seen[1]:
+        return seen[0] / seen[1]
+    sent = float(trial.user_attrs.get("sent", 0)) / max(1, int(trial.user_attrs.get("examples", 0)))
+    return sent if sent > 0 else float(trial.user_attrs.get("calls_per_example", 0) or 0)
+
+
+def contenders(found: Any, have: dict[int, int], total: int) -> list[int]:
+    """The round's pair: the set's leader and its closest challenger that can still get a case; [] if none can.
+
+    ``found``: the tied set (:func:`~courtroom.optimize.study.tied.tied_set`); ``have``: each member's
+    cases so far; ``total``: the cases there are (``--dev-limit`` and the reserve).
+    """
+    rivals = sorted((m for m in found.tied if m.number != found.best), key=lambda m: (-m.p, -m.accuracy, m.number))
+    for m in rivals:
+        pair = [found.best, m.number]
+        if min(max(have[n] for n in pair) + 1, total) > min(have[n] for n in pair):
+            return pair
+    return []
+
+
+def plan(have: dict[int, int], rates: dict[int, float], block: int, total: int, left: float) -> int:
+    """The round's target: the cases each of the pair reaches (a block past the longer record, or what ``left`` pays).
+
+    0 when not one more case fits.
+    """
+    floor = min(have.values())
+
+    def cost(target: int) -> float:
+        return sum(max(0, target - n) * rates[k] for k, n in have.items())
+
+    target = min(max(have.values()) + block, total)
+    while target > floor and cost(target) > left:  # the last round: a part of a block, what the budget holds
+        target -= 1
+    return target if target > floor else 0
 
 
 def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Score, calls: int | None = None) -> int:
-    """Score the set tied with the best on ``reserve`` cases, round by round; the rounds run.
+    """Score the leader of the set tied with the best and its closest challenger on ``reserve`` cases; the rounds run.
 
     The rounds spend what the stops saved (:func:`saved`), or with ``calls`` what the study's
     requests leave of ``calls`` (trials and rounds together).
@@ -81,28 +126,34 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
     spent = int(study.user_attrs.get(SENT, 0))
     left = (saved(study, dev) if calls is None else calls - sent_by_trials(study)) - spent
     total, rounds = dev + len(reserve), 0
-    while True:
+    seen: dict[int, tuple[int, int]] = {}  # trial -> (requests, cases) of its rounds in this call
+    while left > 0:
         found = tied_set(study)
         if found is None or len(found.tied) < 2:
             return rounds
         trials = {t.number: t for t in study.get_trials(deepcopy=False)}
-        members = [trials[m.number] for m in found.tied]
-        have = {t.number: len(marks(study, t)) for t in members}
-        target = min(min(have.values()) + block, total)
-        if target <= min(have.values()):
+        have = {m.number: len(marks(study, trials[m.number])) for m in found.members}
+        pair = contenders(found, have, total)
+        if not pair:
             return rounds  # the reserve is used up
-        if sum((target - have[t.number]) * rate(t) for t in members) > left:
+        rates = {n: rate(trials[n], seen.get(n, (0, 0))) for n in pair}
+        target = plan({n: have[n] for n in pair}, rates, block, total, left)
+        if not target:
             return rounds
-        for t in members:
-            if have[t.number] >= target:
+        for n in pair:
+            t = trials[n]
+            if have[n] >= target:
                 continue
-            got, sent = score(t, reserve[have[t.number] - dev : target - dev])
-            record[str(t.number)] = marks(study, t) + got
+            got, sent = score(t, reserve[have[n] - dev : target - dev])
+            record[str(n)] = marks(study, t) + got
+            before = seen.get(n, (0, 0))
+            seen[n] = (before[0] + sent, before[1] + target - have[n])
             spent += sent
             left -= sent
         study.set_user_attr(EXTENDED, dict(record))
         study.set_user_attr(SENT, spent)
         rounds += 1
+    return rounds
 
 
 def scorer(config: Any, build: Callable[[Any], Any]) -> Score:
