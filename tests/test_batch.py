@@ -295,7 +295,8 @@ def test_a_resumed_batch_run_numbers_its_rounds_on(
         # As if killed after round 1 was accepted: its batch is recorded, the judge's not yet sent.
         log = run_dir / "batches.jsonl"
         first = recorded(run_dir)[0]["id"]
-        log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if json.loads(line)["id"] == first))
+        kept = [line for line in log.read_text().splitlines() if json.loads(line).get("id") == first]
+        log.write_text("".join(line + "\n" for line in kept))
         (run_dir / "results.jsonl").write_text("")
         monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cold"))  # the judge's requests go out again
         done = cli("run", "--resume", str(run_dir), "--api-base", server.url)
