@@ -164,3 +164,19 @@ def test_an_anthropic_batch_that_cannot_be_found_is_named_once_and_not_resent(
     assert not [r for r in caplog.records if "created at about" in r.getMessage()]  # not said again
     assert len(server.batches.created) == 2 and server.counts["batch_lines"] == 6
     assert all(r["prediction"] is not None for r in load_run(run_dir)[1])
+
+
+def test_cancel_batches_cancels_a_batch_only_its_intent_names(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """--cancel-batches looks the orphan up by its token and cancels it; a resume then sends its lines afresh."""
+    with FakeServer(oracle(), turnaround=600, batch_faults={"create": ["hold"]}) as server:
+        run_dir = _killed_while_held(tmp_path, server, JOT)
+        [(orphan, _)] = server.batches.created
+        done = cli("run", "--resume", str(run_dir), "--cancel-batches", "--api-base", server.url)
+        assert done.returncode == 0, done.stderr
+        assert server.batches.cancelled == [orphan] and f"batch {orphan} cancelled" in done.stderr
+        assert [r["status"] for r in recorded(run_dir)] == ["cancelled"] and unsettled(run_dir) == []
+        server.batches.turnaround = 0.02
+        again = cli("run", "--resume", str(run_dir), "--api-base", server.url)
+        assert again.returncode == 0, again.stderr
+    assert all(r["prediction"] is not None for r in load_run(run_dir)[1])
+    assert server.counts["batch_lines"] == 12  # the 8 advocates (their cancelled batch answered none), 4 judges

@@ -8,7 +8,7 @@ on. A round-synchronous program thus sends one batch per stage of its critical p
 Every batch is written to the run folder's ``batches.jsonl`` before it is created (an intent
 carrying the token the create carries) and at once when accepted
 (:mod:`courtroom.models.batch._record`); a resume settles the intents a kill left open
-(:func:`~courtroom.models.batch._collector.settle`) and follows the batches
+(:func:`~courtroom.models.batch._settle.settle`) and follows the batches
 (:meth:`Collector.reattach`), so no request is paid for twice. Which models have a batch API: :func:`check_batchable`.
 """
 
@@ -25,9 +25,10 @@ from typing import Any
 from courtroom._env import env_count, env_seconds
 from courtroom.errors import ConfigError
 from courtroom.models.batch._anthropic import AnthropicBatches
-from courtroom.models.batch._collector import Batch, Collector, request_key, settle
+from courtroom.models.batch._collector import Batch, Collector, request_key
 from courtroom.models.batch._openai import BatchClient, OpenAIBatches
 from courtroom.models.batch._record import FILE, BatchLog, recorded, unsettled
+from courtroom.models.batch._settle import settle
 
 __all__ = [
     "FILE",
@@ -120,9 +121,10 @@ def batching(
         if records or intents:
             client = _one_client(folder, models)
             unknown = settle(client, log, intents)
+            for why in dict.fromkeys(unknown.values()):  # said once
+                logger.warning("batch: %s", why)
             for intent in intents:
                 if intent["token"] in unknown:
-                    logger.warning("batch: %s", unknown[intent["token"]])
                     collector.withhold(list(intent["lines"].values()), unknown[intent["token"]])
             collector.reattach(client, recorded(folder))
     with _lock:
@@ -250,7 +252,7 @@ def check_batchable(lms: Iterable[Any]) -> None:
 def cancel_batches(folder: str | Path, lms: Iterable[Any]) -> list[tuple[str, str]]:
     """Cancel every batch ``folder`` records (or a kill left unrecorded) that has not ended; (batch id, status after).
 
-    A batch that may exist and cannot be found (:func:`~courtroom.models.batch._collector.settle`)
+    A batch that may exist and cannot be found (:func:`~courtroom.models.batch._settle.settle`)
     is listed with an empty id and, as its status, what to look for.
     """
     clients = [c for c in (_client_of(lm) for lm in lms) if c is not None]
@@ -258,7 +260,7 @@ def cancel_batches(folder: str | Path, lms: Iterable[Any]) -> list[tuple[str, st
         raise ConfigError("--cancel-batches needs the run's models (and its --api-base) to reach the batch API")
     client = clients[0]
     log = BatchLog(folder)
-    out = [("", why) for why in settle(client, log, unsettled(folder)).values()]
+    out = [("", why) for why in dict.fromkeys(settle(client, log, unsettled(folder)).values())]
     for record in recorded(folder):
         if record["status"] is not None:
             continue

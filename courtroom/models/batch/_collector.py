@@ -24,17 +24,14 @@ and nothing more is submitted.
 
 A batch is recorded as an intent (``submitting``, with a random token the create carries) before
 the create call, and as ``submitted`` after it, so no kill at any moment leaves a batch the folder
-does not name. A resume settles every intent left open (:func:`settle`): the batch found at the
-provider by its token is recorded and followed like any other; one not there was never made, and
-its lines go out as usual; one that cannot be looked for (the list call failed; Anthropic's
-batches carry no token) withholds its lines (:meth:`Collector.withhold`): they fail, not sent,
-with what to look for.
+does not name. A resume settles every intent left open
+(:func:`~courtroom.models.batch._settle.settle`); the lines of a batch that may exist and cannot
+be found are withheld (:meth:`Collector.withhold`): they fail, not sent, with what to look for.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import itertools
 import json
@@ -504,52 +501,3 @@ class Collector:
 
 def _ok(answer: Mapping[str, Any]) -> bool:
     return int((answer.get("response") or {}).get("status_code") or 0) == 200
-
-
-def settle(client: BatchClient, log: BatchLog, intents: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Settle intents no event settled (a process killed between a create and its record); token -> why unknown.
-
-    Each is looked up at the provider by its token: found, it is recorded as submitted (a resume
-    then follows it); not there, as ``not_submitted`` (its lines go out as usual). The tokens
-    returned are those that could not be settled so: the list call failed through its retries
-    (nothing recorded: the next resume looks again), or the API cannot find a batch by a token
-    (recorded ``unconfirmed``: the user is told once what to look for). Their lines must not go
-    out again unasked.
-    """
-    if not intents:
-        return {}
-    if not client.findable:
-        out = {}
-        for intent in intents:
-            out[intent["token"]] = client.cannot_find(len(intent["lines"]), _spoken(intent.get("at")))
-            log.settled(intent["token"], "unconfirmed")
-        return out
-    try:
-        found = client.find([i["token"] for i in intents], min(_epoch(i.get("at")) for i in intents))
-    except Exception as exc:  # noqa: BLE001 - cannot look: nothing is said not to exist
-        sizes = ", ".join(f"{len(i['lines'])} requests at about {_spoken(i.get('at'))}" for i in intents)
-        why = (f"a batch this run may have created ({sizes}) could not be looked for ({exc}): its lines are not "
-               "sent again; resume again to look again")  # fmt: skip
-        return {intent["token"]: why for intent in intents}
-    for intent in intents:
-        status = found.get(intent["token"])
-        if status is None:
-            log.settled(intent["token"], "not_submitted")
-            continue
-        log.submitted(status.id, str(intent.get("provider")), str(intent.get("model")), int(intent.get("round") or 0),
-                      intent["lines"], intent["token"])  # fmt: skip
-    return {}
-
-
-def _epoch(at: Any) -> float:
-    try:
-        return _dt.datetime.fromisoformat(str(at)).timestamp()
-    except ValueError:
-        return 0.0  # no time: look through the whole list
-
-
-def _spoken(at: Any) -> str:
-    try:
-        return _dt.datetime.fromisoformat(str(at)).astimezone(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    except ValueError:
-        return "an unrecorded time"
