@@ -19,8 +19,9 @@ def cancel_in_flight(folder: Path | None, spec: Experiment) -> None:
     if folder is None:
         raise ConfigError("--cancel-batches needs the folder: courtroom run --resume RUN_DIR --cancel-batches")
     done = cancel(folder, spec.models.api_base)
-    for run_dir, batch_id, status in done:
-        typer.echo(f"{run_dir.name}: batch {batch_id} {status}", err=True)
+    for run_dir, batch_id, status in done:  # no id: a batch that may exist unrecorded, and what to look for
+        typer.echo(f"{run_dir.name}: batch {batch_id} {status}" if batch_id else f"{run_dir.name}: {status}", err=True)
+    done = [d for d in done if d[1]]
     typer.echo(
         f"cancelled {len(done)} batch(es) in flight; `--resume` without --cancel-batches sends what is left", err=True
     )

@@ -13,7 +13,8 @@ an expired or cancelled batch) to ``error_file_id``. A batch is ``validating`` w
 through the server's chat logic (:meth:`FakeServer.reply`: same responder, faults and counts) and
 it becomes ``completed``, or ``expired`` (only its first half answered) if it is one of ``expire``,
 or ends as ``end(n)`` says for the n-th batch created (:data:`ENDINGS`).
-``GET /v1/batches`` lists the batches, newest first, with their metadata.
+``GET /v1/batches`` lists the batches, newest first, with their metadata. :meth:`Batches.run_all`
+answers every batch whose turnaround has passed, looked at or not, as a provider runs them.
 """
 
 from __future__ import annotations
@@ -231,6 +232,17 @@ class Batches:
             batch.update(status="expired", expired_at=now)
         else:
             batch.update(status="completed", finalizing_at=now, completed_at=now)
+
+    def run_all(self) -> None:
+        """Look at every batch once (answered if its turnaround has passed), followed by a client or not.
+
+        A provider runs, and bills, every batch it accepted, whether or not anyone looks at it; the
+        fake answers a batch only when it is looked at. After this, ``lines`` and the server's
+        ``sent`` count what a provider would have billed (a batch no one followed included).
+        """
+        with self._lock:
+            for batch_id in list(self.batches):
+                self._advance(batch_id)
 
     def _cancel(self, batch_id: str) -> Answer:
         with self._lock:

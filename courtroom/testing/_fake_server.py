@@ -19,9 +19,11 @@ Responder = Callable[[str, dict[str, Any]], Mapping[str, Any] | str]
 FAULTS = ("429", "500", "timeout", "garbage", "truncated")
 BATCH_STEPS = ("upload", "create", "status", "download", "list", "cancel")
 """The calls of a batch's life (both batch APIs), by which ``batch_faults`` are injected."""
-BATCH_FAULTS = ("500", "429", "drop", "lost")
-"""A batch API call refused with 500 or 429, its connection closed unanswered, or done and then answered
-500 (``lost``: the batch is created, the file read, but the client sees an error)."""
+BATCH_FAULTS = ("500", "429", "drop", "lost", "hold")
+"""A batch API call refused with 500 or 429, its connection closed unanswered, done and then answered
+500 (``lost``: the batch is created, the file read, but the client sees an error), or done and its
+answer held (``hold``: as :meth:`FakeServer.hold` holds every answer, until :meth:`FakeServer.release`;
+``held`` is set meanwhile, so a test can kill the client between the provider's work and its answer)."""
 
 
 def _schema_filler(prompt: str, schema: dict[str, Any]) -> Mapping[str, Any]:
@@ -80,7 +82,8 @@ class FakeServer:
         expire: which batches (1: the first created) expire with only half their lines answered.
         batch_faults: step (:data:`BATCH_STEPS`) -> the faults (:data:`BATCH_FAULTS`) its next calls
             meet, in order, one per call (``{"status": ["500"]}``: the first status check answers
-            500, later ones as usual). ``batch_calls`` counts the calls per step.
+            500, later ones as usual). ``batch_calls`` counts the calls per step; ``held`` is set
+            once a ``hold`` fault's call is done and its answer held.
         batch_end: how the n-th batch created ends (None: completed; else one of
             :data:`courtroom.testing._fake_batches.ENDINGS`), e.g. ``lambda n: "missing"``.
         prompt_cache: ``"openai"`` simulates OpenAI's automatic prompt cache: a request whose first
@@ -162,6 +165,7 @@ class FakeServer:
                 raise ValueError(f"batch_faults: {step}: {list(kinds)}; steps {BATCH_STEPS}, faults {BATCH_FAULTS}")
         self.batch_faults = {step: list(kinds) for step, kinds in (batch_faults or {}).items()}
         self.batch_calls: Counter[str] = Counter()
+        self.held = threading.Event()
         self.batches = Batches(self._batch_line, turnaround, expire, batch_end)
         self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
@@ -404,6 +408,10 @@ class FakeServer:
                 if fault in ("500", "429"):
                     return self._send(int(fault), {"error": {"message": f"injected {fault}"}}, {})
                 result = answer()
+                if fault == "hold":  # done at the provider; the answer waits (a client killed meanwhile never sees it)
+                    server.hold()
+                    server.held.set()
+                    server._gate.wait()
                 if fault == "lost":
                     return self._send(500, {"error": {"message": "injected 500 after the work was done"}}, {})
                 self._send(*result)

@@ -5,14 +5,17 @@ from the cache parks its thread on a line of the current batch (:class:`Collecto
 case is waiting, the lines go out as one batch, and the answers return to their cases, which go
 on. A round-synchronous program thus sends one batch per stage of its critical path.
 
-Every accepted batch is written to the run folder's ``batches.jsonl`` at once
-(:mod:`courtroom.models.batch._record`); a resume follows them (:meth:`Collector.reattach`), so no
-request is paid for twice. Which models have a batch API: :func:`check_batchable`.
+Every batch is written to the run folder's ``batches.jsonl`` before it is created (an intent
+carrying the token the create carries) and at once when accepted
+(:mod:`courtroom.models.batch._record`); a resume settles the intents a kill left open
+(:func:`~courtroom.models.batch._settle.settle`) and follows the batches
+(:meth:`Collector.reattach`), so no request is paid for twice. Which models have a batch API: :func:`check_batchable`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -24,7 +27,8 @@ from courtroom.errors import ConfigError
 from courtroom.models.batch._anthropic import AnthropicBatches
 from courtroom.models.batch._collector import Batch, Collector, request_key
 from courtroom.models.batch._openai import BatchClient, OpenAIBatches
-from courtroom.models.batch._record import FILE, BatchLog, recorded
+from courtroom.models.batch._record import FILE, BatchLog, recorded, unsettled
+from courtroom.models.batch._settle import settle
 
 __all__ = [
     "FILE",
@@ -45,7 +49,10 @@ __all__ = [
     "recorded",
     "request_key",
     "turnaround",
+    "unsettled",
 ]
+
+logger = logging.getLogger(__name__)
 
 _current: list[Collector] = []
 _lock = threading.Lock()
@@ -97,7 +104,10 @@ def batching(
     """Batch mode while inside: every request of ``lms`` (checked first) goes into batches.
 
     ``folder`` (a run folder) gets ``batches.jsonl``; the batches it already records are
-    followed, so a resumed run collects them instead of sending their requests again.
+    followed, so a resumed run collects them instead of sending their requests again. A batch a
+    kill left unrecorded (an intent with no answer) is looked up by its token and followed if it
+    exists; if it cannot be looked up, its requests are withheld (they fail, unsent) and the
+    warning says what to look for.
     Nested uses (a run inside a comparison) open their own collector for their own folder.
     """
     models = list(lms)
@@ -106,16 +116,17 @@ def batching(
     collector = Collector(
         log, poll=poll_seconds(), max_lines=max_lines(), max_wait=max_wait(), on_status=on_status or _notify
     )
-    if folder is not None:
-        records = recorded(folder)
-        if records:
-            clients = {c.reach: c for c in (_client_of(lm) for lm in models) if c is not None}
-            if len(clients) != 1:
-                raise ConfigError(
-                    f"{Path(folder) / FILE} records batches, but its models reach {len(clients)} batch APIs: "
-                    "resume with the run's one --api-base"
-                )
-            collector.reattach(next(iter(clients.values())), records)
+    if folder is not None and log is not None:
+        records, intents = recorded(folder), unsettled(folder)
+        if records or intents:
+            client = _one_client(folder, models)
+            unknown = settle(client, log, intents)
+            for why in dict.fromkeys(unknown.values()):  # said once
+                logger.warning("batch: %s", why)
+            for intent in intents:
+                if intent["token"] in unknown:
+                    collector.withhold(list(intent["lines"].values()), unknown[intent["token"]])
+            collector.reattach(client, recorded(folder))
     with _lock:
         _current.append(collector)
     try:
@@ -163,6 +174,16 @@ def forked(n: int) -> Iterator[Callable[[], None]]:
         return
     with collector.forked(n) as leave:
         yield leave
+
+
+def _one_client(folder: str | Path, models: list[Any]) -> BatchClient:
+    clients = {c.reach: c for c in (_client_of(lm) for lm in models) if c is not None}
+    if len(clients) != 1:
+        raise ConfigError(
+            f"{Path(folder) / FILE} records batches, but its models reach {len(clients)} batch APIs: "
+            "resume with the run's one --api-base"
+        )
+    return next(iter(clients.values()))
 
 
 def _client_of(lm: Any) -> BatchClient | None:
@@ -229,13 +250,17 @@ def check_batchable(lms: Iterable[Any]) -> None:
 
 
 def cancel_batches(folder: str | Path, lms: Iterable[Any]) -> list[tuple[str, str]]:
-    """Cancel every batch ``folder`` records that has not ended; (batch id, status after) of each."""
+    """Cancel every batch ``folder`` records (or a kill left unrecorded) that has not ended; (batch id, status after).
+
+    A batch that may exist and cannot be found (:func:`~courtroom.models.batch._settle.settle`)
+    is listed with an empty id and, as its status, what to look for.
+    """
     clients = [c for c in (_client_of(lm) for lm in lms) if c is not None]
     if not clients:
         raise ConfigError("--cancel-batches needs the run's models (and its --api-base) to reach the batch API")
     client = clients[0]
-    out = []
     log = BatchLog(folder)
+    out = [("", why) for why in dict.fromkeys(settle(client, log, unsettled(folder)).values())]
     for record in recorded(folder):
         if record["status"] is not None:
             continue

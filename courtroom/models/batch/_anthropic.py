@@ -14,7 +14,9 @@ HTTP status of its error type (retried as a failed line); canceled and expired l
 has no metadata field, so the round number is not sent, and a create whose answer was lost (a 5xx
 other than 503/529, or a connection broken after the body went out) cannot be looked up (a listed
 batch has no metadata, and its custom_ids show only in its results, after it ends): it is not
-tried again, and the warning says what to look for (:func:`_cannot_look`). The base URL and key live only in memory.
+tried again, and the warning says what to look for (:func:`_cannot_look`). So is a batch whose
+process was killed between the create and its record: a resume cannot find it, withholds its lines
+once and says what to look for (:meth:`AnthropicBatches.cannot_find`). The base URL and key live only in memory.
 """
 
 from __future__ import annotations
@@ -54,12 +56,18 @@ class AnthropicBatches(HttpBatches):
     def _headers(self) -> dict[str, str]:
         return {"x-api-key": self._key, "anthropic-version": VERSION}
 
-    def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status:
-        """Create one batch of ``(custom_id, params)`` lines (``metadata`` is dropped: the API has no such field)."""
+    def submit(
+        self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str], token: str | None = None
+    ) -> Status:
+        """Create one batch of ``(custom_id, params)`` lines (``metadata`` and ``token`` are dropped: no such field)."""
         requests = [{"custom_id": cid, "params": dict(params)} for cid, params in lines]
         path, at = "/messages/batches", _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         return _status(self._create(lambda: self._call("POST", path, json={"requests": requests}, retries=0),
                                     lambda: _cannot_look(len(requests), at)))  # fmt: skip
+
+    def cannot_find(self, n: int, at: str) -> str:
+        """What to look for: a batch of ``n`` requests created at about ``at`` may exist (none can be found)."""
+        return _look_for(n, at)
 
     def status(self, batch_id: str) -> Status:
         """The batch as it is now."""
@@ -93,10 +101,15 @@ def _cannot_look(n: int, at: str) -> None:
     size and time could adopt another process's batch, so the user is told what to look for.
     """
     raise BatchAPIError(
-        f"batch API: POST /messages/batches: the answer was lost and a batch of {n} requests created at about "
-        f"{at} may exist (Message Batches carry no metadata to find it by): its lines are not sent again; "
-        "look for it in the Console or GET /v1/messages/batches, and cancel it before a --retry-failed",
+        f"batch API: POST /messages/batches: the answer was lost and {_look_for(n, at)} (its lines are not sent again)",
         maybe_created=True,
+    )
+
+
+def _look_for(n: int, at: str) -> str:
+    return (
+        f"a batch of {n} requests created at about {at} may exist (Message Batches carry no metadata to find it "
+        "by): look for it in the Console or GET /v1/messages/batches, and cancel it before a --retry-failed"
     )
 
 

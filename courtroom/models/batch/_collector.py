@@ -21,6 +21,12 @@ fail for good. A batch that cannot be looked at or read :data:`LOOKS` times in a
 already retried by the client) fails its own lines for good, and stays recorded as not ended, so
 a resume collects it. A batch accepted but not recorded (the run folder went away) is cancelled,
 and nothing more is submitted.
+
+A batch is recorded as an intent (``submitting``, with a random token the create carries) before
+the create call, and as ``submitted`` after it, so no kill at any moment leaves a batch the folder
+does not name. A resume settles every intent left open
+(:func:`~courtroom.models.batch._settle.settle`); the lines of a batch that may exist and cannot
+be found are withheld (:meth:`Collector.withhold`): they fail, not sent, with what to look for.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +146,8 @@ class Collector:
         """Request key -> (batch id, custom_id) of recorded lines not yet claimed (a resume)."""
         self._answered: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         """Request key -> answers of recorded lines that ended before a request claimed them."""
+        self._withheld: dict[str, str] = {}
+        """Request key -> why it is not sent (a batch that may hold it cannot be found): a resume's."""
         self._leaders: dict[str, list[Any]] = {}
         """Cache key -> [answered event, followers waiting]: requests asked while an identical one is out."""
         self._ids = itertools.count(1)
@@ -192,6 +201,8 @@ class Collector:
                     return unsent(self._broken, final=True)
                 if self._answered.get(key):
                     return self._answered[key].popleft()  # answered while the process was away
+                if key in self._withheld:
+                    return unsent(self._withheld[key], final=True)
                 claimed = self._claim(line)
                 if not claimed:
                     self._pending.append(line)
@@ -328,29 +339,35 @@ class Collector:
                     self._fail(chunk, unsent(self._broken, final=True))
                     continue
                 ids = {f"r{self.rounds}-{next(self._ids)}": line for line in chunk}
+                keys = {cid: line.key for cid, line in ids.items()}
                 client = chunk[0].client
+                token = uuid.uuid4().hex
                 try:
                     if self.log is not None:
                         self.log.check()
+                        self.log.submitting(token, client.provider, model, self.rounds, keys)  # before the create
                 except Exception as exc:  # noqa: BLE001 - a batch that cannot be recorded is not sent
                     self._broken = f"batch mode stopped: {exc}"
                     self._fail(chunk, unsent(self._broken, final=True))
                     continue
                 try:
                     status = client.submit(
-                        [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}
+                        [(cid, line.body) for cid, line in ids.items()], {"courtroom_round": str(self.rounds)}, token
                     )
                 except Exception as exc:  # noqa: BLE001 - this batch's lines fail; the others go on
                     if str(exc) != self._warned:  # a retried line meeting the same refusal: said once
                         self._warned = str(exc)
                         logger.warning("batch: %s", exc)
-                    self._fail(chunk, unsent(str(exc), final=bool(getattr(exc, "maybe_created", False))))
+                    maybe = bool(getattr(exc, "maybe_created", False))
+                    # Not made: settled. May exist: a client that can look leaves it to a resume's look-up;
+                    # one that cannot has just said what to look for (the failed lines carry it).
+                    self._settle(token, "not_submitted" if not maybe else None if client.findable else "unconfirmed")
+                    self._fail(chunk, unsent(str(exc), final=maybe))
                     continue
-                keys = {cid: line.key for cid, line in ids.items()}
                 batch = Batch(status.id, client, model, self.rounds, ids, keys, status.status)
                 if self.log is not None:
                     try:
-                        self.log.submitted(batch.id, client.provider, model, self.rounds, keys)
+                        self.log.submitted(batch.id, client.provider, model, self.rounds, keys, token)
                     except Exception as exc:  # noqa: BLE001 - accepted but not recorded: no resume could find it
                         self._unrecorded(batch, exc)
                         continue
@@ -359,6 +376,14 @@ class Collector:
                     self.submitted.append((batch.id, len(ids)))
                 if self.on_status:
                     self.on_status(batch)
+
+    def _settle(self, token: str, event: str | None) -> None:
+        if self.log is None or event is None:
+            return
+        try:
+            self.log.settled(token, event)
+        except Exception as exc:  # noqa: BLE001 - unsettled, a resume looks the intent up: nothing is lost
+            logger.warning("batch: %s", exc)
 
     def _poll(self) -> None:
         """Look at the batches whose time has come; each looks again after twice as long, up to ``poll``."""
@@ -453,6 +478,12 @@ class Collector:
                 self._start()
                 self._cond.notify_all()
         return n
+
+    def withhold(self, keys: Sequence[str], why: str) -> None:
+        """Requests that may be in a batch no one can find: asked in this session, they fail with ``why``, unsent."""
+        with self._cond:
+            for key in keys:
+                self._withheld[key] = why
 
     def in_flight(self) -> list[Batch]:
         """The batches submitted and not yet ended."""

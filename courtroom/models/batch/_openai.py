@@ -11,14 +11,17 @@ and never becomes a second batch. Creating a batch is the one call that is not s
 500 can come after the batch was made): before trying again, the client looks for the batch it
 may have made (its ``courtroom_submission`` metadata, :meth:`OpenAIBatches.submit`), and a
 client that cannot look (Anthropic's API has no metadata) does not repeat it
-(:class:`BatchAPIError` ``maybe_created``).
+(:class:`BatchAPIError` ``maybe_created``). The token is the caller's: the collector records it
+before the create (:mod:`courtroom.models.batch._record`), so a resume finds by it a batch whose
+process died before it could record the answer (:meth:`OpenAIBatches.find`).
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +37,9 @@ RETRIES = 3
 
 RETRY_STATUS = frozenset({408, 409, 429})
 """Statuses retried besides 5xx (the SDKs' list)."""
+
+LOOKBACK = 600.0
+"""Seconds before a create that a look for its batch still reads the provider's list (clocks differ)."""
 
 NOT_PROCESSED = frozenset({503, 529})
 """5xx statuses that say the request was not taken in (unavailable, Anthropic's overloaded)."""
@@ -86,8 +92,14 @@ class BatchClient(Protocol):
 
     provider: str
     reach: tuple[str, str, str]
+    findable: bool
+    """Whether :meth:`find` can find a batch by its submission token (Anthropic's batches carry no metadata)."""
 
-    def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status: ...
+    def submit(
+        self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str], token: str | None = None
+    ) -> Status: ...
+    def find(self, tokens: Collection[str], since: float) -> dict[str, Status]: ...
+    def cannot_find(self, n: int, at: str) -> str: ...
     def status(self, batch_id: str) -> Status: ...
     def results(self, status: Status) -> dict[str, dict[str, Any]]: ...
     def cancel(self, batch_id: str) -> Status: ...
@@ -104,6 +116,7 @@ class HttpBatches:
     """What every batch client shares: base URL and key in memory only, one pooled HTTP client, one-line errors."""
 
     provider = "batch API"
+    findable = False
 
     def __init__(self, base_url: str, api_key: str, timeout: float = 60.0) -> None:  # noqa: D107
         self._base = base_url.rstrip("/")
@@ -207,6 +220,17 @@ class HttpBatches:
                     raise BatchAPIError(f"{exc} (stopped: not tried again)") from exc
         raise AssertionError("unreachable")
 
+    def find(self, tokens: Collection[str], since: float) -> dict[str, Status]:
+        """Token -> the batch created with it, among those created since ``since`` (epoch seconds)."""
+        raise BatchAPIError(f"batch API: {self.provider} batches cannot be found by a token")
+
+    def cannot_find(self, n: int, at: str) -> str:
+        """What to look for: a batch of ``n`` requests made at about ``at`` may exist, and cannot be found."""
+        return (
+            f"a batch of {n} requests created at about {at} may exist and cannot be found by its token: look for it "
+            "in the provider's list of batches, and cancel it before a --retry-failed"
+        )
+
     def _answers(self) -> bool:
         """The server answers a plain request (``GET /models``): it is up, only its batch routes failed."""
         try:
@@ -225,12 +249,16 @@ class OpenAIBatches(HttpBatches):
     """Submit, poll, read and cancel batches of chat requests at ``base_url`` (ending in ``/v1``)."""
 
     provider = "openai-compatible"
+    findable = True
 
-    def submit(self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str]) -> Status:
+    def submit(
+        self, lines: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, str], token: str | None = None
+    ) -> Status:
         """Upload ``(custom_id, body)`` lines as one file and create a batch on it (once: module docstring).
 
-        An upload tried again leaves at most an unused file; the create carries a
-        ``courtroom_submission`` id in its metadata, by which a create whose answer was lost is found.
+        An upload tried again leaves at most an unused file; the create carries ``token`` (a new
+        one if None) as ``courtroom_submission`` in its metadata, by which a create whose answer
+        was lost is found (:meth:`find`).
         """
         text = "".join(
             json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": dict(body)}) + "\n"
@@ -242,22 +270,44 @@ class OpenAIBatches(HttpBatches):
             data={"purpose": "batch"},
             files={"file": ("batch.jsonl", text.encode(), "application/jsonl")},
         ).json()
-        token = uuid.uuid4().hex
+        token = token or uuid.uuid4().hex
+        since = time.time() - LOOKBACK
         body = {"input_file_id": upload["id"], "endpoint": ENDPOINT, "completion_window": "24h",
                 "metadata": {**metadata, "courtroom_submission": token}}  # fmt: skip
         return _status(self._create(lambda: self._call("POST", "/batches", json=body, retries=0),
-                                    lambda: self._find(token)))  # fmt: skip
+                                    lambda: self._find(token, since)))  # fmt: skip
 
-    def _find(self, token: str) -> httpx.Response | None:
-        """The batch whose metadata carries ``token``, among the newest (None: there is none)."""
+    def _find(self, token: str, since: float) -> httpx.Response | None:
+        """The batch whose metadata carries ``token`` (None: there is none), for :meth:`_create`."""
         try:
-            listed = self._call("GET", "/batches", params={"limit": 100}).json()
+            found = self._listed({token}, since)
         except BatchAPIError as exc:
             raise BatchAPIError(f"{exc} (looking for a batch whose create failed)", maybe_created=True) from exc
-        for item in listed.get("data") or []:
-            if (item.get("metadata") or {}).get("courtroom_submission") == token:
-                return httpx.Response(200, json=item)
-        return None
+        return httpx.Response(200, json=found[token]) if token in found else None
+
+    def find(self, tokens: Collection[str], since: float) -> dict[str, Status]:
+        """Token -> the batch whose ``courtroom_submission`` metadata is that token, created since ``since``.
+
+        The list is read newest first, page after page, until every token is found or the
+        batches are older than ``since`` (less :data:`LOOKBACK`, for clocks that differ); a list
+        call that fails through its retries raises (:class:`BatchAPIError`): not found is not said.
+        """
+        return {token: _status(item) for token, item in self._listed(tokens, since - LOOKBACK).items()}
+
+    def _listed(self, tokens: Collection[str], since: float) -> dict[str, dict[str, Any]]:
+        wanted, found = set(tokens), {}
+        params: dict[str, Any] = {"limit": 100}
+        while True:
+            page = self._call("GET", "/batches", params=params).json()
+            items = [item for item in page.get("data") or [] if isinstance(item, dict)]
+            for item in items:
+                token = (item.get("metadata") or {}).get("courtroom_submission")
+                if token in wanted:
+                    found[token] = item
+            oldest = min((float(item.get("created_at") or 0) for item in items), default=0.0)
+            if wanted <= found.keys() or not page.get("has_more") or not items or oldest < since:
+                return found
+            params = {"limit": 100, "after": items[-1]["id"]}
 
     def status(self, batch_id: str) -> Status:
         """The batch as it is now."""
