@@ -11,8 +11,10 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import warm
 
 
@@ -56,11 +58,23 @@ def test_signals_reach_the_child_and_its_own_handlers() -> None:
     assert (proc.returncode, out) == (143, "term\n")
 
     # Ctrl-C left to Python: KeyboardInterrupt, and the process dies of the signal (-2), as a cold one does.
-    proc = warm.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    # Once in about eight suite runs the child was still there 30 s after the SIGINT, cause not found:
+    # its threads' stacks (SIGUSR1) then say where it waits.
+    code = (
+        "import faulthandler, signal, time; faulthandler.register(signal.SIGUSR1)\n"
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    proc = warm.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"the child outlived its SIGINT by 30 s; its threads:\n{err[-6000:]}")
     assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in err
 
     proc = warm.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
