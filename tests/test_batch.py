@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 import warm
+from _oracle import oracle
 
 from courtroom.comparison.plots import comparison_runs
-from courtroom.data.tasks import load_splits
 from courtroom.models.batch import OpenAIBatches, recorded, unsettled
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, fault_prompts, oracle_responder
+from courtroom.testing import FakeServer, fault_prompts
 
 DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistency")
 
@@ -32,12 +32,6 @@ DESIGNS = ("jot", "courtroom-llm", "debate-feedback", "settle", "self-consistenc
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
-
-
-def oracle(accuracy: float = 0.7) -> Any:
-    _, splits, _ = load_splits("boolean_expressions", seed=0)
-    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
-    return oracle_responder(gold, ["True", "False"], accuracy, seed=1)
 
 
 def test_the_fake_speaks_openai_batches() -> None:

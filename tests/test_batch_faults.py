@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _oracle import oracle
 
-from courtroom.data.tasks import load_splits
 from courtroom.models.batch import OpenAIBatches, recorded
 from courtroom.models.batch._collector import RESENDS
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer
 
 KEY = "sk-ant-test-0123456789abcdef"
 RUN = ("run", "zero-shot", "--lm", "openai/m", "--limit", "6", "--batch", "--fail-on-error", "1")
@@ -34,12 +34,6 @@ def quick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
-def oracle() -> Any:
-    _, splits, _ = load_splits("boolean_expressions", seed=0)
-    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
-    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
 
 
 def _run(cli: Callable[..., Any], tmp_path: Path, server: FakeServer, *extra: str, model: str = "openai/m") -> Any:

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 import warm
+from _oracle import oracle
 
-from courtroom.data.tasks import load_splits
 from courtroom.models.batch import AnthropicBatches, recorded, unsettled
 from courtroom.models.batch._openai import RETRIES
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer
 
 JOT = ("run", "jot", "--lm", "openai/m", "--limit", "4", "--loops", "1", "--batch")
 """Two rounds: the 8 advocates' requests as one batch, then the 4 judges'."""
@@ -40,12 +40,6 @@ def quick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COURTROOM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
-def oracle() -> Any:
-    _, splits, _ = load_splits("boolean_expressions", seed=0)
-    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
-    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
 
 
 def _whole(cli: Callable[..., Any], tmp_path: Path, args: tuple[str, ...]) -> tuple[FakeServer, dict[str, Any]]:

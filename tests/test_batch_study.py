@@ -15,21 +15,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from _oracle import oracle
 
-from courtroom.data.tasks import load_splits
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer
 from courtroom.testing._fakes import answer_for_schema
 
 
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COURTROOM_BATCH_POLL", "0.02")
-
-
-def oracle() -> Any:
-    _, splits, _ = load_splits("boolean_expressions", seed=0)
-    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
-    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
 
 
 def test_study_scores_its_trials_and_the_winner_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 import warm
+from _oracle import oracle
 
-from courtroom.data.tasks import load_splits
 from courtroom.models.batch import recorded
 from courtroom.runner.runs import load_run
-from courtroom.testing import FakeServer, oracle_responder
+from courtroom.testing import FakeServer
 
 RUN = ("run", "jot", "--lm", "openai/m", "--limit", "8", "--loops", "1")
 """Three requests a case (two advocates, a judge), no two alike."""
@@ -29,12 +29,6 @@ RUN = ("run", "jot", "--lm", "openai/m", "--limit", "8", "--loops", "1")
 
 COT = ("run", "cot", "--lm", "openai/m", "--limit", "6")
 """One request a case, after 3 that write its demos on the train split (``prepare``) before the first case."""
-
-
-def oracle() -> Any:
-    _, splits, _ = load_splits("boolean_expressions", seed=0)
-    gold = {ex.case: ex.label for examples in splits.values() for ex in examples}
-    return oracle_responder(gold, ["True", "False"], 0.7, seed=1)
 
 
 def _until(ready: Callable[[], bool], child: Any, what: str) -> None:
