@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,19 +58,25 @@ def test_signals_reach_the_child_and_its_own_handlers() -> None:
     out, _ = proc.communicate(timeout=30)
     assert (proc.returncode, out) == (143, "term\n")
 
-    # Ctrl-C left to Python: KeyboardInterrupt, and the process dies of the signal (-2), as a cold one does.
-    # Once in about eight suite runs the child was still there 30 s after the SIGINT, cause not found:
-    # its threads' stacks (SIGUSR1) then say where it waits.
+    # Ctrl-C left to Python: KeyboardInterrupt, and the process dies of the signal (-2), as a cold one
+    # started from a terminal does. The child says first whether it can: a child that inherited
+    # SIGINT ignored or blocked fails here at once, not after sleeping through the signal.
     code = (
         "import faulthandler, signal, time; faulthandler.register(signal.SIGUSR1)\n"
-        "print('ready', flush=True); time.sleep(60)"
+        "print(signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, ()), flush=True)\n"
+        "time.sleep(60)"
     )
     proc = warm.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    assert proc.stdout is not None
+    state = proc.stdout.readline()  # its SIGINT handler and blocked signals
+    if state != f"{signal.default_int_handler} set()\n":
+        observed = (state, _signal_state(proc.pid))
+        proc.kill()
+        pytest.fail(f"the child cannot take a Ctrl-C as Python does: {observed}")
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:  # a hang of another kind: its stacks (SIGUSR1) say where it waits
         proc.send_signal(signal.SIGUSR1)
         time.sleep(1)
         proc.kill()
@@ -80,6 +87,54 @@ def test_signals_reach_the_child_and_its_own_handlers() -> None:
     proc = warm.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     proc.kill()
     assert proc.wait(timeout=30) == -signal.SIGKILL
+
+
+def _signal_state(pid: int) -> tuple[str, str]:
+    """The kernel's view of a process's main thread: its blocked and its ignored signals (hex masks)."""
+    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return status["SigBlk"].strip(), status["SigIgn"].strip()
+
+
+def test_a_child_starts_with_the_signals_of_a_fresh_python_whatever_its_server_inherited() -> None:
+    # The server inherits the test run's signal state. A run started in the background of a script
+    # (without job control) ignores SIGINT, and then every warm child slept through its Ctrl-C: the
+    # suite's flake. A server started from a thread that blocks signals keeps them blocked. A light
+    # server (nothing preloaded) started both ways here; its children must not inherit either.
+    server = warm.ForkServer(preload=())
+    blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1}
+
+    def start() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # this thread's mask only
+        server._start()
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # for the instant the server starts
+    try:
+        starter = threading.Thread(target=start)
+        starter.start()
+        starter.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    proc = None
+    try:
+        assert server._proc is not None
+        server_blocked, server_ignored = (int(mask, 16) for mask in _signal_state(server._proc.pid))
+        bit = {sig: 1 << (sig - 1) for sig in signal.Signals}
+        assert server_blocked & bit[signal.SIGUSR1] and server_ignored & bit[signal.SIGINT]  # the premise
+        code = "import signal, time; print(signal.getsignal(signal.SIGINT), flush=True); time.sleep(60)"
+        proc = server.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        handler = proc.stdout.readline()
+        assert handler == f"{signal.default_int_handler}\n", (handler, _signal_state(proc.pid))
+        # A Python started from a terminal blocks nothing and ignores SIGPIPE and SIGXFSZ only.
+        fresh = f"{bit[signal.SIGPIPE] | bit[signal.SIGXFSZ]:016x}"
+        assert _signal_state(proc.pid) == ("0" * 16, fresh)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in err
+    finally:
+        if proc is not None and proc.returncode is None:  # failed: no child sleeps on once its server is gone
+            proc.kill()
+        server.close()
 
 
 def test_a_limit_holds_in_the_child_only_and_stdin_is_read() -> None:

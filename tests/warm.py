@@ -6,7 +6,8 @@ orphans) need a real process, not that import: :class:`ForkServer` starts one si
 Python that imports them once, and forks a child per request. The child is a real process with its
 own pid, file descriptors, signal handlers, environment and working folder, running the command
 as ``python ARGS`` would (``-m MODULE``, ``-c CODE`` or a script), and exits as Python does
-(uncaught exception: traceback and 1; ``SystemExit``: its code; Ctrl-C: killed by SIGINT).
+(uncaught exception: traceback and 1; ``SystemExit``: its code; Ctrl-C: killed by SIGINT). Its
+signals are those of a Python started from a terminal, whatever the server inherited.
 
 What stays as it was at the server's start is what the preloaded modules read when imported (for
 example ``$LITELLM_LOCAL_MODEL_COST_MAP``): tests of first calls and of start-up, whose races and
@@ -104,6 +105,7 @@ def _serve(path: str) -> dict[str, Any]:
             request = json.loads(message)
             pid = os.fork()
             if pid == 0:  # the child: nothing of the server's survives but the imports
+                _fresh_signals()
                 selector.close()
                 listener.close()
                 for other in children.values():
@@ -133,6 +135,24 @@ def _serve(path: str) -> dict[str, Any]:
                 conn.close()
         if os.getppid() != parent:  # the test process is gone
             os._exit(0)
+
+
+def _fresh_signals() -> None:
+    """Give this (forked) process the signal state of a Python started from a terminal.
+
+    A forked child inherits its server's mask and dispositions, and the server inherits them from
+    whatever started the test run: a run started in the background of a script (``make test &``,
+    without job control) ignores SIGINT, and Python then installs no KeyboardInterrupt handler, so
+    every warm child slept through its Ctrl-C; a thread's blocked signals would pass on the same
+    way. A fresh Python blocks nothing, leaves every signal at its default but the three it sets
+    at start-up: SIGINT raises KeyboardInterrupt, SIGPIPE and SIGXFSZ are ignored.
+    """
+    python_sets = {signal.SIGINT: signal.default_int_handler, signal.SIGPIPE: signal.SIG_IGN,
+                   signal.SIGXFSZ: signal.SIG_IGN}  # fmt: skip
+    for sig in signal.valid_signals():
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # neither can be caught nor ignored
+            signal.signal(sig, python_sets.get(sig, signal.SIG_DFL))
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())  # last: a signal unblocked finds its handler set
 
 
 def _as_python(request: dict[str, Any]) -> None:
@@ -401,6 +421,7 @@ class WarmProcess:
             for fd in ends:
                 os.close(fd)
         self._buffer = b""
+        self._readers: dict[str, tuple[threading.Thread, list[Any]]] | None = None  # communicate's
         self.pid = int(self._reply(None) or "-1")
 
         def wrap(fd: int | None, mode: str) -> Any:
@@ -444,26 +465,32 @@ class WarmProcess:
         return self.returncode
 
     def communicate(self, input: str | bytes | None = None, timeout: float | None = None) -> tuple[Any, Any]:
-        """Write ``input``, read stdout and stderr to their end, wait: as ``Popen.communicate``."""
-        read: dict[str, list[Any]] = {"out": [], "err": []}
-        threads = []
-        for name, stream in (("out", self.stdout), ("err", self.stderr)):
-            if stream is not None:
-                thread = threading.Thread(target=lambda s=stream, n=name: read[n].append(s.read()), daemon=True)
-                thread.start()
-                threads.append(thread)
-        if self.stdin is not None:
-            if input:
+        """Write ``input``, read stdout and stderr to their end, wait: as ``Popen.communicate``.
+
+        After a timeout, call it again as ``subprocess``'s: the readers the first call started go
+        on, so what the child writes meanwhile (stacks dumped on a signal) is not lost to a
+        second reader.
+        """
+        if self._readers is None:
+            self._readers = {}
+            for name, stream in (("out", self.stdout), ("err", self.stderr)):
+                if stream is not None:
+                    got: list[Any] = []
+                    thread = threading.Thread(target=lambda s=stream, g=got: g.append(s.read()), daemon=True)
+                    thread.start()
+                    self._readers[name] = (thread, got)
+            if self.stdin is not None:
+                if input:
+                    try:
+                        self.stdin.write(input)
+                    except BrokenPipeError:
+                        pass
                 try:
-                    self.stdin.write(input)
+                    self.stdin.close()
                 except BrokenPipeError:
                     pass
-            try:
-                self.stdin.close()
-            except BrokenPipeError:
-                pass
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in threads:
+        for thread, _ in self._readers.values():
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 raise subprocess.TimeoutExpired(self.args, timeout)
@@ -471,8 +498,8 @@ class WarmProcess:
         for stream in (self.stdout, self.stderr):
             if stream is not None:
                 stream.close()
-        out = read["out"][0] if read["out"] else None
-        err = read["err"][0] if read["err"] else None
+        out = self._readers["out"][1][0] if "out" in self._readers else None
+        err = self._readers["err"][1][0] if "err" in self._readers else None
         return out, err
 
     def send_signal(self, sig: int) -> None:
