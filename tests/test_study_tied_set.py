@@ -5,10 +5,13 @@ only when tested; and a panel that asked only its first model counted as that mo
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
+import types
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,31 @@ from courtroom.optimize.study.tied import tied_set
 from courtroom.testing import FakeServer, oracle_lm
 
 LABELS = ["True", "False"]
+
+
+@contextlib.contextmanager
+def _isolated(tmp: Path, columns: int = 80) -> Iterator[pytest.MonkeyPatch]:
+    """A module fixture's own cache, working folder and terminal width (the autouse fixtures are per test)."""
+    from courtroom import _stop
+    from courtroom.models.cache import configure_cache
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("COURTROOM_CACHE_DIR", str(tmp / "cache"))
+        m.setenv("COLUMNS", str(columns))
+        m.chdir(tmp)
+        configure_cache(tmp / "cache")
+        _stop.reset()
+        yield m
+
+
+def _cli(*args: str) -> Any:
+    """``courtroom ARGS`` in this process: returncode and stdout."""
+    from courtroom.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _wide(text: str) -> list[str]:
@@ -52,8 +80,9 @@ def raced(tmp_path_factory: pytest.TempPathFactory) -> Any:
         "parallel-vote", trials=4, dev=40, train=4, storage=f"sqlite:///{tmp}/s.db", study_name="s",
         space={"n_models": "1", "model:classifier": ",".join(objects)}, models=list(objects), concurrency=1,
     )  # fmt: skip
-    outcome = run_study(config, lms=RoleLMs({"default": next(iter(objects.values()))}), model_objects=objects,
-                        trainset=train, devset=dev, labels=LABELS, reserve=reserve)  # fmt: skip
+    with _isolated(tmp):
+        outcome = run_study(config, lms=RoleLMs({"default": next(iter(objects.values()))}), model_objects=objects,
+                            trainset=train, devset=dev, labels=LABELS, reserve=reserve)  # fmt: skip
     assert outcome.study.user_attrs.get(EXTENDED), "the race extended the close ones"
     assert _stopped(outcome.study), "the race stopped the weak ones"
     return outcome
@@ -133,34 +162,49 @@ def test_the_raw_p_against_the_best_stands_beside_the_corrected_one(raced: Any) 
 # -- the CLI on the fake server: configurations at 80 columns, panels, designs, "tested" ----------------
 
 
-def test_the_terminal_names_every_configuration_at_80_columns(tmp_path: Path, cli: Any, monkeypatch: Any) -> None:
-    # Two models and their panel for one voter: the panel asks only its first model, so it is that model.
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Two models and their panel for one voter, at 80 columns, exported, not tested (``--test-limit 0``)."""
+    tmp = tmp_path_factory.mktemp("panel")
     tag = uuid.uuid4().hex[:6]
     p, q = f"openai/p-{tag}", f"openai/q-{tag}"
-    monkeypatch.setenv("COLUMNS", "80")
-    with FakeServer() as server:
-        done = cli("study", "parallel-vote", "--trials", "3", "--dev-limit", "4", "--space", "n_models=1",
-                   "--lm", p, "--lm", q, "--api-base", server.url, "--storage", f"sqlite:///{tmp_path}/s.db",
-                   "--out", str(tmp_path / "rep"), "--export-best", str(tmp_path / "best.json"),
-                   "--test-limit", "0")  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert not _wide(done.stdout), _wide(done.stdout)
-    tied = done.stdout[done.stdout.index("tied with the best") :]
-    assert p in tied and q in tied, "each member's searched model is shown, not dropped"
-    assert "every configuration: n_models=1" in " ".join(tied.split()), "a value all share is said once"
-    # Three trials, two configurations: the panel p,q asked only p.
-    summary = json.loads((tmp_path / "rep" / "study.json").read_text())
-    members = summary["tied"]["members"]
-    assert len(members) == 2 and sorted(m["config"]["model:classifier"] for m in members) == [p, q]
+    with _isolated(tmp), FakeServer() as server:
+        done = _cli("study", "parallel-vote", "--trials", "3", "--dev-limit", "4", "--space", "n_models=1",
+                    "--lm", p, "--lm", q, "--api-base", server.url, "--storage", f"sqlite:///{tmp}/s.db",
+                    "--out", str(tmp / "rep"), "--export-best", str(tmp / "best.json"),
+                    "--test-limit", "0")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        page = _cli("report", str(tmp / "rep"), "-o", str(tmp / "study.html"))
+        assert page.returncode == 0, page.stderr
+    return types.SimpleNamespace(
+        models=(p, q), stdout=done.stdout, tied=done.stdout[done.stdout.index("tied with the best") :],
+        summary=json.loads((tmp / "rep" / "study.json").read_text()), html=(tmp / "study.html").read_text(),
+    )  # fmt: skip
+
+
+def test_the_terminal_names_every_configuration_at_80_columns(panel: Any) -> None:
+    assert not _wide(panel.stdout), _wide(panel.stdout)
+    p, q = panel.models
+    assert p in panel.tied and q in panel.tied, "each member's searched model is shown, not dropped"
+    assert "every configuration: n_models=1" in " ".join(panel.tied.split()), "a value all share is said once"
+
+
+def test_a_panel_that_asked_only_its_first_model_is_that_model(panel: Any) -> None:
+    # Three trials ran (p, q and the panel p,q with one voter), two configurations: the panel asked only p.
+    p, q = panel.models
+    members = panel.summary["tied"]["members"]
+    assert len(members) == 2, members
+    assert sorted(m["config"]["model:classifier"] for m in members) == [p, q]
     assert sum(len(m.get("same", [])) for m in members) == 1
-    assert "2 of 2 configuration(s)" in " ".join(tied.split())
-    # Exported, not tested (--test-limit 0): the line says what was done.
-    assert re.search(r"chosen and exported: trial \d+", done.stdout) and "tested" not in tied, tied
-    page = cli("report", str(tmp_path / "rep"), "-o", str(tmp_path / "study.html"))
-    assert page.returncode == 0, page.stderr
-    html = (tmp_path / "study.html").read_text()
-    assert "Chosen: trial" in html and "Chosen and tested" not in html
-    assert "p vs best" in html and "dev cases" in html
+    assert "2 of 2 configuration(s)" in " ".join(panel.tied.split())
+    assert re.search(r"trial \d+: model:classifier=\S+ \(also trial \d+\)", panel.tied), panel.tied
+
+
+def test_tested_is_said_only_when_the_test_split_scored_it(panel: Any) -> None:
+    assert re.search(r"chosen and exported: trial \d+", panel.tied) and "tested" not in panel.tied, panel.tied
+    section = panel.html.split("Tied with the best", 1)[1].split("<section", 1)[0]
+    assert "Chosen: trial" in section and "tested" not in section, section
+    assert "p vs best" in panel.html and "dev cases" in panel.html
 
 
 def test_a_design_study_records_the_design_of_every_member(tmp_path: Path, cli: Any, monkeypatch: Any) -> None:

@@ -31,12 +31,12 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize.study import _storage, _workers, extend, race
+from courtroom.optimize.study import _storage, _trials, _workers, extend, race
 from courtroom.optimize.study._asked import noting
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
-from courtroom.optimize.study._trials import TrialFailed, framework_builder, make_objective, races, rebuilt
+from courtroom.optimize.study._trials import TrialFailed, make_objective, races, rebuilt
 from courtroom.optimize.study.spaces import Param, build_space
 from courtroom.optimize.study.tied import PREFER_ATTR
 from courtroom.programs import get_framework
@@ -243,7 +243,7 @@ def run_study(
     default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
     _workers.fail_stale_trials(study)
     train, objects = list(trainset or []), dict(model_objects or {})
-    build = noting(framework_builder(config, lms, train, labels, positions, objects))  # a panel notes whom it asks
+    build = noting(_trials.framework_builder(config, lms, train, labels, positions, objects))  # panels note whom
     objective = make_objective(config, space, lms, train, list(devset), labels, positions, objects, build=build)
     if budget is not None:
         from courtroom.cost.study_budget import guard_objective
