@@ -185,7 +185,8 @@ def _print_tied(outcome: Any, console: Console, *, exported: bool = False) -> No
     if found is None:
         return
     table = tied_table(outcome.study)  # the members, then the stopped: one row each, in this order
-    configs = [({"design": m.design} if m.design else {}) | m.config for m in [*found.members, *found.stopped]]
+    rows: list[Any] = [*found.members, *found.stopped]
+    configs = [({"design": m.design} if m.design else {}) | m.config for m in rows]
     said = alike(configs)
     table["configuration"] = [
         described(c, said=said) + (f" (also trial {s})" if s else "")

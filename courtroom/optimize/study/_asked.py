@@ -29,8 +29,10 @@ ASKED = "asked"
 class _Noting(Panel):
     """A panel that notes on its trial each member the first time it serves a call."""
 
+    note: Callable[[int], None]
+
     def __new__(cls, members: Any, note: Callable[[int], None]) -> _Noting:  # noqa: D102
-        self = super().__new__(cls, members)
+        self = tuple.__new__(cls, tuple(members))
         self.note = note
         return self
 
@@ -44,12 +46,13 @@ def noting(build: Callable[[Any, Mapping[str, Any]], Any]) -> Callable[[Any, Map
 
     def wrapped(trial: Any, params: Mapping[str, Any]) -> Any:
         program = build(trial, params)
-        lms = getattr(program, "lms", None)
+        lms: Any = getattr(program, "lms", None)
         searched = {_role(k) for k, v in params.items() if len(split_models(str(v))) > 1} - {None}
         roles = sorted(str(r) for r in searched if lms is not None and isinstance(lms.get(r), Panel))
         if not roles:
             return program
-        lock, asked = threading.Lock(), {r: set() for r in roles}
+        lock = threading.Lock()
+        asked: dict[str, set[int]] = {r: set() for r in roles}
 
         def note_for(role: str) -> Callable[[int], None]:
             def note(member: int) -> None:
