@@ -192,8 +192,8 @@ def test_the_cli_shows_the_tied_set_and_writes_it_to_the_report_and_the_recipe(t
                    "--export-best", str(tmp_path / "best.json"), "--prefer", "cheapest",
                    "--lm", f"openai/tied-{uuid.uuid4().hex[:6]}", "--api-base", server.url)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "tied with the best on 8 dev cases: 3 of 3 configuration(s)" in " ".join(done.stdout.split())
-    assert "exported and tested: trial" in done.stdout and "the cheapest of the tied set" in done.stdout
+    assert "tied with the best: 3 of 3 configuration(s), on up to 8 dev cases" in " ".join(done.stdout.split())
+    assert "chosen, exported and tested: trial" in done.stdout and "the cheapest of the tied set" in done.stdout
     summary = json.loads((tmp_path / "rep" / "study.json").read_text())
     tied = summary["tied"]
     assert tied["prefer"] == "cheapest" and len(tied["members"]) == 3 and all(m["tied"] for m in tied["members"])

@@ -53,10 +53,10 @@ def study_command(
         _print_data(outcome, fmt)
     elif is_design_study(outcome.config):
         _print_designs(outcome, console)
-        _print_tied(outcome, console)
+        _print_tied(outcome, console, exported=bool(spec.output.export_best))
     else:
         _print_trials(outcome, console, show_repeats=spec.study.show_repeats)
-        _print_tied(outcome, console)
+        _print_tied(outcome, console, exported=bool(spec.output.export_best))
     if outcome.report_dir is None:
         failed = [t for t in outcome.study.trials if t.state.name == "FAIL"]
         if failed:  # every trial this study holds failed or was cut short: nothing to report, an error
@@ -170,35 +170,68 @@ def _print_designs(outcome: Any, console: Console) -> None:
         _print_frame(console, front, ("design", "score", "cost_per_example"))
 
 
-def _print_tied(outcome: Any, console: Console) -> None:
-    """The configurations the dev data cannot separate from the best, with their cost per case."""
+def _print_tied(outcome: Any, console: Console, *, exported: bool = False) -> None:
+    """The configurations the dev data cannot separate from the best, then the excluded ones, each with its p.
+
+    Each row names its configuration (design and searched values), wrapped within its column; the
+    values every row holds alike are said once above the table. ``exported``: ``--export-best`` was given.
+    """
     from courtroom.optimize.study.report import tied_table
-    from courtroom.optimize.study.tied import LEVEL, preference, tied_set
+    from courtroom.optimize.study.tied import LEVEL, alike, described, preference, tied_set
+    from courtroom.reporting.formatting import number
     from courtroom.reporting.tables import say
 
     found = tied_set(outcome.study)
     if found is None:
         return
-    table = tied_table(outcome.study)
-    tied = table[~table["tied"].isin(("no", "stopped"))]
-    stopped = int((table["tied"] == "stopped").sum())
-    unit = found.members[0].unit
+    table = tied_table(outcome.study)  # the members, then the stopped: one row each, in this order
+    rows: list[Any] = [*found.members, *found.stopped]
+    configs = [({"design": m.design} if m.design else {}) | m.config for m in rows]
+    said = alike(configs)
+    table["configuration"] = [
+        described(c, said=said) + (f" (also trial {s})" if s else "")
+        for c, s in zip(configs, table["same"], strict=True)
+    ]
+    n_tied = int(table["tied"].isin(("best", "yes")).sum())
+    worse, stopped = int((table["tied"] == "no").sum()), int((table["tied"] == "stopped").sum())
+    excluded = [f"{worse} found worse"] if worse else []
+    excluded += [f"{stopped} stopped early by the race"] if stopped else []
     say(
         console,
-        f"tied with the best on {found.cases} dev cases: {len(tied)} of {len(found.members)} configuration(s) "
-        f"scored on all of them (exact McNemar, every pair, Holm, {LEVEL:g})"
-        + (f"; {stopped} stopped early by the race" if stopped else "")
-        + f"; cost in {unit} per case:",
+        f"tied with the best: {n_tied} of {len(table)} configuration(s), on up to {found.cases} dev cases "
+        f"(each pair on the cases both saw: exact McNemar, every pair, Holm, {LEVEL:g})"
+        + (f"; excluded: {' and '.join(excluded)}" if excluded else "")
+        + ":",
     )
-    params = [c for c in tied.columns if c not in ("number", "tied", "exported", "accuracy", "cost_per_case", "p_holm")]
-    shown = tied.set_index("number")[["tied", "exported", "accuracy", "cost_per_case", "p_holm", *params]]
-    _print_frame(console, shown, ("tied", "exported", "accuracy", "cost_per_case"))
+    if said:
+        say(console, "every configuration: " + ", ".join(f"{k}={number(v)}" for k, v in said.items()))
+    say(
+        console,
+        f"cases: its dev cases; cost: {found.members[0].unit} per case; p vs best: raw, of being worse than the "
+        "best; p (Holm): corrected, the smallest of being worse than any other",
+    )
+    columns = ["tied", "dev_cases", "accuracy", "cost_per_case", "p", "p_holm", "configuration"]
+    shown = table.set_index("number")[columns]
+    shown = shown.rename(columns={"dev_cases": "cases", "cost_per_case": "cost", "p": "p vs best"})
+    # A configuration too long for its column goes under the table, a line each, rather than folded mid-name.
+    beside = sum(max(len(str(c)), *(len(f"{v:.3f}" if isinstance(v, float) else str(v)) for v in shown[c])) + 2
+                 for c in shown.columns) + len(str(shown.index.max())) + 2 <= console.width  # fmt: skip
+    _print_frame(console, shown if beside else shown.drop(columns="configuration"), tuple(shown.columns))
+    if not beside:
+        say(console, "configurations:")
+        for number_, text in shown["configuration"].items():
+            say(console, f"  trial {number_}: {text}")
     rule = preference(outcome.study)
     pick = found.pick(rule)
-    other = "--prefer best exports the best" if rule == "cheapest" else "--prefer cheapest exports the cheapest"
+    other = "--prefer best picks the best" if rule == "cheapest" else "--prefer cheapest picks the cheapest"
     if found.cheapest().number == found.best:
         other = "the best is also the cheapest"
-    say(console, f"exported and tested: trial {pick.number}, the {rule} of the tied set ({other})")
+    from courtroom.optimize.study.holdout import stored
+
+    done = ["chosen"] + (["exported"] if exported else [])
+    done += ["tested"] if pick.number in (outcome.test or stored(outcome.study)) else []
+    verbs = done[0] if len(done) == 1 else ", ".join(done[:-1]) + " and " + done[-1]
+    say(console, f"{verbs}: trial {pick.number}, the {rule} of the tied set ({other})")
 
 
 def _not_the_storage(spec: Experiment) -> None:
@@ -226,12 +259,16 @@ def best_line(outcome: Any, best: Any) -> str:
     config = outcome.config
     design = is_design_study(config)
     objective = header(OBJECTIVES.get(config.objective, config.objective)).replace(" (95% CI)", "")
-    from courtroom.optimize.study.tied import tied_set
+    from courtroom.optimize.study.tied import dev_score, tied_set
 
     found = tied_set(outcome.study)
     which = "best" if found is None or found.best == best.number else "chosen (the cheapest tied with the best)"
     said = f"{which} trial {best.number}: " + (f"{best.user_attrs.get('design')}, " if design else "")
-    said += f"{objective} {best.values[0]:.3f}"
+    scored = dev_score(outcome.study, best)  # the accuracy its tied set reads: all its dev cases
+    if scored is not None:
+        said += f"{objective} {scored[0]:.3f} on {scored[1]} dev cases"
+    else:
+        said += f"{objective} {best.values[0]:.3f}"
     if len(best.values) > 1:
         unit = config.cost if design else "calls"
         said += f", {number(best.values[1])} {unit} per example"
@@ -241,6 +278,8 @@ def best_line(outcome: Any, best: Any) -> str:
 
 SCORES = ("accuracy", "macro_f1", "score", "best_score", "value")
 """Columns of scores in [0, 1]: three decimals, so a close race stays visible."""
+WRAPPED = ("configuration",)
+"""Columns shown whole, wrapped within the column (a configuration is never cut)."""
 
 
 def _print_frame(console: Console, df: Any, key: tuple[str, ...], title: str | None = None) -> None:
@@ -252,13 +291,15 @@ def _print_frame(console: Console, df: Any, key: tuple[str, ...], title: str | N
         if isinstance(v, float) and not isinstance(v, bool) and column.split(" ")[-1] in SCORES and v == v:
             return f"{v:.3f}"
         text = number(v)
-        return "" if text in ("nan", "None", "<NA>") else text[:60]
+        if text in ("nan", "None", "<NA>"):
+            return ""
+        return text if column in WRAPPED else text[:60]
 
     counts = [c for c in ("duplicate_of", "sent", "cached", "calls", "failures") if c in df.columns]
     # Counts stay whole where a repeated trial leaves them blank (a column with a NaN turns float).
     df = df.assign(**{c: df[c].round().astype("Int64") for c in counts})
     shown = df.astype(object).apply(lambda col: [cell(str(col.name), v) for v in col])
-    right = [c for c in shown.columns if c not in ("state", "design", "error", "cost_unit", "params")]
+    right = [c for c in shown.columns if c not in ("state", "design", "error", "cost_unit", "params", "tied", *WRAPPED)]
     table = fitted(shown, key, console.width, title=title, headers=TRIAL_HEADERS, right=right)
     table.title_justify = "left"
     console.print(table)

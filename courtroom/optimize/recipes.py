@@ -57,6 +57,11 @@ def export_config(
         "spec": dict(spec) if spec else None,
         "data": recorded_data(spec, task),
     }
+    from courtroom.optimize.study.tied import dev_score
+
+    scored = dev_score(study, trial)  # the accuracy the tied set reads: all its dev cases (``values``: --dev-limit's)
+    if scored is not None:
+        config |= {"accuracy": round(scored[0], 4), "dev_cases": scored[1]}
     tied = tied_summary(study)
     if tied is not None:  # the configurations the dev data could not separate from the best, and the rule
         config["tied"] = tied

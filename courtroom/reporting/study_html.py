@@ -61,7 +61,13 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
     best_rows = []
     for b in info.get("best") or []:
         values = b.get("values") or []
-        row = {"trial": b.get("number"), objective: f"{values[0]:.3f}" if values else ""}
+        shown = b.get("accuracy", values[0] if values else None) if objective == "accuracy" else None
+        shown = values[0] if shown is None and values else shown  # the set's accuracy, on all its dev cases
+        row = {"trial": b.get("number"), objective: f"{shown:.3f}" if shown is not None else ""}
+        if b.get("dev_cases"):
+            row["dev cases"] = number(b["dev_cases"])
+        if b.get("design"):
+            row["design"] = str(b["design"])
         if cost and len(values) > 1:
             row[cost] = number(values[1])
         row["configuration"] = ", ".join(f"{k}={number(v)}" for k, v in (b.get("params") or {}).items()) or "-"
@@ -73,7 +79,8 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
     ]
     tied = info.get("tied")
     if tied:
-        sections.append(section("tied", "Tied with the best", _tied_html(tied, table)))
+        tested = (folder / "test.csv").is_file()
+        sections.append(section("tied", "Tied with the best", _tied_html(tied, table, tested)))
     test = folder / "test.csv"
     if test.is_file():
         dev_test = _cells(pd.read_csv(test).set_index("trial"))
@@ -119,28 +126,52 @@ def study_sections(folder: Path, img: Any, table: Any, section: Any) -> tuple[st
     return f"courtroom study: {info.get('study', folder.name)}", sections, block
 
 
-def _tied_html(tied: dict[str, Any], table: Any) -> str:
-    """The configurations the dev data cannot separate from the best, with their cost per case."""
+def _tied_html(tied: dict[str, Any], table: Any, tested: bool = False) -> str:
+    """The set tied with the best, then the excluded configurations, each with its dev cases, p and configuration.
+
+    ``tested``: the study scored its chosen trial on the test split (``test.csv``).
+    """
+    from courtroom.optimize.study.tied import alike, described
+
+    members = list(tied.get("members") or [])
+    stopped = list(tied.get("stopped") or [])
+    every = [*members, *stopped]
+    configs = [({"design": m["design"]} if m.get("design") else {}) | dict(m.get("config") or {}) for m in every]
+    said = alike(configs)
     rows = []
-    for m in tied.get("members") or []:
+    for i, (m, config) in enumerate(zip(every, configs, strict=True)):
+        best = m.get("trial") == tied.get("best")
+        kind = "stopped" if i >= len(members) else "best" if best else ("yes" if m.get("tied") else "no")
+        same = ", ".join(str(n) for n in m.get("same") or [])
         rows.append(
             {
                 "trial": m.get("trial"),
-                "tied": "best" if m.get("trial") == tied.get("best") else ("yes" if m.get("tied") else "no"),
+                "tied": kind,
                 "exported": "yes" if m.get("trial") == tied.get("exported") else "",
+                "dev cases": number(m.get("dev_cases")),
                 "accuracy": f"{m.get('accuracy', 0):.3f}",
-                f"cost per case ({m.get('cost_unit', 'calls')})": number(m.get("cost_per_case")),
-                "p (Holm)": "" if m.get("trial") == tied.get("best") else f"{m.get('p_holm', 1):.3g}",
-                "configuration": ", ".join(f"{k}={number(v)}" for k, v in (m.get("config") or {}).items()) or "-",
+                f"cost per case ({members[0].get('cost_unit', 'calls') if members else 'calls'})": number(
+                    m.get("cost_per_case")
+                ),
+                "p vs best": "" if best else f"{m.get('p', 1):.3g}",
+                "p (Holm)": "" if best or kind == "stopped" else f"{m.get('p_holm', 1):.3g}",
+                "configuration": described(config, said=said) + (f" (also trial {same})" if same else ""),
             }
         )
-    n_tied = sum(1 for m in tied.get("members") or [] if m.get("tied"))
+    n_tied = sum(1 for m in members if m.get("tied"))
+    chosen = "Chosen" + (" and tested" if tested else "")
     note = (
-        f"<p class=shown>{n_tied} of {len(rows)} configurations are not significantly worse than the best on "
-        f"{tied.get('dev_cases')} dev cases ({html.escape(str(tied.get('test')))}, family-wise level "
-        f"{tied.get('level')}). Exported and tested: trial {tied.get('exported')}, the {tied.get('prefer')} of "
-        "the tied set.</p>"
+        f"<p class=shown>{n_tied} of {len(rows)} configurations are not significantly worse than the best "
+        f"(trial {tied.get('best')}, {tied.get('dev_cases')} dev cases; {html.escape(str(tied.get('test')))}, "
+        f"family-wise level {tied.get('level')})"
+        + (f"; {len(stopped)} stopped early by the race" if stopped else "")
+        + ". p vs best: raw, of being worse than the best on the cases both saw; p (Holm): corrected, the "
+        f"smallest of being worse than any other. {chosen}: trial {tied.get('exported')}, the "
+        f"{html.escape(str(tied.get('prefer')))} of the tied set.</p>"
     )
+    if said:
+        values = ", ".join(f"{k}={number(v)}" for k, v in said.items())
+        note += f"<p class=shown>Every configuration: {html.escape(values)}.</p>"
     return note + table(pd.DataFrame(rows).set_index("trial"))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from courtroom.optimize.study._dedupe import pareto_front
-from courtroom.optimize.study.report import best_trial, write_report
+from courtroom.optimize.study.report import best_trial, score_of, write_report
 
 
 def _complete(study: Any) -> list[Any]:
@@ -25,7 +25,11 @@ def _complete(study: Any) -> list[Any]:
 
 
 def design_table(study: Any) -> pd.DataFrame:
-    """Per design: trials run, completed, best score, LM calls, and the calls the cache served."""
+    """Per design: trials run, completed, best score, LM calls, and the calls the cache served.
+
+    A trial's score is the accuracy its tied set reads (on all its dev cases, where the race extended
+    it: :func:`~courtroom.optimize.study.tied.dev_score`), else its objective's value.
+    """
     rows: dict[str, dict[str, Any]] = {}
     for t in study.get_trials(deepcopy=False):
         design = t.user_attrs.get("design") or t.params.get("design")
@@ -40,8 +44,8 @@ def design_table(study: Any) -> pd.DataFrame:
             row[k] += int(t.user_attrs.get(k) or 0)
         if t.state.name == "COMPLETE":
             row["complete"] += 1
-            best = row["best_score"]
-            row["best_score"] = t.values[0] if best is None else max(best, t.values[0])
+            best, mine = row["best_score"], score_of(study, t)
+            row["best_score"] = mine if best is None else max(best, mine)
     return pd.DataFrame(list(rows.values()))
 
 
@@ -51,7 +55,7 @@ def design_pareto(study: Any) -> pd.DataFrame:
         {
             "number": t.number,
             "design": t.user_attrs.get("design"),
-            "score": t.values[0],
+            "score": score_of(study, t),  # the accuracy its tied set reads
             "cost_per_example": t.values[1],
             "cost_unit": t.user_attrs.get("cost_unit"),
             "params": json.dumps(t.user_attrs.get("config") or {}, sort_keys=True),

@@ -31,7 +31,8 @@ from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
-from courtroom.optimize.study import _storage, _workers, extend, race
+from courtroom.optimize.study import _storage, _trials, _workers, extend, race
+from courtroom.optimize.study._asked import noting
 
 # StudyConfig is imported from here by scripts, tests, the bench and the docs.
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
@@ -241,9 +242,9 @@ def run_study(
     models = {role: saved_name(lms.for_role(role)) for role in cls.roles}
     default = saved_name(lms[DEFAULT]) if DEFAULT in lms else None
     _workers.fail_stale_trials(study)
-    objective = make_objective(
-        config, space, lms, list(trainset or []), list(devset), labels, positions, dict(model_objects or {})
-    )
+    train, objects = list(trainset or []), dict(model_objects or {})
+    build = noting(_trials.framework_builder(config, lms, train, labels, positions, objects))  # panels note whom
+    objective = make_objective(config, space, lms, train, list(devset), labels, positions, objects, build=build)
     if budget is not None:
         from courtroom.cost.study_budget import guard_objective
 
@@ -253,7 +254,6 @@ def run_study(
     with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks, space)
         with bounded_requests(config.concurrency):
-            train, objects = list(trainset or []), dict(model_objects or {})
             extend.after_trials(
                 study, config, dev=list(devset), reserve=reserve, budget=budget,
                 build=lambda t: rebuilt(t, config, lms, train, list(labels), list(positions or []) or None, objects),

@@ -251,6 +251,7 @@ def run_design_study(
     from optuna.trial import TrialState
 
     from courtroom.models.cache import configure_cache
+    from courtroom.optimize.study._asked import noting
 
     config.frameworks = parse_frameworks(config.frameworks)
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
@@ -283,7 +284,7 @@ def run_design_study(
     train, objects = list(trainset or []), dict(model_objects or {})
     objective = make_objective(
         config, space, lms, train, list(devset), labels, positions, objects,
-        build=design_builder(config, lms, train, labels, positions, objects),
+        build=noting(design_builder(config, lms, train, labels, positions, objects)),
     )  # fmt: skip
     if budget is not None:
         from courtroom.cost.study_budget import guard_objective

@@ -115,11 +115,8 @@ def score_chosen(
                 "macro_f1": float(s["macro_f1"]),
                 "failures": int(s["failures"]),
                 "objective": config.objective,
-                "dev": trial.values[0],
-                "dev_accuracy": trial.user_attrs.get("accuracy"),
-                "dev_n": trial.user_attrs.get("examples"),
             }
-            | _dev_interval(trial)
+            | _dev(study, trial)
             | ({"design": trial.user_attrs.get("design")} if hasattr(config, "frameworks") else {})
         )
     kept = {str(k): v for k, v in (study.user_attrs.get(KEY) or {}).items()}
@@ -135,15 +132,25 @@ def dev_cases(study: Any, config: Any) -> int:
     return max(int(config.dev), longest)
 
 
-def _dev_interval(trial: Any) -> dict[str, float]:
-    """The 95% Wilson interval of the trial's dev accuracy (``dev_ci_low``/``dev_ci_high``), when it was recorded."""
+def _dev(study: Any, trial: Any) -> dict[str, Any]:
+    """The dev score that chose ``trial`` (``dev``), its accuracy, cases and 95% Wilson interval.
+
+    Where the race extended the trial's record, the accuracy on all its dev cases, as its tied set
+    reads it (:func:`~courtroom.optimize.study.tied.dev_score`): one accuracy per trial everywhere.
+    """
     from courtroom.eval.metrics import wilson
+    from courtroom.optimize.study.tied import dev_score
 
     acc, n = trial.user_attrs.get("accuracy"), trial.user_attrs.get("examples")
-    if acc is None or not n:
-        return {}
-    low, high = wilson(float(acc), int(n))
-    return {"dev_ci_low": low, "dev_ci_high": high}
+    out: dict[str, Any] = {"dev": trial.values[0], "dev_accuracy": acc, "dev_n": n}
+    scored = dev_score(study, trial)
+    if scored is not None:
+        acc, n = scored
+        out = {"dev": acc, "dev_accuracy": acc, "dev_n": n}
+    if acc is not None and n:
+        low, high = wilson(float(acc), int(n))
+        out |= {"dev_ci_low": low, "dev_ci_high": high}
+    return out
 
 
 def stored(study: Any) -> dict[int, dict[str, Any]]:

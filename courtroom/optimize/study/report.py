@@ -43,8 +43,27 @@ def trials_table(study: Any) -> pd.DataFrame:
         )
     )
     df.columns = [c.replace("user_attrs_", "").replace("params_", "") for c in df.columns]
-    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config", "outcomes", "race_looks")]
-    return df[keep]
+    keep = [c for c in df.columns if c not in ("worker", "heartbeat", "config", "outcomes", "race_looks", "asked")]
+    return _extended(study, df[keep])
+
+
+def _extended(study: Any, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each trial the race extended at its accuracy on all its dev cases (``examples``): the set's figure.
+
+    Optuna's ``value`` (and F1) stay the ``--dev-limit`` scores the trial ran on.
+    """
+    from courtroom.optimize.study.race import EXTENDED, accuracy
+
+    extended = study.user_attrs.get(EXTENDED) or {}
+    if not extended or "number" not in df.columns or "accuracy" not in df.columns:
+        return df
+    df = df.copy()
+    for number, record in extended.items():
+        at = df["number"] == int(number)
+        df.loc[at, "accuracy"] = accuracy(str(record))
+        if "examples" in df.columns:
+            df.loc[at, "examples"] = len(str(record))
+    return df
 
 
 def shown_trials(study: Any, table: pd.DataFrame) -> pd.DataFrame:
@@ -57,53 +76,53 @@ def shown_trials(study: Any, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def tied_table(study: Any) -> pd.DataFrame:
-    """The configurations beside the best (:mod:`courtroom.optimize.study.tied`), tied ones first; empty without."""
+    """The set tied with the best (:mod:`courtroom.optimize.study.tied`), then the excluded ones; empty without a set.
+
+    One row per configuration: ``tied`` (``best``, ``yes``, ``no``, or ``stopped`` by the race), ``exported``,
+    its ``design`` (a study across designs), ``dev_cases``, ``accuracy`` on them, ``cost_per_case``, ``p``
+    (raw, "worse than the best") and ``p_holm`` (corrected, "worse than any"), ``same`` (later trials of
+    the same configuration), and its values.
+    """
     from courtroom.optimize.study.tied import preference, tied_set
 
     found = tied_set(study)
     if found is None:
         return pd.DataFrame()
     exported = found.pick(preference(study)).number
+    designs = any(m.design for m in found.members)
     rows = [
         {
             "number": m.number,
             "tied": "best" if m.number == found.best else ("yes" if m.tied else "no"),
             "exported": "yes" if m.number == exported else "",
+            **({"design": m.design} if designs else {}),
+            "dev_cases": m.cases,
             "accuracy": m.accuracy,
             "cost_per_case": m.cost,
+            "p": m.p if m.number != found.best else None,
             "p_holm": m.p_holm if m.number != found.best else None,
+            "same": ", ".join(str(n) for n in m.same),
             **m.config,
         }
         for m in found.members
     ]
     rows += [  # the configurations the race stopped: worse than the incumbent on the cases they saw
         {
-            "number": t.number,
+            "number": s.number,
             "tied": "stopped",
             "exported": "",
-            "accuracy": t.user_attrs.get("accuracy"),
-            "cost_per_case": t.user_attrs.get("cost_per_example", t.user_attrs.get("calls_per_example")),
+            **({"design": s.design} if designs else {}),
+            "dev_cases": s.cases,
+            "accuracy": s.accuracy,
+            "cost_per_case": s.cost,
+            "p": s.p,
             "p_holm": None,
-            **dict(t.user_attrs.get("config", t.params)),
+            "same": "",
+            **s.config,
         }
-        for t in _stopped(study)
+        for s in found.stopped
     ]
     return pd.DataFrame(rows)
-
-
-def _stopped(study: Any) -> list[Any]:
-    """Trials the race stopped whose configuration no later trial continued."""
-    from optuna.trial import TrialState
-
-    from courtroom.optimize.study.race import CONTINUES
-
-    trials = study.get_trials(deepcopy=False)
-    continued = {int(t.user_attrs[CONTINUES]) for t in trials if CONTINUES in t.user_attrs}
-    return [
-        t
-        for t in trials
-        if t.state == TrialState.PRUNED and (t.user_attrs.get("race") or {}).get("stop") and t.number not in continued
-    ]
 
 
 def tied_summary(study: Any) -> dict[str, Any] | None:
@@ -114,10 +133,34 @@ def tied_summary(study: Any) -> dict[str, Any] | None:
     return found.to_dict(preference(study)) if found is not None else None
 
 
+def score_of(study: Any, trial: Any) -> float:
+    """The trial's dev score as every output shows it: the tied set's accuracy where it has one, else its value."""
+    from courtroom.optimize.study.tied import dev_score
+
+    scored = dev_score(study, trial)
+    return scored[0] if scored is not None else float(trial.values[0])
+
+
+def _best_entry(study: Any, trial: Any) -> dict[str, Any]:
+    """A chosen trial in ``study.json``: its values and parameters, and the dev accuracy and cases the set reads."""
+    from courtroom.optimize.study.tied import dev_score
+
+    entry = {"number": trial.number, "values": list(trial.values), "params": trial.params}
+    scored = dev_score(study, trial)
+    if scored is not None:
+        entry |= {"accuracy": round(scored[0], 4), "dev_cases": scored[1]}
+    if "design" in trial.user_attrs:
+        entry["design"] = trial.user_attrs["design"]
+    return entry
+
+
 def pareto_table(study: Any) -> pd.DataFrame:
-    """The Pareto front of a two-objective study (score up, calls per example down)."""
+    """The Pareto front of a two-objective study (score up, calls per example down).
+
+    A member's score is the accuracy its tied set reads (:func:`score_of`); the front is Optuna's.
+    """
     rows = [
-        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
+        {"number": t.number, "score": score_of(study, t), "calls_per_example": t.values[1], **t.params}
         for t in pareto_front(study)
     ]
     return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
@@ -217,7 +260,7 @@ def write_report(
         "study": study.study_name,
         "config": config or {},
         "trials": len(table),
-        "best": [{"number": t.number, "values": list(t.values), "params": t.params} for t in best],
+        "best": [_best_entry(study, t) for t in best],
         "tied": tied_summary(study),
         "provenance": about.to_dict(),
     }

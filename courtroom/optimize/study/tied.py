@@ -14,17 +14,27 @@ The exported configuration (``--export-best``, and the one scored once on the te
 the best, or with ``--prefer cheapest`` (the default with ``--cost-objective``) the cheapest of
 the tied set: the same accuracy as far as the data can tell, at its cost per case.
 
+Each member reads on its own: its configuration (its design in a study across designs, and the
+searched values), the dev cases its record holds (more than ``--dev-limit`` where the race extended
+it), its accuracy on them (the one figure every output shows for the trial: :func:`dev_score`), its
+cost per case, the raw p of "worse than the best" and the Holm-corrected one. The configurations the
+race stopped are listed beside it (:class:`Stopped`) with their p against the best on the cases they
+saw. Two trials whose configurations ask the same models the same things (a mixed panel that asked
+only its first model, :mod:`._asked`, is that model) are one configuration: counted once, the
+later named on the earlier (``same``).
+
 Studies whose trials hold no case-by-case record (made before it was kept, or optimising macro-F1)
 have no set: they export their best trial as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtroom.optimize.study.race import accuracy, cost_of, discordant, full_trials, marks, one_sided_p
+from courtroom.optimize.study._asked import effective
+from courtroom.optimize.study.race import OUTCOMES, accuracy, cost_of, discordant, full_trials, marks, one_sided_p
 
 LEVEL = 0.05
 """Family-wise level of the comparisons with the best (Holm)."""
@@ -49,11 +59,38 @@ class Member:
     config: dict[str, Any] = field(default_factory=dict)
     cases: int = 0
     """Dev cases its record holds (more than ``--dev-limit`` where the race extended it, :mod:`.extend`)."""
+    design: str | None = None
+    """Its design, in a study across designs (``config`` holds that design's own values)."""
+    same: tuple[int, ...] = ()
+    """Later trials of the same configuration (e.g. a mixed panel that asked only this model): counted here once."""
 
     def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"trial": self.number, "accuracy": round(self.accuracy, 4), "cost_per_case": round(self.cost, 6),
+        return {"trial": self.number, **({"design": self.design} if self.design else {}),
+                "accuracy": round(self.accuracy, 4), "dev_cases": self.cases, "cost_per_case": round(self.cost, 6),
                 "cost_unit": self.unit, "p": round(self.p, 6), "p_holm": round(self.p_holm, 6), "tied": self.tied,
-                "config": self.config, "dev_cases": self.cases}  # fmt: skip
+                "config": self.config, **({"same": list(self.same)} if self.same else {})}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A configuration the race stopped: worse than its incumbent on the cases it saw, so not in the set."""
+
+    number: int
+    accuracy: float
+    cases: int
+    p: float
+    """One-sided exact McNemar p of "worse than the best", on the cases both saw."""
+    race: dict[str, Any]
+    """The race's own decision (:class:`~courtroom.optimize.study.race.Verdict`: its incumbent, cases and p)."""
+    cost: float
+    unit: str
+    config: dict[str, Any] = field(default_factory=dict)
+    design: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"trial": self.number, **({"design": self.design} if self.design else {}),
+                "accuracy": round(self.accuracy, 4), "dev_cases": self.cases, "cost_per_case": round(self.cost, 6),
+                "cost_unit": self.unit, "p": round(self.p, 6), "race": self.race, "config": self.config}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,8 +99,11 @@ class TiedSet:
 
     best: int
     cases: int
+    """Dev cases the best's record holds (each pair is tested on the cases both saw: :attr:`Member.cases`)."""
     members: list[Member]
     level: float = LEVEL
+    stopped: list[Stopped] = field(default_factory=list)
+    """The configurations the race stopped (no later trial continued them), not in the set."""
 
     @property
     def tied(self) -> list[Member]:
@@ -79,9 +119,11 @@ class TiedSet:
         return self.cheapest() if prefer == "cheapest" else self.tied[0]
 
     def to_dict(self, prefer: str) -> dict[str, Any]:  # noqa: D102
-        return {"level": self.level, "test": "exact one-sided McNemar, every ordered pair, Holm-corrected",
+        return {"level": self.level,
+                "test": "exact one-sided McNemar on the cases each pair saw, every ordered pair, Holm-corrected",
                 "dev_cases": self.cases, "best": self.best, "prefer": prefer, "exported": self.pick(prefer).number,
-                "members": [m.to_dict() for m in self.members]}  # fmt: skip
+                "members": [m.to_dict() for m in self.members],
+                "stopped": [s.to_dict() for s in self.stopped]}  # fmt: skip
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -102,6 +144,7 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
     done = full_trials(study)
     if not done:
         return None
+    done, same = _once(done)
     record = {t.number: marks(study, t) for t in done}  # extended where the race gave the close ones more cases
     # The best: the highest accuracy among the longest records (a tie: the first to reach it).
     best = max(done, key=lambda t: (len(record[t.number]), accuracy(record[t.number]), -t.number))
@@ -116,18 +159,86 @@ def tied_set(study: Any, level: float = LEVEL) -> TiedSet | None:
 
     def member(t: Any) -> Member:
         unit = str(t.user_attrs.get("cost_unit", "calls"))
-        config = dict(t.user_attrs.get("config", t.params))
         p = 1.0 if t is best else one_sided_p(*discordant(record[t.number], record[best.number]))
         p_holm = worst.get(t.number, 1.0)
         mine = record[t.number]
-        return Member(t.number, accuracy(mine), cost_of(t), unit, p, p_holm, p_holm >= level, config, len(mine))
+        return Member(t.number, accuracy(mine), cost_of(t), unit, p, p_holm, p_holm >= level, _config(t), len(mine),
+                      t.user_attrs.get("design"), tuple(same.get(t.number, ())))  # fmt: skip
 
     members = [member(best)]
     members += sorted(
         (member(t) for t in done if t is not best),
         key=lambda m: (not m.tied, -m.cases, -m.accuracy, m.cost, m.number),
     )
-    return TiedSet(best.number, len(record[best.number]), members, level)
+    stopped = [
+        Stopped(
+            t.number,
+            accuracy(mine),
+            len(mine),
+            one_sided_p(*discordant(mine, record[best.number])),
+            dict(t.user_attrs.get("race") or {}),
+            cost_of(t),
+            str(t.user_attrs.get("cost_unit", "calls")),
+            _config(t),
+            t.user_attrs.get("design"),
+        )  # fmt: skip
+        for t in stopped_trials(study)
+        for mine in [str(t.user_attrs.get(OUTCOMES, ""))]
+    ]
+    stopped.sort(key=lambda s: (-s.cases, -s.accuracy, s.number))
+    return TiedSet(best.number, len(record[best.number]), members, level, stopped)
+
+
+def _config(trial: Any) -> dict[str, Any]:
+    return dict(trial.user_attrs.get("config", trial.params))
+
+
+def _once(done: list[Any]) -> tuple[list[Any], dict[int, list[int]]]:
+    """``done`` with each configuration once, and each kept trial -> the other trials of its configuration.
+
+    Two trials are one configuration when their designs and effective configurations
+    (:func:`~courtroom.optimize.study._asked.effective`) are equal. The one kept names its values as
+    they ran (the plain model rather than the panel that asked only it), else it is the earliest.
+    """
+    import json
+
+    groups: dict[str, list[Any]] = {}
+    for t in sorted(done, key=lambda t: t.number):
+        key = json.dumps([t.user_attrs.get("design"), effective(t)], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(t)
+    kept, same = [], {}
+    for trials in groups.values():
+        first = min(trials, key=lambda t: (effective(t) != _config(t), t.number))
+        kept.append(first)
+        if len(trials) > 1:
+            same[first.number] = [t.number for t in trials if t is not first]
+    return kept, same
+
+
+def stopped_trials(study: Any) -> list[Any]:
+    """Trials the race stopped whose configuration no later trial continued (repeats and cut-short runs aside)."""
+    from optuna.trial import TrialState
+
+    from courtroom.optimize.study.race import CONTINUES
+
+    trials = study.get_trials(deepcopy=False)
+    continued = {int(t.user_attrs[CONTINUES]) for t in trials if CONTINUES in t.user_attrs}
+    return [
+        t
+        for t in trials
+        if t.state == TrialState.PRUNED and (t.user_attrs.get("race") or {}).get("stop") and t.number not in continued
+    ]
+
+
+def dev_score(study: Any, trial: Any) -> tuple[float, int] | None:
+    """(dev accuracy, dev cases) of ``trial`` as its tied set reads it: its extended record where the race extended it.
+
+    None when the trial holds no case-by-case record or the study optimises another objective.
+    """
+    if (study.user_attrs.get("courtroom") or {}).get("objective", "accuracy") != "accuracy":
+        return None
+    mine = marks(study, trial)
+    return (accuracy(mine), len(mine)) if mine else None
 
 
 def preference(study: Any) -> str:
@@ -145,3 +256,20 @@ def exported(study: Any) -> Any | None:
         return None
     number = found.pick(preference(study)).number
     return next(t for t in study.get_trials(deepcopy=False) if t.number == number)
+
+
+def alike(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The values all of ``configs`` (two or more) hold alike: said once above a table of them; {} otherwise."""
+    if len(configs) < 2:
+        return {}
+    first, rest = configs[0], configs[1:]
+    return {k: v for k, v in first.items() if all(k in c and c[k] == v for c in rest)}
+
+
+def described(config: Mapping[str, Any], design: str | None = None, said: Mapping[str, Any] | None = None) -> str:
+    """``design=jot, model:classifier=a`` (the design first; the values ``said`` once elsewhere left out); ``-``."""
+    from courtroom.reporting.formatting import number
+
+    shown = ({"design": design} if design else {}) | dict(config)
+    text = ", ".join(f"{k}={number(v)}" for k, v in shown.items() if k not in (said or {}))
+    return text or "-"
