@@ -176,7 +176,7 @@ def fail_stale_trials(study: Any, grace: float | None = None) -> list[int]:
                 silent = now - last[1] > grace
         if dead or silent:
             why = "its worker is gone" if dead else f"no heartbeat for {grace:g} s"
-            try:
+            try:  # the reason first: a finished trial takes no attribute (a silent one may still end meanwhile)
                 study._storage.set_trial_user_attr(t._trial_id, LOST, why)
                 study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
             except (UpdateFinishedTrialError, RuntimeError):  # finished meanwhile
