@@ -145,6 +145,28 @@ def test_a_dead_workers_paper_default_is_queued_again() -> None:
     ]  # the study's reference point still runs (before: lost with its worker)
 
 
+def test_a_silent_worker_of_another_host_is_waited_out_then_its_trial_run_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another machine's worker can't be asked about its pid: its heartbeat, standing still for the
+    # grace period (shortened here) as this worker watches, fails it; then what is owed runs here.
+    import optuna
+
+    from courtroom.optimize.study import _workers
+
+    monkeypatch.setattr(_workers, "GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(_workers, "WAIT_POLL", 0.05)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    far = study.ask()
+    far.set_user_attr("worker", "another-host:7")
+    far.set_user_attr("heartbeat", 1.0)
+    runs: list[list[str]] = []
+    start = time.monotonic()
+    _workers.until_settled(study, lambda: runs.append([t.state.name for t in study.trials]))
+    assert runs == [["RUNNING"], ["FAIL"]]  # its own share, then again once the silent trial failed
+    assert 0.3 < time.monotonic() - start < 10
+    assert study.trials[0].user_attrs["lost"] == "no heartbeat for 0.3 s"
+
+
 def _dead_pid() -> int:
     """The pid of a process that has ended."""
     done = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
