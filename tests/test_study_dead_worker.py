@@ -200,6 +200,7 @@ def test_a_ctrl_c_trial_is_reported_interrupted(tmp_path: Path, courtroom_cli: A
     assert f"trial {stopped[0].number}: interrupted (not counted: it runs again when the study is continued)" in text
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")  # the test's own ask(), as a killed worker's
 def test_progress_never_counts_past_the_trials_asked_for(tmp_path: Path, courtroom_cli: Any) -> None:
     # A study holds 1 trial and one a killed worker left RUNNING: the rerun fails it and runs one
     # more. Before: the bar counted the dead trial when the command started, then the one run in its
