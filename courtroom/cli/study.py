@@ -110,6 +110,7 @@ def _print_trials(outcome: Any, console: Console, *, show_repeats: bool = False)
     usage and errors while they fit the terminal (all of them: ``trials.csv``, or ``--format``).
     Repeats and stopped runs a later trial continued are left out unless ``show_repeats``.
     """
+    from courtroom.optimize.study._attrs import why_failed
     from courtroom.optimize.study.report import pareto_table, shown_trials
     from courtroom.reporting.tables import say
 
@@ -134,7 +135,7 @@ def _print_trials(outcome: Any, console: Console, *, show_repeats: bool = False)
     if failed:
         say(console, f"{len(failed)} trial(s) failed of {len(study.trials)}:")
         for t in failed:
-            say(console, f"  trial {t.number}: {t.user_attrs.get('error', 'no error recorded (its worker died)')}")
+            say(console, f"  trial {t.number}: {why_failed(t)}")
     if outcome.config.cost_objective:
         say(console, "Pareto front (score up, calls per example down):")
         _print_frame(console, pareto_table(study).set_index("number"), ("score", "calls_per_example"))

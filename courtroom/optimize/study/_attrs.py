@@ -37,6 +37,23 @@ def ran(study: Any) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if counts(t))
 
 
+def ended(study: Any) -> int:
+    """Trials that count against ``--trials`` and have ended: what a study's progress shows as done."""
+    return sum(1 for t in study.get_trials(deepcopy=False) if counts(t) and t.state.name != "RUNNING")
+
+
 def configuration(trial: Any) -> dict[str, Any]:
     """The configuration ``trial`` ran: the one it recorded (a continued or repeated one), else its parameters."""
     return dict(trial.user_attrs["config"] if "config" in trial.user_attrs else trial.params)
+
+
+def why_failed(trial: Any) -> str:
+    """What a FAIL trial's report says: its error, or why it has none (interrupted, its worker gone)."""
+    attrs = trial.user_attrs
+    if "error" in attrs:
+        return str(attrs["error"])
+    if attrs.get("interrupted"):
+        return "interrupted (not counted: it runs again when the study is continued)"
+    if "lost" in attrs:
+        return f"{attrs['lost']}, marked failed by another worker (not counted)"
+    return "no error recorded (its worker died)"

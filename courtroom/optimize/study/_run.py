@@ -252,7 +252,7 @@ def run_study(
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
     with _stop.saving_to(where, resume=again):
-        _optimize(study, objective, config, callbacks, space)
+        _optimize(study, objective, config, callbacks, space, budget)
         with bounded_requests(config.concurrency):
             extend.after_trials(
                 study, config, dev=list(devset), reserve=reserve, budget=budget,
@@ -266,7 +266,12 @@ def run_study(
 
 
 def _optimize(
-    study: Any, objective: Any, config: StudyConfig, callbacks: Sequence[Any], space: Sequence[Param]
+    study: Any,
+    objective: Any,
+    config: StudyConfig,
+    callbacks: Sequence[Any],
+    space: Sequence[Param],
+    budget: Any = None,
 ) -> None:
     """Run this process's trials: ``config.trials`` that ran, a repeated configuration not counted.
 
@@ -274,6 +279,8 @@ def _optimize(
     tell it twice ("Cannot tell a COMPLETE trial"), so queued trials (the paper default) run one
     at a time, under the storage's lock, before the workers fan out. A sampled configuration the
     study already holds takes its stored value (:func:`courtroom.optimize.study._dedupe.run_distinct`).
+    Then it waits for the other workers' running trials, and runs a dead worker's share
+    (:func:`courtroom.optimize.study._workers.until_settled`), unless the budget stopped it.
     """
     from optuna.trial import TrialState
 
@@ -292,7 +299,11 @@ def _optimize(
 
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        _dedupe.run_distinct(study, rounds, config.trials, space)
+        _workers.until_settled(
+            study,
+            lambda: _dedupe.run_distinct(study, rounds, config.trials, space),
+            again=lambda: budget is None or not budget.stopped,
+        )
 
 
 def study_config_dict(config: StudyConfig) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from courtroom.eval.metrics import score
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
-from courtroom.optimize.study import _dedupe, _storage, _workers, race
+from courtroom.optimize.study import _dedupe, _workers, race
 from courtroom.optimize.study._config import OBJECTIVES, StudyConfig, _optuna
 from courtroom.optimize.study.spaces import Param, sample, split_params
 from courtroom.programs import build_program
@@ -188,13 +188,16 @@ def make_objective(
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
             trial.set_user_attr("error", error)
             raise TrialFailed(error) from exc
+        except KeyboardInterrupt:  # Ctrl-C (or a refused call after it): Optuna fails the trial; say why
+            with contextlib.suppress(Exception):
+                trial.set_user_attr("interrupted", True)
+            raise
 
     def run_trial(trial: Any) -> Any:
         from courtroom import _stop
         from courtroom.cost.tally import TokenTally, tallied
 
-        trial.set_user_attr("worker", _storage.worker())
-        trial.set_user_attr("heartbeat", time.time())
+        _workers.sign(trial)  # who runs it, since when: another worker judges whether it is gone
         params = sample(space, trial)
         try:
             _dedupe.claim(

@@ -306,7 +306,11 @@ def run_design_study(
 
     # One bound for the process: the trials that run at once share --concurrency.
     with bounded_requests(config.concurrency):
-        run_distinct(study, rounds, config.trials, space)
+        _workers.until_settled(  # then a dead worker's share, once the others' trials have ended
+            study,
+            lambda: run_distinct(study, rounds, config.trials, space),
+            again=lambda: budget is None or not budget.stopped,
+        )
         extend.after_trials(
             study, config, dev=list(devset), reserve=reserve, budget=budget,
             build=lambda t: rebuilt_design(t, config, lms, train, list(labels), list(positions or []) or None, objects),

@@ -242,17 +242,25 @@ def run_spec_study(
             )
             config.study_name = name
     with ProgressDisplay(progress, prices=spec.budget.table()) as display:
-        held = _held(config)  # a continued study: the bar counts the trials it holds, up to --trials
         bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
-        for _ in range(min(held, config.trials)):
-            bar.advance()
+
+        def count(held: int) -> None:
+            """The bar shows the study's ended trials that count (every worker's), never past --trials."""
+            while bar.done < min(held, config.trials):
+                bar.advance()
+
+        count(_held(config))  # a continued study: the trials it holds
 
         def on_trial(study: Any, trial: Any) -> None:
+            from courtroom.optimize.study._attrs import ended
+
             value = trial.values[0] if trial.values else None
             if trial.user_attrs.get("duplicate_of") is not None:  # not run: it does not count against --trials
                 bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: its value reused")
                 return
-            bar.advance()  # counted before its line is printed: "trial 0 complete, 1/3 trials"
+            # Counted before its line is printed: "trial 0 complete, 1/3 trials". Not one per trial told:
+            # an interrupted trial does not count, and a dead worker's (running when this began) did not end.
+            count(ended(study))
             bar.status(
                 f"trial {trial.number} {trial.state.name.lower()}" + (f" {value:.3f}" if value is not None else "")
             )
@@ -275,14 +283,14 @@ def run_spec_study(
 
 
 def _held(config: StudyConfig) -> int:
-    """Trials the study already holds that count against ``--trials`` (0 for a new study)."""
+    """Trials the study already holds that count against ``--trials`` and have ended (0 for a new study)."""
     from courtroom.optimize.study import _storage
-    from courtroom.optimize.study._attrs import ran
+    from courtroom.optimize.study._attrs import ended
     from courtroom.optimize.study._config import _optuna
 
     optuna = _optuna()
     try:
-        return ran(optuna.load_study(study_name=config.name, storage=_storage.open_storage(config.storage)))
+        return ended(optuna.load_study(study_name=config.name, storage=_storage.open_storage(config.storage)))
     except KeyError:  # a new study
         return 0
 
