@@ -84,7 +84,12 @@ def experiment(
     elif given:
         spec = spec.updated(**given)
     spec.command = command
-    return spec.validate()
+    spec.validate()
+    if spec.design.metric is not None:  # an unknown name or a function that does not import: before any request
+        from courtroom.eval.metrics import get_metric
+
+        get_metric(spec.design.metric)
+    return spec
 
 
 def _budget(spec: Experiment) -> Any:
@@ -117,8 +122,25 @@ def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
     """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    with _tracing(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
+    with _tracing(spec), _scoring(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
         yield display
+
+
+def _scoring(spec: Experiment, folder: str | Path | None = None) -> Any:
+    """Every case scored with ``--metric`` while it runs (a resumed run folder: the metric it records)."""
+    from courtroom.eval.metrics import scoring
+
+    metric = spec.design.metric
+    if metric is None and folder is not None:
+        recorded = Path(folder) / "meta.json"
+        if recorded.is_file():
+            import json
+
+            try:
+                metric = ((json.loads(recorded.read_text()).get("spec") or {}).get("design") or {}).get("metric")
+            except (OSError, ValueError, AttributeError):
+                metric = None  # the run's own reader names a damaged meta.json
+    return scoring(metric)
 
 
 def _tracing(spec: Experiment) -> Any:
@@ -160,7 +182,7 @@ def run(
     _stop.note_flags(spec.runtime_flags())
     config = run_config(spec) if resume is None else None
     spend = {} if (budget := _budget(spec)) is None else {"budget": budget}
-    with _display(spec, progress) as display:
+    with _display(spec, progress) as display, _scoring(spec, resume):
         bar = display.track(spec.design.framework or (config.framework if config else "resume"))
         hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
         if resume is not None:
@@ -407,7 +429,7 @@ def study(
         raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
     _stop.note_flags(spec.runtime_flags())
     try:
-        with _tracing(spec):
+        with _tracing(spec), _scoring(spec):
             outcome = run_spec_study(
                 spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
             )

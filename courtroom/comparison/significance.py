@@ -38,8 +38,9 @@ VOTE_FAILED = "vote failed"
 
 
 def correct_by_id(results: Sequence[Any]) -> dict[str, bool]:
-    """Example id -> whether the prediction equals the gold label (a failure is wrong)."""
-    return {str(r.id): r.prediction is not None and r.prediction == r.gold for r in results}
+    """Example id -> whether the prediction equals the gold label (a failure is wrong; under ``--metric``:
+    its value is at least 0.5, :attr:`~courtroom.eval.harness.ExampleResult.correct`)."""
+    return {str(r.id): r.prediction is not None and bool(r.correct) for r in results}
 
 
 def add_mcnemar(
