@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -41,12 +42,20 @@ GROUPS = {
 """Extension point -> its entry-point group."""
 
 _loaded: set[tuple[str, str, str]] = set()
-_lock = threading.Lock()
+_lock = threading.RLock()
+_scanned: tuple[tuple[str, ...], Any] | None = None
+"""(``sys.path`` when scanned, every installed entry point): one scan of the packages' metadata serves
+the four groups until the path changes (a test, or a user, putting a package on it)."""
 
 
 def entry_points(kind: str) -> list[importlib.metadata.EntryPoint]:
     """The installed entry points of ``kind`` (``frameworks``, ``tasks``, ...): read, not imported."""
-    return list(importlib.metadata.entry_points(group=GROUPS[kind]))
+    global _scanned
+    with _lock:
+        path = tuple(sys.path)
+        if _scanned is None or _scanned[0] != path:
+            _scanned = (path, importlib.metadata.entry_points())
+        return list(_scanned[1].select(group=GROUPS[kind]))
 
 
 def names(kind: str) -> list[str]:

@@ -10,6 +10,7 @@ figure checked here is computed from the CSV itself.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import textwrap
@@ -28,6 +29,8 @@ WRONG = 4
 """Every 4th case leans against its label: the fake answers it wrong."""
 CREDIT = 0.25
 """What the plugin's metric gives a wrong answer (a right one: 1)."""
+EVERY_ROW = ["--split-sizes", "0,0,8"]
+"""Eight cases, all in the evaluated split: the figures do not depend on which ones a split drew."""
 
 PLUGIN = '''
 import dspy
@@ -131,12 +134,12 @@ def server() -> Iterator[FakeServer]:
         yield s
 
 
-def _csv(path: Path, n: int, majority: int = 2) -> Path:
-    """``n`` cases labelled no, yes, no, yes... (``majority`` 3: two of three ``yes``); every 4th leans wrong."""
+def _csv(path: Path, n: int, majority: int = 2, wrong: int = WRONG) -> Path:
+    """``n`` cases labelled no, yes, no, yes... (``majority`` 3: two of three yes); every ``wrong``-th leans wrong."""
     rows = []
     for i in range(n):
         label = "yes" if i % majority else "no"
-        lean = ("no" if label == "yes" else "yes") if i % WRONG == 0 else label
+        lean = ("no" if label == "yes" else "yes") if i % wrong == 0 else label
         rows.append({"text": f"claim {i}: the evidence leans {lean}", "label": label})
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
@@ -157,43 +160,46 @@ def test_an_installed_framework_is_listed_and_runs(site: Path, server: FakeServe
     assert listed.returncode == 0, listed.stderr
     assert "plugin-zero" in listed.stdout and "The plugin's own framework" in listed.stdout
     assert "plugin-labeled" in listed.stdout and "quarter-credit" in listed.stdout  # its optimizer and metric
-    data = _csv(tmp_path / "claims.csv", 12)
-    done = cli("run", "plugin-zero", "--dataset", str(data), *FIELDS, "--limit", "8", *_model(server))
+    data = _csv(tmp_path / "claims.csv", 8)
+    done = cli("run", "plugin-zero", "--dataset", str(data), *FIELDS, *EVERY_ROW, *_model(server))
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["accuracy"] == _expected(8)[0] and summary["n"] == 8
-    assert json.loads((run_dir / "meta.json").read_text())["framework"] == "plugin-zero"
+    assert json.loads((run_dir / "meta.json").read_text())["config"]["framework"] == "plugin-zero"
 
 
 def test_an_installed_task_is_listed_and_loads(site: Path, server: FakeServer, cli: Any, tmp_path: Path) -> None:
     listed = cli("tasks")
     assert listed.returncode == 0 and "plugin_claims" in listed.stdout, listed.stderr
-    data = _csv(tmp_path / "claims.csv", 12)
-    done = cli("run", "zero-shot", "--task", "plugin_claims", "--data", str(data), "--limit", "4", *_model(server))
+    data = _csv(tmp_path / "claims.csv", 8)
+    done = cli("run", "zero-shot", "--task", "plugin_claims", "--data", str(data), *EVERY_ROW, *_model(server))
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert json.loads((run_dir / "summary.json").read_text())["accuracy"] == _expected(4)[0]
+    assert json.loads((run_dir / "summary.json").read_text())["accuracy"] == _expected(8)[0]
 
 
 def test_an_installed_optimizer_compiles(site: Path, server: FakeServer, cli: Any, tmp_path: Path) -> None:
     data = _csv(tmp_path / "claims.csv", 30)
-    done = cli("compile", "plugin-zero", "--dataset", str(data), *FIELDS, "--optimizer", "plugin-labeled",
-               "--train-limit", "4", "--dev-limit", "3", "--test-limit", "4", *_model(server), "-o", "p.json")  # fmt: skip
+    sizes = ["--train-limit", "4", "--dev-limit", "3", "--test-limit", "4"]
+    done = cli("compile", "plugin-zero", "--dataset", str(data), *FIELDS, "--optimizer", "plugin-labeled", *sizes,
+               *_model(server), "-o", "p.json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     meta = json.loads(Path("p.json").read_text())
     found = json.dumps(meta)
     assert '"plugin-labeled"' in found and '"plugin-zero"' in found
 
 
-def test_a_broken_plugin_is_one_warning_naming_its_package(site: Path, cli: Any) -> None:
+def test_a_broken_plugin_is_one_warning_naming_its_package(
+    site: Path, cli: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     from courtroom import _plugins
 
     _plugins._loaded.discard(("frameworks", "broken-one", "no_such_module_here:Broken"))
     done = cli("frameworks")
     assert done.returncode == 0, done.stderr
-    warned = [line for line in done.stderr.splitlines() if "courtroom-brokenplugin" in line]
-    assert len(warned) == 1 and "broken-one" in warned[0], done.stderr
+    warned = [r.getMessage() for r in caplog.records if "courtroom-brokenplugin" in r.getMessage()]
+    assert len(warned) == 1 and "broken-one" in warned[0] and "\n" not in warned[0], warned
     assert "plugin-zero" in done.stdout  # the other plugin still loads
 
 
@@ -207,8 +213,8 @@ def test_an_unknown_plugin_name_lists_the_installed_ones(site: Path, cli: Any) -
 def test_metric_in_run_is_the_mean_and_recorded(
     site: Path, server: FakeServer, cli: Any, tmp_path: Path, metric: str
 ) -> None:
-    data = _csv(tmp_path / "claims.csv", 12)
-    done = cli("run", "zero-shot", "--dataset", str(data), *FIELDS, "--limit", "8", "--metric", metric,
+    data = _csv(tmp_path / "claims.csv", 8)
+    done = cli("run", "zero-shot", "--dataset", str(data), *FIELDS, *EVERY_ROW, "--metric", metric,
                *_model(server))  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -222,44 +228,47 @@ def test_metric_in_run_is_the_mean_and_recorded(
     assert sorted(scores) == sorted([CREDIT if i % WRONG == 0 else 1.0 for i in range(8)])
 
 
-def test_metric_in_compare_compile_score_and_study(
-    site: Path, server: FakeServer, cli: Any, tmp_path: Path
-) -> None:
-    data = _csv(tmp_path / "claims.csv", 40)
+def test_metric_in_compare_compile_score_and_studies(site: Path, server: FakeServer, cli: Any, tmp_path: Path) -> None:
+    data, dev = _csv(tmp_path / "claims.csv", 40), _csv(tmp_path / "dev.csv", 4)
     metric = ["--metric", "quarter-credit"]
-    labels, mean = _expected(4)
+    _, mean = _expected(4)  # case 0 of 4 answered wrong: (3 + 0.25) / 4
 
-    compared = cli("compare", "--frameworks", "zero-shot,cot", "--dataset", str(data), *FIELDS, "--limit", "4",
-                   "--no-matched-baselines", *metric, *_model(server), "--format", "csv")  # fmt: skip
+    compared = cli("compare", "--frameworks", "zero-shot,plugin-zero", "--dataset", str(dev), *FIELDS,
+                   "--split-sizes", "0,0,4", "--no-matched-baselines", *metric, *_model(server),
+                   "--format", "csv")  # fmt: skip
     assert compared.returncode == 0, compared.stderr
-    table = pd.read_csv(__import__("io").StringIO(compared.stdout), index_col=0)
+    table = pd.read_csv(io.StringIO(compared.stdout), index_col=0)
     assert table.loc["zero-shot", "accuracy"] == pytest.approx(mean)
-    assert table.loc["zero-shot", "metric"] == "quarter-credit"
+    assert table.loc["zero-shot", "label_accuracy"] == 0.75 and table.loc["zero-shot", "metric"] == "quarter-credit"
+    assert table.loc["plugin-zero", "accuracy"] == pytest.approx(mean)  # the plugin's framework, compared
 
-    compiled = cli("compile", "zero-shot", "--dataset", str(data), *FIELDS, "--optimizer", "labeled", "--opt", "k=2",
-                   "--train-limit", "4", "--dev-limit", "4", "--test-limit", "4", *metric, *_model(server),
+    compiled = cli("compile", "zero-shot", "--dataset", str(data), *FIELDS, "--dev-data", str(dev), "--optimizer",
+                   "labeled", "--opt", "k=2", "--train-limit", "4", "--test-limit", "4", *metric, *_model(server),
                    "-o", "p.json")  # fmt: skip
     assert compiled.returncode == 0, compiled.stderr
-    meta = json.loads(Path("p.json").read_text())["metadata"]
+    meta = json.loads(Path("p.json").read_text())["metadata"]["courtroom"]
     assert meta["metric"] == "quarter-credit" and meta["spec"]["design"]["metric"] == "quarter-credit"
+    assert meta["scores"]["dev"]["before"]["accuracy"] == pytest.approx(mean)
     assert "accuracy: mean quarter-credit" in compiled.stdout
 
-    scored = cli("score", "p.json", "--dataset", str(data), *FIELDS, "--limit", "4", "--no-matched-baselines",
-                 *metric, "--api-base", server.url, "--out", "scores")  # fmt: skip
+    scored = cli("score", "p.json", "--dataset", str(dev), *FIELDS, "--no-matched-baselines", *metric,
+                 "--api-base", server.url, "--out", "scores")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     assert f"accuracy (mean quarter-credit) {mean:.3f}" in " ".join(scored.stdout.split())
 
-    studied = cli("study", "zero-shot", "--dataset", str(data), *FIELDS, "--trials", "1", "--dev-limit", "4",
-                  "--train-limit", "2", "--test-limit", "0", "--storage", f"sqlite:///{tmp_path}/s.db", *metric,
-                  *_model(server), "--out", "report")  # fmt: skip
-    assert studied.returncode == 0, studied.stderr
-    import optuna
+    for design in ([], ["--frameworks", "zero-shot,plugin-zero"]):  # a study of one framework, and across designs
+        storage = f"sqlite:///{tmp_path}/s{len(design)}.db"
+        single = [] if design else ["self-consistency", "--set", "k_shots=0"]
+        studied = cli("study", *single, *design, "--dataset", str(data), *FIELDS,
+                      "--dev-data", str(dev), "--trials", "1", "--train-limit", "2", "--test-limit", "0",
+                      "--storage", storage, *metric, *_model(server), "--out", f"report{len(design)}")  # fmt: skip
+        assert studied.returncode == 0, studied.stderr
+        import optuna
 
-    (study,) = optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/s.db")
-    trial = optuna.load_study(study_name=study.study_name, storage=f"sqlite:///{tmp_path}/s.db").trials[0]
-    dev_labels, dev_mean = trial.user_attrs["accuracy"], None
-    assert trial.values[0] == pytest.approx(dev_labels)  # the objective is the metric's mean
-    assert trial.values[0] not in (0.0, 1.0) and dev_mean is None
+        (summary,) = optuna.get_all_study_summaries(storage)
+        trials = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+        assert trials and all(t.values[0] == pytest.approx(mean) for t in trials if t.values)  # the metric's mean
+        assert "quarter-credit" in (tmp_path / f"report{len(design)}" / "study.json").read_text()
 
 
 @pytest.mark.parametrize(
@@ -270,7 +279,7 @@ def test_metric_in_compare_compile_score_and_study(
 def test_a_bad_metric_is_refused_before_any_request(
     site: Path, server: FakeServer, cli: Any, tmp_path: Path, metric: str, says: str
 ) -> None:
-    before = server.counts["requests"] if "requests" in server.counts else sum(server.counts.values())
+    before = server.counts["requests"]
     for command in (["run", "zero-shot"], ["compare", "--frameworks", "zero-shot,cot"], ["compile", "zero-shot"],
                     ["study", "zero-shot", "--trials", "1"]):  # fmt: skip
         done = cli(*command, "--limit" if command[0] in ("run", "compare") else "--dev-limit", "2",
@@ -278,6 +287,32 @@ def test_a_bad_metric_is_refused_before_any_request(
         assert done.returncode == 2, (command, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0] and "--metric" in lines[0], (command, done.stderr)
-    after = server.counts["requests"] if "requests" in server.counts else sum(server.counts.values())
-    assert after == before
-    assert not any(tmp_path.iterdir()) or not (tmp_path / "runs").exists()
+    assert server.counts["requests"] == before
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "comparisons").exists()
+
+
+def test_compile_and_score_say_when_a_program_is_below_the_majority_class(
+    server: FakeServer, cli: Any, tmp_path: Path
+) -> None:
+    """Two of three cases are ``yes`` and the program gets every other case wrong: worse than always ``yes``."""
+    data = _csv(tmp_path / "cases.csv", 60, majority=3, wrong=2)
+    sizes = ["--train-limit", "6", "--dev-limit", "4", "--test-limit", "12"]
+    compiled = cli("compile", "zero-shot", "--dataset", str(data), *FIELDS, "--optimizer", "labeled", "--opt", "k=2",
+                   *sizes, *_model(server), "-o", "p.json")  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr
+    golds = [json.loads(x)["gold"] for x in Path("p-test-after/results.jsonl").read_text().splitlines()]
+    rate = golds.count("yes") / len(golds)
+    after = json.loads(Path("p-test-after/summary.json").read_text())["accuracy"]
+    assert after < rate  # the data make it so: the line must say it
+    said = " ".join(compiled.stdout.split())
+    assert (f"majority class (training split): 'yes', {rate:.3f} of the held-out cases; the compiled program "
+            f"({after:.3f}) is below always answering 'yes'") in said  # fmt: skip
+
+    scored = cli("score", "p.json", "--no-matched-baselines", "--api-base", server.url, "--out", "scores")
+    assert scored.returncode == 0, scored.stderr
+    (run_dir,) = [p for p in Path("scores").rglob("summary.json") if p.parent.name != "scores"]
+    summary = json.loads(run_dir.read_text())
+    share = summary["per_class"]["yes"]["support"] / summary["n"]
+    said = " ".join(scored.stdout.split())
+    assert (f"majority class (scored cases): 'yes', {share:.3f} of the scored cases; the program "
+            f"({summary['accuracy']:.3f}) is below always answering 'yes'") in said  # fmt: skip

@@ -15,6 +15,7 @@ this module: :mod:`courtroom.api._score` (a saved program on labelled data: its 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -127,19 +128,18 @@ def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
 
 
 def _scoring(spec: Experiment, folder: str | Path | None = None) -> Any:
-    """Every case scored with ``--metric`` while it runs (a resumed run folder: the metric it records)."""
+    """Every case scored with ``--metric`` while it runs (a resumed folder: the metric its spec records)."""
     from courtroom.eval.metrics import scoring
 
     metric = spec.design.metric
-    if metric is None and folder is not None:
-        recorded = Path(folder) / "meta.json"
-        if recorded.is_file():
-            import json
-
-            try:
-                metric = ((json.loads(recorded.read_text()).get("spec") or {}).get("design") or {}).get("metric")
-            except (OSError, ValueError, AttributeError):
-                metric = None  # the run's own reader names a damaged meta.json
+    for name in ("meta.json", "plan.json", "group.json") if metric is None and folder is not None else ():
+        try:  # a run folder, a comparison, a repeat group (its config holds the spec)
+            data = json.loads((Path(folder) / name).read_text())  # type: ignore[arg-type]
+            recorded = data.get("spec") or (data.get("config") or {}).get("spec") or {}
+            metric = (recorded.get("design") or {}).get("metric")
+        except (OSError, ValueError, AttributeError):
+            continue  # not this kind of folder (or damaged: the folder's own reader names it)
+        break
     return scoring(metric)
 
 
@@ -321,7 +321,8 @@ def compare(
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
-            return _tracked(spec, resume_comparison(resume, **hooks, **given_options(spec)))
+            with _scoring(spec, resume):
+                return _tracked(spec, resume_comparison(resume, **hooks, **given_options(spec)))
         opts = compare_options(spec)
         return _tracked(spec, run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts))
 
@@ -397,7 +398,8 @@ def compile(  # noqa: A001 - the command's name
         out = Path(spec.output.out or "program.json")
         metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
         result = dataclasses.replace(result, metadata=metadata, path=save_program(result.program, out, metadata))
-        result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
+        with _scoring(spec):  # the run folders' summaries name the metric their accuracy is the mean of
+            result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
     return _tracked(spec, result)
 
 

@@ -38,8 +38,10 @@ VOTE_FAILED = "vote failed"
 
 
 def correct_by_id(results: Sequence[Any]) -> dict[str, bool]:
-    """Example id -> whether the prediction equals the gold label (a failure is wrong; under ``--metric``:
-    its value is at least 0.5, :attr:`~courtroom.eval.harness.ExampleResult.correct`)."""
+    """Example id -> whether the prediction is right (a failure is wrong; under ``--metric``: its value >= 0.5).
+
+    :attr:`~courtroom.eval.harness.ExampleResult.correct` decides.
+    """
     return {str(r.id): r.prediction is not None and bool(r.correct) for r in results}
 
 

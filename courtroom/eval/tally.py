@@ -160,7 +160,7 @@ class Tally:
         if self.scored:  # under --metric: accuracy is the metric's mean (a failure scores 0)
             summary["label_accuracy"] = summary["accuracy"]
             summary["accuracy"] = self._scores.value() / self.count
-            summary["metric"] = self.metric or "metric"
+            summary["metric"] = self.metric or "a metric"  # a resume that did not name it
         summary.update(
             calls=usage.calls,
             sent=usage.sent,

@@ -75,9 +75,7 @@ def role_feedback(
     return f"{outcome} As the {role}: " + " ".join(notes)
 
 
-def feedback_metric(
-    labels: Sequence[str], positions: Sequence[str], base: Callable[..., Any] = label_metric
-) -> Any:
+def feedback_metric(labels: Sequence[str], positions: Sequence[str], base: Callable[..., Any] = label_metric) -> Any:
     """A GEPA metric over ``labels``: ``base``'s score (1/0 on the verdict by default), with role-level feedback."""
 
     def metric(
