@@ -85,11 +85,10 @@ def load(kind: str, add: Callable[[str, Any], None]) -> None:
                 add(ep.name, ep.load())
             except Exception as exc:  # noqa: BLE001 - someone else's package must not stop a command
                 text = str(exc).strip().splitlines()
-                why = f"{type(exc).__name__}: {text[0][:120]}" if text else type(exc).__name__
+                why = f"{type(exc).__name__}: {text[0][:100]}" if text else type(exc).__name__
                 log.warning(
-                    "plugin %s (%s, package %s) not loaded: %s; fix or uninstall %s",
+                    "plugin %s of package %s not loaded (%s): fix or uninstall %s",
                     ep.name,
-                    GROUPS[kind],
                     package(ep),
                     why,
                     package(ep),

@@ -40,9 +40,11 @@ VOTE_FAILED = "vote failed"
 def correct_by_id(results: Sequence[Any]) -> dict[str, bool]:
     """Example id -> whether the prediction is right (a failure is wrong; under ``--metric``: its value >= 0.5).
 
-    :attr:`~courtroom.eval.harness.ExampleResult.correct` decides.
+    :func:`courtroom.eval.metrics.right` decides.
     """
-    return {str(r.id): r.prediction is not None and bool(r.correct) for r in results}
+    from courtroom.eval.metrics import right
+
+    return {str(r.id): right(r) for r in results}
 
 
 def add_mcnemar(

@@ -20,7 +20,7 @@ import dspy
 from dspy.dsp.utils.settings import thread_local_overrides
 
 from courtroom.analysis.calibration import confidence
-from courtroom.eval.metrics import PASS, active
+from courtroom.eval.metrics import active, right
 from courtroom.eval.tally import Tally, add_usage
 from courtroom.models import batch
 from courtroom.models._breaker import Unreachable, converted
@@ -60,9 +60,7 @@ class ExampleResult:
     @property
     def correct(self) -> bool:
         """Whether the prediction equals the gold label (under ``--metric``: its value is at least 0.5)."""
-        if self.score is not None:
-            return self.prediction is not None and self.score >= PASS
-        return self.prediction == self.gold
+        return right(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (its lists and dicts are copies, one level deep); ``score`` only when scored.

@@ -199,6 +199,14 @@ def scoring(name: str | Metric | None) -> Iterator[Metric | None]:
         _ACTIVE.reset(token)
 
 
+def right(result: Any) -> bool:
+    """Whether a harness result counts as right: its label is the gold one (under ``--metric``: value >= 0.5)."""
+    value = getattr(result, "score", None)
+    if result.prediction is None:
+        return False
+    return value >= PASS if value is not None else result.prediction == result.gold
+
+
 def score_results(results: Sequence[Any], labels: Sequence[str]) -> dict[str, Any]:
     """:func:`score` of harness results; under ``--metric`` (their ``score``), accuracy is its mean."""
     s = score([r.gold for r in results], [r.prediction for r in results], labels)
