@@ -427,6 +427,3 @@ __all__ = [
     "to_examples",
     "unique_cases",
 ]
-
-
-load_plugins()  # last: a plugin's module may import this one

@@ -312,6 +312,3 @@ def check_compatible(opt: Optimizer, program: CourtroomProgram) -> None:
                 f"optimizer knn is incompatible with {fw}: role(s) {', '.join(blind)} do not read "
                 "the case, so no similarity can pick their precedents; use bootstrap"
             )
-
-
-load_plugins()  # last: a plugin's module may import this one

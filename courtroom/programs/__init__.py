@@ -132,6 +132,3 @@ def check_roles(roles: Mapping[str, object], valid: Sequence[str]) -> None:
     unknown = sorted(set(roles) - set(valid))
     if unknown:
         raise ConfigError(f"unknown role {unknown[0]!r} in --role: valid roles are {', '.join(sorted(valid))}")
-
-
-load_plugins()  # last: a plugin's module may import this one
