@@ -19,7 +19,7 @@ A task or an optimizer may also be a function of no arguments returning one. The
 name is the name a command line uses. Nothing is read while only built-in names are used: a
 registry loads its group when a name is not found in it (``get_framework``, ``get_task``,
 ``get_optimizer``, ``get_metric``) and when ``courtroom frameworks`` or ``tasks`` lists it; the
-packages' metadata is scanned once per ``sys.path`` (a scan of ~180 packages took 40-300 ms), and
+packages' metadata is scanned once per ``sys.path`` (176 packages: 126-323 ms at load 13), and
 each entry point is loaded once. A plugin that fails to load is one warning line naming its
 package, never a crash: the built-in names keep working.
 """
