@@ -93,10 +93,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     import importlib
     import sys
 
-    from courtroom import _plugins
-    from courtroom.data.tasks import TASKS
-    from courtroom.eval.metrics import METRICS
-    from courtroom.optimize.optimizers import OPTIMIZERS
+    from courtroom.data import tasks
+    from courtroom.eval import metrics
+    from courtroom.optimize import optimizers
     from courtroom.programs import FRAMEWORKS
 
     root = tmp_path_factory.mktemp("site-packages")
@@ -110,12 +109,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     importlib.invalidate_caches()
     yield root
     sys.path.remove(str(root))
-    for registry, name in ((FRAMEWORKS, "plugin-zero"), (TASKS, "plugin_claims"), (OPTIMIZERS, "plugin-labeled"),
-                           (METRICS, "quarter-credit")):  # fmt: skip
+    registries = ((FRAMEWORKS, "plugin-zero"), (tasks.TASKS, "plugin_claims"),
+                  (optimizers.OPTIMIZERS, "plugin-labeled"),
+                  (getattr(metrics, "METRICS", {}), "quarter-credit"))  # fmt: skip
+    for registry, name in registries:
         registry.pop(name, None)
-    _plugins._loaded.clear()
+    _loaded().clear()
     for module in ("courtroom_testplugin", "own_metrics"):
         sys.modules.pop(module, None)
+
+
+def _loaded() -> set[Any]:
+    """The entry points loaded so far (read through ``sys.modules``: nothing to clear before plugins existed)."""
+    import sys
+
+    return getattr(sys.modules.get("courtroom._plugins"), "_loaded", set())
 
 
 def _lean(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -193,9 +201,7 @@ def test_an_installed_optimizer_compiles(site: Path, server: FakeServer, cli: An
 def test_a_broken_plugin_is_one_warning_naming_its_package(
     site: Path, cli: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from courtroom import _plugins
-
-    _plugins._loaded.discard(("frameworks", "broken-one", "no_such_module_here:Broken"))
+    _loaded().discard(("frameworks", "broken-one", "no_such_module_here:Broken"))
     done = cli("frameworks")
     assert done.returncode == 0, done.stderr
     warned = [r.getMessage() for r in caplog.records if "courtroom-brokenplugin" in r.getMessage()]
@@ -226,6 +232,8 @@ def test_metric_in_run_is_the_mean_and_recorded(
     assert f"accuracy (mean {metric})" in done.stdout
     scores = [json.loads(line)["score"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert sorted(scores) == sorted([CREDIT if i % WRONG == 0 else 1.0 for i in range(8)])
+    dry = cli("run", "zero-shot", "--dataset", str(data), *FIELDS, "--metric", metric, "--dry-run", *_model(server))
+    assert dry.returncode == 0, dry.stderr  # the dry run takes it too
 
 
 def test_metric_in_compare_compile_score_and_studies(site: Path, server: FakeServer, cli: Any, tmp_path: Path) -> None:
