@@ -112,7 +112,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     registries = ((FRAMEWORKS, "plugin-zero"), (tasks.TASKS, "plugin_claims"),
                   (optimizers.OPTIMIZERS, "plugin-labeled"),
                   (getattr(metrics, "METRICS", {}), "quarter-credit"))  # fmt: skip
-    for registry, name in registries:
+    spaces = sys.modules.get("courtroom.optimize.study.spaces")  # a study gave the plugin's design a space
+    for registry, name in (*registries, (getattr(spaces, "SPACES", {}), "plugin-zero")):
         registry.pop(name, None)
     _loaded().clear()
     for module in ("courtroom_testplugin", "own_metrics"):
