@@ -71,7 +71,7 @@ def package(ep: importlib.metadata.EntryPoint) -> str:
     return str(dist.name) if dist is not None and dist.name else ep.value.split(":")[0].split(".")[0]
 
 
-def load(kind: str, add: Callable[[str, Any], None]) -> None:
+def load(kind: str, add: Callable[[str, Any], object]) -> None:
     """Load the entry points of ``kind`` not loaded yet, handing each (name, object) to ``add``.
 
     ``add`` puts the object in the registry (raising when it is not of the kind's type). A plugin
