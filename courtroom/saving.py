@@ -34,7 +34,7 @@ import dspy
 
 from courtroom.errors import ConfigError, did_you_mean
 from courtroom.models.lms import RoleLMs, resolve_roles, saved_name
-from courtroom.programs import FRAMEWORKS, CourtroomProgram
+from courtroom.programs import FRAMEWORKS, CourtroomProgram, load_plugins
 
 if TYPE_CHECKING:
     from courtroom.api._options import LoadOptions
@@ -286,6 +286,8 @@ def _program(
 ) -> CourtroomProgram:
     """The program a file's (state, metadata) describe, on the models named (``path`` names it in errors)."""
     name = meta.get("framework")
+    if name not in FRAMEWORKS:
+        load_plugins()  # an installed package's framework
     if name not in FRAMEWORKS:
         raise ConfigError(
             f"{path} holds framework {name!r}, which this courtroom does not have: "

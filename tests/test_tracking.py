@@ -368,3 +368,20 @@ def test_track_keeps_mlflows_view_run_lines_off_stdout(
     assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout
     table = pd.read_csv(io.StringIO(done.stdout))
     assert len(table) >= 2 and "accuracy" in table.columns
+
+
+def test_track_says_on_stderr_which_mlflow_run_holds_the_results(
+    tracked: dict[str, Any], tmp_path: Path, cli: Any
+) -> None:
+    """One line on stderr names the MLflow run (and the store it is in); stdout stays the command's own."""
+    with FakeServer() as server:
+        done = cli("run", "zero-shot", "--limit", "2", "--lm", "openai/fake-said", "--api-base", server.url,
+                   "--track", tracked["store"], "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("tracked: MLflow run ")]
+    run_id = line.split()[3]
+    found = tracked["client"].get_run(run_id)
+    assert found.data.tags["courtroom.id"] == run_dir.name
+    assert line == f"tracked: MLflow run {run_id} in {tracked['store']}"
+    assert "tracked:" not in done.stdout

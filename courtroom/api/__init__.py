@@ -15,6 +15,7 @@ this module: :mod:`courtroom.api._score` (a saved program on labelled data: its 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -84,7 +85,12 @@ def experiment(
     elif given:
         spec = spec.updated(**given)
     spec.command = command
-    return spec.validate()
+    spec.validate()
+    if spec.design.metric is not None:  # an unknown name or a function that does not import: before any request
+        from courtroom.eval.metrics import get_metric
+
+        get_metric(spec.design.metric)
+    return spec
 
 
 def _budget(spec: Experiment) -> Any:
@@ -117,8 +123,24 @@ def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
     """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    with _tracing(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
+    with _tracing(spec), _scoring(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
         yield display
+
+
+def _scoring(spec: Experiment, folder: str | Path | None = None) -> Any:
+    """Every case scored with ``--metric`` while it runs (a resumed folder: the metric its spec records)."""
+    from courtroom.eval.metrics import scoring
+
+    metric = spec.design.metric
+    for name in ("meta.json", "plan.json", "group.json") if metric is None and folder is not None else ():
+        try:  # a run folder, a comparison, a repeat group (its config holds the spec)
+            data = json.loads((Path(folder) / name).read_text())  # type: ignore[arg-type]
+            recorded = data.get("spec") or (data.get("config") or {}).get("spec") or {}
+            metric = (recorded.get("design") or {}).get("metric")
+        except (OSError, ValueError, AttributeError):
+            continue  # not this kind of folder (or damaged: the folder's own reader names it)
+        break
+    return scoring(metric)
 
 
 def _tracing(spec: Experiment) -> Any:
@@ -160,7 +182,7 @@ def run(
     _stop.note_flags(spec.runtime_flags())
     config = run_config(spec) if resume is None else None
     spend = {} if (budget := _budget(spec)) is None else {"budget": budget}
-    with _display(spec, progress) as display:
+    with _display(spec, progress) as display, _scoring(spec, resume):
         bar = display.track(spec.design.framework or (config.framework if config else "resume"))
         hooks: dict[str, Any] = {"progress": lambda r, res: bar.result(res), "on_start": lambda r, n: bar.start(n)}
         if resume is not None:
@@ -299,7 +321,8 @@ def compare(
         if resume is not None:
             from courtroom.comparison.resume import resume_comparison
 
-            return _tracked(spec, resume_comparison(resume, **hooks, **given_options(spec)))
+            with _scoring(spec, resume):
+                return _tracked(spec, resume_comparison(resume, **hooks, **given_options(spec)))
         opts = compare_options(spec)
         return _tracked(spec, run_compare(opts.pop("task"), spec.design.frameworks, **hooks, **opts))
 
@@ -375,7 +398,8 @@ def compile(  # noqa: A001 - the command's name
         out = Path(spec.output.out or "program.json")
         metadata = result.metadata | {"preset": spec.design.preset, "spec": spec.to_dict()}
         result = dataclasses.replace(result, metadata=metadata, path=save_program(result.program, out, metadata))
-        result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
+        with _scoring(spec):  # the run folders' summaries name the metric their accuracy is the mean of
+            result = dataclasses.replace(result, run_dirs=write_score_runs(result, out, spec))
     return _tracked(spec, result)
 
 
@@ -407,7 +431,7 @@ def study(
         raise ConfigError("a dry run returns estimates, not a study: call courtroom.estimate(...)")
     _stop.note_flags(spec.runtime_flags())
     try:
-        with _tracing(spec):
+        with _tracing(spec), _scoring(spec):
             outcome = run_spec_study(
                 spec, progress=progress, lms=lms, model_objects=model_objects, budget=_budget(spec)
             )

@@ -41,6 +41,9 @@ def with_recipe(spec: Experiment, config: str | Path | Mapping[str, Any] | None)
 
     knobs = preset_knobs | dict(recipe.get("knobs") or {}) | typed_knobs(spec.design.knobs, cls.knobs())
     filled = {"framework": framework, "knobs": knobs}
+    recorded_metric = ((recipe.get("spec") or {}).get("design") or {}).get("metric")
+    if spec.design.metric is None and recorded_metric:  # what the study chose with, the compile optimises
+        filled["metric"] = recorded_metric
     if not spec.data.task and not spec.data.dataset:
         filled |= recipe_data(recipe, spec.given)  # the study's data section, whole
     spec = spec.replace(**filled)

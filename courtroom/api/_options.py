@@ -112,6 +112,8 @@ class _CommonOptions(_DataOptions, _ModelOptions, _DesignOptions, total=False):
     """The options of every experiment command."""
 
     train_limit: int | None
+    metric: str | None
+    """What each case scores (``--metric``): ``accuracy``, an installed metric's name, or ``module:function``."""
 
 
 class RunOptions(_CommonOptions, total=False):
@@ -200,6 +202,8 @@ class ScoreOptions(_DataOptions, _ModelOptions, total=False):
     """Leave out the cases the program was compiled or chosen on (``--exclude-seen``)."""
     track: str | None
     trace: bool
+    metric: str | None
+    """What each case scores (``--metric``): ``accuracy``, an installed metric's name, or ``module:function``."""
 
 
 class LoadOptions(TypedDict, total=False):

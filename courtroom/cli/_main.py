@@ -123,8 +123,6 @@ RENAMED = {"--train": "--train-limit", "--dev": "--dev-limit", "--test": "--test
 def run_main(argv: list[str] | None) -> int:
     """Parse ``argv`` (default: ``sys.argv``), run the command, and return its exit status."""
     from courtroom import _stop
-    from courtroom.cli import _failures
-    from courtroom.models._breaker import Unreachable
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["--version"], ["-V"]):
@@ -149,6 +147,25 @@ def run_main(argv: list[str] | None) -> int:
     set_debug(debug)
     # Help uses the terminal's width: COLUMNS, else the terminal's (a pipe: stderr's), else 100, not 80.
     typer.rich_utils.MAX_WIDTH = terminal_width()
+    try:
+        return _dispatch(args, debug)
+    finally:
+        _print_tracked()
+
+
+def _print_tracked() -> None:
+    """Where ``--track`` logged this command's results (MLflow run ids and pages), on stderr."""
+    tracking = sys.modules.get("courtroom.tracking")  # imported only by a command that tracked
+    for line in tracking.logged() if tracking is not None else []:
+        print(line, file=sys.stderr)
+
+
+def _dispatch(args: list[str], debug: bool) -> int:
+    """Run the command ``args`` names; its exit status, every failure turned into one line."""
+    from courtroom import _stop
+    from courtroom.cli import _failures
+    from courtroom.models._breaker import Unreachable
+
     try:
         _register()
         if args and not args[0].startswith("-"):  # a command runs (not --help): its environment must be usable

@@ -151,6 +151,9 @@ OPTIONS: list[Option] = [
        "(labeled, bootstrap, mipro, ...).", FRAMEWORK_PANEL, ("study",)),
     _o("opt", "--opt", LIST, "Optimizer setting KEY=VALUE (e.g. max_bootstrapped_demos=2); repeatable.",
        FRAMEWORK_PANEL, ("compile", "study")),
+    _o("metric", "--metric", STR, "What each case scores: a DSPy metric(example, prediction, trace=None) by name "
+       "(accuracy, or an installed package's) or MODULE:FUNCTION; accuracy is then its mean.", FRAMEWORK_PANEL,
+       SCORED, metavar="NAME|MODULE:FUNCTION", show_default="accuracy"),
     _o("keep_better", "--keep-better", bool, "Save the starting program instead when the optimized one scores "
        "lower on dev.", FRAMEWORK_PANEL, {"compile": False}),
     _o("matched_baselines", "--matched-baselines/--no-matched-baselines", bool, "Add a majority-vote row per "
@@ -375,7 +378,7 @@ def from_flags(
               "workers", "out", "show", "format", "ambiguity_k", "theta", "export_best", "concurrency", "repeats",
               "batch", "cancel_batches", "fail_on_error", "dry_run", "max_calls", "max_cost", "prices",
               "test_limit", "keep_better", "track", "trace", "exclude_seen", "pruner", "prefer",
-              "race_calls", "show_repeats")  # fmt: skip
+              "race_calls", "show_repeats", "metric")  # fmt: skip
     for key in direct:
         if key in v:
             flat[key] = v[key]

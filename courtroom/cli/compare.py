@@ -119,7 +119,9 @@ def print_results(
         if fmt == "table":
             from courtroom.reporting.formatting import readable_table
 
-            table = fitted(readable_table(result.table), KEY_COLUMNS, console.width, title=task, headers=SHORT,
+            metric = spec.design.metric if spec.design.metric not in (None, "accuracy") else None
+            title = task + (f" (accuracy: mean {metric})" if metric else "")  # the column's meaning
+            table = fitted(readable_table(result.table), KEY_COLUMNS, console.width, title=title, headers=SHORT,
                            right=RIGHT)  # fmt: skip
             table.title_justify = "left"
             console.print(table)

@@ -96,6 +96,8 @@ def compile_command(
     fmt = spec.output.format
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     title = f"{type(result.program).name} + {spec.design.optimizer}"
+    if result.metadata.get("metric", "accuracy") != "accuracy":  # the table's accuracy is the metric's mean
+        title += f"; accuracy: mean {result.metadata['metric']}"
     if fmt == "table":
         console.print(scores_table(result, title, console.width))
     else:
@@ -105,6 +107,23 @@ def compile_command(
         say(console, f"{name}: {folder} (courtroom show {folder})")
     if result.after["status"] == "failed":
         raise TooManyFailures(f"dev score after compiling: {result.after['status_reason']}")
+
+
+def majority_lines(result: Any) -> list[str]:
+    """The training split's majority class: how often always answering it is right where the program was scored."""
+    from courtroom.cli._majority import majority_line
+
+    found = result.metadata.get("majority")
+    split = "test" if result.test is not None and "test" in (found or {}) else "dev"
+    if not found or split not in found:
+        return []
+    gain = result.gains[split]
+    program = gain.before if result.kept == "start" else gain.after
+    custom = result.metadata.get("metric", "accuracy") != "accuracy"  # another scale than a label match
+    scored = "held-out cases" if split == "test" else "dev cases"
+    who = "the kept program" if result.kept == "start" else "the compiled program"
+    return [majority_line(found["label"], found[split], "training split", scored,
+                          None if custom else program.accuracy, who)]  # fmt: skip
 
 
 def proof_lines(result: Any) -> list[str]:
@@ -119,6 +138,7 @@ def proof_lines(result: Any) -> list[str]:
     else:
         note = result.metadata.get("proof", {}).get("test_note") or "no test split scored"
         lines.append(f"no held-out proof: {note}")
+    lines += majority_lines(result)
     optimizer = get_optimizer(result.metadata["optimizer"]["name"])
     selected = " (it selected on dev: only the held-out figure is a proof)" if optimizer.selects else ""
     lines.append(f"{result.dev.sentence()}{selected}")

@@ -10,7 +10,9 @@ from courtroom.cli._app import app
 @app.command("frameworks")
 def frameworks_command() -> None:
     """List frameworks and baselines with their roles and knobs (defaults), the paper presets and suites."""
-    from courtroom.programs import FRAMEWORKS
+    from courtroom.programs import FRAMEWORKS, load_plugins
+
+    load_plugins()  # a package installed since the registry was imported (one process, many commands)
 
     table = Table(show_lines=True)
     table.add_column("name", no_wrap=True)
@@ -42,4 +44,14 @@ def frameworks_command() -> None:
             "    rows: " + ", ".join(r.name for r in s.rows),
             "    tasks: " + ", ".join(s.tasks),
         ]
+    from courtroom.eval.metrics import METRICS
+    from courtroom.eval.metrics import load_plugins as load_metrics
+    from courtroom.optimize.optimizers import OPTIMIZERS
+    from courtroom.optimize.optimizers import load_plugins as load_optimizers
+
+    load_metrics()
+    load_optimizers()
+    supported = [o.name for o in OPTIMIZERS.values() if o.refuse is None]
+    lines += ["", "optimizers (compile --optimizer NAME; study --compile NAME):", "  " + ", ".join(supported)]
+    lines += ["", "metrics (--metric NAME, or --metric MODULE:FUNCTION):", "  " + ", ".join(METRICS)]
     say(console, *lines)

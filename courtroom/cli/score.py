@@ -52,6 +52,7 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
 
     from rich.console import Console
 
+    from courtroom.cli._majority import majority_line, per_class_majority
     from courtroom.reporting.tables import say, stdout_console, terminal_width
 
     fmt = spec.output.format
@@ -59,8 +60,10 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
     table, row = outcome.table, outcome.row
     low, high = outcome.interval
     calls = float(table.at[row, "calls_per_example"])
+    metric = outcome.summary.get("metric")
+    what = f"accuracy (mean {metric})" if metric else "accuracy"
     line = (
-        f"{row}: accuracy {outcome.accuracy:.3f} [{low:.3f}, {high:.3f}] (95% Wilson interval, "
+        f"{row}: {what} {outcome.accuracy:.3f} [{low:.3f}, {high:.3f}] (95% Wilson interval, "
         f"{outcome.summary['n']} cases)" + ("" if math.isnan(calls) else f", {calls:.1f} calls per case")
     )
     vote = outcome.matched_vote
@@ -88,4 +91,9 @@ def _print_verdict(outcome: Any, spec: Experiment) -> None:
         )
     elif seen.get("left_out"):
         line += f"; {seen['left_out']} case(s) seen while compiling left out"
-    say(console, line, f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})")
+    lines = [line]
+    found = per_class_majority(outcome.summary.get("per_class") or {})
+    if found is not None:  # under --metric the accuracy is on another scale: the rate alone
+        lines.append(majority_line(found[0], found[1], "scored cases", "scored cases",
+                                   None if metric else outcome.accuracy, "the program"))  # fmt: skip
+    say(console, *lines, f"run folder: {outcome.run_dir} (courtroom show {outcome.run_dir})")

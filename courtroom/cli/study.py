@@ -45,6 +45,8 @@ def study_command(
     fmt = spec.output.format
     console = stdout_console() if fmt == "table" else Console(stderr=True, width=terminal_width(), highlight=False)
     say(console, f"study {outcome.study.study_name}: {len(outcome.study.trials)} trial(s) in storage")
+    if spec.design.metric not in (None, "accuracy"):  # the tables' accuracy is the metric's mean
+        say(console, f"accuracy: the mean of --metric {spec.design.metric} over the cases")
     if spec.study.trials == 0:
         return
     from courtroom.optimize.study.pipeline import is_design_study

@@ -10,7 +10,9 @@ from courtroom.cli._app import app
 @app.command("tasks")
 def tasks_command() -> None:
     """List the tasks: labels, data source (Hub id or local file) and whether a generator exists."""
-    from courtroom.data.tasks import TASKS
+    from courtroom.data.tasks import TASKS, load_plugins
+
+    load_plugins()  # a package installed since the registry was imported (one process, many commands)
 
     table = Table(title="tasks")
     table.add_column("task", no_wrap=True)

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 def knob_defaults(names: Sequence[str]) -> dict[str, Any]:
     """``KEY`` and ``FRAMEWORK.KEY`` -> the knob's default, so ``--set`` texts are typed strictly."""
-    from courtroom.programs import FRAMEWORKS
+    from courtroom.programs import FRAMEWORKS, load_plugins
 
+    if not set(names) <= set(FRAMEWORKS):
+        load_plugins()  # an installed package's framework
     out: dict[str, Any] = {}
     for name in names:
         for key, default in (FRAMEWORKS[name].knobs() if name in FRAMEWORKS else {}).items():

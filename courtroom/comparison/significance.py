@@ -38,8 +38,13 @@ VOTE_FAILED = "vote failed"
 
 
 def correct_by_id(results: Sequence[Any]) -> dict[str, bool]:
-    """Example id -> whether the prediction equals the gold label (a failure is wrong)."""
-    return {str(r.id): r.prediction is not None and r.prediction == r.gold for r in results}
+    """Example id -> whether the prediction is right (a failure is wrong; under ``--metric``: its value >= 0.5).
+
+    :func:`courtroom.eval.metrics.right` decides.
+    """
+    from courtroom.eval.metrics import right
+
+    return {str(r.id): right(r) for r in results}
 
 
 def add_mcnemar(

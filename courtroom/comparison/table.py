@@ -63,6 +63,13 @@ class Comparison:
     """Framework -> why its run failed (more failed examples than ``fail_on_error`` allows)."""
 
 
+def _metric(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Under ``--metric``: its name, and the label-match accuracy beside its mean (``accuracy``)."""
+    if not summary.get("metric"):
+        return {}
+    return {"metric": summary["metric"], "label_accuracy": summary.get("label_accuracy")}
+
+
 def table_row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
     """A row of the comparison table: a run's figures, or a repeat group's means (with the spread)."""
     # The evaluation's spend: a run's one-off training calls (prepare) stay out of per-example figures.
@@ -72,6 +79,7 @@ def table_row(outcome: RunOutcome | RepeatOutcome) -> dict[str, Any]:
             {c: outcome.summary.get(c) for c in COLUMNS}
             | evaluation_spend(outcome.summary)
             | {"training_sent": outcome.summary.get("training_sent") or 0}
+            | _metric(outcome.summary)
         )
     row = {c: outcome.stats[c]["mean"] if c in outcome.stats else None for c in COLUMNS}
     for c in ("cached", "cached_tokens"):

@@ -51,10 +51,28 @@ def register(task: Task) -> Task:
 
 
 def get_task(name: str) -> Task:
-    """The registered task called ``name``."""
+    """The registered task called ``name`` (an installed package's too)."""
+    if name not in TASKS:
+        load_plugins()  # a package put on the path since this module was imported
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}: valid tasks are {', '.join(sorted(TASKS))}")
     return TASKS[name]
+
+
+def _add_plugin(name: str, obj: Any) -> None:
+    from courtroom._plugins import made
+
+    task = made(obj, Task)
+    if task.name != name:
+        raise TypeError(f"its task is named {task.name!r}: name the entry point {task.name!r} too")
+    register(task)
+
+
+def load_plugins() -> None:
+    """Add the tasks installed packages name in ``courtroom.tasks`` (:mod:`courtroom._plugins`)."""
+    from courtroom import _plugins
+
+    _plugins.load("tasks", _add_plugin)
 
 
 @dataclass
@@ -401,6 +419,7 @@ __all__ = [
     "load_records",
     "load_sized",
     "load_splits",
+    "load_plugins",
     "load_task",
     "read_task_file",
     "register",

@@ -20,6 +20,7 @@ import dspy
 from dspy.dsp.utils.settings import thread_local_overrides
 
 from courtroom.analysis.calibration import confidence
+from courtroom.eval.metrics import active, right
 from courtroom.eval.tally import Tally, add_usage
 from courtroom.models import batch
 from courtroom.models._breaker import Unreachable, converted
@@ -53,19 +54,24 @@ class ExampleResult:
     """Wall seconds the example took."""
     confidence: float | None = None
     """The probability the framework's output gives its prediction (vote share, final probability), if any."""
+    score: float | None = None
+    """The value of ``--metric`` on this case (a failure: 0); None when scored by the label match alone."""
 
     @property
     def correct(self) -> bool:
-        """Whether the prediction equals the gold label."""
-        return self.prediction == self.gold
+        """Whether the prediction equals the gold label (under ``--metric``: its value is at least 0.5)."""
+        return right(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (its lists and dicts are copies, one level deep).
+        """JSON-ready form (its lists and dicts are copies, one level deep); ``score`` only when scored.
 
         Not ``dataclasses.asdict``: its deep copy of every transcript cost ~1 ms per example, three
         times per example (the run folder, calibration, bias), on a run's critical path.
         """
-        return {name: _shallow(getattr(self, name)) for name in _FIELDS}
+        out = {name: _shallow(getattr(self, name)) for name in _FIELDS}
+        if out["score"] is None:
+            del out["score"]
+        return out
 
 
 _FIELDS = tuple(f.name for f in fields(ExampleResult))
@@ -98,6 +104,7 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
     """
     start = time.perf_counter()
     untraced = {} if "trace" in thread_local_overrides.get() else {"trace": None}
+    chosen, score = active(), None
     with metered() as meter, dspy.context(disable_history=True, **untraced):
         try:
             pred = program(case=example.case)
@@ -106,6 +113,8 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
             transcript = [_jsonable(t) for t in pred.transcript]
         except Exception as exc:  # noqa: BLE001 - every failure is recorded for this example
             error, label, fields, transcript = _describe(exc), None, {}, []
+    if chosen is not None:  # a failed case scores 0, as it counts as wrong
+        score = 0.0 if label is None else chosen.value(example, pred)
     return ExampleResult(
         id=str(example.id),
         input=example.case,
@@ -117,6 +126,7 @@ def run_example(program: dspy.Module, example: dspy.Example) -> ExampleResult:
         fields=fields,
         seconds=round(time.perf_counter() - start, 4),
         confidence=confidence(label, fields),
+        score=score,
     )
 
 

@@ -1,13 +1,26 @@
-"""Scores over gold and predicted labels. A failure (no prediction) counts as wrong."""
+"""Scores over gold and predicted labels. A failure (no prediction) counts as wrong.
+
+``METRICS`` is the one registry of per-case metrics, by name: DSPy metrics
+``metric(example, prediction, trace=None)`` returning a bool or a number in [0, 1]. ``accuracy``
+(the verdict equals the gold label) is built in; an installed package adds others through the
+``courtroom.metrics`` entry points, and ``--metric module:function`` names any importable one
+(:func:`get_metric`). Under a metric other than ``accuracy``, a command's ``accuracy`` is the
+metric's mean over the cases (a failed case scores 0), the label-match share stays as
+``label_accuracy``, and the paired tests count a case right when its value is at least 0.5.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
+import importlib
 import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +72,164 @@ def score_counts(pairs: Mapping[tuple[str, str | None], int], labels: Sequence[s
 def metric(example: Any, pred: Any, trace: Any = None) -> bool:
     """DSPy-style metric: the predicted label equals the gold label."""
     return getattr(pred, "label", None) == example.label
+
+
+METRICS: dict[str, Callable[..., Any]] = {"accuracy": metric}
+"""Metric name -> ``metric(example, prediction, trace=None)``: the built-in one and installed packages'."""
+
+PASS = 0.5
+"""A case counts as right in the paired tests (McNemar, the study's race) when its metric value is at least this."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric chosen with ``--metric``: its name as given, and the function."""
+
+    name: str
+    fn: Callable[..., Any]
+
+    def value(self, example: Any, prediction: Any) -> float:
+        """The metric of one case as a number (a bool is 0 or 1; a ``score`` attribute is read, as GEPA's)."""
+        try:
+            out = self.fn(example, prediction)
+            out = getattr(out, "score", out)
+            value = float(out)
+        except Exception as exc:  # noqa: BLE001 - the user's function: one warning, the case scores 0
+            _warn_once(f"--metric {self.name} failed on a case ({type(exc).__name__}: {exc}); it counts as 0")
+            return 0.0
+        if not math.isfinite(value):
+            _warn_once(f"--metric {self.name} returned {value}; it counts as 0")
+            return 0.0
+        return value
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(line: str) -> None:
+    if line not in _warned:
+        _warned.add(line)
+        log.warning(line)
+
+
+def register_metric(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``fn`` to :data:`METRICS` under ``name`` (replacing one of the same name)."""
+    if not callable(fn):
+        raise TypeError(f"{fn!r} is not a function metric(example, prediction, trace=None)")
+    METRICS[name] = fn
+    return fn
+
+
+def load_plugins() -> None:
+    """Add the metrics installed packages name in ``courtroom.metrics`` (:mod:`courtroom._plugins`)."""
+    from courtroom import _plugins
+
+    _plugins.load("metrics", register_metric)
+
+
+def get_metric(name: str) -> Metric:
+    """The metric ``name`` names: a registered one (an installed package's too) or ``module:function``."""
+    from courtroom.errors import ConfigError
+
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            with _here_on_path():
+                fn: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                fn = getattr(fn, part)
+        except ImportError as exc:
+            raise ConfigError(
+                f"--metric {name}: cannot import {module} ({exc}): put its folder on PYTHONPATH "
+                "or pip install its package"
+            ) from None
+        except AttributeError:
+            raise ConfigError(f"--metric {name}: {module} has no {attr}: write --metric MODULE:FUNCTION") from None
+        if not callable(fn):
+            raise ConfigError(f"--metric {name} is not a function: write --metric MODULE:FUNCTION")
+        return Metric(name, fn)
+    if name not in METRICS:
+        load_plugins()  # a package put on the path since the last look
+    if name not in METRICS:
+        raise ConfigError(
+            f"unknown metric {name!r}: use one of {', '.join(sorted(METRICS))}, "
+            "or --metric MODULE:FUNCTION for your own"
+        )
+    return Metric(name, METRICS[name])
+
+
+@contextlib.contextmanager
+def _here_on_path() -> Iterator[None]:
+    """The working folder on ``sys.path`` while importing: ``--metric my_metrics:f`` finds ``./my_metrics.py``.
+
+    The ``courtroom`` script's own folder heads ``sys.path``, not the one it was started in.
+    """
+    import os
+    import sys
+
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.append(here)
+    try:
+        yield
+    finally:
+        if added and here in sys.path:
+            sys.path.remove(here)
+
+
+_ACTIVE: contextvars.ContextVar[Metric | None] = contextvars.ContextVar("courtroom_metric", default=None)
+
+
+def active() -> Metric | None:
+    """The metric every case is scored with here (None: the verdict's label match, ``accuracy``)."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def scoring(name: str | Metric | None) -> Iterator[Metric | None]:
+    """Score every case evaluated inside with ``name`` (``accuracy`` or None: the label match, as without)."""
+    chosen = get_metric(name) if isinstance(name, str) else name
+    if chosen is not None and chosen.name == "accuracy" and chosen.fn is metric:
+        chosen = None
+    token = _ACTIVE.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _ACTIVE.reset(token)
+
+
+def right(result: Any) -> bool:
+    """Whether a harness result counts as right: its label is the gold one (under ``--metric``: value >= 0.5)."""
+    value = getattr(result, "score", None)
+    if result.prediction is None:
+        return False
+    return value >= PASS if value is not None else result.prediction == result.gold
+
+
+def score_results(results: Sequence[Any], labels: Sequence[str]) -> dict[str, Any]:
+    """:func:`score` of harness results; under ``--metric`` (their ``score``), accuracy is its mean."""
+    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    if (mean := mean_score(results)) is not None:
+        s["label_accuracy"], s["accuracy"] = s["accuracy"], mean
+    return s
+
+
+def mean_score(results: Sequence[Any]) -> float | None:
+    """The mean metric value of harness results scored under ``--metric`` (None: they were not)."""
+    scores = [r.score for r in results if getattr(r, "score", None) is not None]
+    if not results or len(scores) != len(results):
+        return None
+    return math.fsum(scores) / len(scores)
+
+
+def majority(golds: Sequence[str]) -> tuple[str, float] | None:
+    """The most frequent gold label and its share (always answering it scores that accuracy); None: no labels."""
+    counts = Counter(g for g in golds if g is not None)
+    if not counts:
+        return None
+    label, k = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    return label, k / sum(counts.values())
 
 
 def user_prices(

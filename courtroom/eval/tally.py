@@ -23,7 +23,7 @@ from typing import Any
 
 from courtroom.analysis.bias import length_counts, length_rate
 from courtroom.analysis.calibration import BINS
-from courtroom.eval.metrics import score_counts, user_prices
+from courtroom.eval.metrics import active, score_counts, user_prices
 from courtroom.models.usage import Usage
 
 __all__ = ["Tally", "add_usage"]
@@ -98,11 +98,19 @@ class Tally:
         self._debias: tuple[int, Any] | None = None
         self.lengths = [0, 0, 0, 0]  # argued, n, ties, longer (analysis.bias.length_counts)
         self.count = 0
+        self._scores = _Sum()
+        self.scored = 0
+        """Results that carry a ``--metric`` value (``score``)."""
+        chosen = active()
+        self.metric = chosen.name if chosen is not None else None
 
     def add(self, res: Any, position: int) -> None:
         """Fold in one result (an :class:`~courtroom.eval.harness.ExampleResult`) at ``position`` in the input."""
         self.count += 1
         self.pairs[(res.gold, res.prediction)] += 1
+        if getattr(res, "score", None) is not None:
+            self._scores.add(float(res.score))
+            self.scored += 1
         self._add_usage(res.usage or {}, position)
         if res.prediction is None:
             self.failed[position] = (res.id, res.error)
@@ -149,6 +157,10 @@ class Tally:
         """:func:`~courtroom.eval.harness.summarize`'s figures of the results added."""
         usage = self.total_usage()
         summary = score_counts(self.pairs, self.labels)
+        if self.scored:  # under --metric: accuracy is the metric's mean (a failure scores 0)
+            summary["label_accuracy"] = summary["accuracy"]
+            summary["accuracy"] = self._scores.value() / self.count
+            summary["metric"] = self.metric or "a metric"  # a resume that did not name it
         summary.update(
             calls=usage.calls,
             sent=usage.sent,

@@ -9,7 +9,7 @@ clerk, classifier) learns which of its decisions matched the gold label.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dspy
@@ -75,13 +75,13 @@ def role_feedback(
     return f"{outcome} As the {role}: " + " ".join(notes)
 
 
-def feedback_metric(labels: Sequence[str], positions: Sequence[str]) -> Any:
-    """A GEPA metric over ``labels``: score 1/0 on the verdict, with role-level feedback."""
+def feedback_metric(labels: Sequence[str], positions: Sequence[str], base: Callable[..., Any] = label_metric) -> Any:
+    """A GEPA metric over ``labels``: ``base``'s score (1/0 on the verdict by default), with role-level feedback."""
 
     def metric(
         gold: dspy.Example, pred: Any, trace: Any = None, pred_name: str | None = None, pred_trace: Any = None
     ) -> dspy.Prediction:
-        score = float(label_metric(gold, pred))
+        score = float(base(gold, pred))
         if pred_name is None:
             verdict = getattr(pred, "label", None)
             return dspy.Prediction(score=score, feedback=f"Verdict {verdict!r}; correct answer {gold.label!r}.")

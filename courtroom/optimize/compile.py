@@ -22,7 +22,7 @@ import dspy
 from courtroom import _stop
 from courtroom.errors import ConfigError
 from courtroom.eval.harness import evaluate, total_usage
-from courtroom.eval.metrics import score
+from courtroom.eval.metrics import active, majority, score_results
 from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.models._adapter import ADAPTER
 from courtroom.models._concurrency import bounded_requests, limit_requests
@@ -60,7 +60,7 @@ def _scores(
     results = evaluate(program, examples, concurrency=concurrency, on_result=bar.result if bar else None)
     wall = round(time.perf_counter() - start, 3)
     # Not the harness's whole summary (calibration, bias): the run folders written later have it.
-    s = score([r.gold for r in results], [r.prediction for r in results], program.labels)
+    s = score_results(results, program.labels)
     usage = total_usage(results)
     errors = [r.error for r in results if r.prediction is None]
     scores = {k: s[k] for k in ("n", "accuracy", "macro_f1", "failures")}
@@ -181,7 +181,10 @@ def compile_program(
         if testset:
             scored["test"]["before"] = _scores(program, testset, concurrency, 1.0, display, "test before")
         # The optimizer gets a copy: some (labeled, knn) change the program they are given.
+        custom = active()  # --metric: what the optimizer maximises too
         ctx = Context(chosen, program, helper, concurrency, seed, valset=devset)
+        if custom is not None:
+            ctx.metric = custom.fn
         start = time.perf_counter()
         bar = display.track(f"optimizing ({opt.name})", unit=None) if display is not None else None
         phases = optimizer_output(bar.status if bar is not None else None, label=f"{cls.name} + {opt.name}")
@@ -243,6 +246,8 @@ def compile_program(
         },
         "scores": {split: {"before": by["before"], "after": by["after"]} for split, by in scored.items() if by},
         "proof": proof_record(proofs["dev"], proofs.get("test"), worse_on_dev=worse, kept=kept, test_note=test_note),
+        "metric": custom.name if custom is not None else "accuracy",
+        "majority": majority_record(trainset, results),
     }
     return CompileResult(
         program=program if kept == "start" else compiled,
@@ -256,6 +261,23 @@ def compile_program(
         results=results,
         walls=walls,
     )
+
+
+def majority_record(train: Sequence[dspy.Example], results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The training split's majority class and the accuracy of always answering it on each scored split.
+
+    The accuracy to beat: a program below it does worse than a constant answer (None: no training labels).
+    """
+    found = majority([str(ex.label) for ex in train])
+    if found is None:
+        return None
+    label, rate = found
+    out: dict[str, Any] = {"label": label, "from": "train", "train": round(rate, 4)}
+    for split, by in results.items():
+        golds = [r.gold for r in by.get("before") or []]
+        if golds:
+            out[split] = round(sum(g == label for g in golds) / len(golds), 4)
+    return out
 
 
 def _test_split(task: str, test: int, where: Mapping[str, Any]) -> list[dspy.Example]:

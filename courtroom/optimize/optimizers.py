@@ -39,6 +39,9 @@ class Context:
     seed: int
     valset: list[dspy.Example] | None = None
     """The dev split, for optimizers that select among candidates (``Optimizer.selects``)."""
+    metric: Callable[..., Any] = label_metric
+    """What the optimizer maximises: ``metric(example, prediction, trace=None)``, the verdict equals the
+    gold label unless ``--metric`` names another (:func:`courtroom.eval.metrics.get_metric`)."""
 
 
 Runner = Callable[[Context, CourtroomProgram, list[dspy.Example]], CourtroomProgram]
@@ -67,17 +70,17 @@ def _labeled(ctx: Context, student: CourtroomProgram, train: list[dspy.Example])
 
 
 def _bootstrap(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    opt = dspy.BootstrapFewShot(metric=label_metric, **ctx.settings)
+    opt = dspy.BootstrapFewShot(metric=ctx.metric, **ctx.settings)
     return opt.compile(student, trainset=train)
 
 
 def _random_search(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    opt = dspy.BootstrapFewShotWithRandomSearch(metric=label_metric, num_threads=ctx.concurrency, **ctx.settings)
+    opt = dspy.BootstrapFewShotWithRandomSearch(metric=ctx.metric, num_threads=ctx.concurrency, **ctx.settings)
     return opt.compile(student, trainset=train, valset=ctx.valset)
 
 
 def _knn(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    return KNNOptimizer(label_metric, concurrency=ctx.concurrency, **ctx.settings).compile(student, trainset=train)
+    return KNNOptimizer(ctx.metric, concurrency=ctx.concurrency, **ctx.settings).compile(student, trainset=train)
 
 
 def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
@@ -89,7 +92,7 @@ def _mipro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -
     if s.get("num_candidates") is not None:
         s["auto"] = None
     opt = dspy.MIPROv2(
-        metric=label_metric,
+        metric=ctx.metric,
         prompt_model=ctx.prompt_lm,
         task_model=None,
         num_threads=ctx.concurrency,
@@ -140,7 +143,7 @@ def _check_mipro(s: Mapping[str, Any], n_dev: int) -> None:
 
 
 def _copro(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) -> CourtroomProgram:
-    opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=label_metric, **ctx.settings)
+    opt = dspy.COPRO(prompt_model=ctx.prompt_lm, metric=ctx.metric, **ctx.settings)
     return opt.compile(student, trainset=train, eval_kwargs={"num_threads": ctx.concurrency, "display_progress": False})
 
 
@@ -153,7 +156,7 @@ def _gepa(ctx: Context, student: CourtroomProgram, train: list[dspy.Example]) ->
     if len(budgets) != 1:
         raise ConfigError(f"gepa: set exactly one budget of auto, max_metric_calls, max_full_evals (got {budgets})")
     opt = dspy.GEPA(
-        metric=feedback_metric(student.labels, student.positions),
+        metric=feedback_metric(student.labels, student.positions, ctx.metric),
         reflection_lm=ctx.prompt_lm,
         num_threads=ctx.concurrency,
         seed=ctx.seed,
@@ -249,8 +252,26 @@ def register(optimizer: Optimizer) -> Optimizer:
     return optimizer
 
 
+def _add_plugin(name: str, obj: Any) -> None:
+    from courtroom._plugins import made
+
+    opt = made(obj, Optimizer)
+    if opt.name != name:
+        raise TypeError(f"its optimizer is named {opt.name!r}: name the entry point {opt.name!r} too")
+    register(opt)
+
+
+def load_plugins() -> None:
+    """Add the optimizers installed packages name in ``courtroom.optimizers`` (:mod:`courtroom._plugins`)."""
+    from courtroom import _plugins
+
+    _plugins.load("optimizers", _add_plugin)
+
+
 def get_optimizer(name: str) -> Optimizer:
-    """The registered optimizer called ``name``; refused ones raise with the reason."""
+    """The registered optimizer called ``name`` (an installed package's too); refused ones raise with the reason."""
+    if name not in OPTIMIZERS:
+        load_plugins()  # a package put on the path since this module was imported
     supported = sorted(n for n, o in OPTIMIZERS.items() if o.refuse is None)
     if name not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer {name!r}: valid optimizers are {', '.join(supported)}")

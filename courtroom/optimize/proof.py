@@ -120,10 +120,9 @@ class Gain:
 
 def score(results: Sequence[Any], labels: Sequence[str], calls: int = 0) -> Score:
     """A :class:`Score` of harness results (failures count as wrong)."""
-    from courtroom.eval.metrics import score as metrics
-    from courtroom.eval.metrics import wilson
+    from courtroom.eval.metrics import score_results, wilson
 
-    s = metrics([r.gold for r in results], [r.prediction for r in results], labels)
+    s = score_results(results, labels)  # under --metric: accuracy is its mean
     n = len(results)
     low, high = wilson(float(s["accuracy"]), n) if n else (math.nan, math.nan)
     return Score(

@@ -46,10 +46,29 @@ def register(cls: type[CourtroomProgram]) -> type[CourtroomProgram]:
 
 
 def get_framework(name: str) -> type[CourtroomProgram]:
-    """The registered program class called ``name``."""
+    """The registered program class called ``name`` (an installed package's too)."""
+    if name not in FRAMEWORKS:
+        load_plugins()  # a package put on the path since this module was imported
     if name not in FRAMEWORKS:
         raise ConfigError(f"unknown framework {name!r}: valid frameworks are {', '.join(sorted(FRAMEWORKS))}")
     return FRAMEWORKS[name]
+
+
+def _add_plugin(name: str, cls: Any) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, CourtroomProgram)):
+        raise TypeError(f"{cls!r} is not a CourtroomProgram subclass")
+    if not cls.name:
+        cls.name = name
+    if cls.name != name:
+        raise TypeError(f"its class is named {cls.name!r}: name the entry point {cls.name!r} too")
+    register(cls)
+
+
+def load_plugins() -> None:
+    """Add the frameworks installed packages name in ``courtroom.frameworks`` (:mod:`courtroom._plugins`)."""
+    from courtroom import _plugins
+
+    _plugins.load("frameworks", _add_plugin)
 
 
 def check_knobs(name: str, knobs: Mapping[str, Any] | None) -> None:
@@ -103,6 +122,7 @@ __all__ = [
     "all_roles",
     "build_program",
     "get_framework",
+    "load_plugins",
     "register",
 ]
 

@@ -66,8 +66,13 @@ def time_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The rows every summary table starts with: scores, examples, calls, spend and time."""
     session_sent = (summary.get("session") or {}).get("sent", summary["sent"])
+    metric = summary.get("metric")  # --metric: accuracy is its mean; the label match beside it
+    scores = [("accuracy", f"{summary['accuracy']:.3f}")]
+    if metric:
+        scores = [(f"accuracy (mean {metric})", f"{summary['accuracy']:.3f}"),
+                  ("label accuracy", f"{summary.get('label_accuracy', float('nan')):.3f}")]  # fmt: skip
     return [
-        ("accuracy", f"{summary['accuracy']:.3f}"),
+        *scores,
         ("macro-F1", f"{summary['macro_f1']:.3f}"),
         ("examples", str(summary["n"])),
         ("failures", str(summary["failures"])),

@@ -55,7 +55,7 @@ IDENTITY = {
              "dev_limit", "exclude_seen"),
     "models": ("lm", "roles", "temperature", "max_tokens", "prompt_lm", "prompt_layout"),
     "design": ("framework", "frameworks", "knobs", "presets", "debias", "optimizer", "optimizer_settings",
-               "matched_baselines", "baseline", "match"),
+               "matched_baselines", "baseline", "match", "metric"),
     "study": ("objective", "cost_objective", "cost_unit", "space", "search_temperature"),
     "execution": ("repeats",),
 }  # fmt: skip

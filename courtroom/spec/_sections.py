@@ -264,6 +264,10 @@ class Design:
     """compare: a majority-vote row per framework at the same calls (or tokens) per example."""
     baseline: str = "self-consistency"
     match: str = "calls"
+    metric: str | None = None
+    """``--metric``: what each case scores, a DSPy metric ``metric(example, prediction, trace=None)``: a
+    registered name (``accuracy``, an installed package's) or ``module:function``; None: ``accuracy``.
+    Under another metric, accuracy is its mean over the cases (:mod:`courtroom.eval.metrics`)."""
 
     @property
     def preset(self) -> str | None:
@@ -276,6 +280,8 @@ class Design:
             raise ConfigError(f"`courtroom {command}` takes one --preset (compare takes one per framework)")
         if self.debias not in (None, "swap", "swap-vote"):
             raise ConfigError(f"--debias {self.debias!r}: use one of swap, swap-vote")
+        if self.metric is not None and not str(self.metric).strip():
+            raise ConfigError("--metric needs a name or MODULE:FUNCTION, e.g. --metric accuracy")
 
 
 @dataclass

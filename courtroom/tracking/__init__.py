@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from courtroom.spec import Experiment
     from courtroom.tracking._content import Entry
 
-__all__ = ["check_uri", "record", "tracing", "tracking_uri", "written_to"]
+__all__ = ["check_uri", "logged", "record", "tracing", "tracking_uri", "written_to"]
 
 logger = logging.getLogger(__name__)
 _UNREACHED: set[str] = set()
@@ -71,10 +71,37 @@ def record(spec: Experiment, outcome: Any) -> str | None:
     try:
         check_reachable(uri)
         with quiet():
-            return write(uri, entry)
+            run_id = write(uri, entry)
+            line = _where(uri, run_id)
     except Exception as exc:  # noqa: BLE001
         _warn(uri, exc, outcome)
         return None
+    _LOGGED.append(line)
+    return run_id
+
+
+_LOGGED: list[str] = []
+"""Where this process's commands logged, one line each, until :func:`logged` hands them over."""
+
+
+def _where(uri: str, run_id: str) -> str:
+    """``tracked: MLflow run ID at URL`` (a server: the run's page; a store: the store, for ``mlflow ui``)."""
+    from courtroom.tracking._mlflow import run_url
+
+    try:
+        url = run_url(uri, run_id)
+    except Exception:  # noqa: BLE001 - the run is logged; only its page's address is unknown
+        url = None
+    if url is not None:
+        return f"tracked: MLflow run {run_id} at {url}"
+    return f"tracked: MLflow run {run_id} in {without_password(uri)}"
+
+
+def logged() -> list[str]:
+    """The ``tracked: MLflow run ...`` lines of the runs logged since the last call (the CLI prints them on stderr)."""
+    lines = list(_LOGGED)
+    _LOGGED.clear()
+    return lines
 
 
 def _warn(uri: str, exc: BaseException, outcome: Any) -> None:

@@ -77,6 +77,18 @@ def write(uri: str, entry: Entry) -> str:
     return _write(client, experiment, entry, parent=None)
 
 
+def run_url(uri: str, run_id: str) -> str | None:
+    """The page of run ``run_id`` on the tracking server at ``uri`` (None: a store, with no page of its own)."""
+    if not uri.lower().startswith(("http://", "https://")):
+        return None
+    from mlflow import MlflowClient
+
+    from courtroom._secrets import without_password
+
+    experiment = MlflowClient(tracking_uri=uri).get_run(run_id).info.experiment_id
+    return f"{without_password(uri).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
+
+
 def experiment_name() -> str:
     """``$MLFLOW_EXPERIMENT_NAME``, else ``courtroom``."""
     return os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT

@@ -21,7 +21,7 @@ import dspy
 
 from courtroom.errors import ConfigError, CourtroomError
 from courtroom.eval.harness import ExampleResult, evaluate, total_usage
-from courtroom.eval.metrics import score
+from courtroom.eval.metrics import score_results
 from courtroom.eval.status import TooManyFailures, status
 from courtroom.models.lms import LMSpec, RoleLMs, resolve_roles
 from courtroom.models.usage import metered
@@ -77,8 +77,7 @@ def _trial_lms(
 
 
 def _value(results: Sequence[ExampleResult], labels: Sequence[str], objective: str) -> float:
-    s = score([r.gold for r in results], [r.prediction for r in results], labels)
-    return float(s[OBJECTIVES[objective]])
+    return float(score_results(results, labels)[OBJECTIVES[objective]])
 
 
 def trial_program(
@@ -309,7 +308,7 @@ def trial_cost(trial: Any, config: Any, results: Sequence[ExampleResult], prep_t
 
 def _record(trial: Any, results: Sequence[ExampleResult], labels: Sequence[str], prep: Any, start: float) -> None:
     usage = total_usage(results)
-    s = score([r.gold for r in results], [r.prediction for r in results], labels)
+    s = score_results(results, labels)
     calls, sent = usage.calls + prep.calls, usage.sent + prep.sent
     trial.set_user_attr("examples", len(results))
     trial.set_user_attr("accuracy", s["accuracy"])

@@ -279,7 +279,16 @@ def optimize_owed(
     that fails (a full disk, a read-only file) raises one :class:`ConfigError` naming it, the cause
     and the command that resumes the study. ``catch``: the objective's errors recorded on a failed trial.
     """
+    from courtroom.eval.metrics import active, scoring
     from courtroom.optimize.study._attrs import ran
+
+    chosen = active()
+    if chosen is not None and n_jobs > 1:  # Optuna's worker threads start from an empty context
+        scored_objective = objective
+
+        def objective(trial: Any) -> Any:
+            with scoring(chosen):
+                return scored_objective(trial)
 
     told: list[int] = []
     total = getattr(config, "trials", None)

@@ -33,7 +33,7 @@ from courtroom.optimize.study._config import StudyConfig, _portable
 from courtroom.optimize.study._dedupe import run_distinct
 from courtroom.optimize.study._run import StudyOutcome, create_study, study_data
 from courtroom.optimize.study._trials import TrialFailed, make_objective, trial_program
-from courtroom.optimize.study.spaces import MODEL, SPACES, Choice, Param, build_space, default_params
+from courtroom.optimize.study.spaces import MODEL, SPACES, Choice, Param, add_plugin_spaces, build_space, default_params
 from courtroom.programs import get_framework
 
 DESIGN = "design"
@@ -47,10 +47,7 @@ def parse_frameworks(text: str | Sequence[str]) -> list[str]:
     names = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
     if names == ["all"]:
         return sorted(SPACES)
-    for name in names:
-        get_framework(name)
-        if name not in SPACES:
-            raise ConfigError(f"no search space for {name}: studies cover {', '.join(sorted(SPACES))}")
+    add_plugin_spaces(names)  # checks each name too: an installed package's framework gets its space
     if not names:
         raise ConfigError("--frameworks needs at least one design, e.g. jot,courtroom-llm or all")
     return list(dict.fromkeys(names))

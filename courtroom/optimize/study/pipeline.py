@@ -34,7 +34,7 @@ def study_config(spec: Experiment) -> StudyConfig:
     """
     from courtroom.optimize.study._config import StudyConfig
     from courtroom.optimize.study.designs import DesignStudyConfig, parse_frameworks
-    from courtroom.optimize.study.spaces import SPACES
+    from courtroom.optimize.study.spaces import SPACES, add_plugin_spaces
     from courtroom.programs import check_roles, get_framework
     from courtroom.programs.presets import apply_preset
 
@@ -104,6 +104,7 @@ def study_config(spec: Experiment) -> StudyConfig:
     if design.framework is None and design.preset is None:
         raise ConfigError("name a FRAMEWORK, or search several designs with --frameworks a,b,c (or all)")
     framework, preset_knobs = apply_preset(design.preset, design.framework)
+    add_plugin_spaces([framework])
     if framework in SPACES and not SPACES[framework]:
         raise ConfigError(
             f"{framework} has no knobs to search: run it (`courtroom run {framework}`), or put it in a study "

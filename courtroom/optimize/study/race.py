@@ -47,8 +47,10 @@ def level(trials: int) -> float:
 
 
 def outcomes(results: Sequence[Any]) -> str:
-    """Each result right (``1``) or not (``0``), in order."""
-    return "".join("1" if r.prediction is not None and r.prediction == r.gold else "0" for r in results)
+    """Each result right (``1``) or not (``0``; under ``--metric``: its value below 0.5), in order."""
+    from courtroom.eval.metrics import right
+
+    return "".join("1" if right(r) else "0" for r in results)
 
 
 def accuracy(marks: str) -> float:

@@ -276,6 +276,19 @@ REPEATED: dict[str, tuple[str, ...]] = {
 """Roles a framework calls several times in one decision: the roles a mixed panel can serve."""
 
 
+def add_plugin_spaces(frameworks: Sequence[str]) -> None:
+    """Give each framework of an installed package (:mod:`courtroom._plugins`) its space in :data:`SPACES`.
+
+    Its class's ``search_space`` (a tuple of :class:`Param` over its knobs); none: only its models
+    (and temperatures) are searched, as for ``zero-shot``.
+    """
+    from courtroom.programs import get_framework
+
+    for framework in frameworks:
+        if framework not in SPACES:
+            SPACES[framework] = tuple(getattr(get_framework(framework), "search_space", ()))
+
+
 def build_space(
     framework: str,
     *,
