@@ -41,7 +41,7 @@ FILLER = "fake server reply"
 # -- counting calls in-process ------------------------------------------------------------------------
 
 
-def _values(schema: Mapping[str, Any], pattern: Mapping[str, Any]) -> dict[str, Any]:
+def _values(schema: Mapping[str, Any], pattern: Mapping[str, Any], filler: str = FILLER) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         if "enum" in prop:
@@ -51,7 +51,7 @@ def _values(schema: Mapping[str, Any], pattern: Mapping[str, Any]) -> dict[str, 
             out[name] = pattern["number"]
         elif prop.get("type") == "boolean":
             out[name] = pattern["boolean"]
-    return answer_for_schema(schema, out, FILLER)
+    return answer_for_schema(schema, out, filler)
 
 
 class CallCounter:
@@ -129,9 +129,13 @@ def _forward_each(program: dspy.Module, counter: CallCounter, examples: Sequence
 class _RecordingEngine:
     """DSPy engine that keeps every rendered request's messages and answers by schema filling."""
 
-    def __init__(self) -> None:
+    def __init__(self, filler: str = FILLER) -> None:
+        self.filler = filler
+        """Each free-text answer (a later prompt quotes it)."""
         self.requests: list[tuple[str, list[dict[str, str]], int | None]] = []
         """(role, messages, which sample of one prompt it is: None or 0 the first) per rendered request."""
+        self.waves: list[int | None] = []
+        """Per request, the wave it went out in (its depth on the case's critical path), where counted."""
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _RecordingEngine:
@@ -143,11 +147,15 @@ class _RecordingEngine:
         if system:
             text = system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
             messages.insert(0, {"role": "system", "content": text})
+        rounds = depth.get()  # set by whoever counts waves (courtroom.cost.layout_choice)
+        if rounds is not None:
+            rounds[0] += 1
         with self._lock:
             self.requests.append((current_role() or DEFAULT, messages, sampling.sample_index()))
+            self.waves.append(rounds[0] if rounds is not None else None)
         fmt = request.config.response_format or {}
         schema = dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
-        text = json.dumps(_values(schema, PATTERNS[0]))
+        text = json.dumps(_values(schema, PATTERNS[0], self.filler))
         return Response(
             id=None,
             model="dry-run",
@@ -163,8 +171,10 @@ class _RecordingEngine:
         pass
 
 
-def recording_lms(models: Mapping[str, str], layout: str | None = None) -> tuple[RoleLMs, _RecordingEngine]:
-    engine = _RecordingEngine()
+def recording_lms(
+    models: Mapping[str, str], layout: str | None = None, filler: str = FILLER
+) -> tuple[RoleLMs, _RecordingEngine]:
+    engine = _RecordingEngine(filler)
     built: dict[str, Any] = {}
     for model in set(models.values()):
         lm = FakeLM(model if model != LOCAL else "openai/local", engine=engine, cache=False)

@@ -13,6 +13,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
 from courtroom.models import _layout as layout
+from courtroom.models import _prefix
 from courtroom.models._concurrency import run_parallel, serial
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
@@ -287,12 +288,18 @@ class CourtroomProgram(dspy.Module):
         own = (getattr(lm, "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        cache_layout = layout.layout_for(lm) == "cache"
+        cache_layout = layout.layout_for(lm, self, inputs.get(layout.CASE)) == "cache"
         hint = layout.cache_hint(lm, cache_layout, inputs.get(layout.CASE))
         if hint is not None:
             config["prompt_cache"] = hint
         opening = layout.preamble(self.preamble(), role) if cache_layout else contextlib.nullcontext()
-        with use_role(self.lms, role, member), opening:
+        # One write, many reads: a request sharing a new prefix waits for the first (courtroom.models._prefix).
+        shared = (
+            layout.shared_prefixes(lm, hint, self.preamble(), inputs.get(layout.CASE), role, predictor.signature)
+            if cache_layout and not predictor.demos
+            else ()
+        )
+        with use_role(self.lms, role, member), opening, _prefix.sharing(shared):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:
