@@ -35,15 +35,14 @@ from typing import Any
 
 from courtroom.analysis.bias import check_debias, debiased
 from courtroom.cost import layout_choice
+from courtroom.cost._recording import PATTERNS, recording_lms
 from courtroom.cost._simulate import (
     NO_LMS,
-    PATTERNS,
     CallCounter,
     batch_rounds,
     fit_line,
     max_calls,
     measured_completion,
-    recording_lms,
     sample_indices,
 )
 from courtroom.data.tasks import load_splits

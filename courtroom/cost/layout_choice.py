@@ -132,7 +132,7 @@ def _render(program: Any, lm: Any, case: str, layout: str) -> list[tuple[str, li
     once). Each role keeps its model's name, so only ``lm``'s requests are priced, as it decides
     only its own.
     """
-    from courtroom.cost._simulate import convened, recording_lms
+    from courtroom.cost._recording import recording_lms
     from courtroom.models import sampling
     from courtroom.models._concurrency import depth, serial
     from courtroom.models.lms import DEFAULT, model_name
@@ -148,7 +148,7 @@ def _render(program: Any, lm: Any, case: str, layout: str) -> list[tuple[str, li
         serial.set(True)  # one thread: the copy's calls in order
         depth.set([0])
         with sampling.assumed(dict.fromkeys(names, takes_n)):
-            for each in convened(twin):
+            for each in _convened(twin):
                 each.lms = lms
             twin(case=case)
 
@@ -159,6 +159,11 @@ def _render(program: Any, lm: Any, case: str, layout: str) -> list[tuple[str, li
         for (role, messages, index), wave in zip(engine.requests, engine.waves, strict=True)
         if names.get(role, names[DEFAULT]) == model and not (index and takes_n)
     ]
+
+
+def _convened(program: Any) -> list[Any]:
+    """``program`` and the programs it convenes (sub-modules with role models of their own: a settle design's trial)."""
+    return [program, *(m for _, m in program.named_sub_modules() if m is not program and hasattr(m, "lms"))]
 
 
 def _twin(program: Any) -> Any:

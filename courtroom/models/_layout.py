@@ -70,23 +70,14 @@ def chosen(value: str | None = None) -> str:
     return value
 
 
-def layout_for(lm: Any, program: Any = None, case: Any = None) -> str:
-    """``classic`` or ``cache`` for a request to ``lm`` about ``case`` in ``program``.
+def layout_for(lm: Any) -> str:
+    """``classic``, ``cache`` or ``auto`` for requests to ``lm``.
 
-    The layout is the model's own ``prompt_layout`` (set by ``--prompt-layout`` when the command
-    built it, :func:`courtroom.models.lms.resolve_roles`), else :func:`chosen`'s default. ``auto``
-    asks the cost model (:func:`courtroom.cost.layout_choice.choose`, at batch prices in batch
-    mode); without a program and a case it is ``classic``.
+    The model's own ``prompt_layout`` (set by ``--prompt-layout`` when the command built it,
+    :func:`courtroom.models.lms.resolve_roles`), else :func:`chosen`'s default. A program resolves
+    ``auto`` per case (:func:`courtroom.cost.layout_choice.choose`) before the case's requests.
     """
-    value = chosen(getattr(lm, "prompt_layout", None))
-    if value != "auto":
-        return value
-    if program is None or not isinstance(case, str) or not case:
-        return "classic"
-    from courtroom.cost.layout_choice import choose
-    from courtroom.models import batch
-
-    return choose(program, lm, case, batch=batch.current() is not None).layout
+    return chosen(getattr(lm, "prompt_layout", None))
 
 
 @functools.lru_cache(maxsize=1024)  # every request about a case asks it again: hashed once

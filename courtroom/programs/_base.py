@@ -288,7 +288,7 @@ class CourtroomProgram(dspy.Module):
         own = (getattr(lm, "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        cache_layout = layout.layout_for(lm, self, inputs.get(layout.CASE)) == "cache"
+        cache_layout = self.layout_of(lm, inputs.get(layout.CASE)) == "cache"
         hint = layout.cache_hint(lm, cache_layout, inputs.get(layout.CASE))
         if hint is not None:
             config["prompt_cache"] = hint
@@ -309,6 +309,22 @@ class CourtroomProgram(dspy.Module):
         if meter:
             meter.count_call()
         return out
+
+    def layout_of(self, lm: Any, case: Any) -> str:
+        """``classic`` or ``cache``: the prompt layout of this program's requests to ``lm`` about ``case``.
+
+        ``--prompt-layout auto`` asks the cost model, per model and case, at batch prices in batch
+        mode (:mod:`courtroom.cost.layout_choice`); without a case, classic.
+        """
+        value = layout.layout_for(lm)
+        if value != "auto":
+            return value
+        if not isinstance(case, str) or not case:
+            return "classic"
+        from courtroom.cost.layout_choice import choose
+        from courtroom.models import batch
+
+        return choose(self, lm, case, batch=batch.current() is not None).layout
 
     def preamble(self) -> str:
         """Every role's instructions, the opening of each cache-layout prompt (:mod:`courtroom.models._layout`)."""

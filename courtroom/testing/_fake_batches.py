@@ -19,6 +19,7 @@ answers every batch whose turnaround has passed, looked at or not, as a provider
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -68,12 +69,12 @@ class Batches:
     that every request was sent exactly once; ``cancelled`` lists the batches cancelled.
     """
 
-    def __init__(self, reply: Callable[..., tuple[int, Any, Any]], turnaround: float,
+    def __init__(self, reply: Callable[[dict[str, Any]], tuple[int, Any, Any]], turnaround: float,
                  expire: Collection[int], end: Callable[[int], str | None] | None = None) -> None:  # fmt: skip
         self.reply = reply
-        self.clock: Callable[[], int] | None = None
-        """The server's tick (``FakeServer.tick``): a batch's lines are processed together, so each
-        reads only what was cached before the batch ran, never another line's writes."""
+        self.arriving: Callable[[], Any] | None = None
+        """``FakeServer.arriving``: a batch's lines are processed together, so each reads only what
+        was cached before the batch ran, never another line's writes."""
         self.turnaround = turnaround
         self.expire = set(expire)
         self.end = end or (lambda n: None)
@@ -210,7 +211,12 @@ class Batches:
                          request_counts={"total": len(lines), "completed": 0, "failed": 0})  # fmt: skip
             return
         answered = 0 if cancel else (len(lines) // 2 if expire else len(lines))
-        arrived = self.clock() if self.clock else None
+        with self.arriving() if self.arriving else contextlib.nullcontext():  # the lines run together
+            self._answer_lines(batch, lines, answered, cancel=cancel, expire=expire)
+
+    def _answer_lines(
+        self, batch: dict[str, Any], lines: list[dict[str, Any]], answered: int, *, cancel: bool, expire: bool
+    ) -> None:
         out: list[dict[str, Any]] = []
         err: list[dict[str, Any]] = []
         for n, item in enumerate(lines):
@@ -220,7 +226,7 @@ class Batches:
                 err.append({**record, "response": None, "error": {"code": code, "message": f"the batch {code[6:]}"}})
                 continue
             self.lines[json.dumps(item["body"].get("messages") or [], sort_keys=True)] += 1
-            status, body, _ = self.reply(item["body"], arrived)
+            status, body, _ = self.reply(item["body"])
             record["response"] = {"status_code": status, "request_id": f"req_{uuid.uuid4().hex[:12]}", "body": body}
             record["error"] = None
             (out if status == 200 else err).append(record)

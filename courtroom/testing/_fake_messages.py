@@ -19,6 +19,7 @@ shared with OpenAI's batches), ``created``, ``lines`` and ``cancelled`` are thos
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import re
@@ -207,8 +208,15 @@ class MessageBatches:
     def _answer(self, batch: dict[str, Any], *, expire: bool = False, cancel: bool = False) -> None:
         requests = batch["_requests"]
         answered = 0 if cancel else (len(requests) // 2 if expire else len(requests))
+        with self.owner.arriving() if self.owner.arriving else contextlib.nullcontext():  # the lines run together
+            out, counts = self._answer_lines(batch, answered, cancel)
+        batch["_results"] = "".join(json.dumps(r) + "\n" for r in out).encode()
+        batch.update(processing_status="ended", request_counts=counts, ended_at=_now(),
+                     results_url=f"{self.url()}/messages/batches/{batch['id']}/results")  # fmt: skip
+
+    def _answer_lines(self, batch: dict[str, Any], answered: int, cancel: bool) -> tuple[list[Any], dict[str, int]]:
+        requests = batch["_requests"]
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
-        arrived = self.owner.clock() if self.owner.clock else None  # the lines run together
         out = []
         for n, item in enumerate(requests):
             if n >= answered:
@@ -217,7 +225,7 @@ class MessageBatches:
             else:
                 chat = chat_body(item["params"])
                 self.owner.lines[json.dumps(chat["messages"], sort_keys=True)] += 1
-                status, reply, _ = self.owner.reply(chat, arrived)
+                status, reply, _ = self.owner.reply(chat)
                 answer = as_anthropic(status, reply)
                 if status == 200:
                     result = {"type": "succeeded", "message": answer}
@@ -225,6 +233,4 @@ class MessageBatches:
                     result = {"type": "errored", "error": answer}
             counts["succeeded" if result["type"] == "succeeded" else result["type"]] += 1
             out.append({"custom_id": item["custom_id"], "result": result})
-        batch["_results"] = "".join(json.dumps(r) + "\n" for r in out).encode()
-        batch.update(processing_status="ended", request_counts=counts, ended_at=_now(),
-                     results_url=f"{self.url()}/messages/batches/{batch['id']}/results")  # fmt: skip
+        return out, counts

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -176,6 +177,7 @@ class FakeServer:
         self._prefixes: dict[str, dict[Any, int]] = {}
         self._tick = 0  # requests processed so far: a prefix is stamped with its first request's tick
         self.arrivals: list[int] = []
+        self._arrival = threading.local()  # the tick the request this thread answers arrived at
         self.responder = responder or _schema_filler
         self.engine = engine
         self.latency = latency
@@ -199,7 +201,7 @@ class FakeServer:
         self.batch_calls: Counter[str] = Counter()
         self.held = threading.Event()
         self.batches = Batches(self._batch_line, turnaround, expire, batch_end)
-        self.batches.clock = self.tick
+        self.batches.arriving = self.arriving
         self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -288,13 +290,24 @@ class FakeServer:
         with self._lock:
             return self._tick
 
-    def _batch_line(
-        self, body: dict[str, Any], arrived: int | None = None
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """While inside, the requests this thread answers arrived now (:meth:`tick`).
+
+        They read what was processed before, not one another's writes (a batch's lines, one live request).
+        """
+        before = getattr(self._arrival, "tick", None)
+        self._arrival.tick = self.tick()
+        try:
+            yield
+        finally:
+            self._arrival.tick = before
+
+    def _batch_line(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.counts["batch_lines"] += 1
             self.models[str(body.get("model"))] += 1
-        return self.reply(body, arrived)
+        return self.reply(body)
 
     def _seen(self, name: str, stamp: tuple[int, int]) -> _Stamped:
         """The cache ``name`` as a request sees it (``stamp``: the ticks it arrived and was processed at)."""
@@ -347,13 +360,14 @@ class FakeServer:
         with self._lock:
             return anthropic_hit(prefixes, self._seen("anthropic", stamp), self.ANTHROPIC_MIN)
 
-    def reply(self, body: Mapping[str, Any], arrived: int | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
         The chat endpoint and every line of a batch are answered here, so a batch line gets the
-        same answer, faults and counts as the same request sent live. ``arrived``: the tick
-        (:meth:`tick`) the request arrived at, for the prompt caches (None: now).
+        same answer, faults and counts as the same request sent live. Its prompt caches read
+        what was processed before it arrived (:meth:`arriving`; outside one: now).
         """
+        arrived = getattr(self._arrival, "tick", None)
         with self._lock:
             self._tick += 1  # this request's writes are stamped with it
             stamp = (self._tick - 1 if arrived is None else arrived, self._tick)
@@ -500,11 +514,11 @@ class FakeServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 self._open = True
-                arrived = server.tick()  # its prompt reads what was processed before it came
-                with server._lock:
-                    server.arrivals.append(arrived)
                 try:
-                    self._answer(body, anthropic, arrived)
+                    with server.arriving():  # its prompt reads what was processed before it came
+                        with server._lock:
+                            server.arrivals.append(server._arrival.tick)
+                        self._answer(body, anthropic)
                 finally:
                     self._close_request()
 
@@ -514,11 +528,11 @@ class FakeServer:
                     with server._lock:
                         server.in_flight -= 1
 
-            def _answer(self, body: dict[str, Any], anthropic: bool, arrived: int) -> None:
+            def _answer(self, body: dict[str, Any], anthropic: bool) -> None:
                 if server.latency:
                     time.sleep(server.latency)
                 server._gate.wait()
-                status, reply, headers = server.reply(body, arrived)
+                status, reply, headers = server.reply(body)
                 if status == 504:
                     time.sleep(server.hang)
                 self._send(status, as_anthropic(status, reply) if anthropic else reply, headers)
