@@ -183,6 +183,7 @@ def run_design(
     a parallel call starts at its caller's depth, as it goes out at once live. n-sampling is on
     where the model takes ``n`` (today's default), off on Claude (no ``n``).
     """
+    from courtroom.cost import layout_choice
     from courtroom.models._concurrency import depth, serial
     from courtroom.programs import get_framework
     from courtroom.testing._fakes import FakeLM
@@ -198,7 +199,8 @@ def run_design(
             run.case = i
             depth_token = depth.set([0])
             try:
-                run.verdicts.append(program(case=case).label)
+                with layout_choice.batch_prices():  # auto chooses at the batch prices it is billed at
+                    run.verdicts.append(program(case=case).label)
             finally:
                 depth.reset(depth_token)
             run.gold.append(label)

@@ -35,13 +35,14 @@ def test_every_script_has_a_size() -> None:
 PRINTS = {
     "price": (
         "## self-consistency",
-        "+ n-sampling",
-        "+ cache",
+        "today (bill)",
+        "+ layout (auto)",
         "+ stop",
-        "every lever on (total factor):",
-        "targets (issue 44)",
+        "layouts in batch: classic",
+        "every lever on, against the bill of today's default:",
+        "auto against the cheaper of classic and cache (batch):",
+        "targets (issue 50, 300 words)",
         "self-consistency k=9 at gpt-4o-mini: 1.00 requests per case with n-sampling",
-        "verdicts with and without n-sampling: the same",
     ),
     "settle": (
         "full trial: jot (jot-paper)",

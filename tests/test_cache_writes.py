@@ -109,40 +109,40 @@ def test_batch_lines_of_a_round_read_what_the_round_before_wrote(
     assert read > written > 0  # per case: the system written once and read twice (each role's text written once)
 
 
-def _program(case_words: int, loops: int, server: FakeServer) -> tuple[Any, str]:
-    from courtroom.programs import JudgmentOfThought
-
-    case = "Facts: " + " ".join(f"fact{i}" for i in range(case_words))
-    return JudgmentOfThought(["True", "False"], lm=_claude(server, "auto"), n_loops=loops), case
-
-
-@pytest.mark.parametrize(("words", "loops", "cheaper"), [(40, 1, "classic"), (1500, 3, "cache")])
-def test_auto_picks_the_layout_the_cost_model_prices_lower(words: int, loops: int, cheaper: str) -> None:
+@pytest.mark.parametrize(
+    ("design", "knobs", "cheaper"), [("zero-shot", {}, "classic"), ("jot", {"n_loops": 3}, "cache")]
+)
+def test_auto_picks_the_layout_the_cost_model_prices_lower(design: str, knobs: dict[str, Any], cheaper: str) -> None:
+    # One request per case writes its prefix for no read (classic is cheaper); nine share it (cache is).
     from courtroom.cost import layout_choice
     from courtroom.cost.prompt_cache import replay_dollars
+    from courtroom.programs import get_framework
 
     with FakeServer() as server:
-        program, case = _program(words, loops, server)
+        program = get_framework(design)(["True", "False"], lm=_claude(server, "auto"), **knobs)
         lm = program.lms.serving("default")
-        choice = layout_choice.choose(program, lm, case)
+        choice = layout_choice.choose(program, lm, LONG)
         # Both prices, from the prompts each layout renders for this case, priced by the provider's rule.
         prices = {
-            layout: replay_dollars(layout_choice._render(program, lm, case, layout)) for layout in ("classic", "cache")
+            layout: replay_dollars(layout_choice._render(program, lm, LONG, layout)) for layout in ("classic", "cache")
         }
         assert (choice.classic, choice.cache) == (prices["classic"], prices["cache"])
         assert choice.layout == cheaper == min(prices, key=lambda k: prices[k] or 0.0)
-        program(case=case)  # the run follows the choice: Anthropic's breakpoints only in the cache layout
-        assert all(bool(o.get("cache_marks")) == (cheaper == "cache") for o in server.options)
+        program(case=LONG)  # the run follows the choice: Anthropic's breakpoints only in the cache layout
+        assert server.options and all(bool(o.get("cache_marks")) == (cheaper == "cache") for o in server.options)
 
 
-def test_a_model_without_a_price_keeps_the_classic_layout() -> None:
+def test_without_a_price_or_a_prefix_to_cache_the_classic_layout_is_kept_unrendered() -> None:
     from courtroom.cost import layout_choice
     from courtroom.programs import JudgmentOfThought
     from courtroom.testing import scripted_lm
 
-    lm = scripted_lm({})
+    lm = scripted_lm({})  # a fake: LiteLLM has no price for it
     program = JudgmentOfThought(["True", "False"], lm=lm)
-    assert layout_choice.choose(program, lm, LONG).layout == "classic"
+    assert layout_choice.choose(program, lm, LONG) == layout_choice.Choice("classic", None, None)
+    lm.model = "anthropic/claude-haiku-4-5"  # priced, but the case is far under its 4,096-token minimum
+    short = " ".join(f"fact{i}" for i in range(300))
+    assert layout_choice.choose(program, lm, short) == layout_choice.Choice("classic", None, None)
 
 
 def test_a_paper_preset_keeps_the_classic_layout_unless_told() -> None:
@@ -168,5 +168,8 @@ def test_the_dry_run_prints_the_choice_and_both_prices(tmp_path: Any) -> None:
     )  # fmt: skip
     chosen = estimates["jot"].layout
     assert chosen and chosen["cache"] == 4 and chosen["cache_cost"] < chosen["classic_cost"]
-    line = next(x for x in estimate_lines(estimates) if "--prompt-layout auto" in x)
-    assert f"${chosen['classic_cost']:.4f} classic" in line and f"${chosen['cache_cost']:.4f} cache" in line
+    lines = list(estimate_lines(estimates))
+    at = next(i for i, x in enumerate(lines) if "--prompt-layout auto chose cache for 4 of 4" in x)
+    prices = lines[at + 1]
+    assert f"${chosen['classic_cost']:.4f} classic" in prices and f"${chosen['cache_cost']:.4f} cache" in prices
+    assert all(len(x) <= 80 for x in lines[at : at + 2])

@@ -282,11 +282,8 @@ def estimate_lines(
         if e.layout:
             choice = e.layout
             sampled = choice["cache"] + choice["classic"]
-            yield (
-                f"{name}: --prompt-layout auto chose cache for {choice['cache']} of {sampled} sampled "
-                f"case-models; their prompts ${choice['classic_cost']:.4f} classic, "
-                f"${choice['cache_cost']:.4f} cache"
-            )
+            yield f"{name}: --prompt-layout auto chose cache for {choice['cache']} of {sampled} sampled cases"
+            yield f"  their prompts: ${choice['classic_cost']:.4f} classic, ${choice['cache_cost']:.4f} cache"
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())

@@ -291,7 +291,7 @@ def estimate_run(
     per_case: list[int] = []  # prompt tokens of each sampled case
     per_model: Counter[str] = Counter()
     token = serial.set(True)  # a thread per call would cost more than the rendering
-    with layout_choice.recording() as choices:  # --prompt-layout auto: the choice per case, priced
+    with layout_choice.recording() as choices, layout_choice.batch_prices(bool(config.batch)):  # auto, per case
         for i in picked:
             before = len(engine.requests)
             try:

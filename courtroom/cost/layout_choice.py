@@ -55,6 +55,19 @@ _record: contextvars.ContextVar[dict[Any, Choice] | None] = contextvars.ContextV
 )
 
 
+_batch: contextvars.ContextVar[bool] = contextvars.ContextVar("courtroom_layout_batch", default=False)
+
+
+@contextlib.contextmanager
+def batch_prices(on: bool = True) -> Iterator[None]:
+    """While inside, choices are made at batch prices (a dry run of ``--batch``; the price bench)."""
+    token = _batch.set(on)
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[dict[Any, Choice]]:
     """While inside, each choice asked for in this context is kept in the yielded dict, once per case and model."""
@@ -73,16 +86,26 @@ def priced(model: str) -> bool:
     return price_per_token(model) is not None
 
 
-def choose(program: Any, lm: Any, case: str, *, batch: bool = False) -> Choice:
-    """The layout the cost model says is cheaper for ``case`` on ``lm`` in ``program`` (module docstring)."""
+def choose(program: Any, lm: Any, case: str, *, batch: bool | None = None) -> Choice:
+    """The layout the cost model says is cheaper for ``case`` on ``lm`` in ``program`` (module docstring).
+
+    ``batch``: at batch prices (None: in batch mode, or inside :func:`batch_prices`).
+    """
+    from courtroom.models import batch as batches
     from courtroom.models._layout import case_key
+
+    if batch is None:
+        batch = _batch.get() or batches.current() is not None
 
     model = str(getattr(lm, "model", ""))
     key = (id(program), program.preamble(), model, getattr(lm, "api_base", None), case_key(case), batch)
     with _lock:
         known = _choices.get(key)
     if known is None:
-        known = _priced_choice(program, lm, case, batch) if priced(model) else Choice("classic", None, None)
+        if priced(model) and _may_cache(program, model, case):
+            known = _priced_choice(program, lm, case, batch)
+        else:
+            known = Choice("classic", None, None)
         with _lock:
             _choices[key] = known
             while len(_choices) > KEEP:
@@ -91,6 +114,24 @@ def choose(program: Any, lm: Any, case: str, *, batch: bool = False) -> Choice:
     if record is not None:
         record[key] = known
     return known
+
+
+ROLE_TEXT = 400
+"""Tokens a role's own message adds at most beyond its instructions (its fields and output format)."""
+
+
+def _may_cache(program: Any, model: str, case: str) -> bool:
+    """Whether the cache layout's shared prefix can reach the provider's minimum for ``case``.
+
+    The system message (preamble and case) and a role's own message (its instructions, fields and
+    format, at most :data:`ROLE_TEXT` tokens beyond them); below the minimum nothing of it is
+    cached, and its longer prompts cannot pay: classic, with nothing rendered.
+    """
+    from courtroom.cost.prompt_cache import _anthropic_minimum, _tokens
+
+    minimum = _anthropic_minimum(model) if model.startswith("anthropic/") else 1024
+    own = max((len(_tokens(p.signature.instructions)) for _, p in program.named_predictors()), default=0)
+    return len(_tokens(program.preamble() + case)) + own + ROLE_TEXT >= minimum
 
 
 def _priced_choice(program: Any, lm: Any, case: str, batch: bool) -> Choice:

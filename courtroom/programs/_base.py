@@ -322,9 +322,8 @@ class CourtroomProgram(dspy.Module):
         if not isinstance(case, str) or not case:
             return "classic"
         from courtroom.cost.layout_choice import choose
-        from courtroom.models import batch
 
-        return choose(self, lm, case, batch=batch.current() is not None).layout
+        return choose(self, lm, case).layout
 
     def preamble(self) -> str:
         """Every role's instructions, the opening of each cache-layout prompt (:mod:`courtroom.models._layout`)."""
