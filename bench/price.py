@@ -431,8 +431,8 @@ def main(argv: list[str] | None = None) -> None:
                             targets.append(extra)
                 if design == "self-consistency" and TAKES_N[model]:
                     per = rows[0][1].requests / args.cases
-                    targets.append(f"  self-consistency k={knobs['k_samples']} at {model}: {per:.2f} requests per "
-                                   "case with n-sampling")  # fmt: skip
+                    targets.append(f"  self-consistency k={knobs['k_samples']} at {model}, {words} words: "
+                                   f"{per:.2f} requests per case with n-sampling")  # fmt: skip
             if stop:
                 full, cut = runs["auto"], runs["auto+stop"]
                 lo, hi = interval(full.accuracy, len(full.gold))

@@ -42,7 +42,8 @@ PRINTS = {
         "every lever on, against the bill of today's default:",
         "auto against the cheaper of classic and cache (batch):",
         "targets (issue 50, 300 words)",
-        "self-consistency k=9 at gpt-4o-mini: 1.00 requests per case with n-sampling",
+        "self-consistency k=9 at gpt-4o-mini, 60 words: 1.00 requests per case with n-sampling",
+        "auto 1.000x of the cheaper layout: ok",
     ),
     "settle": (
         "full trial: jot (jot-paper)",
