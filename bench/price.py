@@ -59,15 +59,13 @@ WORDS = (300, 800)
 """The case lengths issue 50 asks for (CaseLaw's cases are about 300-800 words)."""
 
 CASELAW_WORDS = 400
-"""Words per generated case (~412 cl100k tokens: the generated words are about one token each).
+"""Issue 44's calibration length for ``--shares`` (~412 cl100k tokens).
 
-No CaseLaw text ships with courtroom (the ``caselaw`` task reads your JSONL), and neither SPEC nor
-the Debate-Feedback paper states a length (its Table 4 cuts its sample background short). What is
-measured is issue 44's: on 5 CaseLaw cases, tokenised with cl100k, the share of prompt tokens
-OpenAI's cache rule serves in the classic layout was jot 0%, courtroom-llm 39%, debate-feedback 16%.
-This bench gives those shares only near 400 words (``--shares``: 0%, 38%, 20%; at 350 words
-debate-feedback's is 0%, at 450 jot's is 19%), so CaseLaw's cases are about 400 words of this
-generator long, in tokens (what is priced)."""
+No CaseLaw text ships with courtroom (the ``caselaw`` task reads your JSONL). Issue 44 measured, on
+5 CaseLaw cases tokenised with cl100k, the share of prompt tokens OpenAI's cache rule serves in the
+classic layout: jot 0%, courtroom-llm 39%, debate-feedback 16%. ``--shares`` prints this bench's
+shares per length beside them (its requests as sent today: n-sampling on, one after another), so a
+reader can see which generated length they resemble; the priced runs use :data:`WORDS`."""
 SHARED = ("jot", "courtroom-llm", "debate-feedback")
 """The designs issue 44 measured the cached share of on CaseLaw (``--shares``)."""
 
