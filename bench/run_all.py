@@ -29,7 +29,10 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "smoke": ["--examples", "5", "--real", "3", "--concurrency", "4"],
     },
     "early_stopping": {"small": ["--cases", "50"], "smoke": ["--cases", "4"]},
-    "price": {"small": ["--cases", "60"], "smoke": ["--cases", "2", "--words", "60"]},
+    "price": {
+        "small": ["--cases", "20"],
+        "smoke": ["--cases", "2", "--words", "60", "--designs", "self-consistency,jot"],
+    },
     "study_reuse": {
         "small": ["--trials", "12", "--dev", "10", "--train", "5"],
         "smoke": ["--trials", "2", "--dev", "3", "--train", "3"],

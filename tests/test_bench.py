@@ -35,13 +35,15 @@ def test_every_script_has_a_size() -> None:
 PRINTS = {
     "price": (
         "## self-consistency",
-        "+ n-sampling",
-        "+ cache",
+        "today (bill)",
+        "+ layout (auto)",
         "+ stop",
-        "every lever on (total factor):",
-        "targets (issue 44)",
-        "self-consistency k=9 at gpt-4o-mini: 1.00 requests per case with n-sampling",
-        "verdicts with and without n-sampling: the same",
+        "layouts in batch: classic",
+        "every lever on, against the bill of today's default:",
+        "auto against the cheaper of classic and cache (batch):",
+        "targets (issue 50, 300 words)",
+        "self-consistency k=9 at gpt-4o-mini, 60 words: 1.00 requests per case with n-sampling",
+        "auto 1.000x of the cheaper layout: ok",
     ),
     "settle": (
         "full trial: jot (jot-paper)",
@@ -132,12 +134,12 @@ def test_best_schedule_of_critical_path_is_exact() -> None:
     assert bench.best_steps([2, 1], 2, 2) == (3, 3)
 
 
-def test_the_price_bench_says_where_its_case_length_comes_from(
+def test_the_price_bench_prints_the_cached_shares_beside_caselaws(
     isolated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Its default is the length at which it gives the cached shares issue 44 measured on CaseLaw (token counts)."""
+    """``--shares`` prints, per case length, the share OpenAI's rule caches beside issue 44's CaseLaw figures."""
     bench = load("price")
     bench.main(["--shares", str(bench.CASELAW_WORDS), "--cases", "1"])
     out = capsys.readouterr().out
     assert "issue 44 on 5 CaseLaw cases, classic layout: jot 0%, courtroom-llm 39%, debate-feedback 16%" in out
-    assert "400 words (~41" in out and "jot classic 0%" in out and "debate-feedback classic" in out
+    assert "400 words (~41" in out and "jot classic " in out and "debate-feedback cache " in out

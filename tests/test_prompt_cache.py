@@ -20,17 +20,19 @@ def test_the_fake_server_caches_as_openai_and_the_meter_prices_it(monkeypatch: p
     monkeypatch.setenv("COURTROOM_N_SAMPLING", "0")  # three requests of one prompt: two are cache reads
     with FakeServer(prompt_cache="openai") as server:
         lm = server.lm("openai/gpt-4o-mini", cache=False)
+        lm.prompt_layout = "cache"  # the first request alone, then the two others read its prefix
         with metered() as meter:
             SelfConsistency(["a", "b"], lm=lm, k_samples=3, k_shots=0)(case=LONG)
         prompt = server.billed[0][1]
-        assert server.counts["requests"] == 3 and server.counts["cached_tokens"] == 2 * prompt
+        read = server.counts["cached_tokens"]
+        assert server.counts["requests"] == 3 and prompt - 128 < read / 2 <= prompt  # whole 128-token blocks
     usage = meter.usage
-    assert usage.cache_read_tokens == 2 * prompt and usage.cache_write_tokens == 0
-    assert usage.by_model["openai/gpt-4o-mini"]["cache_read_tokens"] == 2 * prompt
+    assert usage.cache_read_tokens == read and usage.cache_write_tokens == 0
+    assert usage.by_model["openai/gpt-4o-mini"]["cache_read_tokens"] == read
     info = litellm.model_cost["gpt-4o-mini"]
     expected = (
-        prompt * info["input_cost_per_token"]
-        + 2 * prompt * info["cache_read_input_token_cost"]
+        (3 * prompt - read) * info["input_cost_per_token"]
+        + read * info["cache_read_input_token_cost"]
         + usage.completion_tokens * info["output_cost_per_token"]
     )
     assert usage.cost() == pytest.approx(expected)

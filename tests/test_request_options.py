@@ -90,14 +90,17 @@ def test_the_environment_gives_the_default_and_the_option_wins(monkeypatch: pyte
     from types import SimpleNamespace
 
     from courtroom.models import sampling
-    from courtroom.models._layout import layout_for
+    from courtroom.models._layout import chosen, layout_for
 
     claude = SimpleNamespace(model="anthropic/claude-sonnet-4-5")
-    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "auto")
+    monkeypatch.setenv("COURTROOM_PROMPT_LAYOUT", "cache")
     monkeypatch.setenv("COURTROOM_N_SAMPLING", "0")
     assert layout_for(claude) == "cache" and not sampling.enabled(claude)
     claude.prompt_layout, claude.n_sampling = "classic", True
     assert layout_for(claude) == "classic" and sampling.enabled(claude)
+    # Without the environment: auto, which a program resolves per case by price.
+    monkeypatch.delenv("COURTROOM_PROMPT_LAYOUT")
+    assert chosen() == "auto" == layout_for(SimpleNamespace(model="anthropic/claude-sonnet-4-5"))
 
 
 def test_a_resume_keeps_the_runs_layout_and_may_change_n_sampling(

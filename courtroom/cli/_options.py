@@ -123,8 +123,9 @@ OPTIONS: list[Option] = [
        "model takes it: the prompt is billed once.", EXECUTION_PANEL, SPEC_COMMANDS,
        show_default="on; env: $COURTROOM_N_SAMPLING"),
     _o("prompt_layout", "--prompt-layout", STR, "Prompts for a provider's cache: classic (DSPy's) | cache (a case's "
-       "requests start alike) | auto (cache on anthropic/).", EXECUTION_PANEL, SPEC_COMMANDS,
-       metavar="classic|cache|auto", show_default="classic; env: $COURTROOM_PROMPT_LAYOUT"),
+       "requests start alike) | auto (per case, the cheaper by the provider's prices).", EXECUTION_PANEL,
+       SPEC_COMMANDS, metavar="classic|cache|auto",
+       show_default="auto; classic with --preset; env: $COURTROOM_PROMPT_LAYOUT"),
     _o("prompt_lm", "--prompt-lm", STR, "Model for the optimizer's own proposals.", MODELS_PANEL, ("compile",),
        show_default="the judge's model"),
     _o("search_temperature", "--search-temperature", bool, "Also search each role's temperature in [0, 1].",

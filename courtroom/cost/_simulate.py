@@ -8,50 +8,25 @@ adapter (rendering). See :mod:`courtroom.cost.estimate`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dspy
-from dspy.lm15 import Message, Response, TextPart, Usage
 
 from courtroom.analysis.bias import debiased
+from courtroom.cost._recording import PATTERNS, _RecordingEngine, _values
 from courtroom.models import sampling
 from courtroom.models._adapter import output_schema
 from courtroom.models._concurrency import depth, serial
-from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs, current_role
+from courtroom.models.lms import DEFAULT, LOCAL, RoleLMs
 from courtroom.programs import CourtroomProgram, build_program
 from courtroom.programs._reliability import counting_calls
 from courtroom.runner.config import RunConfig
-from courtroom.testing._fakes import FakeLM, answer_for_schema
-
-PATTERNS: tuple[dict[str, Any], ...] = (
-    {"enum": 0, "number": 0.5, "boolean": True},
-    {"enum": -1, "number": 1.0, "boolean": False},
-    {"enum": 1, "number": 0.0, "boolean": False},
-)
-"""Answer patterns a dry run tries: which enum option, number and boolean every role answers."""
-
-FILLER = "fake server reply"
-"""Placeholder for free-text answers (what :class:`courtroom.testing.FakeServer` answers too)."""
-
+from courtroom.testing._fakes import FakeLM
 
 # -- counting calls in-process ------------------------------------------------------------------------
-
-
-def _values(schema: Mapping[str, Any], pattern: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        if "enum" in prop:
-            options = prop["enum"]
-            out[name] = options[pattern["enum"] % len(options)] if pattern["enum"] >= 0 else options[-1]
-        elif prop.get("type") in ("number", "integer"):
-            out[name] = pattern["number"]
-        elif prop.get("type") == "boolean":
-            out[name] = pattern["boolean"]
-    return answer_for_schema(schema, out, FILLER)
 
 
 class CallCounter:
@@ -124,55 +99,6 @@ def _forward_each(program: dspy.Module, counter: CallCounter, examples: Sequence
 
 
 # -- rendering the real prompts -----------------------------------------------------------------------
-
-
-class _RecordingEngine:
-    """DSPy engine that keeps every rendered request's messages and answers by schema filling."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, list[dict[str, str]], int | None]] = []
-        """(role, messages, which sample of one prompt it is: None or 0 the first) per rendered request."""
-        self._lock = threading.Lock()
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _RecordingEngine:
-        return self
-
-    def complete(self, request: Any) -> Response:
-        messages = [{"role": str(m.role), "content": m.text or ""} for m in request.messages]
-        system = request.system
-        if system:
-            text = system if isinstance(system, str) else "".join(getattr(p, "text", "") or "" for p in system)
-            messages.insert(0, {"role": "system", "content": text})
-        with self._lock:
-            self.requests.append((current_role() or DEFAULT, messages, sampling.sample_index()))
-        fmt = request.config.response_format or {}
-        schema = dict(fmt.get("schema") or fmt.get("json_schema", {}).get("schema") or {})
-        text = json.dumps(_values(schema, PATTERNS[0]))
-        return Response(
-            id=None,
-            model="dry-run",
-            message=Message.assistant([TextPart(text)]),
-            finish_reason="stop",
-            usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0),
-        )
-
-    def stream(self, request: Any) -> Any:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-def recording_lms(models: Mapping[str, str], layout: str | None = None) -> tuple[RoleLMs, _RecordingEngine]:
-    engine = _RecordingEngine()
-    built: dict[str, Any] = {}
-    for model in set(models.values()):
-        lm = FakeLM(model if model != LOCAL else "openai/local", engine=engine, cache=False)
-        lm.prompt_layout = layout  # rendered as the run lays them out (--prompt-layout)
-        built[model] = lm
-    lms = RoleLMs({DEFAULT: next(iter(built.values()))})
-    lms.update({role: built[m] for role, m in models.items()})
-    return lms, engine
 
 
 def sample_indices(n: int, size: int) -> list[int]:

@@ -278,6 +278,12 @@ def estimate_lines(
     ]
     if cached:
         yield "with the provider's prompt cache (its rule replayed on the rendered prompts): " + "; ".join(cached)
+    for name, e in estimates.items():
+        if e.layout:
+            choice = e.layout
+            sampled = choice["cache"] + choice["classic"]
+            yield f"{name}: --prompt-layout auto chose cache for {choice['cache']} of {sampled} sampled cases"
+            yield f"  their prompts: ${choice['classic_cost']:.4f} classic, ${choice['cache_cost']:.4f} cache"
     yield from notes
     if estimates:
         sample = max(e.sample for e in estimates.values())

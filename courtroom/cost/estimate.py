@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from courtroom.analysis.bias import check_debias, debiased
+from courtroom.cost import layout_choice
+from courtroom.cost._recording import PATTERNS, recording_lms
 from courtroom.cost._simulate import (
     NO_LMS,
-    PATTERNS,
     CallCounter,
     batch_rounds,
     fit_line,
     max_calls,
     measured_completion,
-    recording_lms,
     sample_indices,
 )
 from courtroom.data.tasks import load_splits
@@ -121,6 +121,10 @@ class Estimate:
     """``cost`` with the provider's cache prices on those tokens (None: no price, or nothing cached)."""
     batch_cache_cost: float | None = None
     """``batch_cost`` with the provider's batch cache prices on those tokens (None: as ``cache_cost``)."""
+    layout: dict[str, Any] | None = None
+    """``--prompt-layout auto`` on a priced model: what it chose for the sampled cases (``cache`` and
+    ``classic``: how many) and the prompt dollars of those cases' requests in each layout
+    (``classic_cost``, ``cache_cost``; :mod:`courtroom.cost.layout_choice`). None: no choice made."""
 
     @property
     def calls_per_example(self) -> float:
@@ -287,21 +291,22 @@ def estimate_run(
     per_case: list[int] = []  # prompt tokens of each sampled case
     per_model: Counter[str] = Counter()
     token = serial.set(True)  # a thread per call would cost more than the rendering
-    for i in picked:
-        before = len(engine.requests)
-        try:
-            evaluated(case=examples[i].case)
-        except Exception:  # noqa: BLE001 - counted as far as it went
-            pass
-        per_case.append(0)
-        for role, messages, _ in engine.requests[before:]:
-            model = models.get(role, default_model)
-            n = count_tokens(model if model != LOCAL else "openai/local", messages)
-            per_model[model] += n
-            per_case[-1] += n
-            xs, ys = samples.setdefault(role, ([], []))
-            xs.append(len(examples[i].case))
-            ys.append(n)
+    with layout_choice.recording() as choices, layout_choice.batch_prices(bool(config.batch)):  # auto, per case
+        for i in picked:
+            before = len(engine.requests)
+            try:
+                evaluated(case=examples[i].case)
+            except Exception:  # noqa: BLE001 - counted as far as it went
+                pass
+            per_case.append(0)
+            for role, messages, _ in engine.requests[before:]:
+                model = models.get(role, default_model)
+                n = count_tokens(model if model != LOCAL else "openai/local", messages)
+                per_model[model] += n
+                per_case[-1] += n
+                xs, ys = samples.setdefault(role, ([], []))
+                xs.append(len(examples[i].case))
+                ys.append(n)
     serial.reset(token)
     # Role by role: its exact call count times its prompt at the mean case length (a line fitted over
     # its sampled calls). Calls made once per run and shared by later cases (Courtroom-LLM's
@@ -406,6 +411,7 @@ def estimate_run(
         cache_write_tokens=written,
         cache_cost=cache_cost,
         batch_cache_cost=batch_cache_cost,
+        layout=_layout_summary(choices),
         tokenizer=_tokenizer(list(models.values())),
         sample=len(picked),
         prepare_calls=prepare_calls,
@@ -441,7 +447,7 @@ def _provider_cache(
         for role, messages, index in rendered
         if not (index and takes_n.get(role, False))
     ]
-    shares = prompt_cache.cached_shares(sent, prompt_cache.layouts_of({m for m, _ in sent}, layout))
+    shares = prompt_cache.cached_shares(sent)  # each request's layout read from it (auto: per case)
     read = written = 0.0
     saved = batch_saved = 0.0
     for model, (r, w) in shares.items():
@@ -459,6 +465,19 @@ def _provider_cache(
         None if cost is None else cost - saved,
         None if batch_cost is None else batch_cost - batch_saved,
     )
+
+
+def _layout_summary(choices: Mapping[Any, layout_choice.Choice]) -> dict[str, Any] | None:
+    """What ``--prompt-layout auto`` chose for the sampled cases, with both layouts' prompt dollars."""
+    priced = [c for c in choices.values() if c.classic is not None and c.cache is not None]
+    if not priced:
+        return None
+    return {
+        "cache": sum(c.layout == "cache" for c in priced),
+        "classic": sum(c.layout == "classic" for c in priced),
+        "classic_cost": sum(c.classic or 0.0 for c in priced),
+        "cache_cost": sum(c.cache or 0.0 for c in priced),
+    }
 
 
 def _scale_roles(by_role: Counter[str], total: int) -> dict[str, float]:

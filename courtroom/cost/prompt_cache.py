@@ -86,12 +86,11 @@ def _anthropic_minimum(model: str) -> int:
     return OPENAI_MIN
 
 
-def cached_shares(
-    requests: Iterable[tuple[str, Sequence[Mapping[str, str]]]], layouts: Mapping[str, str]
-) -> dict[str, tuple[float, float]]:
+def cached_shares(requests: Iterable[tuple[str, Sequence[Mapping[str, str]]]]) -> dict[str, tuple[float, float]]:
     """Model -> (share of its prompt tokens read from the cache, share written to it).
 
-    ``requests``: (model, messages) in the order sent; ``layouts``: model -> ``classic`` or ``cache``.
+    ``requests``: (model, messages) in the order sent; each request's layout is read from its
+    messages (:func:`is_cache_layout`: under ``auto`` it is chosen per case).
     """
     seen_blocks: dict[str, set[bytes]] = {}
     seen_prefixes: dict[str, set[str]] = {}
@@ -102,7 +101,7 @@ def cached_shares(
         row[0] += len(toks)
         if model.startswith(("openai/", "hosted_vllm/")):
             row[1] += openai_hit(toks, seen_blocks.setdefault(model, set()))
-        elif model.startswith("anthropic/") and layouts.get(model) == "cache":
+        elif model.startswith("anthropic/") and is_cache_layout(messages):
             prefixes = [(p, len(_tokens(p.replace("\0", "")))) for p in marked_prefixes(messages)]
             read, written = anthropic_hit(prefixes, seen_prefixes.setdefault(model, set()), _anthropic_minimum(model))
             row[1] += read
@@ -110,13 +109,99 @@ def cached_shares(
     return {m: (r[1] / r[0], r[2] / r[0]) if r[0] else (0.0, 0.0) for m, r in totals.items()}
 
 
-def layouts_of(models: Iterable[str], layout: str | None = None) -> dict[str, str]:
-    """Model name -> the layout its requests use under ``--prompt-layout`` ``layout`` (None: the default), by name."""
-    from types import SimpleNamespace
+HOUR_WRITE = 2.0
+"""Anthropic's 1-hour cache write, as a multiple of the input price (its 5-minute write is 1.25x);
+courtroom's batch lines use it (:mod:`courtroom.models._anthropic_engine`)."""
 
-    from courtroom.models._layout import layout_for
 
-    return {m: layout_for(SimpleNamespace(model=m, prompt_layout=layout)) for m in models}
+def prompt_prices(model: str, *, batch: bool = False, prices: Any = None) -> tuple[float, float, float] | None:
+    """(input, cache read, cache write) dollars per prompt token of ``model``, live or batch; None: unpriced.
+
+    LiteLLM's table (``prices`` overrides the input price, then nothing is discounted). In batch
+    mode an ``anthropic/`` write is the 1-hour cache's: :data:`HOUR_WRITE` x the batch input price.
+    """
+    from courtroom.models.usage import batch_price_per_token, cache_price_per_token, price_per_token
+
+    table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
+    plain = batch_price_per_token(model, table) if batch else price_per_token(model, table)
+    if plain is None:
+        return None
+    read, write = cache_price_per_token(model, table, batch=batch) or (plain[0], plain[0])
+    if batch and model.startswith("anthropic/"):
+        write = HOUR_WRITE * plain[0]
+    return plain[0], read, write
+
+
+def is_cache_layout(messages: Sequence[Mapping[str, str]]) -> bool:
+    """Whether ``messages`` were laid out by the cache layout (its system message opens the case)."""
+    from courtroom.models._layout import CASE_MARKER
+
+    return any(m.get("role") == "system" and CASE_MARKER in (m.get("content") or "") for m in messages)
+
+
+class _Wave:
+    """A cache as the requests of one wave see it: what earlier waves wrote.
+
+    A provider's cache serves a prefix only once a first request with it was processed: the
+    wave's own writes land when it ends.
+    """
+
+    def __init__(self, seen: set[Any]) -> None:
+        self.seen, self.pending = seen, set()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.seen
+
+    def update(self, keys: Iterable[Any]) -> None:
+        self.pending.update(keys)
+
+
+def replay_dollars(
+    requests: Iterable[Sequence[Any]],
+    *,
+    batch: bool = False,
+    prices: Any = None,
+    prime: Iterable[tuple[str, Sequence[Mapping[str, str]]]] = (),
+) -> float | None:
+    """Prompt dollars of ``requests`` ((model, messages) or (model, messages, wave), in the order sent).
+
+    Each provider's cache as documented: OpenAI-wire models' automatic cache (:func:`openai_hit`),
+    ``anthropic/`` models' breakpoints in the cache layout (:func:`anthropic_hit`); a prefix is
+    served only to a later wave than the one that wrote it (requests of one wave go out at once:
+    they all miss), except in the cache layout, whose requests sharing a new prefix courtroom
+    sends first one, then the rest (:mod:`courtroom.models._prefix`). Without waves every request
+    is a wave of its own. ``prime``: requests sent before (their prefixes cached, not priced).
+    Priced by :func:`prompt_prices`; None when a model has no known price.
+    """
+    blocks: dict[str, set[bytes]] = {}
+    marks: dict[str, set[str]] = {}
+    for model, messages in prime:
+        openai_hit(_tokens(json.dumps(list(messages))), blocks.setdefault(model, set()))
+    total, wave, open_waves = 0.0, object(), []
+    for request in requests:
+        model, messages = request[0], request[1]
+        now = request[2] if len(request) > 2 else object()
+        if now != wave:
+            for view in open_waves:
+                view.seen.update(view.pending)
+            wave, open_waves = now, []
+        price = prompt_prices(model, batch=batch, prices=prices)
+        if price is None:
+            return None
+        toks = _tokens(json.dumps(list(messages)))
+        ordered = is_cache_layout(messages)  # one write, then the reads (the prefix gate)
+        read = written = 0
+        if model.startswith(("openai/", "hosted_vllm/")):
+            seen: Any = blocks.setdefault(model, set())
+            if not ordered:
+                seen = _Wave(seen)
+                open_waves.append(seen)
+            read = openai_hit(toks, seen)
+        elif model.startswith("anthropic/") and ordered:
+            prefixes = [(p, len(_tokens(p.replace("\0", "")))) for p in marked_prefixes(messages)]
+            read, written = anthropic_hit(prefixes, marks.setdefault(model, set()), _anthropic_minimum(model))
+        total += (len(toks) - read - written) * price[0] + read * price[1] + written * price[2]
+    return total
 
 
 def cache_dollars(model: str, read: float, written: float, prices: Any, *, batch: bool = False) -> float:

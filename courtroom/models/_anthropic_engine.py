@@ -39,6 +39,19 @@ def _cache_in_input(response: Any) -> Any:
     return dataclasses.replace(response, usage=dataclasses.replace(usage, input_tokens=inputs, total_tokens=total))
 
 
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+"""Anthropic's 1-hour cache breakpoint (``cache_control``)."""
+
+
+def hour_cache(body: Any) -> Any:
+    """``body`` (a Messages body's system or messages) with each ``cache_control`` breakpoint in the 1-hour cache."""
+    if isinstance(body, dict):
+        return {k: dict(HOUR) if k == "cache_control" and v else hour_cache(v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [hour_cache(v) for v in body]
+    return body
+
+
 class AnthropicEngine(ServerEngine):
     """Anthropic's Messages API at ``api_base``, reached through DSPy's native engine (module docstring)."""
 
@@ -72,6 +85,15 @@ class AnthropicEngine(ServerEngine):
         base = importlib.import_module("dspy._vendor.lm15.providers.base")
         request = base.batch_entry_request(body.get("model") or name)
         return _cache_in_input(provider.parse_response(request, base.batch_entry_http(body)))
+
+    def _line_params(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch line's params: every ``cache_control`` breakpoint in Anthropic's 1-hour cache.
+
+        A batch takes minutes to hours, longer than the 5-minute cache: a round's lines read what
+        the previous round's lines wrote only if it lives an hour (its write is priced at 2x the
+        input price instead of 1.25x; its reads at 0.1x, as ever).
+        """
+        return {k: hour_cache(v) if k in ("system", "messages") else v for k, v in body.items()}
 
     def complete(self, request: Any) -> Any:
         """:meth:`ServerEngine.complete`, with the prompt tokens counted as DSPy's own Anthropic route counts them."""

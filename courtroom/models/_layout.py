@@ -8,18 +8,21 @@ classic layout (DSPy's: each role's own instructions in the system message, then
 role's fields) shares almost no prefix between roles.
 
 ``--prompt-layout`` (the spec's ``models.prompt_layout``, carried by each model a command builds;
-default ``$COURTROOM_PROMPT_LAYOUT``, else ``classic``) chooses:
+default ``$COURTROOM_PROMPT_LAYOUT``, else ``auto``; a paper preset keeps ``classic``) chooses:
 
-* ``classic`` (default): as DSPy lays prompts out; every default prompt and cache entry as before;
+* ``classic``: as DSPy lays prompts out; every prompt and cache entry as before;
 * ``cache``: every request for a case starts with the same bytes: a system message holding the
   program's preamble (every role's instructions, one per role) and then the case; a first user
   message holds the role's own system text (its instructions, fields and output format), a second
   its other fields. On ``anthropic/`` models ``cache_control`` breakpoints mark the end of that
   system message and of the role's message (lm15's ``CacheConfig(prefix_until_index=0)``), so
-  every later request for the case (and of the role) reads them at the cache price. About 2x the
-  prompt tokens of the classic layout;
-* ``auto``: ``cache`` on ``anthropic/`` models (reads at 0.1x pay for the longer prompts),
-  ``classic`` elsewhere (OpenAI's reads at 0.5x do not: measured 1.1-1.6x of today's input cost).
+  every later request for the case (and of the role) reads them at the cache price; the first
+  request of a new prefix goes alone (:mod:`courtroom.models._prefix`). About 2x the prompt
+  tokens of the classic layout;
+* ``auto`` (default): per program, model and case, the layout the cost model says is cheaper
+  (:mod:`courtroom.cost.layout_choice`: the provider's minimum cacheable prefix, write premium,
+  read price and batch discount, and how many of the case's requests share the prefix); classic
+  for a model without a known price.
 
 Every role then reads every role's instructions (one preamble for all): the information each role
 sees of the *case and the debate* is unchanged. A call with demos keeps the classic layout (its
@@ -52,14 +55,14 @@ _preamble: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextV
 
 
 def chosen(value: str | None = None) -> str:
-    """The layout asked for: ``value`` (``--prompt-layout``), else ``$COURTROOM_PROMPT_LAYOUT``, else ``classic``."""
+    """The layout asked for: ``value`` (``--prompt-layout``), else ``$COURTROOM_PROMPT_LAYOUT``, else ``auto``."""
     if value is not None:
         if value not in LAYOUTS:
             from courtroom.errors import ConfigError
 
             raise ConfigError(f"--prompt-layout {value!r}: use one of {', '.join(LAYOUTS)}")
         return value
-    value = os.environ.get("COURTROOM_PROMPT_LAYOUT", "classic").strip().lower() or "classic"
+    value = os.environ.get("COURTROOM_PROMPT_LAYOUT", "auto").strip().lower() or "auto"
     if value not in LAYOUTS:
         from courtroom.errors import ConfigError
 
@@ -68,15 +71,13 @@ def chosen(value: str | None = None) -> str:
 
 
 def layout_for(lm: Any) -> str:
-    """``classic`` or ``cache`` for requests to ``lm`` (``auto``: cache on ``anthropic/`` models only).
+    """``classic``, ``cache`` or ``auto`` for requests to ``lm``.
 
-    The layout is the model's own ``prompt_layout`` (set by ``--prompt-layout`` when the command
-    built it, :func:`courtroom.models.lms.resolve_roles`), else :func:`chosen`'s default.
+    The model's own ``prompt_layout`` (set by ``--prompt-layout`` when the command built it,
+    :func:`courtroom.models.lms.resolve_roles`), else :func:`chosen`'s default. A program resolves
+    ``auto`` per case (:func:`courtroom.cost.layout_choice.choose`) before the case's requests.
     """
-    value = chosen(getattr(lm, "prompt_layout", None))
-    if value == "auto":
-        return "cache" if str(getattr(lm, "model", "")).startswith("anthropic/") else "classic"
-    return value
+    return chosen(getattr(lm, "prompt_layout", None))
 
 
 @functools.lru_cache(maxsize=1024)  # every request about a case asks it again: hashed once
@@ -146,6 +147,24 @@ def cache_hint(lm: Any, cache_layout: bool, case: Any) -> Any:
     ):
         return CacheConfig(key=case_key(case))
     return None
+
+
+def shared_prefixes(lm: Any, hint: Any, head: str, case: Any, role: str, signature: Any) -> tuple[str, ...]:
+    """The prefixes a cache-layout request to ``lm`` shares with its siblings (:mod:`courtroom.models._prefix`).
+
+    Where the request carries a cache hint (``hint``, :func:`cache_hint`): the system message
+    (``head``, the preamble, and the case: every role's requests for the case) and, after it,
+    the role's own message (its requests for the case, and k samples of one prompt). Keyed by
+    the model and its server too: each is a cache of its own. Empty where nothing is cached.
+    """
+    if hint is None or not isinstance(case, str) or not case:
+        return ()
+    from courtroom.models._prefix import prefix_key
+
+    where = f"{getattr(lm, 'model', '')}\0{getattr(lm, 'api_base', None) or ''}"
+    system = prefix_key(where, head, case)
+    fields = ",".join(getattr(signature, "fields", {}) or {})
+    return system, prefix_key(system, role, str(getattr(signature, "instructions", "")), fields)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,9 @@ once (at import) so that, for such models, each attempt is a request of its own:
   report, as before;
 * identical requests at once (the same cache key: two trials' same cache miss) go out once
   (:class:`InFlight`): the others wait for its answer and read it from the cache;
+* requests that share a prefix the provider has not cached yet (a case's roles in the cache
+  layout; samples of one prompt on a model without ``n``) go first one, then the rest
+  (:mod:`courtroom.models._prefix`), so one cache write serves their reads;
 * a retryable failure waits (the server's ``Retry-After``, else ``COURTROOM_RETRY_WAIT`` x 2^attempt
   seconds, at most 60) and tries again, unless a stop (Ctrl-C, SIGTERM) was requested.
 """
@@ -30,7 +33,7 @@ from dspy.clients import execution
 from dspy.utils.exceptions import LMProviderError, LMTransportError, is_retryable_lm_error
 
 from courtroom import _stop
-from courtroom.models import batch, sampling
+from courtroom.models import _prefix, batch, sampling
 from courtroom.models._breaker import BREAKER
 
 DEFAULT_RETRIES = 3
@@ -217,19 +220,41 @@ def _execute(lm: Any, call: Any) -> Any:
     group = sampling.current_group()
     if group is not None:
         # k samples of one prompt: the first call sends one request with n (courtroom.models.sampling).
-        served = group.serve(lm, call, lambda send, n: _attempts(lm, call, gate, retries, send, n))
+        served = group.serve(lm, call, lambda send, n: _gated(lm, call, gate, retries, send, n))
         if served is not None:
             return served
     if gate is not None and (hit := execution._cached(lm, call, False)) is not None:
         return hit  # free: never refused by the budget
-    if not call.cache:
-        return _attempts(lm, call, gate, retries)
     collector = batch.current()
+    if not call.cache:
+        with _first_of_prefix(collector):
+            return _attempts(lm, call, gate, retries)
     key = dspy.cache.cache_key(call.key(lm, False), execution.IGNORED_CACHE_KEYS)
     with (collector or IN_FLIGHT).leading(key) as first:
         if not first and (hit := execution._cached(lm, call, False)) is not None:
             return hit  # an identical request was answered meanwhile: a cache hit, as it is live
-        return _attempts(lm, call, gate, retries)
+        with _first_of_prefix(collector):
+            return _attempts(lm, call, gate, retries)
+
+
+def _gated(lm: Any, call: Any, gate: Any, retries: int, send: Any, n: int) -> Any:
+    """:func:`_attempts` of one request for ``n`` samples, after the prefix gate."""
+    with _first_of_prefix(batch.current()):
+        return _attempts(lm, call, gate, retries, send, n)
+
+
+def _first_of_prefix(collector: Any) -> Any:
+    """The prefix gate for the request about to go (:mod:`courtroom.models._prefix`).
+
+    In batch mode a waiting request is idle and a prefix lives an hour (Anthropic's 1-hour cache
+    for batches).
+    """
+    keys = _prefix.current()
+    if not keys:
+        return contextlib.nullcontext()
+    if collector is None:
+        return _prefix.GATE.first(keys)
+    return _prefix.GATE.first(keys, lifetime=_prefix.BATCH_SECONDS, idle=collector.idle)
 
 
 def _reserve(gate: Any, lm: Any, call: Any, n: int = 1) -> Any:

@@ -146,8 +146,12 @@ class ServerEngine:
         name = request.model.split("/", 1)[-1]
         provider = self._provider(name)
         wire = provider.build_request(dataclasses.replace(request, model=name), stream=False)
-        answer = collector.ask(self.batches(), json.loads(wire.body))
+        answer = collector.ask(self.batches(), self._line_params(json.loads(wire.body)))
         return self._parse(provider, self._line_body(answer, request), name)
+
+    def _line_params(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A request body as it goes in a batch line (as sent live, unless a provider's batches differ)."""
+        return body
 
     @staticmethod
     def _line_body(answer: dict[str, Any], request: Any) -> dict[str, Any]:

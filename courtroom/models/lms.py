@@ -333,12 +333,14 @@ def use_role(lms: RoleLMs, role: str, call: int | None = None) -> Iterator[None]
     The adapter lays the prompt out as ``--prompt-layout`` chooses for that model
     (:mod:`courtroom.models._layout`).
     """
-    from courtroom.models._layout import CACHE_ADAPTER, layout_for
+    from courtroom.models._layout import CACHE_ADAPTER, chosen
 
     lm = lms.for_role(role, call)
     warm_up([lm])  # a set check once done; serialises the first imports for maps built by hand
     token = _current_role.set(role)
-    adapter = CACHE_ADAPTER if layout_for(lm) == "cache" else ADAPTER  # --prompt-layout
+    # --prompt-layout: the cache layout's adapter lays a prompt out as DSPy does unless the program
+    # opened a preamble for the call (courtroom.models._layout), so auto decides per call.
+    adapter = ADAPTER if chosen(getattr(lm, "prompt_layout", None)) == "classic" else CACHE_ADAPTER
     try:
         with dspy.context(lm=limit_requests(lm), adapter=adapter):
             yield

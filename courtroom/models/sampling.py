@@ -19,7 +19,8 @@ does not hold, and every sample stays a call of its own:
 Which models take ``n``: an engine with ``complete_n`` (courtroom's ``--api-base`` engine toward an
 OpenAI-wire server, and the fakes), unless it says ``takes_n = False`` (Anthropic's Messages API has
 no ``n``; llama-cpp-python's server ignores it, so the embedded model is marked so). A server that
-answers fewer samples than asked is not an error: the rest go as requests of their own. Elsewhere
+answers fewer samples than asked is not an error: the rest go as requests of their own, and that
+model is not asked for ``n`` again in the process (:func:`ignores_n`). Elsewhere
 (LiteLLM routes, a mixed panel, one sample) the k requests go out as before.
 ``--no-n-sampling`` (the spec's ``models.n_sampling``, carried by each model a command builds) turns
 it off; its default is ``$COURTROOM_N_SAMPLING`` (``0`` turns it off everywhere), else on.
@@ -34,10 +35,13 @@ import contextlib
 import contextvars
 import dataclasses
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 N_WIRE = ("openai/", "hosted_vllm/")
 """Model prefixes whose requests are OpenAI chat bodies, which take ``n`` (the dry run prices by name)."""
@@ -192,6 +196,8 @@ class Group:
         if route is None:
             return None  # nothing to share, or no route takes n: this call goes alone (or from the cache)
         results = send(lambda: send_n(lm, call, len(missing), route), len(missing))
+        if len(results) < len(missing):
+            ignores_n(lm)
         served = None
         for c, result in zip(missing, results, strict=False):
             execution._store(lm, c, result, False)
@@ -201,6 +207,19 @@ class Group:
                 with self._lock:
                     self.stash[_key(lm, c)] = result
         return served
+
+
+def ignores_n(lm: Any) -> None:
+    """Remember that ``lm`` answered a request with ``n`` with fewer samples: it is not asked with ``n`` again.
+
+    Its later samples go as requests of their own from the start (in parallel, each prompt
+    billed), not as one request with ``n`` followed by the rest (SPEC §18).
+    """
+    engine = getattr(lm, "_engine_spec", None)
+    if callable(getattr(engine, "complete_n", None)):
+        engine.takes_n = False  # this model's engine, shared by its copies
+    lm.__dict__["takes_n"] = False
+    logger.info("%s ignores n: its samples of one prompt go as requests of their own", getattr(lm, "model", lm))
 
 
 def _route(lm: Any, call: Any) -> tuple[Callable[[int], list[Any]], Any, str | None] | None:

@@ -13,6 +13,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from courtroom.errors import ConfigError
 from courtroom.models import _layout as layout
+from courtroom.models import _prefix
 from courtroom.models._concurrency import run_parallel, serial
 from courtroom.models.lms import RoleLMs, resolve_roles, use_role
 from courtroom.models.usage import current_meter
@@ -287,12 +288,18 @@ class CourtroomProgram(dspy.Module):
         own = (getattr(lm, "kwargs", None) or {}).get("temperature")
         if sample and own is None and role in self.temperatures:
             config["temperature"] = self.temperatures[role]
-        cache_layout = layout.layout_for(lm) == "cache"
+        cache_layout = self.layout_of(lm, inputs.get(layout.CASE)) == "cache"
         hint = layout.cache_hint(lm, cache_layout, inputs.get(layout.CASE))
         if hint is not None:
             config["prompt_cache"] = hint
         opening = layout.preamble(self.preamble(), role) if cache_layout else contextlib.nullcontext()
-        with use_role(self.lms, role, member), opening:
+        # One write, many reads: a request sharing a new prefix waits for the first (courtroom.models._prefix).
+        shared = (
+            layout.shared_prefixes(lm, hint, self.preamble(), inputs.get(layout.CASE), role, predictor.signature)
+            if cache_layout and not predictor.demos
+            else ()
+        )
+        with use_role(self.lms, role, member), opening, _prefix.sharing(shared):
             try:
                 out = predictor(**inputs, config=config) if config else predictor(**inputs)
             except Exception:
@@ -302,6 +309,21 @@ class CourtroomProgram(dspy.Module):
         if meter:
             meter.count_call()
         return out
+
+    def layout_of(self, lm: Any, case: Any) -> str:
+        """``classic`` or ``cache``: the prompt layout of this program's requests to ``lm`` about ``case``.
+
+        ``--prompt-layout auto`` asks the cost model, per model and case, at batch prices in batch
+        mode (:mod:`courtroom.cost.layout_choice`); without a case, classic.
+        """
+        value = layout.layout_for(lm)
+        if value != "auto":
+            return value
+        if not isinstance(case, str) or not case:
+            return "classic"
+        from courtroom.cost.layout_choice import choose
+
+        return choose(self, lm, case).layout
 
     def preamble(self) -> str:
         """Every role's instructions, the opening of each cache-layout prompt (:mod:`courtroom.models._layout`)."""

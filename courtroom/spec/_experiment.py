@@ -137,6 +137,9 @@ class Experiment:
             )
             if value is not None:
                 given.add(key)
+        if self.design.presets and self.models.prompt_layout is None:
+            # A paper preset reproduces the paper's prompts: DSPy's layout, unless --prompt-layout says otherwise.
+            self.models.prompt_layout = "classic"
         return given
 
     def validate(self) -> Experiment:

@@ -206,7 +206,8 @@ class Models:
     depend on it."""
     prompt_layout: str | None = None
     """``--prompt-layout``: classic | cache | auto (:mod:`courtroom.models._layout`); None:
-    ``$COURTROOM_PROMPT_LAYOUT``, else classic."""
+    ``$COURTROOM_PROMPT_LAYOUT``, else auto (the cheaper by the cost model); ``classic`` under a
+    paper preset unless given."""
 
     @property
     def default(self) -> str | None:

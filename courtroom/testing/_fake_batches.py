@@ -19,6 +19,7 @@ answers every batch whose turnaround has passed, looked at or not, as a provider
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -71,6 +72,9 @@ class Batches:
     def __init__(self, reply: Callable[[dict[str, Any]], tuple[int, Any, Any]], turnaround: float,
                  expire: Collection[int], end: Callable[[int], str | None] | None = None) -> None:  # fmt: skip
         self.reply = reply
+        self.arriving: Callable[[], Any] | None = None
+        """``FakeServer.arriving``: a batch's lines are processed together, so each reads only what
+        was cached before the batch ran, never another line's writes."""
         self.turnaround = turnaround
         self.expire = set(expire)
         self.end = end or (lambda n: None)
@@ -207,6 +211,12 @@ class Batches:
                          request_counts={"total": len(lines), "completed": 0, "failed": 0})  # fmt: skip
             return
         answered = 0 if cancel else (len(lines) // 2 if expire else len(lines))
+        with self.arriving() if self.arriving else contextlib.nullcontext():  # the lines run together
+            self._answer_lines(batch, lines, answered, cancel=cancel, expire=expire)
+
+    def _answer_lines(
+        self, batch: dict[str, Any], lines: list[dict[str, Any]], answered: int, *, cancel: bool, expire: bool
+    ) -> None:
         out: list[dict[str, Any]] = []
         err: list[dict[str, Any]] = []
         for n, item in enumerate(lines):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -58,6 +59,28 @@ def fault_prompts(rate: float, kind: str = "garbage", *, seed: int = 0) -> Calla
     return fault_for
 
 
+class _Stamped:
+    """The prefixes a provider's cache holds, as one request sees them: only those processed before it arrived.
+
+    ``store`` maps a prefix to the tick its first request was processed at; a request that arrived
+    at tick ``arrived`` reads a prefix stamped at or before it (a provider's cache serves a prefix
+    only once a first request with it was processed, so requests sent at once all miss), and what
+    it writes is stamped ``now``. It offers what :func:`courtroom.cost.prompt_cache.openai_hit` and
+    :func:`~courtroom.cost.prompt_cache.anthropic_hit` use of a set: ``in`` and ``update``.
+    """
+
+    def __init__(self, store: dict[Any, int], arrived: int, now: int) -> None:
+        self.store, self.arrived, self.now = store, arrived, now
+
+    def __contains__(self, key: object) -> bool:
+        tick = self.store.get(key)
+        return tick is not None and tick <= self.arrived
+
+    def update(self, keys: Any) -> None:
+        for key in keys:
+            self.store.setdefault(key, self.now)
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default 5 drops bursts of connections (SYN retried after 1 s)
@@ -94,6 +117,12 @@ class FakeServer:
             Anthropic does: that prefix is written at its first request and read by later ones,
             from 1,024 tokens, reported as ``cache_creation_input_tokens`` and
             ``cache_read_input_tokens`` (``counts["cache_write_tokens"]``, ``["cache_read_tokens"]``).
+            Both caches follow the providers' documented rule: a prefix is served only to a request
+            that arrived after the first request with it was processed (requests sent at once all
+            miss, and all write); the lines of one batch are processed together, so a batch reads
+            what earlier batches wrote, never its own lines'. A ``cache_control`` mark with
+            ``"ttl": "1h"`` (Anthropic's 1-hour cache) reports its writes as
+            ``usage.cache_creation.ephemeral_1h_input_tokens`` (``counts["cache_write_1h_tokens"]``).
 
     A chat body's ``n`` (OpenAI's: n samples of one prompt) is answered with n choices, each drawn as a
     request of its own would be; the prompt is billed once (``billed``), and ``served`` lists each
@@ -118,6 +147,8 @@ class FakeServer:
     ``billed`` lists ``(model, prompt_tokens, completion_tokens)`` for every answer with a body
     (garbage and cut-off answers included: a provider bills them): what the requests cost.
     ``sent`` counts every request answered (live or in a batch, faults included) by its message list.
+    ``arrivals`` lists, per live request, the requests processed before it arrived (:meth:`tick`):
+    requests that went out together share one value, so the distinct values count a run's waves.
     """
 
     def __init__(
@@ -143,7 +174,10 @@ class FakeServer:
         if prompt_cache not in (None, "openai"):
             raise ValueError(f"unknown prompt_cache {prompt_cache!r}; use 'openai' or None")
         self.prompt_cache = prompt_cache
-        self._prefixes: dict[str, set[Any]] = {}
+        self._prefixes: dict[str, dict[Any, int]] = {}
+        self._tick = 0  # requests processed so far: a prefix is stamped with its first request's tick
+        self.arrivals: list[int] = []
+        self._arrival = threading.local()  # the tick the request this thread answers arrived at
         self.responder = responder or _schema_filler
         self.engine = engine
         self.latency = latency
@@ -167,6 +201,7 @@ class FakeServer:
         self.batch_calls: Counter[str] = Counter()
         self.held = threading.Event()
         self.batches = Batches(self._batch_line, turnaround, expire, batch_end)
+        self.batches.arriving = self.arriving
         self.messages = MessageBatches(self.batches, lambda: self.url)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -250,24 +285,47 @@ class FakeServer:
             queue = self.batch_faults.get(step or "", [])
             return queue.pop(0) if queue else None
 
+    def tick(self) -> int:
+        """Requests processed so far: a request that arrives now reads what they cached."""
+        with self._lock:
+            return self._tick
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """While inside, the requests this thread answers arrived now (:meth:`tick`).
+
+        They read what was processed before, not one another's writes (a batch's lines, one live request).
+        """
+        before = getattr(self._arrival, "tick", None)
+        self._arrival.tick = self.tick()
+        try:
+            yield
+        finally:
+            self._arrival.tick = before
+
     def _batch_line(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.counts["batch_lines"] += 1
             self.models[str(body.get("model"))] += 1
         return self.reply(body)
 
-    def _cached_prefix(self, model: str, messages: Any) -> int:
+    def _seen(self, name: str, stamp: tuple[int, int]) -> _Stamped:
+        """The cache ``name`` as a request sees it (``stamp``: the ticks it arrived and was processed at)."""
+        return _Stamped(self._prefixes.setdefault(name, {}), *stamp)
+
+    def _cached_prefix(self, model: str, messages: Any, stamp: tuple[int, int]) -> int:
         """OpenAI's automatic prompt cache: the cached prefix of this request's tokens.
 
         The longest prefix, in 128-token blocks and from 1,024 tokens, that an earlier request to
-        ``model`` sent (cl100k tokens of the message list as JSON: the system message first, as sent).
+        ``model`` sent and that was processed before this one arrived (cl100k tokens of the
+        message list as JSON: the system message first, as sent).
         """
         from litellm.litellm_core_utils.default_encoding import encoding
 
         tokens = encoding.encode(json.dumps(messages), disallowed_special=())
         digest, ends, hit = hashlib.sha256(), [], 0
         with self._lock:
-            seen = self._prefixes.setdefault(model, set())
+            seen = self._seen(model, stamp)
             for end in range(128, len(tokens) + 1, 128):
                 digest.update(b"".join(t.to_bytes(4, "little") for t in tokens[end - 128 : end]))
                 key = digest.copy().digest()
@@ -280,11 +338,14 @@ class FakeServer:
     ANTHROPIC_MIN = 1024
     """Anthropic's minimum cacheable prefix (Claude Sonnet 4.5's; Haiku 4.5's is 4,096)."""
 
-    def _anthropic_cache(self, model: str, messages: Any, prompt: int, marks: Any) -> tuple[int, int]:
+    def _anthropic_cache(
+        self, model: str, messages: Any, prompt: int, marks: Any, stamp: tuple[int, int]
+    ) -> tuple[int, int]:
         """Anthropic's cache at the request's breakpoints (``marks``: marked messages): (tokens read, written).
 
         Each prefix up to a mark is cached from :data:`ANTHROPIC_MIN` tokens; the longest one an
-        earlier request to ``model`` cached is read, the rest of the longest cacheable one written
+        earlier request to ``model`` cached before this one arrived is read, the rest of the
+        longest cacheable one written
         (:func:`courtroom.cost.prompt_cache.anthropic_hit`, the dry run's and the price bench's rule).
         """
         from litellm.litellm_core_utils.default_encoding import encoding
@@ -297,14 +358,19 @@ class FakeServer:
             size = min(prompt, len(encoding.encode("".join(contents[: i + 1]), disallowed_special=())))
             prefixes.append((model + "\0" + "\0".join(contents[: i + 1]), size))
         with self._lock:
-            return anthropic_hit(prefixes, self._prefixes.setdefault("anthropic", set()), self.ANTHROPIC_MIN)
+            return anthropic_hit(prefixes, self._seen("anthropic", stamp), self.ANTHROPIC_MIN)
 
     def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
         The chat endpoint and every line of a batch are answered here, so a batch line gets the
-        same answer, faults and counts as the same request sent live.
+        same answer, faults and counts as the same request sent live. Its prompt caches read
+        what was processed before it arrived (:meth:`arriving`; outside one: now).
         """
+        arrived = getattr(self._arrival, "tick", None)
+        with self._lock:
+            self._tick += 1  # this request's writes are stamped with it
+            stamp = (self._tick - 1 if arrived is None else arrived, self._tick)
         messages = body.get("messages") or [{}]
         prompt = str(messages[-1].get("content") or "")
         fmt = body.get("response_format") or {}
@@ -341,17 +407,22 @@ class FakeServer:
         usage["completion_tokens"] = sum(_usage(body.get("model", "fake"), [], t)["completion_tokens"] for t in texts)
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if self.prompt_cache == "openai":
-            cached = min(usage["prompt_tokens"], self._cached_prefix(str(body.get("model")), messages))
+            cached = min(usage["prompt_tokens"], self._cached_prefix(str(body.get("model")), messages, stamp))
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
             with self._lock:
                 self.counts["cached_tokens"] += cached
         if body.get("cache_marks"):
             marks = body["cache_marks"]
-            read, write = self._anthropic_cache(str(body.get("model")), messages, usage["prompt_tokens"], marks)
+            model = str(body.get("model"))
+            read, write = self._anthropic_cache(model, messages, usage["prompt_tokens"], marks, stamp)
             usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = read, write
+            hour = body.get("cache_ttl") == "1h"
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0 if hour else write,
+                                       "ephemeral_1h_input_tokens": write if hour else 0}  # fmt: skip
             with self._lock:
                 self.counts["cache_read_tokens"] += read
                 self.counts["cache_write_tokens"] += write
+                self.counts["cache_write_1h_tokens"] += write if hour else 0
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
             number = self.counts["requests"] + self.counts["batch_lines"]
@@ -444,7 +515,10 @@ class FakeServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 self._open = True
                 try:
-                    self._answer(body, anthropic)
+                    with server.arriving():  # its prompt reads what was processed before it came
+                        with server._lock:
+                            server.arrivals.append(server._arrival.tick)
+                        self._answer(body, anthropic)
                 finally:
                     self._close_request()
 
