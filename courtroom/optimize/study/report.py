@@ -115,12 +115,20 @@ def tied_summary(study: Any) -> dict[str, Any] | None:
 
 
 def pareto_table(study: Any) -> pd.DataFrame:
-    """The Pareto front of a two-objective study (score up, calls per example down)."""
-    rows = [
-        {"number": t.number, "score": t.values[0], "calls_per_example": t.values[1], **t.params}
-        for t in pareto_front(study)
-    ]
-    return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
+    """The Pareto front of a two-objective study (score up, cost per example down).
+
+    The cost column is in the study's unit: ``calls_per_example``, ``tokens_per_example`` or
+    ``dollars_per_example``.
+    """
+    front = pareto_front(study)
+    column = f"{cost_unit(front)}_per_example"
+    rows = [{"number": t.number, "score": t.values[0], column: t.values[1], **t.params} for t in front]
+    return pd.DataFrame(rows).sort_values(column) if rows else pd.DataFrame()
+
+
+def cost_unit(trials: Any) -> str:
+    """The unit the trials' cost is in (``cost_unit``, recorded by a priced study; else calls)."""
+    return next((str(t.user_attrs["cost_unit"]) for t in trials if "cost_unit" in t.user_attrs), "calls")
 
 
 def best_trial(study: Any) -> Any:
