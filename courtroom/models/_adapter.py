@@ -215,7 +215,10 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
                     for key, value in _cached_usage(answer).items():
                         usage[key] = usage.get(key, 0) + value
                 model = str(getattr(lm, "model", "") or "")
-                count(tokens, model, usage) if model and usage else count(tokens)
+                if model and usage:  # what those requests were billed for: their live price (Usage.cached_cost)
+                    count(tokens, model, usage)
+                else:
+                    count(tokens)
 
     def _call_postprocess(
         self, processed_signature: Any, original_signature: Any, outputs: Any, lm: Any, lm_kwargs: Any
