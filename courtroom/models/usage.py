@@ -74,9 +74,7 @@ class Usage:
 
         return total(self.by_model, prices, batch=batch)
 
-    def cached_cost(
-        self, prices: Mapping[str, tuple[float, float]] | None = None, *, batch: bool = False
-    ) -> float | None:
+    def cached_cost(self, prices: Prices | None = None, *, batch: bool = False) -> float | None:
         """What the cache hits would cost sent again (``cached_by_model``), else None."""
         from courtroom.cost.bill import total
 
