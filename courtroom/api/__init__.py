@@ -123,7 +123,9 @@ def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
     """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    with _tracing(spec), _scoring(spec), ProgressDisplay(progress, prices=spec.budget.table()) as display:
+    with _tracing(spec), _scoring(spec), ProgressDisplay(
+        progress, prices=spec.budget.table(), batch=spec.execution.batch
+    ) as display:
         yield display
 
 

@@ -139,8 +139,9 @@ def _print_trials(outcome: Any, console: Console, *, show_repeats: bool = False)
         for t in failed:
             say(console, f"  trial {t.number}: {why_failed(t)}")
     if outcome.config.cost_objective:
-        say(console, "Pareto front (score up, calls per example down):")
-        _print_frame(console, pareto_table(study).set_index("number"), ("score", "calls_per_example"))
+        unit = outcome.config.cost
+        say(console, f"Pareto front (score up, {unit} per example down):")
+        _print_frame(console, pareto_table(study).set_index("number"), ("score", f"{unit}_per_example"))
 
 
 def _print_data(outcome: Any, fmt: str) -> None:
@@ -273,7 +274,7 @@ def best_line(outcome: Any, best: Any) -> str:
     else:
         said += f"{objective} {best.values[0]:.3f}"
     if len(best.values) > 1:
-        unit = config.cost if design else "calls"
+        unit = config.cost
         said += f", {number(best.values[1])} {unit} per example"
     params = best.user_attrs.get("config", best.params)
     return said + ("; " + ", ".join(f"{k}={number(v)}" for k, v in params.items()) if params else "")

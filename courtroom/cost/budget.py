@@ -129,7 +129,7 @@ class Budget:
         return self
 
     def _price(self, model: str) -> tuple[float, float] | None:
-        table = {k: (float(v[0]), float(v[1])) for k, v in (self.prices or {}).items()}
+        table = {k: tuple(float(x) for x in v) for k, v in (self.prices or {}).items()}
         return price_per_token(model, table)
 
     @contextlib.contextmanager
@@ -253,8 +253,10 @@ class Budget:
         """A reserved request ended: its real dollars replace its estimate (a cache hit gives its call back)."""
         if ticket is None:
             return
+        from courtroom.cost.bill import response_counts
+
         usage = usage or {}
-        cost = self.cost_of({"by_model": {ticket.model: usage}}) if usage else 0.0
+        cost = self.cost_of({"by_model": {ticket.model: response_counts(usage)}}) if usage else 0.0
         with self._lock:
             self._requests -= 1
             self._in_flight_cost -= ticket.estimate
@@ -270,13 +272,15 @@ class Budget:
             self._lock.notify_all()
 
     def cost_of(self, usage: Mapping[str, Any]) -> float:
-        """Dollars of one usage record (models without a price count 0; :meth:`bound` refuses those)."""
-        total = 0.0
-        for model, counts in (usage.get("by_model") or {}).items():
-            price = self._price(model)
-            if price:
-                total += counts.get("prompt_tokens", 0) * price[0] + counts.get("completion_tokens", 0) * price[1]
-        return total
+        """Dollars of one usage record at the live price (:func:`courtroom.cost.bill.total`).
+
+        A batch's bill is lower, so the limit holds; models without a price count 0 (:meth:`bound`
+        refuses those).
+        """
+        from courtroom.cost.bill import total
+
+        table = {k: tuple(float(x) for x in v) for k, v in (self.prices or {}).items()}
+        return total(usage.get("by_model") or {}, table) or 0.0
 
     def spent_text(self) -> str:
         """``N requests, $X`` (dollars only under a dollar limit)."""

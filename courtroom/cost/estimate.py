@@ -196,7 +196,7 @@ def _price(
 ) -> tuple[float, float] | None:
     if model == LOCAL:
         return (0.0, 0.0)
-    table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
+    table = {k: tuple(float(x) for x in v) for k, v in (prices or {}).items()}
     return batch_price_per_token(model, table) if batch else price_per_token(model, table)
 
 

@@ -205,10 +205,18 @@ def replay_dollars(
 
 
 def cache_dollars(model: str, read: float, written: float, prices: Any, *, batch: bool = False) -> float:
-    """Dollars the cache saves on ``read`` and ``written`` prompt tokens of ``model`` (a write may cost more)."""
-    from courtroom.models.usage import batch_price_per_token, cache_price_per_token, price_per_token
+    """Dollars the cache saves on ``read`` and ``written`` prompt tokens of ``model`` (a write may cost more).
 
-    table = {k: (float(v[0]), float(v[1])) for k, v in (prices or {}).items()}
-    plain = (batch_price_per_token(model, table) if batch else price_per_token(model, table)) or (0.0, 0.0)
-    cached = cache_price_per_token(model, table, batch=batch) or (plain[0], plain[0])
-    return read * (plain[0] - cached[0]) + written * (plain[0] - cached[1])
+    Priced by the one path from usage to dollars (:func:`courtroom.cost.bill.dollars`).
+    """
+    from courtroom.cost.bill import dollars
+
+    table = {k: tuple(float(x) for x in v) for k, v in (prices or {}).items()}
+    plain = dollars(model, {"prompt_tokens": read + written}, table, batch=batch)
+    cached = dollars(
+        model,
+        {"prompt_tokens": read + written, "cache_read_tokens": read, "cache_write_tokens": written},
+        table,
+        batch=batch,
+    )
+    return 0.0 if plain is None or cached is None else plain - cached

@@ -1,11 +1,11 @@
-"""What a trial costs per example, independent of the cache: LM calls, tokens or dollars.
+"""How many LM calls did a block make, whether a server or the cache answered them?
 
 A design study compares designs by what they would cost a user who runs them, not by what the
-shared cache happened to save this study. Tokens are therefore counted for every LM call the
-program makes, whether a server or the cache answered it: a DSPy callback reads the messages
-sent and the answers, and estimates ``CHARS_PER_TOKEN`` characters per token (DSPy reports no
-usage for cache hits, so measured counts would make a trial that reuses the cache look free).
-Dollars are those tokens times a user price table (per 1M input, output tokens) or LiteLLM's.
+shared cache happened to save this study: a trial's compile counts its calls here (a DSPy callback
+sees every call, cache hits included), with an estimate of their tokens at ``CHARS_PER_TOKEN``
+characters per token. A trial's tokens and dollars are measured instead, from the provider's usage
+and what each cached answer was billed for when sent (:func:`courtroom.optimize.study._trials.trial_cost`,
+priced by :mod:`courtroom.cost.bill`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from typing import Any
 
 import dspy
 from dspy.utils.callback import BaseCallback
-
-from courtroom.models.usage import price_per_token
 
 CHARS_PER_TOKEN = 4
 UNITS = ("calls", "tokens", "dollars")
@@ -66,16 +64,6 @@ class TokenTally(BaseCallback):
     def tokens(self) -> int:
         """Input plus output tokens over every call."""
         return sum(r[1] + r[2] for r in self.by_model.values())
-
-    def dollars(self, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
-        """Dollar cost of the tallied tokens; None when no model has a known price."""
-        total, known = 0.0, False
-        for model, (_, inp, out) in self.by_model.items():
-            price = price_per_token(model, prices)
-            if price is not None:
-                known = True
-                total += inp * price[0] + out * price[1]
-        return total if known else None
 
 
 @contextlib.contextmanager

@@ -235,8 +235,8 @@ def majority(golds: Sequence[str]) -> tuple[str, float] | None:
 def user_prices(
     models: Mapping[str, Any],
     prices: Mapping[str, Sequence[float]] | None,
-) -> dict[str, tuple[float, float]] | None:
-    """The user's prices (per 1M input, output tokens) for the models of a run.
+) -> dict[str, tuple[float, ...]] | None:
+    """The user's prices (per 1M input, output tokens, and any :data:`EXTRA_PRICES`) for the models of a run.
 
     The user's table wins over LiteLLM's price; LiteLLM fills the models the table leaves out.
     A key matches a model string (``openai/gpt-4o-mini``) or the same name without its provider.
@@ -247,7 +247,7 @@ def user_prices(
     for m in models:
         for key in (m, m.split("/", 1)[-1]):
             if key in prices:
-                out[m] = (float(prices[key][0]), float(prices[key][1]))
+                out[m] = tuple(float(x) for x in prices[key])
                 break
     return out
 
@@ -286,29 +286,44 @@ def price_aliases(prices: Mapping[str, Sequence[float]] | None, lms: Any) -> dic
     return out
 
 
-def price_pair(model: Any, price: Any, where: str) -> list[float]:
-    """``[input, output]`` dollars per 1M tokens of one price-table row: finite numbers >= 0.
+EXTRA_PRICES = ("cache_read", "cache_write", "batch_input", "batch_output")
+"""The prices a table row may add to ``input`` and ``output`` (dollars per 1M tokens): a row that names
+any is six numbers, ``[input, output, cache_read, cache_write, batch_input, batch_output]``, the ones
+it leaves out at the provider's usual rule (a cache token at the input price, a batch at half)."""
 
+
+def price_pair(model: Any, price: Any, where: str) -> list[float]:
+    """One price-table row: ``[input, output]`` dollars per 1M tokens, finite numbers >= 0.
+
+    A mapping may also name :data:`EXTRA_PRICES`; the row is then six numbers (:data:`EXTRA_PRICES`).
     A NaN or negative price would turn every dollar total (and ``--max-cost``) into nonsense.
     """
+    extra: dict[str, Any] = {}
     if isinstance(price, Mapping):
+        extra = {k: price[k] for k in EXTRA_PRICES if price.get(k) not in (None, "")}
         price = [price.get("input"), price.get("output")]
     try:
         inp, outp = (float(x) for x in price)
+        named = {k: float(v) for k, v in extra.items()}
     except (TypeError, ValueError) as exc:
         raise DataError(
             f"{where}: bad price for {model!r} ({price!r}); write [input, output] dollars per 1M tokens"
         ) from exc
-    if not all(math.isfinite(x) and x >= 0 for x in (inp, outp)):
+    if not all(math.isfinite(x) and x >= 0 for x in (inp, outp, *named.values())):
         raise DataError(f"{where}: the price of {model!r} must be finite and >= 0 dollars per 1M tokens, got {price!r}")
-    return [inp, outp]
+    if not named:
+        return [inp, outp]
+    batch_in = named.get("batch_input", inp / 2)
+    defaults = {"cache_read": inp, "cache_write": inp, "batch_input": batch_in, "batch_output": outp / 2}
+    return [inp, outp, *(named.get(k, defaults[k]) for k in EXTRA_PRICES)]
 
 
 def load_prices(path: str | Path) -> dict[str, list[float]]:
     """Read a price table.
 
     JSON ``{"model": [input, output]}`` or ``{"model": {"input":..,"output":..}}``
-    (dollars per 1M tokens), or CSV with columns ``model,input,output``.
+    (dollars per 1M tokens), or CSV with columns ``model,input,output``; a mapping (or a CSV's
+    columns) may add :data:`EXTRA_PRICES`.
     """
     from courtroom._files import read_text
 
@@ -323,7 +338,7 @@ def load_prices(path: str | Path) -> dict[str, list[float]]:
                 f"price table {path}: missing column {', '.join(sorted(missing))}; "
                 "write model,input,output (dollars per 1M tokens)"
             )
-        rows = {r["model"]: [r["input"], r["output"]] for r in reader}
+        rows = {r["model"]: r for r in reader}  # a mapping row: input, output and any EXTRA_PRICES
     else:
         try:
             rows = json.loads(text)

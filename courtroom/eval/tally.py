@@ -51,6 +51,11 @@ def add_usage(total: Usage, u: Mapping[str, Any]) -> None:
         for key, value in counts.items():  # the provider's cache counts too, where it served any
             if isinstance(value, int):
                 agg[key] = agg.get(key, 0) + value
+    for model, counts in (u.get("cached_by_model") or {}).items():
+        agg = total.cached_by_model.setdefault(model, {})
+        for key, value in counts.items():
+            if isinstance(value, int):
+                agg[key] = agg.get(key, 0) + value
 
 
 class _Sum:
@@ -143,7 +148,11 @@ class Tally:
         """The usage summed, each model in the order its first example comes in the input."""
         order = sorted(self.usage.by_model, key=lambda m: self._first[m])
         by_model = {m: self.usage.by_model[m] for m in order}
-        return Usage(**{k: getattr(self.usage, k) for k in _COUNTS}, by_model=by_model)
+        return Usage(
+            **{k: getattr(self.usage, k) for k in _COUNTS},
+            by_model=by_model,
+            cached_by_model=self.usage.cached_by_model,
+        )
 
     def failed_ids(self) -> list[str]:
         """The failed examples' ids, in input order."""
@@ -174,6 +183,7 @@ class Tally:
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             cost=usage.cost(user_prices(usage.by_model, prices)),
+            cached_cost=usage.cached_cost(user_prices(usage.cached_by_model, prices)),
             wall_seconds=round(wall, 3),
             failed_ids=self.failed_ids(),
         )

@@ -15,7 +15,7 @@ from dspy.clients import execution
 from dspy.clients.legacy_outputs import value
 from dspy.utils.exceptions import AdapterParseError
 
-from courtroom.models.cache import CACHED_TOKENS, usage_tokens
+from courtroom.models.cache import CACHED_TOKENS, CACHED_USAGE, usage_tokens
 
 
 @functools.lru_cache(maxsize=512)
@@ -74,6 +74,16 @@ def _cached_tokens(response: Any) -> int:
     if stamped is not None:
         return int(stamped)
     return usage_tokens(getattr(response, "usage", None)) if hasattr(response, "finish_reason") else 0
+
+
+def _cached_usage(response: Any) -> dict[str, int]:
+    """What a cached answer's request was billed for when it was sent (per-model counts; see :func:`_cached_tokens`)."""
+    from courtroom.cost.bill import response_counts
+
+    stamped = getattr(response, CACHED_USAGE, None)
+    if stamped is not None:
+        return dict(stamped)
+    return response_counts(getattr(response, "usage", None)) if hasattr(response, "finish_reason") else {}
 
 
 class CutOffAnswer(AdapterParseError):
@@ -174,7 +184,7 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
         A bad answer's :class:`AdapterParseError` carries ``from_cache``: whether it came back
         from the cache (``--retry-failed`` asks those again, afresh).
         """
-        with self._watched() as call:
+        with self._watched(lm) as call:
             try:
                 return super().__call__(lm, lm_kwargs, signature, demos, inputs)
             except AdapterParseError as exc:
@@ -183,11 +193,11 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
 
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
         """Async twin of :meth:`__call__`."""
-        with self._watched():
+        with self._watched(lm):
             return await super().acall(lm, lm_kwargs, signature, demos, inputs)
 
     @contextlib.contextmanager
-    def _watched(self) -> Iterator[_Call]:
+    def _watched(self, lm: Any = None) -> Iterator[_Call]:
         settings = dspy.settings
         call = _Call(settings.usage_tracker)
         token = _call.set(call)
@@ -199,7 +209,16 @@ class SchemaJSONAdapter(dspy.JSONAdapter):
             count = getattr(settings.usage_tracker, "count_cache_hit", None)
             if call.answers and not call.sent and count:
                 # An answer came back and nothing was sent: a cache hit, with what it cost when sent.
-                count(sum(_cached_tokens(answer) for answer in call.answers))
+                tokens = sum(_cached_tokens(answer) for answer in call.answers)
+                usage: dict[str, int] = {}
+                for answer in call.answers:
+                    for key, value in _cached_usage(answer).items():
+                        usage[key] = usage.get(key, 0) + value
+                model = str(getattr(lm, "model", "") or "")
+                if model and usage:  # what those requests were billed for: their live price (Usage.cached_cost)
+                    count(tokens, model, usage)
+                else:
+                    count(tokens)
 
     def _call_postprocess(
         self, processed_signature: Any, original_signature: Any, outputs: Any, lm: Any, lm_kwargs: Any

@@ -59,6 +59,9 @@ class AnthropicEngine(ServerEngine):
     """The Messages API has no ``n``: k samples are k requests (:mod:`courtroom.models.sampling`)."""
 
     def _inner(self) -> Any:
+        from courtroom.models import _usage_door
+
+        _usage_door.install()  # a provider's bad usage count never loses its answer
         with self._lock:
             if self._engine is None:
                 from dspy.clients.engines.lm15_engine import AsyncLM15Engine, LM15Engine, timeouts_for
@@ -81,10 +84,12 @@ class AnthropicEngine(ServerEngine):
         return self._inner().router.lm(f"{PROVIDER}:{name}")
 
     def _parse(self, provider: Any, body: dict[str, Any], name: str) -> Any:
-        # By name: mypy following dspy._vendor loses dspy's own star-exports.
+        # By name: mypy following dspy._vendor loses dspy's own star-exports. The cache's tokens are
+        # added in by complete(), which a batch line's answer returns through (adding them here too
+        # counted every cache read and write twice in batch mode: issue 50).
         base = importlib.import_module("dspy._vendor.lm15.providers.base")
         request = base.batch_entry_request(body.get("model") or name)
-        return _cache_in_input(provider.parse_response(request, base.batch_entry_http(body)))
+        return provider.parse_response(request, base.batch_entry_http(body))
 
     def _line_params(self, body: dict[str, Any]) -> dict[str, Any]:
         """A batch line's params: every ``cache_control`` breakpoint in Anthropic's 1-hour cache.
@@ -96,7 +101,10 @@ class AnthropicEngine(ServerEngine):
         return {k: hour_cache(v) if k in ("system", "messages") else v for k, v in body.items()}
 
     def complete(self, request: Any) -> Any:
-        """:meth:`ServerEngine.complete`, with the prompt tokens counted as DSPy's own Anthropic route counts them."""
+        """:meth:`ServerEngine.complete`, prompt tokens counted as DSPy's own Anthropic route counts them.
+
+        Live or a batch line's answer alike, once.
+        """
         return _cache_in_input(super().complete(request))
 
     def batches(self) -> Any:

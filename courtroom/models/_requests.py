@@ -54,22 +54,30 @@ class Tally:
         self._lock = threading.Lock()
         self.sent = 0
         self.by_model: dict[str, dict[str, int]] = {}
-        self.journals: tuple[Callable[[str, int, int], None], ...] = ()
+        self.journals: tuple[Callable[[str, int, int, int, int], None], ...] = ()
         """Durable records each request is also written to, as it is counted: one per run session
         in progress (:class:`courtroom.runner.sessions.RequestLog`), so a kill loses no count."""
 
     def add(self, model: str, usage: Mapping[str, Any] | None) -> None:
-        """One request of ``model``; ``usage`` its tokens (None: it failed, no tokens)."""
-        prompt = int((usage or {}).get("prompt_tokens") or 0)
-        completion = int((usage or {}).get("completion_tokens") or 0)
+        """One request of ``model``; ``usage`` its tokens (None: it failed, no tokens), checked at the door.
+
+        The provider's cache reads and writes count too (``cache_read_tokens``, ``cache_write_tokens``,
+        where any): the summary's dollars are priced from these (:func:`courtroom.cost.bill.dollars`).
+        """
+        from courtroom.cost.bill import CACHE_KEYS, counts
+
+        prompt, completion, read, write = counts(usage)
         with self._lock:
             self.sent += 1
             m = self.by_model.setdefault(model, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
             m["sent"] += 1
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
+            for key, value in zip(CACHE_KEYS, (read, write), strict=True):
+                if value:
+                    m[key] = m.get(key, 0) + value
         for journal in self.journals:
-            journal(model, prompt, completion)
+            journal(model, prompt, completion, read, write)
 
     def snapshot(self) -> dict[str, Any]:
         """The counts so far, in ``Usage.to_dict()`` shape (``sent``, tokens, ``by_model``)."""

@@ -82,6 +82,9 @@ class ServerEngine:
         return f"{type(self).__name__}()"
 
     def _inner(self) -> Any:
+        from courtroom.models import _usage_door
+
+        _usage_door.install()  # a provider's bad usage count never loses its answer
         with self._lock:
             if self._engine is None:
                 # Imported by name: mypy following dspy._vendor loses dspy's own star-exports.

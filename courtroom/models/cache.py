@@ -90,6 +90,9 @@ def usage_tokens(usage: Any) -> int:
 
 CACHED_TOKENS = "courtroom_cached_tokens"
 """Attribute of a response served from the cache: the tokens it cost when it was sent."""
+CACHED_USAGE = "courtroom_cached_usage"
+"""Attribute of a response served from the cache: its usage when it was sent, as per-model counts
+(:func:`courtroom.cost.bill.response_counts`), which price what the answer would cost sent again."""
 
 
 def _damaged(exc: BaseException) -> bool:
@@ -225,10 +228,14 @@ class RedactingCache(Cache):
         return False
 
     def _prepare_cached_response(self, response: Any) -> Any:
+        from courtroom.cost.bill import response_counts
+
         tokens = usage_tokens(getattr(response, "usage", None))
+        counts = response_counts(getattr(response, "usage", None))
         out = super()._prepare_cached_response(response)
         if tokens and out is not response:
             object.__setattr__(out, CACHED_TOKENS, tokens)
+            object.__setattr__(out, CACHED_USAGE, counts)
         return out
 
 

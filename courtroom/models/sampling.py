@@ -275,14 +275,25 @@ def send_n(lm: Any, call: Any, n: int, route: tuple[Callable[[int], list[Any]], 
 
 
 def usage_of(result: Any) -> dict[str, Any]:
-    """The usage one request reported: a ``CallResult``'s, or the sum over :func:`send_n`'s samples."""
+    """The usage one request reported: a ``CallResult``'s, or the sum over :func:`send_n`'s samples.
+
+    A sum keeps the provider's cache counts (``prompt_tokens_details``: the first sample's), so the
+    request is priced as billed (:mod:`courtroom.cost.bill`).
+    """
     if not isinstance(result, list):
         return dict(getattr(result, "usage", None) or {})
-    total: dict[str, int] = {}
+    total: dict[str, Any] = {}
+    details: dict[str, int] = {}
     for r in result:
         for k, v in (r.usage or {}).items():
             if isinstance(v, int) and k != "requests":
                 total[k] = total.get(k, 0) + v
+            elif k == "prompt_tokens_details" and isinstance(v, Mapping):
+                for key, value in v.items():
+                    if isinstance(value, int):
+                        details[key] = details.get(key, 0) + value
+    if details:
+        total["prompt_tokens_details"] = details
     return total
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,35 +56,41 @@ class Usage:
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
     """Model -> ``sent``, ``prompt_tokens``, ``completion_tokens`` (and ``cache_read_tokens``,
     ``cache_write_tokens`` where the provider's cache served or stored any)."""
+    cached_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Model -> what the cache hits' requests were billed for when they were sent (``prompt_tokens``,
+    ``completion_tokens``, the provider's cache counts): what they would cost sent again."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return asdict(self)
 
-    def cost(self, prices: Mapping[str, tuple[float, float]] | None = None, *, batch: bool = False) -> float | None:
-        """Dollar cost: a user price (per 1M input, output tokens) or LiteLLM's, else None.
+    def cost(self, prices: Prices | None = None, *, batch: bool = False) -> float | None:
+        """What the providers bill for ``by_model`` (:func:`courtroom.cost.bill.total`), else None.
 
-        ``batch``: at batch prices (:func:`batch_price_per_token`).
+        ``prices``: a user price (per 1M input, output tokens) that wins over LiteLLM's; ``batch``:
+        at batch prices (:func:`batch_price_per_token`).
         """
-        total, known = 0.0, False
-        for model, counts in self.by_model.items():
-            price = batch_price_per_token(model, prices) if batch else price_per_token(model, prices)
-            if price is None:
-                continue
-            known = True
-            read, write = int(counts.get("cache_read_tokens", 0)), int(counts.get("cache_write_tokens", 0))
-            total += (counts["prompt_tokens"] - read - write) * price[0] + counts["completion_tokens"] * price[1]
-            if read or write:
-                cached = cache_price_per_token(model, prices, batch=batch) or (price[0], price[0])
-                total += read * cached[0] + write * cached[1]
-        return total if known else None
+        from courtroom.cost.bill import total
+
+        return total(self.by_model, prices, batch=batch)
+
+    def cached_cost(self, prices: Prices | None = None, *, batch: bool = False) -> float | None:
+        """What the cache hits would cost sent again (``cached_by_model``), else None."""
+        from courtroom.cost.bill import total
+
+        return total(self.cached_by_model, prices, batch=batch)
 
 
-def price_per_token(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+Prices = Mapping[str, Sequence[float]]
+"""A user's price table: model -> ``[input, output]`` dollars per 1M tokens, or six numbers with the
+cache and batch prices too (:data:`courtroom.eval.metrics.EXTRA_PRICES`)."""
+
+
+def price_per_token(model: str, prices: Prices | None = None) -> tuple[float, float] | None:
     """(input, output) dollars per token for ``model``, from ``prices`` (per 1M tokens) or LiteLLM."""
     if prices and model in prices:
-        inp, out = prices[model]
-        return inp / 1e6, out / 1e6
+        row = prices[model]
+        return float(row[0]) / 1e6, float(row[1]) / 1e6
     from courtroom.models._litellm_facts import may_be_priced
 
     keys = (model, model.split("/", 1)[-1])
@@ -99,42 +105,48 @@ def price_per_token(model: str, prices: Mapping[str, tuple[float, float]] | None
     return None
 
 
-def batch_price_per_token(
-    model: str, prices: Mapping[str, tuple[float, float]] | None = None
-) -> tuple[float, float] | None:
+def batch_price_per_token(model: str, prices: Prices | None = None) -> tuple[float, float] | None:
     """(input, output) dollars per token through the provider's batch API.
 
-    LiteLLM's ``input_cost_per_token_batches`` / ``output_cost_per_token_batches`` where it has
-    them (and the user's table does not name the model), else half the live price: what OpenAI,
-    Anthropic, Google, Mistral and Together charge for batches.
+    The user's row's batch prices where it names them; LiteLLM's ``input_cost_per_token_batches`` /
+    ``output_cost_per_token_batches`` where it has them (and the user's table does not name the
+    model); else half the live price: what OpenAI, Anthropic, Google, Mistral and Together charge
+    for batches.
     """
     live = price_per_token(model, prices)
     if live is None:
         return None
-    if not (prices and model in prices):
-        import litellm
+    if prices and model in prices:
+        row = prices[model]
+        return (float(row[4]) / 1e6, float(row[5]) / 1e6) if len(row) >= 6 else (live[0] / 2, live[1] / 2)
+    import litellm
 
-        for key in (model, model.split("/", 1)[-1]):
-            info = litellm.model_cost.get(key) or {}
-            if "input_cost_per_token_batches" in info:
-                return float(info["input_cost_per_token_batches"]), float(
-                    info.get("output_cost_per_token_batches", live[1] / 2)
-                )
+    for key in (model, model.split("/", 1)[-1]):
+        info = litellm.model_cost.get(key) or {}
+        if "input_cost_per_token_batches" in info:
+            return float(info["input_cost_per_token_batches"]), float(
+                info.get("output_cost_per_token_batches", live[1] / 2)
+            )
     return live[0] / 2, live[1] / 2
 
 
 def cache_price_per_token(
-    model: str, prices: Mapping[str, tuple[float, float]] | None = None, *, batch: bool = False
+    model: str, prices: Prices | None = None, *, batch: bool = False
 ) -> tuple[float, float] | None:
     """(cached read, cache write) dollars per prompt token: LiteLLM's cache prices for ``model``.
 
     ``cache_read_input_token_cost`` and ``cache_creation_input_token_cost`` (their ``_batches``
     twins in batch mode). A price LiteLLM lacks is the plain input price (live or batch): no
-    discount is assumed where none is published (gpt-4o-mini has no batch cache price). None for a
-    model priced by the user's table (which has no cache prices: its input price applies).
+    discount is assumed where none is published (gpt-4o-mini has no batch cache price). A model the
+    user's table prices: the row's cache prices (in batch mode with the row's batch discount on
+    input), or None when it names none (its input price applies).
     """
     if prices and model in prices:
-        return None
+        row = prices[model]
+        if len(row) < 6:
+            return None
+        scale = float(row[4]) / float(row[0]) if batch and float(row[0]) else 0.5 if batch else 1.0
+        return float(row[2]) / 1e6 * scale, float(row[3]) / 1e6 * scale
     live = batch_price_per_token(model) if batch else price_per_token(model)
     if live is None:
         return None
@@ -154,13 +166,11 @@ def cache_price_per_token(
 
 
 def cache_tokens(usage_entry: Mapping[str, Any] | None) -> tuple[int, int]:
-    """(cache read, cache write) prompt tokens of one answer's usage (DSPy's ``prompt_tokens_details``)."""
-    details = (usage_entry or {}).get("prompt_tokens_details") or {}
-    if not isinstance(details, Mapping):
-        return 0, 0
-    read = details.get("cached_tokens") or 0
-    write = details.get("cache_creation_tokens") or details.get("cache_write_tokens") or 0
-    return int(read), int(write)
+    """(cache read, cache write) prompt tokens of one answer's usage, checked (:func:`courtroom.cost.bill.counts`)."""
+    from courtroom.cost.bill import counts
+
+    c = counts(usage_entry)
+    return c.read, c.write
 
 
 class Meter(UsageTracker):
@@ -176,10 +186,12 @@ class Meter(UsageTracker):
         self._lock = threading.Lock()
 
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:  # noqa: D102
-        prompt = int((usage_entry or {}).get("prompt_tokens") or 0)
-        completion = int((usage_entry or {}).get("completion_tokens") or 0)
+        from courtroom.cost.bill import counts
+
+        # Checked at the door: an answer counts whatever its usage says (a bad count is said once).
+        prompt, completion, read, write = counts(usage_entry)
         # A sample that came back in another sample's request (n-sampling) is a call, not a request.
-        sent = int((usage_entry or {}).get("requests", 1))
+        sent = _requests(usage_entry)
         with self._lock:
             u = self.usage
             u.sent += sent
@@ -190,7 +202,6 @@ class Meter(UsageTracker):
             m["sent"] += sent
             m["prompt_tokens"] += prompt
             m["completion_tokens"] += completion
-            read, write = cache_tokens(usage_entry)
             u.cache_read_tokens += read
             u.cache_write_tokens += write
             for key, value in (("cache_read_tokens", read), ("cache_write_tokens", write)):
@@ -204,17 +215,32 @@ class Meter(UsageTracker):
             m = self.usage.by_model.setdefault(lm, {"sent": 0, "prompt_tokens": 0, "completion_tokens": 0})
             m["sent"] += 1
 
-    def count_cache_hit(self, tokens: int = 0) -> None:
-        """Record one call answered from the cache (the adapter sees these; DSPy reports no usage)."""
+    def count_cache_hit(
+        self, tokens: int = 0, model: str | None = None, usage: Mapping[str, int] | None = None
+    ) -> None:
+        """Record one call answered from the cache (the adapter sees these; DSPy reports no usage).
+
+        ``model`` and ``usage``: what its request was billed for when sent (``cached_by_model``).
+        """
         with self._lock:
             self.usage.cached += 1
             self.usage.cached_tokens += tokens
+            if model and usage:
+                m = self.usage.cached_by_model.setdefault(model, {})
+                for key, value in usage.items():
+                    m[key] = m.get(key, 0) + int(value)
 
     def count_call(self, failed: bool = False) -> None:
         """Record one program-level LM call."""
         with self._lock:
             self.usage.calls += 1
             self.usage.failed += int(failed)
+
+
+def _requests(usage_entry: Mapping[str, Any] | None) -> int:
+    """1, or 0 for a sample answered in another sample's request (``"requests": 0``)."""
+    value = (usage_entry or {}).get("requests", 1)
+    return 0 if value == 0 else 1
 
 
 @contextlib.contextmanager

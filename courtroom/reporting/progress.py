@@ -134,23 +134,27 @@ class Tracker:
             self.display._ended(self)
 
     def _spent(self, usage: Any) -> None:
+        from courtroom.cost.bill import dollars
         from courtroom.eval.metrics import user_prices
-        from courtroom.models.usage import price_per_token
 
         by_model = (usage or {}).get("by_model") or {}
         prices = user_prices(by_model, self.display.prices)
         for model, counts in by_model.items():
-            prompt, completion = counts.get("prompt_tokens", 0), counts.get("completion_tokens", 0)
-            self.tokens += prompt + completion
-            price = price_per_token(model, prices)
-            if price is not None:
-                self.cost = (self.cost or 0.0) + prompt * price[0] + completion * price[1]
+            self.tokens += counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
+            cost = dollars(model, counts, prices, batch=self.display.batch_price)
+            if cost is not None:
+                self.cost = (self.cost or 0.0) + cost
 
     def spending(self) -> list[str]:
-        """What its examples spent so far: tokens, and dollars where priced."""
+        """What its examples spent so far: tokens, and dollars where priced (said: at batch price)."""
         if not self.tokens:
             return []
-        return [f"{self.tokens:,} tokens"] + ([f"${self.cost:.4f}"] if self.cost is not None else [])
+        if self.cost is None:
+            return [f"{self.tokens:,} tokens"]
+        return [
+            f"{self.tokens:,} tokens",
+            f"${self.cost:.4f}" + (" at batch price" if self.display.batch_price else ""),
+        ]
 
     def advance(self) -> None:
         """One unit done that is not an example (a study trial)."""
@@ -208,6 +212,7 @@ class ProgressDisplay:
         interactive: force the bar (True) or plain lines (False); default: whether it is a terminal.
         prices: the user's price table (model -> input, output dollars per 1M tokens), for the
             dollars spent so far shown next to the tokens (LiteLLM's prices otherwise).
+        batch: the requests go through the provider's batch API: its dollars are at batch price.
     """
 
     def __init__(
@@ -218,9 +223,11 @@ class ProgressDisplay:
         every: float = 5.0,
         interactive: bool | None = None,
         prices: Any = None,
+        batch: bool = False,
     ) -> None:
         self.enabled = enabled
         self.prices = prices
+        self.batch_price = batch
         self.console = console or Console(stderr=True)
         if console is None and not self.console.is_terminal:  # plain lines: the width every other line has
             from courtroom.reporting.tables import terminal_width
@@ -245,8 +252,10 @@ class ProgressDisplay:
         """Batch id -> its bar task (terminal) or the status last printed (plain lines)."""
 
     def __enter__(self) -> ProgressDisplay:
-
+        from courtroom.cost.bill import forget_warnings
         from courtroom.reporting.logs import quiet_dspy
+
+        forget_warnings()  # a command is one run: a provider's bad usage is said once in it
 
         quiet_dspy()  # DSPy's own lines would bury the display (the command line's choice; --debug keeps them)
         from courtroom.models._concurrency import counting_calls

@@ -44,17 +44,22 @@ def result_problem(row: Any) -> str | None:
 
 
 def usage_problem(usage: Any) -> str | None:
-    """What makes ``usage`` no usage record (counts, and ``by_model``: model -> counts), None: it is one."""
+    """What makes ``usage`` no usage record, None: it is one.
+
+    A record holds counts, and ``by_model`` and ``cached_by_model``: model -> counts.
+    """
     if not isinstance(usage, Mapping):
         return "usage is not an object"
+    per_model = ("by_model", "cached_by_model")
     for key, value in usage.items():
-        if key != "by_model" and value is not None and not _number(value):
+        if key not in per_model and value is not None and not _number(value):
             return f"usage.{key} is not a number"
-    by_model = usage.get("by_model", {})
-    if not isinstance(by_model, Mapping) or not all(
-        isinstance(c, Mapping) and all(_number(v) for v in c.values()) for c in by_model.values()
-    ):
-        return "usage.by_model is not an object of counts per model"
+    for key in per_model:
+        by_model = usage.get(key, {})
+        if not isinstance(by_model, Mapping) or not all(
+            isinstance(c, Mapping) and all(_number(v) for v in c.values()) for c in by_model.values()
+        ):
+            return f"usage.{key} is not an object of counts per model"
     return None
 
 

@@ -300,6 +300,8 @@ class RunSetup:
         summary.update(spend_summary(run_dir, since(self.wire), config.prices))
         if config.batch:
             summary.update(_batch_spend(run_dir, summary, config.prices))
+        if summary["cost"] is None and not summary["sent"] and summary.get("cached_cost") is not None:
+            summary["cost"] = 0.0  # every answer from the cache: nothing billed (its live price beside it)
         summary.update(status(len(tally.failed), tally.count, config.fail_on_error, tally.errors()))
         learned = self.program.prepare_report()
         if learned:

@@ -61,6 +61,8 @@ REQUESTS = "requests.jsonl"
 class RequestLog:
     """A session's ``requests.jsonl`` lines: ``[model, prompt tokens, completion tokens]`` per request.
 
+    Then its cache reads and writes, where the provider's cache served or stored any.
+
     Called by the process's request tally (:data:`courtroom.models._requests.WIRE`) for each
     request it counts, in one unbuffered append (the kernel keeps it through a SIGKILL); no
     fsync, so its cost is one small write. Once the session's end line is written, :meth:`end`
@@ -76,9 +78,10 @@ class RequestLog:
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
 
-    def __call__(self, model: str, prompt: int, completion: int) -> None:
+    def __call__(self, model: str, prompt: int, completion: int, read: int = 0, write: int = 0) -> None:
         """Append one request (a write that fails is said once; the session's end line still counts it)."""
-        data = (json.dumps([model, prompt, completion]) + "\n").encode("utf-8")
+        row: list[Any] = [model, prompt, completion] + ([read, write] if read or write else [])
+        data = (json.dumps(row) + "\n").encode("utf-8")
         with self._lock:
             if self._fd is None:
                 return
@@ -177,11 +180,15 @@ def _index(value: Any) -> bool:
 
 
 def _add_requests(total: Usage, lines: list[bytes]) -> None:
-    """Add ``requests.jsonl`` lines (``[model, prompt tokens, completion tokens]``); any other line is skipped."""
+    """Add ``requests.jsonl`` lines; any other line is skipped.
+
+    A line is ``[model, prompt, completion]``, then cache read and write where any.
+    """
     for raw in lines:
         try:
-            model, prompt, completion = json.loads(raw.decode("utf-8"))
+            model, prompt, completion, *cache = json.loads(raw.decode("utf-8"))
             prompt, completion = int(prompt), int(completion)
+            read, write = (int(x) for x in cache) if len(cache) == 2 else (0, 0)
         except (ValueError, TypeError):
             continue
         total.sent += 1
@@ -191,6 +198,9 @@ def _add_requests(total: Usage, lines: list[bytes]) -> None:
         agg["sent"] += 1
         agg["prompt_tokens"] += prompt
         agg["completion_tokens"] += completion
+        for key, value in (("cache_read_tokens", read), ("cache_write_tokens", write)):
+            if value:
+                agg[key] = agg.get(key, 0) + value
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:

@@ -80,7 +80,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         # a resumed folder: sent counts every session
         *([("sent this session", str(session_sent))] if session_sent != summary["sent"] else []),
         ("tokens (sent calls)", tokens_text(summary)),
-        ("cost", ("n/a" if summary["cost"] is None else f"${summary['cost']:.4f}") + _live(summary)),
+        ("cost", ("n/a" if summary["cost"] is None else f"${summary['cost']:.4f}") + _live(summary) + _cached(summary)),
         *time_rows(summary),
     ]
 
@@ -100,6 +100,14 @@ def learned_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         (name, str(value) if isinstance(value, int) else f"{value:.3f}")
         for name, value in (summary.get("learned") or {}).items()
     ]
+
+
+def _cached(summary: Mapping[str, Any]) -> str:
+    """`` (cached; $X live)`` when every answer came from the cache, else nothing."""
+    live = summary.get("cached_cost")
+    if summary.get("cost") != 0 or summary.get("sent") or not summary.get("cached") or live is None:
+        return ""
+    return f" (cached; ${live:.4f} live)"
 
 
 def _live(summary: Mapping[str, Any]) -> str:

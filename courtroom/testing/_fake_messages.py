@@ -59,7 +59,7 @@ def chat_body(params: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") for b in content):
             marks.append(len(messages))  # a mark on this message's block: the prefix ends with it
         messages.append({"role": m.get("role"), "content": _text(content)})
-    body: dict[str, Any] = {"model": params.get("model"), "messages": messages}
+    body: dict[str, Any] = {"model": params.get("model"), "messages": messages, "_api": "anthropic"}
     schema = ((params.get("output_config") or {}).get("format") or {}).get("schema")
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema}}

@@ -123,6 +123,8 @@ class FakeServer:
             what earlier batches wrote, never its own lines'. A ``cache_control`` mark with
             ``"ttl": "1h"`` (Anthropic's 1-hour cache) reports its writes as
             ``usage.cache_creation.ephemeral_1h_input_tokens`` (``counts["cache_write_1h_tokens"]``).
+        report_usage: if given, rewrites each answer's usage before it is sent (a provider that
+            reports a negative, missing or excessive count); ``bills`` keeps the true one.
 
     A chat body's ``n`` (OpenAI's: n samples of one prompt) is answered with n choices, each drawn as a
     request of its own would be; the prompt is billed once (``billed``), and ``served`` lists each
@@ -146,6 +148,11 @@ class FakeServer:
     ``(model, prompt)`` for each successful answer (mixed-model panels are checked with them).
     ``billed`` lists ``(model, prompt_tokens, completion_tokens)`` for every answer with a body
     (garbage and cut-off answers included: a provider bills them): what the requests cost.
+    ``bills`` holds the same answers with what a provider bills each for, as a dict: ``model``,
+    ``prompt_tokens`` (every prompt token, cache reads and writes included), ``cache_read_tokens``,
+    ``cache_write_tokens``, ``completion_tokens``, ``batch`` (a batch line) and ``api``
+    (``openai`` or ``anthropic``: whose rule applies; a Messages body read as a chat body is
+    ``anthropic``).
     ``sent`` counts every request answered (live or in a batch, faults included) by its message list.
     ``arrivals`` lists, per live request, the requests processed before it arrived (:meth:`tick`):
     requests that went out together share one value, so the distinct values count a run's waves.
@@ -167,6 +174,7 @@ class FakeServer:
         batch_faults: Mapping[str, Sequence[str]] | None = None,
         batch_end: Callable[[int], str | None] | None = None,
         prompt_cache: str | None = None,
+        report_usage: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -185,6 +193,8 @@ class FakeServer:
         self.hang = hang
         self.retry_after = retry_after
         self.billed: list[tuple[str, int, int]] = []
+        self.bills: list[dict[str, Any]] = []
+        self.report_usage = report_usage
         self.fault_for = fault_for
         self.counts: Counter[str] = Counter()
         self.models: Counter[str] = Counter()
@@ -307,7 +317,7 @@ class FakeServer:
         with self._lock:
             self.counts["batch_lines"] += 1
             self.models[str(body.get("model"))] += 1
-        return self.reply(body)
+        return self.reply(body, batch=True)
 
     def _seen(self, name: str, stamp: tuple[int, int]) -> _Stamped:
         """The cache ``name`` as a request sees it (``stamp``: the ticks it arrived and was processed at)."""
@@ -360,7 +370,7 @@ class FakeServer:
         with self._lock:
             return anthropic_hit(prefixes, self._seen("anthropic", stamp), self.ANTHROPIC_MIN)
 
-    def reply(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def reply(self, body: Mapping[str, Any], *, batch: bool = False) -> tuple[int, dict[str, Any], dict[str, str]]:
         """The answer to one chat request ``body``: HTTP status, JSON body and headers.
 
         The chat endpoint and every line of a batch are answered here, so a batch line gets the
@@ -423,9 +433,23 @@ class FakeServer:
                 self.counts["cache_read_tokens"] += read
                 self.counts["cache_write_tokens"] += write
                 self.counts["cache_write_1h_tokens"] += write if hour else 0
+        details = usage.get("prompt_tokens_details") or {}
+        bill = {
+            "model": str(body.get("model")),
+            "prompt_tokens": usage["prompt_tokens"],
+            "cache_read_tokens": usage.get("cache_read_input_tokens", details.get("cached_tokens", 0)),
+            "cache_write_tokens": usage.get("cache_creation_input_tokens", 0),
+            "cache_write_1h_tokens": (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0),
+            "completion_tokens": usage["completion_tokens"],
+            "batch": batch,
+            "api": str(body.get("_api") or "openai"),
+        }
         with self._lock:
             self.billed.append((str(body.get("model")), usage["prompt_tokens"], usage["completion_tokens"]))
+            self.bills.append(bill)
             number = self.counts["requests"] + self.counts["batch_lines"]
+        if self.report_usage is not None:
+            usage = self.report_usage(usage)
         return (
             200,
             {
@@ -510,7 +534,7 @@ class FakeServer:
                 with server._lock:
                     server.counts["requests"] += 1
                     server.models[str(body.get("model"))] += 1
-                    server.options.append({k: v for k, v in body.items() if k != "messages"})
+                    server.options.append({k: v for k, v in body.items() if k != "messages" and not k.startswith("_")})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 self._open = True

@@ -221,7 +221,9 @@ def study_entry(outcome: Any, spec: Mapping[str, Any], key: str) -> Entry:
     report = Path(outcome.report_dir) if outcome.report_dir else None
     files = sorted(p for p in report.iterdir() if p.is_file() and not p.name.startswith(".")) if report else []
     artifacts: list[tuple[Path, str | None]] = [(p, None) for p in files]
-    names = ("score", "calls_per_example") if multi else ("value",)
+    from courtroom.optimize.study.report import cost_unit
+
+    names = ("score", f"{cost_unit(study.trials)}_per_example") if multi else ("value",)
     chosen = [{"number": t.number, **dict(zip(names, t.values, strict=False)), "params": t.params} for t in best]
     documents = {"pareto.json" if multi else "best.json": chosen if multi else (chosen[0] if chosen else None)}
     parent = Entry(key, f"study {study.study_name}", params, metrics, tags, artifacts, documents=documents)

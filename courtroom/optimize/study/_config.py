@@ -35,6 +35,11 @@ class StudyConfig:
     workers: int = 1
     objective: str = "accuracy"
     cost_objective: bool = False
+    cost: str = "calls"
+    """Cost per example: ``calls``, ``tokens`` or ``dollars`` (priced by :mod:`courtroom.cost.bill`:
+    LiteLLM's table, ``prices`` winning); a study across designs defaults to tokens or dollars."""
+    prices: dict[str, list[float]] | None = None
+    """``--prices``: the user's price table (model -> input, output dollars per 1M tokens)."""
     space: dict[str, str] = field(default_factory=dict)
     """Search-space overrides: name -> ``LOW:HIGH`` or ``a,b``."""
     knobs: dict[str, Any] = field(default_factory=dict)
@@ -116,6 +121,8 @@ class StudyConfig:
                 "--set": dict(self.knobs),
                 "--preset": self.preset,
             }
+            # A cost in another unit than calls (priced, or tokens) must stay that unit when continued.
+            | ({"cost": self.cost} if self.cost != "calls" else {})
         )
 
 

@@ -207,7 +207,7 @@ def make_objective(
         floor = int(trial.user_attrs.get(race.FLOOR, 0))
         trial.set_user_attr(race.LOOKS, looks)
         start = time.perf_counter()
-        prep_tally, tally = TokenTally(), TokenTally()
+        prep_tally = TokenTally()
         with (
             metered() as prep,
             tallied(prep_tally),
@@ -215,7 +215,7 @@ def make_objective(
         ):
             program = build(trial, params)
         results: list[ExampleResult] = []
-        with tallied(tally), batch_mode(config):
+        with batch_mode(config):
             for i in range(0, len(dev), size):
                 results += evaluate(program, dev[i : i + size], concurrency=config.concurrency)
                 trial.set_user_attr("heartbeat", time.time())
@@ -253,8 +253,10 @@ def make_objective(
         if verdict["status"] == "failed":
             raise TooManyFailures(f"trial {trial.number}: {verdict['status_reason']}")
         cost = trial.user_attrs["calls_per_example"]
-        if getattr(config, "cost", None) is not None:  # a study across designs: cost in its unit
-            cost = trial_cost(trial, config, results, prep_tally, tally)
+        if getattr(config, "frameworks", None) or config.cost != "calls":  # across designs, or priced
+            cost = trial_cost(
+                trial, config, results, prep_tally, prep.usage, prep_batch=not live_build and config.batch
+            )
         value = _value(results, labels, config.objective)
         return (value, cost) if config.cost_objective else value
 
@@ -275,31 +277,48 @@ def block_size(config: Any, n_dev: int) -> int:
     return size
 
 
-def trial_cost(trial: Any, config: Any, results: Sequence[ExampleResult], prep_tally: Any, tally: Any) -> float:
-    """Cost per example in ``config.cost`` (calls, tokens or dollars), compile included; recorded on the trial."""
-    from courtroom.cost.tally import TokenTally
+def trial_cost(
+    trial: Any,
+    config: Any,
+    results: Sequence[ExampleResult],
+    prep_tally: Any,
+    prep: Any,
+    *,
+    prep_batch: bool = False,
+) -> float:
+    """Cost per example in ``config.cost`` (calls, tokens or dollars), compile included; recorded on the trial.
+
+    Calls: every LM call the program made, the compile's too. Tokens and dollars: the provider's
+    usage of every request the trial sent, plus what each answer it read from the shared cache was
+    billed for when it was sent, so a trial costs what it would cost run alone (the cache saving
+    this study nothing), priced by the one path from usage to dollars (:mod:`courtroom.cost.bill`,
+    ``--prices`` winning; at batch price in batch mode). ``prep``: the compile's usage
+    (``prep_batch``: sent in batches).
+    """
+    from courtroom.eval.metrics import user_prices
 
     n = max(len(results), 1)
+    usage = total_usage(results)
     compile_calls = sum(row[0] for row in prep_tally.by_model.values())
-    calls = total_usage(results).calls + compile_calls
+    calls = usage.calls + compile_calls
+    tokens = sum(u.prompt_tokens + u.completion_tokens + u.cached_tokens for u in (usage, prep))
     trial.set_user_attr("compile_calls", compile_calls)
-    trial.set_user_attr("tokens_per_example", round((tally.tokens + prep_tally.tokens) / n, 2))
-    merged = TokenTally()
-    for t in (tally, prep_tally):
-        for m, row in t.by_model.items():
-            merged.by_model[m] = [a + b for a, b in zip(merged.by_model.get(m, [0, 0, 0]), row, strict=True)]
+    trial.set_user_attr("tokens_per_example", round(tokens / n, 2))
     if config.cost == "calls":
         total = float(calls)
     elif config.cost == "tokens":
-        total = float(merged.tokens)
+        total = float(tokens)
     else:
-        prices = {m: (float(p[0]), float(p[1])) for m, p in (config.prices or {}).items()}
-        dollars = merged.dollars(prices)
-        if dollars is None:
-            raise ConfigError(
-                f"no price for {', '.join(merged.by_model)}: pass --prices FILE or use --cost-unit tokens"
-            )
-        total = dollars
+        batch = bool(getattr(config, "batch", False))
+        parts = [
+            cost(user_prices({**u.by_model, **u.cached_by_model}, config.prices), batch=b)
+            for u, b in ((usage, batch), (prep, prep_batch))
+            for cost in (u.cost, u.cached_cost)
+        ]
+        models = sorted({m for u in (usage, prep) for m in (*u.by_model, *u.cached_by_model)})
+        if models and all(p is None for p in parts):
+            raise ConfigError(f"no price for {', '.join(models)}: pass --prices FILE or use --cost-unit tokens")
+        total = sum(p for p in parts if p is not None)
     cost = total / n
     trial.set_user_attr("cost_per_example", round(cost, 8))
     trial.set_user_attr("cost_unit", config.cost)

@@ -64,7 +64,6 @@ class DesignStudyConfig(StudyConfig):
     compile_settings: dict[str, Any] = field(default_factory=dict)
     cost: str = "tokens"
     """Cost per example: ``calls``, ``tokens`` or ``dollars`` (needs prices LiteLLM or ``prices`` has)."""
-    prices: dict[str, list[float]] | None = None
     panels: bool = True
     """With several models, let repeated roles draw the mixed panel of all of them."""
     presets: dict[str, str] = field(default_factory=dict)

@@ -116,7 +116,9 @@ def study_config(spec: Experiment) -> StudyConfig:
     # A fixed knob the space searches narrows it to that value; the others are set on every trial.
     common["space"] = {k: _space_value(v) for k, v in fixed.items() if k in in_space} | common["space"]
     knobs = {k: v for k, v in fixed.items() if k not in in_space}
-    return StudyConfig(framework=framework, knobs=knobs, preset=design.preset, **common)
+    prices = spec.budget.table()  # --prices prices the cost objective and the cheapest of the tied set
+    cost = st.cost_unit or ("dollars" if prices else "calls")
+    return StudyConfig(framework=framework, knobs=knobs, preset=design.preset, cost=cost, prices=prices, **common)
 
 
 def fixed_knobs(
@@ -242,7 +244,7 @@ def run_spec_study(
                 "study %s exists with another spec (see its study.json); this spec's study is %s", config.name, name
             )
             config.study_name = name
-    with ProgressDisplay(progress, prices=spec.budget.table()) as display:
+    with ProgressDisplay(progress, prices=spec.budget.table(), batch=spec.execution.batch) as display:
         bar = display.track(f"study {config.name}", total=config.trials, unit="trials")
 
         def count(held: int) -> None:

@@ -155,15 +155,21 @@ def _best_entry(study: Any, trial: Any) -> dict[str, Any]:
 
 
 def pareto_table(study: Any) -> pd.DataFrame:
-    """The Pareto front of a two-objective study (score up, calls per example down).
+    """The Pareto front of a two-objective study (score up, cost per example down).
 
-    A member's score is the accuracy its tied set reads (:func:`score_of`); the front is Optuna's.
+    A member's score is the accuracy its tied set reads (:func:`score_of`); the front is Optuna's. The
+    cost column is in the study's unit: ``calls_per_example``, ``tokens_per_example`` or
+    ``dollars_per_example``.
     """
-    rows = [
-        {"number": t.number, "score": score_of(study, t), "calls_per_example": t.values[1], **t.params}
-        for t in pareto_front(study)
-    ]
-    return pd.DataFrame(rows).sort_values("calls_per_example") if rows else pd.DataFrame()
+    front = pareto_front(study)
+    column = f"{cost_unit(front)}_per_example"
+    rows = [{"number": t.number, "score": score_of(study, t), column: t.values[1], **t.params} for t in front]
+    return pd.DataFrame(rows).sort_values(column) if rows else pd.DataFrame()
+
+
+def cost_unit(trials: Any) -> str:
+    """The unit the trials' cost is in (``cost_unit``, recorded by a priced study; else calls)."""
+    return next((str(t.user_attrs["cost_unit"]) for t in trials if "cost_unit" in t.user_attrs), "calls")
 
 
 def best_trial(study: Any) -> Any:
