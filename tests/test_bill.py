@@ -50,7 +50,12 @@ def bill(bills: list[dict[str, Any]], *, batch: bool | None = None) -> float:
         # writes; the server's prompt_tokens is their sum, so the uncached input is the same remainder.
         total += (b["prompt_tokens"] - read - write) * _price(info, "input_cost_per_token", at)
         total += read * _price(info, "cache_read_input_token_cost", at)
-        total += write * _price(info, "cache_creation_input_token_cost", at)
+        # Anthropic's 1-hour cache (courtroom's batch lines): its own write price, at the batch's half.
+        # Their live price (``batch=False``) is that of the same requests sent live: 5-minute writes.
+        hour = b.get("cache_write_1h_tokens", 0) if at else 0
+        total += (write - hour) * _price(info, "cache_creation_input_token_cost", at)
+        if hour:
+            total += hour * float(info["cache_creation_input_token_cost_above_1hr"]) * (0.5 if at else 1.0)
         total += b["completion_tokens"] * _price(info, "output_cost_per_token", at)
     return total
 

@@ -96,6 +96,7 @@ def recording_lms(
     for model in set(models.values()):
         lm = FakeLM(model if model != LOCAL else "openai/local", engine=engine, cache=False)
         lm.prompt_layout = layout  # rendered as the run lays them out (--prompt-layout)
+        lm.rehearsal = True  # nothing is sent: no meter, budget or request count sees its calls
         built[model] = lm
     lms = RoleLMs({DEFAULT: next(iter(built.values()))})
     lms.update({role: built[m] for role, m in models.items()})

@@ -186,9 +186,12 @@ def _render(program: Any, lm: Any, case: str, layout: str) -> list[tuple[str, li
     takes_n = sampling.enabled(lm) and sampling.takes_n(lm)
 
     def run() -> None:
+        import dspy
+
         serial.set(True)  # one thread: the copy's calls in order
         depth.set([0])
-        with sampling.assumed(dict.fromkeys(names, takes_n)):
+        # DSPy's settings are per thread, not per context: the caller's meter would count these calls.
+        with dspy.context(usage_tracker=None), sampling.assumed(dict.fromkeys(names, takes_n)):
             for each in _convened(twin):
                 each.lms = lms
             twin(case=case)

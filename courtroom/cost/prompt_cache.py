@@ -109,16 +109,11 @@ def cached_shares(requests: Iterable[tuple[str, Sequence[Mapping[str, str]]]]) -
     return {m: (r[1] / r[0], r[2] / r[0]) if r[0] else (0.0, 0.0) for m, r in totals.items()}
 
 
-HOUR_WRITE = 2.0
-"""Anthropic's 1-hour cache write, as a multiple of the input price (its 5-minute write is 1.25x);
-courtroom's batch lines use it (:mod:`courtroom.models._anthropic_engine`)."""
-
-
 def prompt_prices(model: str, *, batch: bool = False, prices: Any = None) -> tuple[float, float, float] | None:
     """(input, cache read, cache write) dollars per prompt token of ``model``, live or batch; None: unpriced.
 
     LiteLLM's table (``prices`` overrides the input price, then nothing is discounted). In batch
-    mode an ``anthropic/`` write is the 1-hour cache's: :data:`HOUR_WRITE` x the batch input price.
+    mode an ``anthropic/`` write is the 1-hour cache's (:func:`courtroom.models.usage.cache_price_per_token`).
     """
     from courtroom.models.usage import batch_price_per_token, cache_price_per_token, price_per_token
 
@@ -127,8 +122,6 @@ def prompt_prices(model: str, *, batch: bool = False, prices: Any = None) -> tup
     if plain is None:
         return None
     read, write = cache_price_per_token(model, table, batch=batch) or (plain[0], plain[0])
-    if batch and model.startswith("anthropic/"):
-        write = HOUR_WRITE * plain[0]
     return plain[0], read, write
 
 

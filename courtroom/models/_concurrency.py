@@ -213,6 +213,8 @@ def limit_requests(lm: Any) -> Any:
     """Put ``lm`` under the process-wide bound and courtroom's retries (idempotent); returns ``lm``."""
     from courtroom.models._requests import own_retries
 
+    if getattr(lm, "rehearsal", False):
+        return lm  # a model that renders prompts and sends nothing: no request to bound, count or budget
     own_retries(lm)
     callbacks = getattr(lm, "callbacks", None)
     if isinstance(callbacks, list) and REQUESTS not in callbacks:

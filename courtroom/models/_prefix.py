@@ -71,6 +71,7 @@ class PrefixGate:
         self._lock = threading.Lock()
         self._writing: dict[str, threading.Event] = {}
         self._cached: dict[str, float] = {}  # key -> when it stops counting as cached
+        self._idle: dict[threading.Event, list[_Idle]] = {}  # a write's waiters, idle until it ends
         self.waits = 0
         """Requests that waited for a sibling's write (tests and the bench read it)."""
 
@@ -104,10 +105,20 @@ class PrefixGate:
                             self._cached[k] = now + lifetime
                     break
                 self.waits += 1
-            with idle() if idle is not None else contextlib.nullcontext():
+                waiting = _Idle(idle)
+                self._idle.setdefault(busy, []).append(waiting)
+            try:
                 while not busy.wait(0.2):
                     if _stop.stop_requested():
                         raise _stop.Stopped(f"stopped: no request after the stop ({_stop.stop_text()})")
+            finally:
+                waiting.end()
+                with self._lock:  # registered after the write ended: no entry left behind
+                    left = self._idle.get(busy)
+                    if left is not None and waiting in left:
+                        left.remove(waiting)
+                        if not left:
+                            del self._idle[busy]
         answered = False
         try:
             yield
@@ -122,12 +133,33 @@ class PrefixGate:
                         self._cached[k] = until
                 while len(self._cached) > KEEP:
                     del self._cached[next(iter(self._cached))]
+                waiters = self._idle.pop(mine, [])
+            # The waiters stop counting as idle before this thread goes on: a batch collector must not
+            # see every case waiting (and send a batch) in the instant before they wake.
+            for waiting in waiters:
+                waiting.end()
             mine.set()
 
     def forget(self) -> None:
         """Forget every prefix (tests: a fresh provider cache)."""
         with self._lock:
             self._cached.clear()
+
+
+class _Idle:
+    """A waiter's idle mark (a batch collector's ``idle()``): entered now, ended once, by whichever thread first."""
+
+    def __init__(self, idle: Callable[[], Any] | None) -> None:  # noqa: D107
+        self._lock = threading.Lock()
+        self._mark = idle() if idle is not None else None
+        if self._mark is not None:
+            self._mark.__enter__()
+
+    def end(self) -> None:
+        with self._lock:
+            mark, self._mark = self._mark, None
+        if mark is not None:
+            mark.__exit__(None, None, None)
 
 
 GATE = PrefixGate()

@@ -141,12 +141,16 @@ def cache_price_per_token(
     user's table prices: the row's cache prices (in batch mode with the row's batch discount on
     input), or None when it names none (its input price applies).
     """
+    # courtroom's Anthropic batch lines use the 1-hour cache (:mod:`courtroom.models._anthropic_engine`):
+    # its write is 2x the input price where the 5-minute one is 1.25x, at the batch's discount.
+    hour = batch and model.startswith("anthropic/")
     if prices and model in prices:
         row = prices[model]
         if len(row) < 6:
             return None
         scale = float(row[4]) / float(row[0]) if batch and float(row[0]) else 0.5 if batch else 1.0
-        return float(row[2]) / 1e6 * scale, float(row[3]) / 1e6 * scale
+        write = HOUR_WRITE * float(row[0]) if hour else float(row[3])
+        return float(row[2]) / 1e6 * scale, write / 1e6 * scale
     live = batch_price_per_token(model) if batch else price_per_token(model)
     if live is None:
         return None
@@ -158,11 +162,19 @@ def cache_price_per_token(
         if "input_cost_per_token" in info:
             read = info.get(f"cache_read_input_token_cost{suffix}")
             write = info.get(f"cache_creation_input_token_cost{suffix}")
+            if hour:
+                above = info.get("cache_creation_input_token_cost_above_1hr")
+                scale = live[0] / float(info["input_cost_per_token"])  # the batch discount
+                write = float(above) * scale if above is not None else HOUR_WRITE * live[0]
             return (
                 float(read) if read is not None else live[0],
                 float(write) if write is not None else live[0],
             )
-    return live[0], live[0]
+    return (live[0], HOUR_WRITE * live[0]) if hour else (live[0], live[0])
+
+
+HOUR_WRITE = 2.0
+"""Anthropic's 1-hour cache write, as a multiple of the input price (its 5-minute write is 1.25x)."""
 
 
 def cache_tokens(usage_entry: Mapping[str, Any] | None) -> tuple[int, int]:
