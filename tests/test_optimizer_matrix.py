@@ -73,3 +73,46 @@ def test_every_optimizer_compiles_every_framework_or_refuses_first(framework: st
     assert res.metadata["optimizer"]["name"] == optimizer
     assert res.after["failures"] == 0 and res.after["n"] == len(dev)
     assert res.program(case=train[0].case).label in LABELS
+
+
+class _Broken(dspy.Module):
+    """A program every example of which fails with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def forward(self, case: str) -> dspy.Prediction:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (ConfigError("cot: no demos; set k_shots=0"), "optimizer broken stopped after 1 failed example(s); the first: "
+                                                      "cot: no demos; set k_shots=0"),
+        (ZeroDivisionError("division by zero"), "ZeroDivisionError: division by zero"),
+    ],
+)  # fmt: skip
+def test_a_failure_inside_an_optimizer_shows_its_cause(error: Exception, shown: str, data: Any) -> None:
+    """DSPy's bare "Execution cancelled" is replaced by the first failed example's error, in the one line."""
+    from courtroom.cli._failures import describe, unexpected
+    from courtroom.optimize.optimizers import OPTIMIZERS as REGISTRY
+    from courtroom.optimize.optimizers import Optimizer, register
+
+    train, dev, gold = data
+
+    def evaluate_broken(ctx: Any, student: Any, trainset: Any) -> Any:
+        dspy.Evaluate(devset=dev, metric=lambda *a: 1, max_errors=1, num_threads=1)(_Broken(error))
+        return student
+
+    register(Optimizer("broken", "evaluates a program that always fails", run=evaluate_broken))
+    try:
+        with pytest.raises(Exception) as raised:
+            compile_program("zero-shot", optimizer="broken", trainset=train, devset=dev, labels=LABELS,
+                            lm=oracle_lm(gold, LABELS, accuracy=0.8))  # fmt: skip
+    finally:
+        REGISTRY.pop("broken")
+    assert "Execution cancelled" not in str(raised.value)
+    _, line = describe(raised.value) or unexpected(raised.value)
+    assert shown in line and "\n" not in line
