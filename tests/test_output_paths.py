@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 
@@ -81,8 +82,8 @@ def test_an_output_that_would_overwrite_an_input_is_refused(tmp_path: Path, cour
         wrong = []
         for args, needle in cases:
             done = courtroom_cli(*args, cwd=root)
-            lines = done.stderr.strip().splitlines()
-            if not (done.returncode == 2 and len(lines) == 1 and needle in done.stderr):
+            lines = unwrapped(done.stderr.strip())
+            if not (done.returncode == 2 and len(lines) == 1 and needle in " ".join(done.stderr.split())):
                 wrong.append(f"{' '.join(args)} -> exit {done.returncode}: {done.stderr.strip()[:300]}")
         assert server.counts["requests"] == 0
     assert not wrong, "\n".join(wrong)

@@ -66,3 +66,30 @@ def test_a_long_path_overflows_whole_and_the_rest_wraps(
     assert done.returncode == 2
     assert any(str(deep) in line for line in done.stderr.splitlines()), "the path is whole on one line"
     assert all(fits(line) for line in done.stderr.splitlines()), done.stderr
+
+
+def test_frameworks_wraps_descriptions_at_80_columns(cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from courtroom.programs import FRAMEWORKS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    done = cli("frameworks")
+    assert done.returncode == 0 and all(len(line) <= 80 for line in done.stdout.splitlines()), done.stdout
+    assert "…" not in done.stdout  # wrapped, not cut
+    cells = " ".join(line.split("│")[-2] for line in done.stdout.splitlines() if line.count("│") == 4)
+    for cls in FRAMEWORKS.values():
+        assert " ".join(cls.summary.split()) in " ".join(cells.split()), cls.summary
+
+
+def test_runs_never_cuts_a_folder(cli: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from courtroom.testing import FakeServer
+
+    deep = tmp_path / "a-folder-with-a-rather-long-name-for-its-experiments" / "runs"
+    with FakeServer() as server:
+        done = cli("run", "zero-shot", "--limit", "2", "--lm", "openai/m", "--api-base", server.url, "--out", str(deep))
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = deep.iterdir()
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = cli("runs", str(deep))
+    lines = listed.stdout.splitlines()
+    assert all(fits(line) for line in lines), listed.stdout
+    assert any(run_dir.name in line.split() for line in lines) and str(deep) in listed.stdout, listed.stdout
