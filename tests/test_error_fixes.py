@@ -46,7 +46,9 @@ def test_suggested_labels_paste_as_given(cli: Callable[..., Any], server: FakeSe
     done = cli("run", "zero-shot", "--dataset", str(data))
     said = " ".join(done.stderr.split())
     assert done.returncode == 2 and "--labels 'Defendant wins,Plaintiff wins'" in said, said
-    suggested = shlex.split(said.split("e.g. ", 1)[1].split(" (or ", 1)[0])  # what a user pastes, as the shell splits it
+    suggested = shlex.split(
+        said.split("e.g. ", 1)[1].split(" (or ", 1)[0]
+    )  # what a user pastes, as the shell splits it
     pasted = cli("run", "zero-shot", "--dataset", str(data), *suggested, "--limit", "2", "--lm", "openai/m",
                  "--api-base", server.url, "--out", str(tmp_path / "runs"))  # fmt: skip
     assert pasted.returncode == 0, pasted.stderr

@@ -68,7 +68,7 @@ def test_python_keywords_and_flags_build_the_same_spec() -> None:
 @pytest.mark.parametrize(
     ("values", "needle"),
     [
-        ({"dataset": "r.csv"}, "--dataset needs --text-field, --label-field, --labels"),
+        ({"dataset": "r.csv"}, "--dataset r.csv: no such file"),  # not "needs --text-field": the path is the fix
         ({"text_field": "t"}, "go with --dataset"),
         ({"task": "navigate", "dataset": "r.csv", "text_field": "t", "label_field": "y", "labels": "a,b"}, "not both"),
         ({"split_sizes": [0.7, 0.5, 0.1]}, "sum to 1.3 > 1"),
