@@ -183,7 +183,7 @@ def test_report_names_a_meta_json_that_is_a_list(tmp_path: Path, courtroom_cli: 
     done = courtroom_cli("report", str(run_dir), "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2, done.stderr  # before: AttributeError, exit 1
     assert f"{run_dir / 'meta.json'} is damaged (not a JSON object)" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1
 
 
 def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom_cli: Any) -> None:

@@ -113,4 +113,4 @@ def test_compile_onto_a_device_is_refused_before_the_compile(tmp_path: Path, cou
                              "--api-base", server.url, "-o", "/dev/full")  # fmt: skip
         assert server.counts["requests"] == 0
     assert done.returncode == 2 and "-o /dev/full is not a regular file" in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1

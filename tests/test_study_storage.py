@@ -318,7 +318,7 @@ def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
 def test_a_journal_storage_with_no_file_is_refused(storage: str, courtroom_cli: Any) -> None:
     done = courtroom_cli("study", "jot", "--trials", "1", "--lm", "openai/x", "--storage", storage)
     assert done.returncode == 2 and "names no journal file" in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1
 
 
 def test_a_study_out_onto_its_own_storage_is_refused_before_any_trial(tmp_path: Path, courtroom_cli: Any) -> None:
