@@ -245,11 +245,11 @@ def on_stop_signal(signum: int, frame: object) -> None:
     request_stop(code)
     if signum == signal.SIGINT:
         if _started.is_set():
-            sys.stderr.write("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)\n")
+            _say("interrupted: waiting for the requests already sent (Ctrl-C again to stop at once)")
     else:
         grace = _grace()
         name = signal.Signals(signum).name
-        sys.stderr.write(f"{name}: stopping; saving the answers that arrive within {grace:g} s\n")
+        _say(f"{name}: stopping; saving the answers that arrive within {grace:g} s")
         timer = threading.Timer(grace, exit_now, (code, f"{name}: stopped after the {grace:g} s grace period"))
         timer.daemon = True
         timer.start()
@@ -263,12 +263,22 @@ def _grace() -> float:
     return env_seconds("COURTROOM_STOP_GRACE", GRACE, strict=False)
 
 
+def _say(line: str) -> None:
+    """``line`` on stderr wrapped to the terminal (plain, if a signal came mid-way through importing the wrapper)."""
+    try:
+        from courtroom.reporting.tables import to_stderr
+    except ImportError:
+        sys.stderr.write(line + "\n")
+    else:
+        to_stderr(line)
+
+
 def exit_now(code: int, what: str) -> None:
     """Exit at once (requests in flight are dropped), with the line that resumes the saved work."""
     folder = saved_folder()
     hint = resume_hint() or (with_flags(f"courtroom run --resume {folder}") if folder else None)
     resume = f"; resume with: {hint}" if hint else ""
-    sys.stderr.write(f"{what}{resume}\n")
+    _say(f"{what}{resume}")
     sys.stderr.flush()
     sys.stdout.flush()
     stop_servers()

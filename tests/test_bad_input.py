@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -22,7 +23,7 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
         capsys.readouterr()
         code = main(list(args))
         out, err = capsys.readouterr()
-        errors = [x for x in err.splitlines() if x.startswith("error:")]
+        errors = [x for x in unwrapped(err) if x.startswith("error:")]  # each error whole, as written
         return SimpleNamespace(returncode=code, stdout=out, stderr=err, errors=errors)
 
     return call

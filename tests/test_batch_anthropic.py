@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _output import unwrapped
 
 from courtroom import _stop
 from courtroom.data.tasks import load_splits
@@ -240,6 +241,6 @@ def test_refused_before_anything(
         done = cli("run", "zero-shot", *models, "--limit", "2", "--batch", "--api-base", server.url,
                    "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode == 2
-    assert named in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert named in " ".join(done.stderr.split()) and len(unwrapped(done.stderr.strip())) == 1, done.stderr
     assert server.counts["requests"] == 0 and not server.batches.created
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

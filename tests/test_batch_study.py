@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from _oracle import oracle
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 from courtroom.testing._fakes import answer_for_schema
@@ -68,7 +69,7 @@ def test_study_batch_refusals(tmp_path: Path, cli: Callable[..., Any]) -> None:
     storage = f"sqlite:///{tmp_path}/s.db"
     done = cli("study", "self-consistency", "--lm", "local", "--trials", "1", "--batch", "--storage", storage)
     assert done.returncode == 2 and "--batch: local has no batch API" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1
     with FakeServer(oracle()) as server:
         done = cli("study", "self-consistency", "--lm", "openai/m", "--api-base", server.url, "--trials", "2",
                    "--workers", "2", "--batch", "--storage", storage)  # fmt: skip

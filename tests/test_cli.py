@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -111,7 +112,7 @@ def test_bad_input_is_one_line_with_the_fix(args, needle, capsys):
     code, out, err = _run(args, capsys)
     assert code != 0
     assert needle in err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and len(unwrapped(err.strip())) == 1
 
 
 def test_task_file_with_missing_fields(tmp_path, capsys):
@@ -120,7 +121,7 @@ def test_task_file_with_missing_fields(tmp_path, capsys):
     code, _, err = _run(["run", "jot", "--data", str(path), "--split", "test", "--lm", "openai/x"], capsys)
     assert code != 0
     assert "missing field 'input'" in err and "available fields: question, target" in err
-    assert len(err.strip().splitlines()) == 1
+    assert len(unwrapped(err.strip())) == 1
 
 
 def test_bbh_json_file_loads_through_datasets(tmp_path, server, capsys):
@@ -138,7 +139,7 @@ def test_bbh_json_file_loads_through_datasets(tmp_path, server, capsys):
 def test_debug_shows_the_traceback_and_keeps_the_exit_code(capsys):
     assert main(["--debug", "run", "nope"]) == 2  # the code of the same bad input without --debug
     err = capsys.readouterr().err
-    assert "Traceback" in err and "ConfigError" in err and err.strip().splitlines()[-1].startswith("error: ")
+    assert "Traceback" in err and "ConfigError" in err and unwrapped(err.strip())[-1].startswith("error: ")
 
 
 def test_missing_weights_from_the_command_line(tmp_path, courtroom_cli):
@@ -238,7 +239,7 @@ def test_multiclass_dataset_from_the_command_line(name, server, capsys, tmp_path
         capsys,
     )
     if name == "jot":
-        assert code != 0 and "binary" in err and len(err.strip().splitlines()) == 1
+        assert code != 0 and "binary" in err and len(unwrapped(err.strip())) == 1
         return
     assert code == 0, err
     rows = [json.loads(x) for x in (_run_dir(out) / "results.jsonl").read_text().splitlines()]

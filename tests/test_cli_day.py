@@ -185,8 +185,9 @@ def test_show_numbers_an_unfinished_runs_examples_by_input_position(tmp_path: Pa
     assert f"example 3 (position in input order; id {ids[3]})" in one.stdout
     assert one.stdout == cli("show", str(run_dir), "--example", ids[3]).stdout
     pending = cli("show", str(run_dir), "--example", "2")
-    assert pending.returncode == 2 and f"id {ids[2]}" in pending.stderr and "not finished" in pending.stderr
-    assert f"courtroom run --resume {run_dir}" in pending.stderr
+    said = " ".join(pending.stderr.split())
+    assert pending.returncode == 2 and f"id {ids[2]}" in said and "not finished" in said
+    assert f"courtroom run --resume {run_dir}" in " ".join(pending.stderr.split())
     beyond = cli("show", str(run_dir), "--example", "6")
     assert beyond.returncode == 2 and "position 0..5" in beyond.stderr
 

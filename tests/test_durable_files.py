@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom._files import JsonLines, read_jsonl, write_json
 from courtroom.errors import DataError
@@ -182,7 +183,7 @@ def test_report_names_a_meta_json_that_is_a_list(tmp_path: Path, courtroom_cli: 
     done = courtroom_cli("report", str(run_dir), "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2, done.stderr  # before: AttributeError, exit 1
     assert f"{run_dir / 'meta.json'} is damaged (not a JSON object)" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1
 
 
 def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom_cli: Any) -> None:
@@ -191,7 +192,8 @@ def test_a_comparison_json_of_the_wrong_shape_is_named(tmp_path: Path, courtroom
     (folder / "comparison.json").write_text('{"task": "t", "frameworks": "jot", "runs": {}}')
     done = courtroom_cli("report", str(folder), "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2 and f"{folder / 'comparison.json'} is damaged" in done.stderr  # before: exit 1
-    assert "frameworks is not a list of names" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    said = unwrapped(done.stderr.strip())
+    assert "frameworks is not a list of names" in said[0] and len(said) == 1
 
 
 def test_a_run_folder_deleted_mid_run_stops_at_the_first_lost_write(tmp_path: Path) -> None:

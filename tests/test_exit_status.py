@@ -58,7 +58,7 @@ def test_run_above_the_threshold_exits_non_zero_and_records_the_status(server, t
     path = _data(tmp_path, broken=20)
     code, out, err = _run(["run", "zero-shot", *_common(server, path), "--seed", "1"], capsys)
     assert code != 0
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert len(unwrapped(err.strip())) == 1 and "Traceback" not in err
     assert "examples failed" in err and "--fail-on-error 0.1" in err and "--retry-failed" in err
     summary = json.loads((_folder(out, "run folder") / "summary.json").read_text())
     assert summary["status"] == "failed" and "examples failed" in summary["status_reason"]
@@ -95,7 +95,7 @@ def test_compare_fails_when_a_framework_fails(server, tmp_path, capsys):
     args += [*_common(server, path), "--seed", "5"]
     code, out, err = _run(args, capsys)
     assert code != 0 and "zero-shot:" in err and "examples failed" in err
-    assert len(err.strip().splitlines()) == 1
+    assert len(unwrapped(err.strip())) == 1
     assert "comparison folder:" in out  # everything is written first
 
 
@@ -124,4 +124,4 @@ def test_compile_stops_before_spending_when_the_dev_score_fails(server, tmp_path
 
 def test_fail_on_error_out_of_range(capsys):
     code, _, err = _run(["run", "zero-shot", "--fail-on-error", "2", "--lm", "openai/x"], capsys)
-    assert code != 0 and "[0, 1]" in err and len(err.strip().splitlines()) == 1
+    assert code != 0 and "[0, 1]" in err and len(unwrapped(err.strip())) == 1

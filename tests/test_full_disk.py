@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import warm
+from _output import unwrapped
 
 from courtroom._files import read_jsonl
 from courtroom.testing import FakeServer, answer_for_schema
@@ -43,7 +44,7 @@ def test_a_full_disk_exits_2_naming_the_file_and_the_resume_and_loses_nothing(tm
             rlimits={resource.RLIMIT_FSIZE: (LIMIT, LIMIT)},  # in the child only
             timeout=300,
         )
-        lines = [x for x in full.stderr.splitlines() if x.startswith("error:")]
+        lines = [x for x in unwrapped(full.stderr) if x.startswith("error:")]
         assert full.returncode == 2, full.stderr  # before: exit 1, "OSError: [Errno 27] File too large"
         assert len(lines) == 1 and "Traceback" not in full.stderr
         assert "results.jsonl" in lines[0] and "free some space" in lines[0], lines[0]

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import warm
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 
@@ -59,7 +60,7 @@ def test_ctrl_c_stops_new_calls_exits_130_and_resumes(tmp_path):
         print(f"Ctrl-C: exit after {exit_seconds:.2f} s, {after} request(s) reached the server after the signal")
         assert proc.returncode == 130, err
         assert "Traceback" not in err
-        line = [x for x in err.splitlines() if "resume with: courtroom run --resume" in x]
+        line = [x for x in unwrapped(err) if "resume with: courtroom run --resume" in x]
         assert line, err
         assert "examples saved in" in line[0]
         # Requests already sent finish; nothing new starts (the in-flight bound is CONCURRENCY).

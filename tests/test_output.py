@@ -186,7 +186,7 @@ def test_fitted_measures_each_column_once_and_adds_columns_exactly_to_the_width(
     from rich import box
     from rich.table import Table
 
-    from courtroom.reporting.tables import _natural_width, fitted
+    from courtroom.reporting.tables import fitted, measured_width
 
     rng = random.Random(7)
 
@@ -204,7 +204,7 @@ def test_fitted_measures_each_column_once_and_adds_columns_exactly_to_the_width(
                 whole.add_column(name, overflow="fold")
             for i, row in zip(df.index, df[columns[:cut]].itertuples(index=False), strict=True):
                 whole.add_row(str(i), *row)
-            width = _natural_width(whole)
+            width = measured_width(whole)
             shown = [str(c.header) for c in fitted(df, columns[: cut - 1], width).columns][1:]
             assert shown[:cut] == columns[:cut], (width, shown)  # the cut-th column fits at exactly its width ...
             if cut == len(columns):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 
@@ -81,8 +82,8 @@ def test_an_output_that_would_overwrite_an_input_is_refused(tmp_path: Path, cour
         wrong = []
         for args, needle in cases:
             done = courtroom_cli(*args, cwd=root)
-            lines = done.stderr.strip().splitlines()
-            if not (done.returncode == 2 and len(lines) == 1 and needle in done.stderr):
+            lines = unwrapped(done.stderr.strip())
+            if not (done.returncode == 2 and len(lines) == 1 and needle in " ".join(done.stderr.split())):
                 wrong.append(f"{' '.join(args)} -> exit {done.returncode}: {done.stderr.strip()[:300]}")
         assert server.counts["requests"] == 0
     assert not wrong, "\n".join(wrong)
@@ -112,4 +113,4 @@ def test_compile_onto_a_device_is_refused_before_the_compile(tmp_path: Path, cou
                              "--api-base", server.url, "-o", "/dev/full")  # fmt: skip
         assert server.counts["requests"] == 0
     assert done.returncode == 2 and "-o /dev/full is not a regular file" in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -89,7 +90,7 @@ def test_predict_jsonl(program_file: Path, server: FakeServer, tmp_path: Path) -
 def test_predict_errors(program_file: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["predict", str(program_file), *args])
     err = capsys.readouterr().err
-    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and message in " ".join(err.split()) and len(unwrapped(err.strip())) == 1
 
 
 def test_predict_refuses_a_tampered_file(
@@ -101,7 +102,7 @@ def test_predict_refuses_a_tampered_file(
     bad.write_text(json.dumps(doc))
     code = main(["predict", str(bad), "True is"])
     err = capsys.readouterr().err
-    assert code == 2 and "modified after it was saved" in err
+    assert code == 2 and "modified after it was saved" in " ".join(err.split())
 
 
 def test_bad_compile_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,5 +154,6 @@ def test_predict_on_a_csv_without_text_field_names_the_flag(
     cases.write_text("question,answer\nTrue and False,False\nnot False,True\n")
     code = main(["predict", str(program_file), "--input", str(cases)])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and len(unwrapped(err.strip())) == 1, err
+    err = " ".join(err.split())
     assert "--text-field" in err and "its fields: question, answer" in err and "not JSON" not in err, err

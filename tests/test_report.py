@@ -101,7 +101,7 @@ def test_comparison_report_filters_wrong_and_failed(chromium: str, tmp_path: Pat
 
 def test_report_of_something_else_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
-    assert "is not a run, repeat group, comparison or study folder" in capsys.readouterr().err
+    assert "is not a run, repeat group, comparison or study folder" in " ".join(capsys.readouterr().err.split())
 
 
 def test_report_of_a_repeat_group_and_of_an_interrupted_run(tmp_path: Path) -> None:

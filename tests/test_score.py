@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.eval.metrics import wilson
@@ -154,7 +155,7 @@ def test_a_study_on_a_csv_continues_and_compiles_as_printed(
             "--storage", "sqlite:///studies.db", "--export-best", "best.json"]  # fmt: skip
     capsys.readouterr()
     assert main([*args, "--max-calls", "12"]) != 0  # one trial fits (3 demo calls + up to 6), the second does not
-    err = capsys.readouterr().err
+    err = "\n".join(unwrapped(capsys.readouterr().err))  # the hint whole, as a user pastes it
     hint = shlex.split(err[err.index("continue with: ") + len("continue with: ") :].splitlines()[0])
     assert hint[:3] == ["courtroom", "study", "self-consistency"] and "--task" not in hint
     assert hint[hint.index("--dataset") + 1] == "causal.csv" and hint[hint.index("--labels") + 1] == "yes,no"
@@ -176,7 +177,7 @@ def test_a_run_on_a_csv_stopped_by_its_budget_resumes_as_printed(
     capsys.readouterr()
     code = main(["run", "zero-shot", "--dataset", "claims.csv", *FIELDS, "--limit", "4", "--lm", "openai/fake-m",
                  "--api-base", server.url, "--max-calls", "2"])  # fmt: skip
-    err = capsys.readouterr().err
+    err = "\n".join(unwrapped(capsys.readouterr().err))
     assert code != 0 and "finish with: " in err
     hint = shlex.split(err[err.index("finish with: ") + len("finish with: ") :].splitlines()[0])
     assert hint[:3] == ["courtroom", "run", "--resume"]

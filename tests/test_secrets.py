@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import warm
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.testing import FakeServer
@@ -88,7 +89,7 @@ def test_resume_asks_for_the_base_url_again(server: FakeServer, tmp_path: Path, 
     (run_dir / "results.jsonl").write_text("")  # as if interrupted before any example finished
     assert main(["run", "--resume", str(run_dir)]) == 2
     err = capsys.readouterr().err
-    assert "--api-base" in err and len(err.strip().splitlines()) == 1
+    assert "--api-base" in err and len(unwrapped(err.strip())) == 1
     assert main(["run", "--resume", str(run_dir), "--api-base", _url(server)]) == 0, capsys.readouterr().err
 
 

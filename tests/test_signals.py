@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import warm
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 
@@ -53,7 +54,7 @@ def test_a_termination_signal_saves_answers_in_flight_and_resumes_with_nothing_s
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 128 + sig, err  # 143 for SIGTERM, 129 for SIGHUP
         assert "Traceback" not in err
-        line = [x for x in err.splitlines() if "resume with: courtroom run --resume" in x]
+        line = [x for x in unwrapped(err) if "resume with: courtroom run --resume" in x]
         assert line and "examples saved in" in line[0], err
         hint = shlex.split(line[0].split("resume with: ")[1])
         run_dir = Path(hint[hint.index("--resume") + 1])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.errors import ConfigError
@@ -125,8 +126,8 @@ def test_each_bad_value_is_one_line_naming_the_fix(server, files, capsys):
         before = server.counts["requests"]
         code = main(args)
         _, err = capsys.readouterr()
-        lines = err.strip().splitlines()
-        ok = code not in (0, None) and needle in err and len(lines) == 1 and "Traceback" not in err
+        lines = unwrapped(err.strip())
+        ok = code not in (0, None) and needle in " ".join(err.split()) and len(lines) == 1 and "Traceback" not in err
         ok = ok and server.counts["requests"] == before  # refused before any model call
         if not ok:
             wrong.append(f"{' '.join(args)} -> exit {code}: {err.strip()[:300]}")
@@ -139,7 +140,7 @@ def test_report_to_a_folder(tmp_path, capsys):
     (run_dir / "meta.json").write_text("{}")
     code = main(["report", str(run_dir), "-o", str(tmp_path)])
     _, err = capsys.readouterr()
-    assert code != 0 and "is a folder: pass a file name" in err and len(err.strip().splitlines()) == 1
+    assert code != 0 and "is a folder: pass a file name" in err and len(unwrapped(err.strip())) == 1
 
 
 # Crafted program files: the checksum is recomputed, as anyone editing the file could.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _output import unwrapped
 from scipy.stats import binomtest
 
 from courtroom import _stop
@@ -236,4 +237,6 @@ def test_a_pruner_or_preference_that_is_not_one_is_refused_in_one_line(
     flag: str, value: str, says: str, cli: Any
 ) -> None:
     done = cli("study", "jot", "--trials", "1", flag, value)
-    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert (
+        done.returncode == 2 and says in " ".join(done.stderr.split()) and len(unwrapped(done.stderr.strip())) == 1
+    ), done.stderr

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import warm
+from _output import unwrapped
 
 from courtroom.cli import main
 from courtroom.errors import ConfigError
@@ -151,7 +152,7 @@ def test_a_configuration_error_stops_the_study_command_in_one_line(tmp_path, cap
         )
     _, err = capsys.readouterr()
     assert code != 0 and "n_loops must be >= 1" in err and "trial 0" in err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert len(unwrapped(err.strip())) == 1 and "Traceback" not in err
 
 
 def test_a_configuration_error_stops_the_study(tmp_path, monkeypatch):

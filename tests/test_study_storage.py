@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import warm
+from _output import unwrapped
 
 LABELS = ["True", "False"]
 
@@ -151,7 +152,7 @@ def test_no_storage_password_in_any_file_database_or_line_a_study_writes(
         # One trial costs up to 12 calls: of the two owed, the first fits, the budget stops the second.
         stopped = courtroom_cli(*study, "--trials", "3", "--max-calls", "12", cwd=tmp_path)
     assert stopped.returncode == 3, stopped.stderr
-    budget_line = stopped.stderr.strip().splitlines()[-1]
+    budget_line = unwrapped(stopped.stderr.strip())[-1]
     assert "--storage " in budget_line and f"postgres:PASSWORD@{postgres.split('@', 1)[1]}" in budget_line
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert {"study.json", "best.json"} <= {p.name for p in files}
@@ -199,6 +200,7 @@ def test_every_writer_of_a_storage_url_redacts_it_with_the_one_function() -> Non
 
 FULL_DISK_WORKER = """
 import resource, sys
+
 from courtroom.models.cache import configure_cache
 
 configure_cache()  # the LM cache is open before the disk fills: only the study's storage is refused
@@ -234,7 +236,7 @@ def test_a_full_disk_under_a_sqlite_study_names_the_storage_and_the_resume(tmp_p
             [sys.executable, str(script), "8192", *args, "--trials", "2"],
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip
-        lines = [x for x in full.stderr.splitlines() if x.startswith("error:")]
+        lines = [x for x in unwrapped(full.stderr) if x.startswith("error:")]
         # before: exit 1, "AssertionError: Should not reach." (the cause only under --debug)
         assert full.returncode == 2, full.stderr[-3000:]
         assert len(lines) == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
@@ -316,7 +318,7 @@ def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
 def test_a_journal_storage_with_no_file_is_refused(storage: str, courtroom_cli: Any) -> None:
     done = courtroom_cli("study", "jot", "--trials", "1", "--lm", "openai/x", "--storage", storage)
     assert done.returncode == 2 and "names no journal file" in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert len(unwrapped(done.stderr.strip())) == 1
 
 
 def test_a_study_out_onto_its_own_storage_is_refused_before_any_trial(tmp_path: Path, courtroom_cli: Any) -> None:
@@ -330,4 +332,4 @@ def test_a_study_out_onto_its_own_storage_is_refused_before_any_trial(tmp_path: 
         done = courtroom_cli(*args, "--storage", f"sqlite:///{db}", "--out", str(db))
         assert server.counts["requests"] == 0
     assert done.returncode == 2 and "is the study's storage" in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and not db.exists()
+    assert len(unwrapped(done.stderr.strip())) == 1 and not db.exists()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import warm
+from _output import unwrapped
 
 from courtroom.models.lms import DEFAULT_TIMEOUT, LMSpec, build_lm, resolve_roles
 from courtroom.programs import build_program
@@ -67,7 +68,7 @@ def test_hung_requests_fail_after_the_timeout(command: list[str], tmp_path: Path
         rows = [json.loads(x) for x in next((tmp_path / "runs").glob("*/results.jsonl")).read_text().splitlines()]
         errors = [r["error"] for r in rows]
     else:
-        errors = [x for x in proc.stderr.splitlines() if "first error" in x]
+        errors = [x for x in unwrapped(proc.stderr) if "first error" in x]
     assert errors and all("timed out" in e for e in errors), errors
 
 

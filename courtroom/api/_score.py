@@ -83,23 +83,54 @@ class ScoreOutcome:
         return None if vote is None or vote != vote else str(vote)
 
 
+OWN_TASK = ("task", "dataset", "text_field", "label_field", "labels", "dataset_config", "hub_split")
+"""The data fields that say which task (and, for a dataset, its shape): the program's own unless named."""
+SHAPE = ("text_field", "label_field", "labels")
+"""A dataset's fields and labels: a file of the program's shape takes the program's."""
+
+
+def own_task(spec: Experiment, meta: Mapping[str, Any]) -> Experiment:
+    """``spec`` reading the program's own task whenever neither ``--task`` nor ``--dataset`` names one.
+
+    ``--data FILE``, split files and sizes then apply to the program's task, not the default one;
+    a ``--dataset`` without fields is read as the program's dataset was (its fields and labels).
+    """
+    recorded = dict((meta.get("spec") or {}).get("data") or {})
+    if not spec.given & {"task", "dataset"}:
+        own = {k: recorded[k] for k in OWN_TASK if k in recorded}
+        if not own.get("task") and not own.get("dataset"):
+            task = str((meta.get("task") or {}).get("name") or "")
+            if not task or task.startswith("custom:"):
+                raise ConfigError("the program does not record its data: name it with --task or --dataset FILE")
+            own = {"task": task}
+        spec = spec.replace(**own)
+    elif spec.data.dataset and not spec.given & set(SHAPE) and recorded.get("dataset"):
+        spec = spec.replace(**{k: recorded[k] for k in SHAPE if recorded.get(k)})
+    if spec.data.dataset and not spec.data.dataset.lower().endswith((".yaml", ".yml")):
+        spec.data.check_fields()  # none recorded either: the flags to add, as every command says
+    return spec
+
+
 def scored_spec(spec: Experiment, meta: dict[str, Any]) -> Experiment:
     """``spec`` with its data settled: the program's own (test split) when none is named, a new file whole."""
     recorded = dict((meta.get("spec") or {}).get("data") or {})
     if not spec.given & set(DATA_SOURCE):
         if recorded:
             return spec.replace(**{k: recorded[k] for k in DATA_SOURCE if k in recorded})
-        task = str((meta.get("task") or {}).get("name") or "")
-        if not task or task.startswith("custom:"):
-            raise ConfigError("the program does not record its data: name it with --task or --dataset FILE")
-        return spec.replace(task=task)
+    spec = own_task(spec, meta)
     d = spec.data
-    if d.dataset and d.split == "test" and not spec.given & set(SPLIT_FIELDS):
-        if recorded.get("dataset") and _same_file(recorded["dataset"], d.dataset):
+    # A file given with --dataset, or with --data for a registered task's rows.
+    file, own = (d.dataset, recorded.get("dataset")) if d.dataset else (d.source, recorded.get("source"))
+    if file not in SOURCES and d.split == "test" and not spec.given & set(SPLIT_FIELDS):
+        if own and _same_file(own, file):
             # The program's own file: its held-out split, cut as the compile cut it.
             return spec.replace(**{k: recorded.get(k) for k in SPLIT_FIELDS if k in recorded})
         return spec.replace(split_sizes=[0.0, 0.0, 1.0])  # a file of its own: every row is held out
     return spec
+
+
+SOURCES = ("auto", "generate", "hub")
+"""``--data`` values that name no file."""
 
 
 def _same_file(a: str, b: str) -> bool:

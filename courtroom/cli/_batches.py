@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 if TYPE_CHECKING:
     from courtroom.spec import Experiment
 
@@ -14,14 +12,13 @@ if TYPE_CHECKING:
 def cancel_in_flight(folder: Path | None, spec: Experiment) -> None:
     """``--cancel-batches``: cancel the batches the folder has in flight, one line each."""
     from courtroom.errors import ConfigError
+    from courtroom.reporting.tables import to_stderr
     from courtroom.runner.batches import cancel
 
     if folder is None:
         raise ConfigError("--cancel-batches needs the folder: courtroom run --resume RUN_DIR --cancel-batches")
     done = cancel(folder, spec.models.api_base)
     for run_dir, batch_id, status in done:  # no id: a batch that may exist unrecorded, and what to look for
-        typer.echo(f"{run_dir.name}: batch {batch_id} {status}" if batch_id else f"{run_dir.name}: {status}", err=True)
+        to_stderr(f"{run_dir.name}: batch {batch_id} {status}" if batch_id else f"{run_dir.name}: {status}")
     done = [d for d in done if d[1]]
-    typer.echo(
-        f"cancelled {len(done)} batch(es) in flight; `--resume` without --cancel-batches sends what is left", err=True
-    )
+    to_stderr(f"cancelled {len(done)} batch(es) in flight; `--resume` without --cancel-batches sends what is left")

@@ -142,7 +142,7 @@ def run_main(argv: list[str] | None) -> int:
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     # DSPy's, LiteLLM's and Optuna's own lines stay quiet unless --debug: the CLI draws its own progress.
     from courtroom.reporting.logs import set_debug
-    from courtroom.reporting.tables import terminal_width
+    from courtroom.reporting.tables import terminal_width, to_stderr
 
     set_debug(debug)
     # Help uses the terminal's width: COLUMNS, else the terminal's (a pipe: stderr's), else 100, not 80.
@@ -174,7 +174,7 @@ def _dispatch(args: list[str], debug: bool) -> int:
             check_environment()
         code = _command().main(args=args, prog_name="courtroom", standalone_mode=False)
     except click.ClickException as exc:
-        exc.show()
+        to_stderr(f"error: {' '.join(exc.format_message().split())}")
         return exc.exit_code
     except TyperException as exc:  # typer's own copy of click's usage errors (bad option values, ...)
         if debug:
@@ -189,15 +189,15 @@ def _dispatch(args: list[str], debug: bool) -> int:
             message = f"No such option: {option_name} (it is {renamed} now)"
         elif elsewhere:  # another command's option: say whose, not click's near spellings of this one's
             message = f"No such option: {option_name} for {command_name}: {elsewhere}"
-        print(f"error: {' '.join(message.split())}{hint}", file=sys.stderr)
+        to_stderr(f"error: {' '.join(message.split())}{hint}")
         return int(getattr(exc, "exit_code", 2))
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except Unreachable as exc:  # the first requests all failed alike (a compile's optimizer lets it through)
-        print(f"error: {exc.text()}", file=sys.stderr)
+        to_stderr(f"error: {exc.text()}")
         return 2
     except (KeyboardInterrupt, click.exceptions.Abort):
-        print(_interrupted_message(), file=sys.stderr)
+        to_stderr(_interrupted_message())
         return _stop.stop_code()
     except Exception as exc:
         # One map from failures to codes (courtroom.cli._failures); --debug adds the traceback only.
@@ -205,9 +205,9 @@ def _dispatch(args: list[str], debug: bool) -> int:
             _failures.print_traceback(exc)
         known = _failures.describe(exc)
         code, line = known if known is not None else _failures.unexpected(exc)
-        print(line, file=sys.stderr)
+        to_stderr(line)
         return code
     if code == 130:  # typer turned a Ctrl-C into Exit(130)
-        print(_interrupted_message(), file=sys.stderr)
+        to_stderr(_interrupted_message())
         return _stop.stop_code()
     return code if isinstance(code, int) else 0

@@ -346,6 +346,11 @@ def experiment(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any
             values = {n: kwargs.pop(n) for n in names}
             recipe = kwargs.pop("config", None)
             given = {n for n in names if _given(ctx, n)}
+            listed = kwargs.get("listed_frameworks")  # compare's FRAMEWORKS by position, as compare("jot,cot")
+            if listed is not None:
+                if getattr(ctx.get_parameter_source("frameworks"), "name", None) == "COMMANDLINE":  # --config's yield
+                    raise ConfigError(f"frameworks given twice ({listed} and --frameworks): give them once")
+                values["frameworks"], given = listed, given | {"frameworks"}
             spec = from_flags(command, values, given, framework=kwargs.get("framework"))
             check_names(spec)  # before anything imports DSPy: a typo costs no start-up
             if "config" in inspect.signature(func).parameters:

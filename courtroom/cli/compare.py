@@ -56,6 +56,14 @@ def suite_lines(table: Any) -> str:
 @app.command("compare")
 @experiment("compare")
 def compare_command(
+    listed_frameworks: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="FRAMEWORKS",
+            help="Frameworks to compare, comma-separated: the same as --frameworks.",
+            show_default=False,
+        ),
+    ] = None,
     resume_dir: Annotated[
         Path | None,
         typer.Option(
@@ -82,7 +90,10 @@ def compare_command(
             raise ConfigError("--dry-run estimates a new comparison: drop --resume")
         return print_results({"comparison": compare(spec=spec, resume=resume_dir)}, spec)
     if bool(spec.design.frameworks) == bool(spec.design.suite):
-        raise ConfigError("pass --frameworks a,b,c or --suite NAME (see `courtroom frameworks`)")
+        raise ConfigError(
+            "pass frameworks (courtroom compare a,b,c or --frameworks a,b,c) or --suite NAME "
+            "(see `courtroom frameworks`)"
+        )
     check_providers(spec.models.lm, [f"{r}={m}" for r, m in spec.models.roles.items()])
     writable_folder(spec.output.out or "comparisons", "--out")
     if spec.budget.dry_run:

@@ -85,9 +85,9 @@ def compile_command(
     out = spec.output.out or "program.json"
     writable_file(out, "-o", "program.json", inputs_of(spec, config))
     if spec.execution.batch:  # an optimizer waits on each answer to choose its next request
-        typer.echo(
-            "--batch: compile's optimizers stay live (they are interactive); its requests are sent live", err=True
-        )
+        from courtroom.reporting.tables import to_stderr
+
+        to_stderr("--batch: compile's optimizers stay live (they are interactive); its requests are sent live")
     if spec.budget.dry_run:
         from courtroom.cli._cost import print_estimates
 

@@ -15,14 +15,15 @@ def frameworks_command() -> None:
     load_plugins()  # a package installed since the registry was imported (one process, many commands)
 
     table = Table(show_lines=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("roles", no_wrap=True)
+    table.add_column("name (roles)", no_wrap=True)
     table.add_column("knobs (defaults)", no_wrap=True)
     table.add_column("about", ratio=1)
     for name, cls in FRAMEWORKS.items():
-        # One knob and one role per line keeps the table readable in an 80-column terminal.
+        # One knob and one role per line, the roles under the name: at 80 columns the description
+        # keeps room to wrap at its spaces (no word cut short).
+        roles = "\n".join(f"  {r}" for r in cls.roles)
         knobs = "\n".join(f"{k}={v}" for k, v in cls.knobs().items()) or "-"
-        table.add_row(name, "\n".join(cls.roles), knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
+        table.add_row(f"{name}\n{roles}", knobs, cls.summary + (" [binary only]" if cls.binary_only else ""))
     from courtroom.reporting.tables import say, stdout_console
 
     console = stdout_console()

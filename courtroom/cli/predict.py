@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from courtroom.cli._app import app
 from courtroom.cli._options import DATA_PANEL, OUTPUT_PANEL, experiment
@@ -93,6 +92,61 @@ def _field_cases(path: str, text_fields: list[str], label_field: str | None) -> 
     return rows
 
 
+def own_shape_cases(program_file: str, path: str) -> list[dict[str, Any]] | None:
+    """The cases of a file of the program's own data shape, read as its compile read them; None: not such a file.
+
+    A file whose rows hold no ``case`` field is read with the fields the program's dataset was read
+    with (and its label field, where the rows have it, as gold), or as the program's registered task
+    reads its rows (BIG-Bench-Hard's ``input``/``target``, CaseLaw's ``text``/``label``, ...).
+    """
+    from courtroom.data.custom import FILE_FORMATS, read_file
+    from courtroom.saving import read_program_file
+
+    if Path(path).suffix.lower() not in FILE_FORMATS or not Path(path).is_file():
+        return None
+    try:
+        records = read_file(Path(path))
+    except Exception:  # noqa: BLE001 - read_cases reads it again and says why
+        return None
+    if not records or not isinstance(records[0], dict) or "case" in records[0]:
+        return None
+    meta = read_program_file(program_file)[1]
+    data = (meta.get("spec") or {}).get("data") or {}
+    if data.get("text_field"):
+        label = data.get("label_field")
+        return _field_cases(path, list(data["text_field"]), label if label in records[0] else None)
+    name = str((meta.get("task") or {}).get("name") or "")
+    if not name or name.startswith("custom:"):
+        return None
+    from courtroom.data.tasks import get_task
+
+    return _task_cases(path, records, get_task(name))
+
+
+def _task_cases(path: str, records: list[dict[str, Any]], task: Any) -> list[dict[str, Any]] | None:
+    """Each record's case as ``task`` builds it, and its gold label where the record has one.
+
+    None when the first record is not of the task's shape (:func:`read_cases` then names ``--text-field``).
+    """
+    rows = []
+    for n, record in enumerate(records, 1):
+        try:
+            case = str(task.text(record) or "").strip()
+        except Exception as exc:  # noqa: BLE001 - a row the task cannot read
+            if n == 1:
+                return None
+            raise DataError(f"{path} row {n}: not a {task.name} row like row 1 ({type(exc).__name__}: {exc})") from None
+        if not case:
+            raise DataError(f"{path} row {n}: the case text is empty")
+        row = {"id": str(record.get("id", n)), "case": case}
+        try:
+            gold = task.label(record)
+        except Exception:  # noqa: BLE001 - an unlabelled row is a case to predict
+            gold = None
+        rows.append(row | ({"gold": gold} if gold is not None else {}))
+    return rows
+
+
 @app.command("predict")
 @experiment("predict")
 def predict_command(
@@ -154,9 +208,11 @@ def predict_command(
             console.print(render_text(verdict.transcript), markup=False, highlight=False)
         say(console, f"label: {verdict.label}")
         return
-    rows = read_cases(str(input_file), spec.data.text_field, spec.data.label_field)
+    rows = None if spec.data.text_field else own_shape_cases(program_file, str(input_file))
+    if rows is None:
+        rows = read_cases(str(input_file), spec.data.text_field, spec.data.label_field)
     verdicts = predict(program, rows, concurrency=spec.execution.concurrency or 4)
-    golds = _golds(rows, program.labels) if spec.data.label_field else None
+    golds = _golds(rows, program.labels) if all("gold" in row for row in rows) else None
     sink = open(output, "w") if output else sys.stdout  # noqa: SIM115 - closed below when it is a file
     try:
         for n, v in enumerate(verdicts):
@@ -180,7 +236,9 @@ def predict_command(
         if len(counted) < len(rows):
             said += f" of {len(counted)} distinct cases: {len(rows) - len(counted)} line(s) repeat an earlier case text"
         said += "; with its interval and the vote at the same calls: courtroom score)"
-    Console(stderr=True).print(said + (f"; results in {output}" if output else ""), soft_wrap=True)
+    from courtroom.reporting.tables import to_stderr
+
+    to_stderr(said + (f"; results in {output}" if output else ""))
     from courtroom.eval.status import TooManyFailures, status
 
     outcome = status(failed, len(verdicts), spec.execution.threshold, [v.error for v in verdicts])

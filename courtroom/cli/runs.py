@@ -41,7 +41,7 @@ def runs_command(
     if format != "table":
         return print_data(format, table.set_index("created"))
     from courtroom.reporting.formatting import number
-    from courtroom.reporting.tables import fitted, say, stdout_console
+    from courtroom.reporting.tables import fitted, measured_width, say, stdout_console
 
     console = stdout_console()
     if table.empty:
@@ -62,8 +62,20 @@ def runs_command(
     # The folder first and whole where it can be: it names the run (date, framework, task) and is what
     # `courtroom show` and `report` take; the other columns join while they fit.
     key = ("n", "accuracy", "cost") if table["cost"].notna().any() else ("n", "accuracy")  # no price: n/a alone
-    out = fitted(shown, key, console.width, title=f"{len(table)} run(s), newest first", right=("n", "accuracy", "cost"))
-    out.title_justify = "left"
-    console.print(out)
-    if len(out.columns) < len(shown.columns) + 1:
+    right = ("n", "accuracy", "cost")
+    title = f"{len(table)} run(s), newest first"
+    if measured_width(fitted(shown[list(key)], key, console.width, right=right)) <= console.width:
+        groups = [(title, shown)]
+    else:  # whole paths would be cut: each folder's name, under the folder that holds it (never cut)
+        parents = [str(Path(p).parent) for p in shown.index]
+        named = shown.set_axis(pd.Index([Path(p).name for p in shown.index], name="folder"))
+        groups = [(f"{title}, in {parent}:" if i == 0 else f"in {parent}:", named[[q == parent for q in parents]])
+                  for i, parent in enumerate(dict.fromkeys(parents))]  # fmt: skip
+    cut = False
+    for heading, rows in groups:
+        say(console, heading)  # a folder in a heading is never cut (a table's title would fold it)
+        out = fitted(rows, key, console.width, right=right)
+        console.print(out)
+        cut = cut or len(out.columns) < len(shown.columns) + 1
+    if cut:
         say(console, "all columns: --format md|csv|json")

@@ -36,14 +36,13 @@ def summary_table(summary: dict, title: str) -> Table:
     return table
 
 
-def print_example(run_dir: Path, example: int | str, console: Console) -> None:
-    """Print one example of a run with its transcript.
+def find_example(run_dir: Path, example: int | str) -> tuple[int, dict]:
+    """(position in input order, record in ``results.jsonl``) of one finished example of a run.
 
     ``example`` is a position in input order (``meta.json``'s example ids, as ``show`` lists
     them; ``results.jsonl`` is in finishing order) or an example id.
     """
     from courtroom.runner.runs import load_run, positions
-    from courtroom.transcript import render_text
 
     meta, results, _ = load_run(run_dir)
     finished = {r["id"]: r for r in results}
@@ -63,7 +62,20 @@ def print_example(run_dir: Path, example: int | str, console: Console) -> None:
             f"--example {text}: example {ids.index(wanted)} (id {wanted}) has not finished; "
             f"finish the run with: courtroom run --resume {run_dir}"
         )
-    r, index = finished[wanted], dict(zip(finished, positions(meta, results), strict=True))[wanted]
+    return dict(zip(finished, positions(meta, results), strict=True))[wanted], finished[wanted]
+
+
+def print_example(run_dir: Path, example: int | str, console: Console, fmt: str = "table") -> None:
+    """Print one example of a run (see :func:`find_example`) with its transcript.
+
+    ``table`` and ``md``: the transcript as text; ``json``: the example's record (its fields and
+    turns) with its position ``i``; ``csv``: one row per turn, the example's fields on each.
+    """
+    from courtroom.transcript import render_text
+
+    index, r = find_example(run_dir, example)
+    if fmt in ("json", "csv"):
+        return _print_example_data(fmt, index, r)
     verdict = r["prediction"] if r["prediction"] is not None else "FAILED"
     where = f"position in input order; id {r['id']}"
     console.print(f"[bold]example {index}[/bold] ({where})  gold: {r['gold']}  prediction: {verdict}")
@@ -95,8 +107,7 @@ def show_command(
     if not (run_dir / "meta.json").is_file() and (run_dir / "comparison.json").is_file():
         return _show_comparison(run_dir, format, console, example)
     if example is not None:
-        print_example(run_dir, example, console)
-        return
+        return print_example(run_dir, example, console, format)
     meta, results, summary = load_run(run_dir)
     if format != "table":
         return _print_data(format, meta, results, summary)
@@ -112,6 +123,27 @@ def show_command(
     for i, r in zip(positions(meta, results), results, strict=True):
         table.add_row(str(i), r["id"], r["gold"], str(r["prediction"]), (r.get("error") or "")[:60])
     console.print(table)
+
+
+def _print_example_data(fmt: str, index: int, record: dict) -> None:
+    """One example whole for a program: ``json`` its record, ``csv`` a row per turn of its transcript."""
+    import sys
+
+    import pandas as pd
+
+    from courtroom.reporting.tables import csv_text, json_text
+
+    if fmt == "json":
+        sys.stdout.write(json_text({"i": index, **record}))
+        return
+    head = {"i": index, "id": record["id"], "gold": record["gold"], "prediction": record["prediction"],
+            "correct": record["prediction"] == record["gold"], "error": record.get("error") or ""}  # fmt: skip
+    fields = ("role", "round", "decision", "text")
+    turns = [
+        head | {k: t.get(k) for k in fields} | {"extra": json.dumps(t.get("extra") or {})}
+        for t in record.get("transcript") or [{}]
+    ]
+    sys.stdout.write(csv_text(pd.DataFrame(turns), index=False))
 
 
 def _print_data(fmt: str, meta: dict, results: list[dict], summary: dict | None) -> None:

@@ -27,6 +27,7 @@ from courtroom.eval.status import DEFAULT_FAIL_ON_ERROR, TooManyFailures, status
 from courtroom.models._adapter import ADAPTER
 from courtroom.models._concurrency import bounded_requests, limit_requests
 from courtroom.models.lms import LMSpec, RoleLMs, build_lm, check_keys, resolve_roles
+from courtroom.optimize._causes import failures
 from courtroom.optimize.optimizers import (
     OPTIMIZERS,
     Context,
@@ -193,8 +194,11 @@ def compile_program(
 
         def optimize() -> CourtroomProgram:
             # Entered in the thread that runs the optimizer: its phase lines are told apart by thread.
-            with dspy.context(lm=helper, adapter=ADAPTER), phases:
-                return run(ctx, program.deepcopy(), trainset)
+            with dspy.context(lm=helper, adapter=ADAPTER), phases, failures() as failed:
+                try:
+                    return run(ctx, program.deepcopy(), trainset)
+                except Exception as exc:  # DSPy's "Execution cancelled" says nothing of why: the first failure does
+                    failed.raise_cause(exc, opt.name)
 
         # In a worker: a stop (Ctrl-C, SIGTERM) lets the optimizer's requests in flight finish and be cached.
         compiled = keep_prepared_demos(program, _stop.finishing(optimize))

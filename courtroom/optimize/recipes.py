@@ -88,11 +88,18 @@ def recorded_data(spec: Mapping[str, Any] | None, task: str | None = None) -> di
 
 
 def recipe_data(recipe: Mapping[str, Any], given: Iterable[str] = ()) -> dict[str, Any]:
-    """The data a compile from ``recipe`` uses, unless ``given`` names its own (``--task`` or ``--dataset``)."""
-    if {"task", "dataset", "source"} & set(given):
+    """The data a compile from ``recipe`` uses, unless ``given`` names its own (``--task`` or ``--dataset``).
+
+    Whatever else is ``given`` wins field by field: ``--data FILE`` reads the recipe's task from
+    that file (the recipe's own split files are then left out: they belong to its file).
+    """
+    given = set(given)
+    if {"task", "dataset"} & given:
         return {}
     data = dict(recipe.get("data") or recorded_data(recipe.get("spec"), recipe.get("task")))
-    return {k: v for k, v in data.items() if k not in set(given)}
+    if "source" in given:
+        data = {k: v for k, v in data.items() if k not in ("train_data", "dev_data", "test_data")}
+    return {k: v for k, v in data.items() if k not in given}
 
 
 def read_config(path: str | Path) -> dict[str, Any]:

@@ -65,6 +65,20 @@ def _check_shots(name: str, k: int, trainset: Sequence[dspy.Example]) -> None:
         )
 
 
+def shown_demos(program: Any) -> list[dspy.Example]:
+    """The classifier's demos, or, where an optimizer left it none, the ones :meth:`prepare` made.
+
+    Optimizers reset a program's demos to try it without (random search's zero-shot candidate, a
+    bootstrap that kept no trace of a role): a baseline defined by its ``k_shots`` demos then
+    answers as prepared, as :func:`~courtroom.optimize.compile.keep_prepared_demos` keeps them
+    once the optimizer is done. With neither, ``prepare`` was never called: say so.
+    """
+    demos = program.classifier.demos or program.prepared_demos
+    if program.k_shots and not demos:
+        raise ConfigError(f"{program.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
+    return list(demos)
+
+
 def cot_demos(program: CourtroomProgram, trainset: Sequence[dspy.Example], k: int, seed: int) -> list[dspy.Example]:
     """``k`` training cases (drawn with ``seed``) answered by zero-shot chain-of-thought.
 
@@ -137,25 +151,28 @@ class FewShot(ZeroShot):
         if demo_source not in DEMO_SOURCES:
             raise ConfigError(f"{self.name}: unknown demo_source {demo_source!r}; use one of {', '.join(DEMO_SOURCES)}")
         self.demo_source = demo_source
+        self.prepared_demos: list[dspy.Example] = []
+        """The demos :meth:`prepare` made (see :func:`shown_demos`)."""
 
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """Make the demos from the training cases."""
         if self.demo_source == "zero-shot-cot":
             demos = cot_demos(self, trainset, self.k_shots, self.seed)
             self.classifier.demos = [d.without("reasoning") for d in demos]
-            return
-        _check_shots(self.name, self.k_shots, trainset)
-        picked = seeded_rng(self.seed, "few-shot").sample(range(len(trainset)), self.k_shots)
-        self.classifier.demos = [
-            dspy.Example(case=trainset[i].case, labels=labels_text(self.labels), answer=trainset[i].label)
-            for i in picked
-        ]
+        else:
+            _check_shots(self.name, self.k_shots, trainset)
+            picked = seeded_rng(self.seed, "few-shot").sample(range(len(trainset)), self.k_shots)
+            self.classifier.demos = [
+                dspy.Example(case=trainset[i].case, labels=labels_text(self.labels), answer=trainset[i].label)
+                for i in picked
+            ]
+        self.prepared_demos = list(self.classifier.demos)
 
     def forward(self, case: str) -> dspy.Prediction:
         """Classify ``case`` with the demos in the prompt."""
-        if self.k_shots and not self.classifier.demos:
-            raise ConfigError(f"{self.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
-        return super().forward(case)
+        demos = shown_demos(self)
+        out = self.ask("classifier", self.classifier, demos=demos, case=case, labels=labels_text(self.labels))
+        return self.verdict(out.answer, [Turn("classifier", 1, f"answer: {out.answer}", decision=out.answer)])
 
 
 class ChainOfThought(CourtroomProgram):
@@ -179,16 +196,19 @@ class ChainOfThought(CourtroomProgram):
         self.k_shots = _at_least(self.name, "k_shots", k_shots, 0)
         self.seed = int(seed)
         self.classifier = dspy.Predict(typed(sig.Reason, "answer", label_type(self.labels)))
+        self.prepared_demos: list[dspy.Example] = []
+        """The demos :meth:`prepare` made (see :func:`shown_demos`)."""
 
     def prepare(self, trainset: Sequence[dspy.Example]) -> None:
         """The demos few-shot uses, with their reasoning (:func:`cot_demos`)."""
         self.classifier.demos = cot_demos(self, trainset, self.k_shots, self.seed)
+        self.prepared_demos = list(self.classifier.demos)
 
     def _samples(self, case: str, k: int) -> list[tuple[str, Turn]]:
         """``k`` reasoned answers to ``case`` (rollouts 0..k-1; one request with ``n`` where the model takes it)."""
-        if self.k_shots and not self.classifier.demos:
-            raise ConfigError(f"{self.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
-        outs = self.ask_samples("classifier", self.classifier, range(k), case=case, labels=labels_text(self.labels))
+        outs = self.ask_samples(
+            "classifier", self.classifier, range(k), demos=shown_demos(self), case=case, labels=labels_text(self.labels)
+        )
         return [
             (o.answer, Turn("classifier", i + 1, o.reasoning, decision=o.answer, extra={"sample": i + 1}))
             for i, o in enumerate(outs)
@@ -265,11 +285,10 @@ class ParallelVote(FewShot):
 
     def forward(self, case: str) -> dspy.Prediction:
         """Ask ``n_models`` times (one request with ``n``, or concurrently) and take the majority."""
-        if self.k_shots and not self.classifier.demos:
-            raise ConfigError(f"{self.name}: no demos; call program.prepare(trainset) first or set k_shots=0")
         outs = self.ask_samples(
-            "classifier", self.classifier, range(self.n_models), case=case, labels=labels_text(self.labels)
-        )
+            "classifier", self.classifier, range(self.n_models), demos=shown_demos(self), case=case,
+            labels=labels_text(self.labels),
+        )  # fmt: skip
         votes = [o.answer for o in outs]
         turns = [Turn("classifier", 1, f"answer: {v}", decision=v, extra={"model": i + 1}) for i, v in enumerate(votes)]
         return self.verdict(majority(votes, self.labels, prefer=votes[0]), turns, votes=votes)

@@ -48,7 +48,8 @@ def stdout_console(width: int | None = None) -> Console:
     return Console(width=width or terminal_width(), highlight=False)
 
 
-def _natural_width(table: Table) -> int:
+def measured_width(table: Table) -> int:
+    """The columns ``table`` takes with nothing wrapped or folded."""
     return Console(width=100_000, file=io.StringIO()).measure(table).maximum
 
 
@@ -95,7 +96,7 @@ def fitted(
                 table.add_row(_cell(v))
         return table
 
-    alone = {c: _natural_width(build_alone(c)) - 2 for c in [None, *df.columns]}
+    alone = {c: measured_width(build_alone(c)) - 2 for c in [None, *df.columns]}
 
     def natural(columns: Sequence[str]) -> int:
         return sum(alone[c] for c in [None, *columns]) + 2 * len(columns) + 2
@@ -152,6 +153,17 @@ _COMMAND = re.compile(r"\bcourtroom [a-z]+ \S+")
 """``courtroom show PATH``: a command and its first argument, kept on one line."""
 _GLUE = "\u00a0"
 """A space :func:`wrapped` never breaks at (textwrap breaks at ASCII whitespace only)."""
+
+
+def to_stderr(text: str) -> None:
+    """``text`` on stderr, cut by :func:`wrapped` to the terminal's width as every stdout line is.
+
+    Every error, interruption and usage line the CLI prints goes through here.
+    """
+    import sys
+
+    sys.stderr.write("\n".join(wrapped(text, terminal_width())) + "\n")
+    sys.stderr.flush()
 
 
 def say(console: Console, *texts: str) -> None:

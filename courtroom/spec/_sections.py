@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,33 @@ class Data:
             return None
         return {"sizes": list(self.split_sizes) if self.split_sizes else None, "files": files}
 
+    def check_fields(self) -> None:
+        """``--dataset``'s text and label fields and its labels are named (a known shape's fields are taken).
+
+        Else one error names each missing flag with values taken from the file, quoted for the shell.
+        """
+        if not (self.text_field and self.label_field and self.labels):
+            check_dataset_path(self.dataset or "")  # a misspelled path is no reason to ask for fields
+        rows = _first_rows(self.dataset or "") if not (self.text_field and self.label_field and self.labels) else []
+        fields = [str(f) for f in rows[0]] if rows else []
+        known = next(((t, lab) for t, lab in KNOWN_FIELDS if t in fields and lab in fields), None)
+        if known and not self.text_field and not self.label_field:  # BIG-Bench-Hard's input/target, ...
+            self.text_field, self.label_field = [known[0]], known[1]
+        missing = [f for f, v in (("--text-field", self.text_field), ("--label-field", self.label_field),
+                                  ("--labels", self.labels)) if not v]  # fmt: skip
+        if missing:
+            text = ",".join(self.text_field) or (known[0] if known else ",".join(fields[:1]) or "question,passage")
+            label = self.label_field or (known[1] if known else (fields[-1] if len(fields) > 1 else "answer"))
+            values = sorted({str(r.get(label)) for r in rows if r.get(label) is not None})
+            labels = ",".join(self.labels) or (",".join(values) if 1 < len(values) <= 10 else "yes,no")
+            own = f" (its fields: {', '.join(fields)})" if fields else ""
+            example = " ".join(f"{flag} {shlex.quote(value)}" for flag, value in
+                               (("--text-field", text), ("--label-field", label), ("--labels", labels)))  # fmt: skip
+            raise ConfigError(
+                f"--dataset needs {', '.join(missing)}{own}: e.g. {example} "
+                "(or put them in a task file: --dataset task.yaml)"
+            )
+
     def validate(self, command: str = "run") -> None:
         """One-line errors naming the fix, before anything is loaded (``predict`` reads fields of ``--input``)."""
         if self.split not in SPLITS:
@@ -111,23 +139,8 @@ class Data:
         if self.dataset and self.task:
             raise ConfigError("give --task or --dataset, not both (--dataset names your own data)")
         if self.dataset and not _is_task_file(self.dataset):
-            rows = _first_rows(self.dataset) if not (self.text_field and self.label_field and self.labels) else []
-            fields = [str(f) for f in rows[0]] if rows else []
-            known = next(((t, lab) for t, lab in KNOWN_FIELDS if t in fields and lab in fields), None)
-            if known and not self.text_field and not self.label_field:  # BIG-Bench-Hard's input/target, ...
-                self.text_field, self.label_field = [known[0]], known[1]
-            missing = [f for f, v in (("--text-field", self.text_field), ("--label-field", self.label_field),
-                                      ("--labels", self.labels)) if not v]  # fmt: skip
-            if missing:
-                text = ",".join(self.text_field) or (known[0] if known else ",".join(fields[:1]) or "question,passage")
-                label = self.label_field or (known[1] if known else (fields[-1] if len(fields) > 1 else "answer"))
-                values = sorted({str(r.get(label)) for r in rows if r.get(label) is not None})
-                labels = ",".join(self.labels) or (",".join(values) if 1 < len(values) <= 10 else "yes,no")
-                own = f" (its fields: {', '.join(fields)})" if fields else ""
-                raise ConfigError(
-                    f"--dataset needs {', '.join(missing)}{own}: e.g. --text-field {text} --label-field {label} "
-                    f"--labels {labels} (or put them in a task file: --dataset task.yaml)"
-                )
+            if command != "score":  # score reads a file of its program's shape with the program's fields
+                self.check_fields()
         elif command == "predict" and self.label_field and not self.text_field:
             raise ConfigError("--label-field goes with --text-field FIELD: the field(s) of --input that make the case")
         elif command != "predict" and not self.dataset and (self.text_field or self.label_field or self.labels):
@@ -167,6 +180,33 @@ KNOWN_FIELDS = (("input", "target"), ("case", "label"), ("text", "label"), ("sen
                 ("question", "answer"))  # fmt: skip
 """(text, label) field pairs taken without --text-field/--label-field when a file has them (BIG-Bench-Hard:
 ``input``/``target``); the first pair a file has wins."""
+
+
+LOCAL_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".yaml", ".yml")
+"""Endings that make ``--dataset`` a file, not a Hub id (``OWNER/NAME`` has none)."""
+
+
+def check_dataset_path(dataset: str) -> None:
+    """A ``--dataset`` that names a file (by its ending or a leading ``./``, ``/``, ``~``) must exist.
+
+    Said before the fields are asked for: a misspelled path is no reason to name ``--text-field``.
+    """
+    path = Path(dataset).expanduser()
+    local = path.suffix.lower() in LOCAL_SUFFIXES or dataset.startswith(("./", "../", "/", "~"))
+    if not local or path.exists():
+        return
+    import difflib
+
+    folder = path.parent
+    try:
+        names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    except OSError:
+        names = []
+    near = difflib.get_close_matches(path.name, names, n=1)
+    hint = f"did you mean {folder / near[0] if str(folder) != '.' else near[0]}?" if near else "check the path"
+    raise ConfigError(
+        f"--dataset {dataset}: no such file: {hint} (a Hub dataset is named OWNER/NAME, with no file ending)"
+    )
 
 
 def _first_rows(dataset: str, n: int = 200) -> list[dict[str, Any]]:
