@@ -77,7 +77,14 @@ __all__ = [
 def experiment(
     command: str = "run", spec: Experiment | None = None, **options: Unpack[ExperimentOptions]
 ) -> Experiment:
-    """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win)."""
+    """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win).
+
+    The ``COURTROOM_*`` variables are checked first (:func:`courtroom._env.check_environment`), as
+    the CLI checks them: a bad one is refused before anything is written or sent.
+    """
+    from courtroom._env import check_environment
+
+    check_environment()
     given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if spec is None:
         spec = Experiment.build(command, **given)
@@ -479,9 +486,11 @@ def predict(
     """
     import dspy
 
+    from courtroom._env import check_environment
     from courtroom.eval.harness import evaluate
     from courtroom.models.cache import configure_cache
 
+    check_environment()
     items = [cases] if isinstance(cases, str | Mapping) else list(cases)
     rows = []
     for n, item in enumerate(items, 1):

@@ -28,6 +28,7 @@ from typing import Any
 import dspy
 
 from courtroom import _stop
+from courtroom.cost import race_cap as capping
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
@@ -216,6 +217,7 @@ def run_study(
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )
+    need = capping.checked(config, budget, lambda: capping.trial_estimate(config, space))  # --race-calls
     with _storage.creation_lock(config.storage):
         study = create_study(config, space)
     if config.trials == 0:
@@ -248,14 +250,18 @@ def run_study(
         from courtroom.cost.study_budget import guard_objective
 
         objective = guard_objective(objective, budget, config, space)
+    cap = capping.race_cap(config, study, need)
+    if cap is not None:
+        objective = capping.capped_objective(objective, cap)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
     with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks, space)
+        capping.say_if_reached(cap, study, config)
         with bounded_requests(config.concurrency):
             train, objects = list(trainset or []), dict(model_objects or {})
             extend.after_trials(
-                study, config, dev=list(devset), reserve=reserve, budget=budget,
+                study, config, dev=list(devset), reserve=reserve, budget=budget, cap=cap,
                 build=lambda t: rebuilt(t, config, lms, train, list(labels), list(positions or []) or None, objects),
             )  # fmt: skip
     if budget is not None and budget.stopped:
