@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from courtroom.cost.budget import Budget
@@ -82,13 +81,13 @@ def check_fits(race_calls: int, need: int, block: int) -> None:
         )
 
 
-def checked(config: Any, budget: Any, unit: Any) -> int | None:
+def checked(config: Any, budget: Any = None) -> int | None:
     """One block's requests (the unit a trial is admitted by) under ``config.race_calls``; None without it.
 
     Refuses, before anything is written or sent, a cap that cannot act: with ``budget``
     (``--max-calls``/``--max-cost``) or where nothing races (:func:`courtroom.spec.pruning_conflict`),
-    or below one block's requests (:func:`check_fits`). ``unit()`` is one trial's dry run at the
-    space's dearest point, asked only when there is a cap.
+    or below one block's requests (:func:`check_fits`, by the dry run of one trial at the space's
+    dearest point, :func:`trial_estimate`).
     """
     from courtroom.optimize.study._trials import block_size
     from courtroom.spec import pruning_conflict
@@ -104,7 +103,7 @@ def checked(config: Any, budget: Any, unit: Any) -> int | None:
     if race_calls is None:
         return None
     block = block_size(config, config.dev)
-    need = block_requests(unit(), block)
+    need = block_requests(trial_estimate(config), block)
     check_fits(race_calls, need, block)
     return need
 
@@ -165,9 +164,18 @@ def say_if_reached(cap: RaceCap | None, study: Any, config: Any) -> None:
     )  # fmt: skip
 
 
-def trial_estimate(config: Any, space: Sequence[Any]) -> Any:
-    """One trial of a one-framework study at its space's dearest point (the dry run; nothing sent)."""
+def trial_estimate(config: Any) -> Any:
+    """One trial at the space's dearest point (the dry run; nothing sent); across designs, the dearest design's."""
     from courtroom.cost.dry_run import estimate_study
     from courtroom.cost.study_budget import study_run_config
+    from courtroom.optimize.study.pipeline import is_design_study
+    from courtroom.optimize.study.spaces import build_space
 
+    if is_design_study(config):
+        from courtroom.optimize.study.designs import design_space, design_trial_estimate
+
+        return design_trial_estimate(config, design_space(config))
+    space = build_space(
+        config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
+    )
     return estimate_study(study_run_config(config), space, 1)

@@ -217,7 +217,7 @@ def run_study(
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )
-    need = capping.checked(config, budget, lambda: capping.trial_estimate(config, space))  # --race-calls
+    need = capping.checked(config, budget)  # --race-calls: refused here where it cannot act
     with _storage.creation_lock(config.storage):
         study = create_study(config, space)
     if config.trials == 0:

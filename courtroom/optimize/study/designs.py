@@ -257,7 +257,7 @@ def run_design_study(
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
         raise ConfigError("--trials must be >= 0, --dev-limit >= 1 and --workers >= 1")
     space = design_space(config)
-    need = capping.checked(config, budget, lambda: design_trial_estimate(config, space))  # --race-calls
+    need = capping.checked(config, budget)  # --race-calls: refused here where it cannot act
     with _storage.creation_lock(config.storage):  # workers may start together on a fresh file
         study = create_study(config, space)
     if config.trials == 0:

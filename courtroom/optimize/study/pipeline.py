@@ -233,7 +233,9 @@ def run_spec_study(
     from courtroom.reporting.progress import ProgressDisplay
 
     config = study_config(spec)
-    check_race_calls(config, budget)  # before the storage is opened: nothing written
+    from courtroom.cost import race_cap
+
+    race_cap.checked(config, budget)  # before the storage is opened: nothing written
     if spec.study.study_name is None:
         with _storage.creation_lock(config.storage):
             name = unclaimed_name(config)
@@ -251,7 +253,8 @@ def run_spec_study(
         def on_trial(study: Any, trial: Any) -> None:
             value = trial.values[0] if trial.values else None
             if trial.user_attrs.get("duplicate_of") is not None:  # not run: it does not count against --trials
-                bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: its value reused")
+                reused = "its value reused" if trial.state.name == "COMPLETE" else "not run again"  # settled
+                bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: {reused}")
                 return
             bar.advance()  # counted before its line is printed: "trial 0 complete, 1/3 trials"
             bar.status(
@@ -273,25 +276,6 @@ def run_spec_study(
     outcome.test = _score_test(outcome, spec, lms, model_objects, budget)
     write_outputs(outcome, spec, lms=lms, model_objects=model_objects)
     return outcome
-
-
-def check_race_calls(config: Any, budget: Any = None) -> None:
-    """Refuse a ``--race-calls`` that cannot act (:func:`courtroom.cost.race_cap.checked`), nothing written or sent."""
-    from courtroom.cost import race_cap
-
-    if getattr(config, "race_calls", None) is None:
-        return
-    if is_design_study(config):
-        from courtroom.optimize.study.designs import design_space, design_trial_estimate
-
-        race_cap.checked(config, budget, lambda: design_trial_estimate(config, design_space(config)))
-        return
-    from courtroom.optimize.study.spaces import build_space
-
-    space = build_space(
-        config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
-    )
-    race_cap.checked(config, budget, lambda: race_cap.trial_estimate(config, space))
 
 
 def _held(config: StudyConfig) -> int:
@@ -418,7 +402,9 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     from courtroom.optimize.study.spaces import build_space
 
     config: Any = study_config(spec)
-    check_race_calls(config)
+    from courtroom.cost import race_cap
+
+    race_cap.checked(config)
     prices = spec.budget.table()
     if not is_design_study(config):
         space = build_space(
