@@ -1,7 +1,12 @@
-"""``COURTROOM_*`` environment variables: each read by one function, each checked before a command runs.
+"""``COURTROOM_*`` environment variables: which there are, what each may hold, and the check of all of them.
 
-A bad value (``COURTROOM_RETRY_WAIT=soon``, ``COURTROOM_STOP_GRACE=inf``) is bad input: the CLI stops
-at once, naming the variable (:func:`check_environment`, exit 2), rather than failing mid-run.
+:data:`VARIABLES` declares every variable courtroom reads, with the values it takes; each is read
+by one function here (:func:`env_seconds`, :func:`env_count`, :func:`env_switch`,
+:func:`env_choice`, ...). A bad value (``COURTROOM_RETRY_WAIT=soon``, ``COURTROOM_N_SAMPLING=maybe``,
+``COURTROOM_PROMPT_LAYOUT=bogus``) is bad input: :func:`check_environment` refuses it in one line
+naming the variable and the values it takes (exit 2), at the CLI's start and in every
+:mod:`courtroom.api` entry point, before anything is written or sent, rather than failing
+mid-run or being read as something else.
 """
 
 from __future__ import annotations
@@ -24,6 +29,34 @@ SECONDS = {
 
 COUNTS = {"COURTROOM_BATCH_LINES": 50_000}
 """Variables that hold a whole number >= 1, with their defaults."""
+
+ON = ("1", "on", "yes", "true")
+OFF = ("0", "off", "no", "false")
+SWITCHES = {"COURTROOM_N_SAMPLING": True}
+"""Variables that turn something on or off (:data:`ON`, :data:`OFF`), with their defaults."""
+
+LAYOUT_ENV = "COURTROOM_PROMPT_LAYOUT"
+MAX_CHARS_ENV = "COURTROOM_LOCAL_MAX_CHARS"
+THREADS_ENV = "COURTROOM_LOCAL_THREADS"
+MODEL_ENV = "COURTROOM_LOCAL_MODEL"
+
+VARIABLES = {
+    **{name: "seconds, a number >= 0" for name in SECONDS},
+    **{name: "a whole number >= 1" for name in COUNTS},
+    **{name: f"{'|'.join(ON)} (on) or {'|'.join(OFF)} (off)" for name in SWITCHES},
+    LAYOUT_ENV: "classic, cache or auto",
+    MAX_CHARS_ENV: "a whole number >= 0 (0: no cap beyond --max-tokens)",
+    THREADS_ENV: "a whole number >= 1",
+    MODEL_ENV: "a .gguf file",
+    "COURTROOM_CACHE_DIR": "a folder (created if missing)",
+    "COURTROOM_LM": "a model name (a dspy.LM string, or local)",
+    "COURTROOM_PROGRAM_KEY": "any text: the key that signs program files",
+}
+"""Every variable courtroom reads -> the values it takes (what a refusal names)."""
+
+
+def _refuse(name: str, raw: str) -> ConfigError:
+    return ConfigError(f"{name}={raw!r}: use {VARIABLES[name]}, or unset it")
 
 
 def env_seconds(name: str, default: float, *, strict: bool = True) -> float:
@@ -59,21 +92,56 @@ def env_count(name: str, default: int) -> int:
     return value
 
 
+def env_switch(name: str, default: bool) -> bool:
+    """On or off from ``$name`` (``default`` when unset): one of :data:`ON` or :data:`OFF`, else ConfigError."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value not in ON + OFF:
+        raise _refuse(name, raw)
+    return value in ON
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """One of ``choices`` from ``$name`` (``default`` when unset; any case), else :class:`ConfigError`."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise _refuse(name, raw)
+    return value
+
+
+def prompt_layout() -> str:
+    """``$COURTROOM_PROMPT_LAYOUT``: auto (the default: by price), classic or cache."""
+    from courtroom.models._layout_names import LAYOUTS
+
+    return env_choice(LAYOUT_ENV, LAYOUTS, "auto")
+
+
+def n_sampling() -> bool:
+    """``$COURTROOM_N_SAMPLING``: on unless it says off."""
+    return env_switch("COURTROOM_N_SAMPLING", SWITCHES["COURTROOM_N_SAMPLING"])
+
+
 def check_environment() -> None:
-    """Every ``COURTROOM_*`` variable with a value courtroom cannot use: one line naming it."""
+    """Every ``COURTROOM_*`` variable with a value courtroom cannot use: one line naming it and what it takes."""
     for name, default in SECONDS.items():
         env_seconds(name, default)
     for name, count in COUNTS.items():
         env_count(name, count)
+    n_sampling()
+    prompt_layout()
     cache = os.environ.get("COURTROOM_CACHE_DIR")
     if cache and Path(cache).expanduser().exists() and not Path(cache).expanduser().is_dir():
         raise ConfigError(f"COURTROOM_CACHE_DIR={cache!r} is not a folder: point it at a folder (created if missing)")
+    weights = os.environ.get(MODEL_ENV)
+    if weights and weights.strip() and not Path(weights).expanduser().is_file():
+        raise ConfigError(f"{MODEL_ENV}={weights} is not a file: point it at a .gguf file, or unset it")
     max_chars()  # the embedded model's settings, parsed here: importing its package imports DSPy
     default_threads()
-
-
-MAX_CHARS_ENV = "COURTROOM_LOCAL_MAX_CHARS"
-THREADS_ENV = "COURTROOM_LOCAL_THREADS"
 
 
 def max_chars() -> int | None:

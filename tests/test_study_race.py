@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 from _output import unwrapped
 from scipy.stats import binomtest
@@ -21,8 +22,9 @@ from scipy.stats import binomtest
 from courtroom import _stop
 from courtroom.data.tasks import load_task
 from courtroom.models.lms import RoleLMs
-from courtroom.optimize.study import StudyConfig, create_study, run_study
+from courtroom.optimize.study import StudyConfig, run_study
 from courtroom.optimize.study import race as race_mod
+from courtroom.optimize.study._dedupe import Duplicate, claim
 from courtroom.optimize.study.tied import holm, tied_set
 from courtroom.testing import oracle_lm
 
@@ -124,21 +126,23 @@ def test_with_nothing_to_learn_the_set_holds_every_configuration(tmp_path: Path)
         assert all(t.state.name == "COMPLETE" for t in study.trials), "no equal configuration stopped"
 
 
-def test_a_stopped_configuration_drawn_again_continues_with_more_cases(tmp_path: Path) -> None:
-    run, parts = _models(tmp_path, [0.95, 0.3], dev_n=40)
-    study = run(trials=2).study
+def test_a_stopped_configuration_whose_stop_stands_is_not_run_again(tmp_path: Path) -> None:
+    # Drawn again, a configuration still clearly worse than the incumbent is settled: a repeat of its
+    # stopped trial, nothing sent (before: it continued, and extra trials finished every stopped one).
+    # A stop that no longer holds is continued: test_race_cap.test_a_stop_that_no_longer_holds_is_continued.
+    run, parts = _models(tmp_path, [0.95, 0.3, 0.9], dev_n=40)
+    study = run(trials=3).study
     weak = next(t for t in study.trials if _model_of(t).startswith("fake/m30"))
-    assert weak.state.name == "PRUNED"
-    optuna_study = create_study(parts["config"](trials=3))
-    optuna_study.enqueue_trial(dict(weak.params))
-    again = run(trials=3).study
-    more = next(t for t in again.trials if t.user_attrs.get(race_mod.CONTINUES) == weak.number)
-    block = 10  # 40 cases in 4 blocks
-    assert more.user_attrs[race_mod.FLOOR] == weak.user_attrs["examples"] + block
-    assert more.user_attrs["examples"] >= more.user_attrs[race_mod.FLOOR], "not stopped before its floor"
-    assert more.user_attrs["outcomes"][: weak.user_attrs["examples"]] == weak.user_attrs["outcomes"]
-    # its earlier cases came from the cache: only the new ones were sent
-    assert more.user_attrs["sent"] == more.user_attrs["examples"] - weak.user_attrs["examples"]
+    assert weak.state.name == "PRUNED" and race_mod.stop_stands(study, weak)
+    sent = sum(int(t.user_attrs.get("sent", 0)) for t in study.trials)
+    trial = study.ask()
+    with pytest.raises(Duplicate) as repeat:
+        claim(trial, dict(weak.params), parts["config"]().storage, block=10)
+    assert repeat.value.original.number == weak.number
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    again = run(trials=4).study  # every configuration of the space is settled: nothing runs
+    assert sum(int(t.user_attrs.get("sent", 0)) for t in again.trials) == sent
+    assert not any(t.user_attrs.get(race_mod.CONTINUES) is not None for t in again.trials)
 
 
 # -- --trials: what the study holds -----------------------------------------------------------------

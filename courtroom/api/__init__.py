@@ -78,7 +78,14 @@ __all__ = [
 def experiment(
     command: str = "run", spec: Experiment | None = None, **options: Unpack[ExperimentOptions]
 ) -> Experiment:
-    """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win)."""
+    """The validated spec of ``command`` from ``spec`` and/or keywords (keywords win).
+
+    The ``COURTROOM_*`` variables are checked first (:func:`courtroom._env.check_environment`), as
+    the CLI checks them: a bad one is refused before anything is written or sent.
+    """
+    from courtroom._env import check_environment
+
+    check_environment()
     given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if spec is None:
         spec = Experiment.build(command, **given)
@@ -123,9 +130,11 @@ def _display(spec: Experiment, progress: bool) -> Iterator[Any]:
     """The progress display, with ``--trace``'s MLflow traces on while it runs (:func:`courtroom.tracking.tracing`)."""
     from courtroom.reporting.progress import ProgressDisplay
 
-    with _tracing(spec), _scoring(spec), ProgressDisplay(
-        progress, prices=spec.budget.table(), batch=spec.execution.batch
-    ) as display:
+    with (
+        _tracing(spec),
+        _scoring(spec),
+        ProgressDisplay(progress, prices=spec.budget.table(), batch=spec.execution.batch) as display,
+    ):
         yield display
 
 
@@ -505,9 +514,11 @@ def predict(
     """
     import dspy
 
+    from courtroom._env import check_environment
     from courtroom.eval.harness import evaluate
     from courtroom.models.cache import configure_cache
 
+    check_environment()
     items = [cases] if isinstance(cases, str | Mapping) else list(cases)
     rows = []
     for n, item in enumerate(items, 1):

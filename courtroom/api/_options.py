@@ -179,7 +179,7 @@ class StudyOptions(_CommonOptions, total=False):
     prefer: str | None
     """Which configuration tied with the best is exported and tested: ``best`` or ``cheapest`` (``--prefer``)."""
     race_calls: int | None
-    """LM requests the whole study may send, the race's extra dev cases included (``--race-calls``)."""
+    """A cap on the LM requests the study's trials and the race's extra dev cases send together (``--race-calls``)."""
     show_repeats: bool
     export_best: str | PathLike[str] | None
 

@@ -142,7 +142,7 @@ def run_main(argv: list[str] | None) -> int:
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     # DSPy's, LiteLLM's and Optuna's own lines stay quiet unless --debug: the CLI draws its own progress.
     from courtroom.reporting.logs import set_debug
-    from courtroom.reporting.tables import terminal_width, to_stderr
+    from courtroom.reporting.tables import terminal_width
 
     set_debug(debug)
     # Help uses the terminal's width: COLUMNS, else the terminal's (a pipe: stderr's), else 100, not 80.
@@ -156,8 +156,10 @@ def run_main(argv: list[str] | None) -> int:
 def _print_tracked() -> None:
     """Where ``--track`` logged this command's results (MLflow run ids and pages), on stderr."""
     tracking = sys.modules.get("courtroom.tracking")  # imported only by a command that tracked
+    from courtroom.reporting.tables import to_stderr
+
     for line in tracking.logged() if tracking is not None else []:
-        print(line, file=sys.stderr)
+        to_stderr(line)  # wrapped at the terminal's width; a URL may overflow, never cut
 
 
 def _dispatch(args: list[str], debug: bool) -> int:
@@ -165,6 +167,7 @@ def _dispatch(args: list[str], debug: bool) -> int:
     from courtroom import _stop
     from courtroom.cli import _failures
     from courtroom.models._breaker import Unreachable
+    from courtroom.reporting.tables import to_stderr
 
     try:
         _register()

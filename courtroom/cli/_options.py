@@ -185,8 +185,9 @@ OPTIONS: list[Option] = [
     _o("prefer", "--prefer", STR, "Which of the configurations tied with the best is exported and tested: best | "
        "cheapest.", STUDY_PANEL, ("study",), show_default="cheapest with --cost-objective, else best",
        metavar="best|cheapest"),
-    _o("race_calls", "--race-calls", INT, "LM requests the whole study may send: what its trials leave buys the "
-       "configurations still tied with the best more dev cases, beyond --dev-limit (default: what the race's stops "
+    _o("race_calls", "--race-calls", INT, "A cap on the LM requests the study's trials and the race's extra dev "
+       "cases send together, earlier sessions included: what the trials leave buys the configurations still tied "
+       "with the best more cases beyond --dev-limit (default: no cap; the extra cases spend what the race's stops "
        "saved).", STUDY_PANEL, ("study",), min=1),
     _o("show_repeats", "--show-repeats", bool, "List the trials that repeated or continued a configuration too.",
        STUDY_PANEL, {"study": False}),

@@ -62,12 +62,9 @@ def chosen(value: str | None = None) -> str:
 
             raise ConfigError(f"--prompt-layout {value!r}: use one of {', '.join(LAYOUTS)}")
         return value
-    value = os.environ.get("COURTROOM_PROMPT_LAYOUT", "auto").strip().lower() or "auto"
-    if value not in LAYOUTS:
-        from courtroom.errors import ConfigError
+    from courtroom._env import prompt_layout
 
-        raise ConfigError(f"COURTROOM_PROMPT_LAYOUT={value!r}: use one of {', '.join(LAYOUTS)}")
-    return value
+    return prompt_layout()
 
 
 def layout_for(lm: Any) -> str:

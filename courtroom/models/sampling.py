@@ -36,7 +36,6 @@ import contextvars
 import dataclasses
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -54,12 +53,15 @@ def enabled(lm: Any = None, on: bool | None = None) -> bool:
     """Whether n-sampling is on.
 
     ``on`` if given, else ``lm``'s own ``n_sampling`` (``--n-sampling``), else ``$COURTROOM_N_SAMPLING``
-    (default on; ``0``, ``off`` or ``no`` turn it off).
+    (default on; ``0``, ``off``, ``no`` or ``false`` turn it off; any other value than those and
+    ``1``, ``on``, ``yes``, ``true`` is refused).
     """
     own = on if on is not None else getattr(lm, "n_sampling", None)
     if own is not None:
         return bool(own)
-    return os.environ.get("COURTROOM_N_SAMPLING", "1").strip().lower() not in ("0", "off", "no", "false")
+    from courtroom._env import n_sampling
+
+    return n_sampling()
 
 
 def takes_n(lm: Any) -> bool:

@@ -22,6 +22,7 @@ from courtroom.spec._sections import (
     check_format,
     check_sizes,
     check_url,
+    pruning_conflict,
 )
 from courtroom.spec._typed import typed
 from courtroom.spec._values import parse_value, typed_knobs, typed_value
@@ -48,6 +49,7 @@ __all__ = [
     "differences",
     "flag_of",
     "parse_value",
+    "pruning_conflict",
     "typed",
     "typed_knobs",
     "typed_value",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from courtroom._secrets import without_password
 from courtroom.errors import ConfigError, did_you_mean
-from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings
+from courtroom.spec._sections import Budget, Data, Design, Execution, Models, Output, StudySettings, pruning_conflict
 
 if TYPE_CHECKING:  # the keywords' types, for type checkers only (courtroom.api imports this module)
     from courtroom.api._options import ExperimentOptions
@@ -151,7 +151,20 @@ class Experiment:
         self.budget.validate()
         self.output.validate()
         self.study.validate()
+        if self.command == "study":
+            self._check_pruning()
         return self
+
+    def _check_pruning(self) -> None:
+        """Pruning flags that cannot all hold (:func:`~courtroom.spec._sections.pruning_conflict`): one line."""
+        st, b = self.study, self.budget
+        limits = [f for f, v in (("--max-calls", b.max_calls), ("--max-cost", b.max_cost)) if v is not None]
+        why = pruning_conflict(
+            prune=st.prune, pruner=st.pruner, objective=st.objective, race_calls=st.race_calls,
+            budget=" and ".join(limits) or None, pruner_given="pruner" in self.given,
+        )  # fmt: skip
+        if why:
+            raise ConfigError(why)
 
     def replace(self, **values: Any) -> Experiment:
         """A copy with flat fields replaced (``spec.replace(framework="cot", limit=3)``)."""

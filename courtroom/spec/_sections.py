@@ -458,7 +458,7 @@ class StudySettings:
     pruner: str = "race"
     prefer: str | None = None
     race_calls: int | None = None
-    """``--race-calls``: LM requests the whole study may send, the race's extra dev cases included."""
+    """``--race-calls``: a cap on the LM requests the study's trials and the race's extra dev cases send together."""
     show_repeats: bool = False
 
     def validate(self) -> None:
@@ -484,3 +484,47 @@ class StudySettings:
             raise ConfigError(
                 f"--study-name is {len(self.study_name)} characters: use 1 to 200 (it names the folder studies/NAME)"
             )
+
+
+def pruning_conflict(
+    *,
+    prune: bool,
+    pruner: str,
+    objective: str,
+    race_calls: int | None,
+    budget: str | None = None,
+    pruner_given: bool = False,
+) -> str | None:
+    """Why a study's pruning flags cannot all hold (one line), or None.
+
+    ``--race-calls`` caps a racing study (trials and the race's extra cases), so it is refused
+    where nothing races: ``--no-prune``, ``--pruner median``, ``--objective f1`` (the race pairs
+    right and wrong cases), or beside ``budget`` (``--max-calls``/``--max-cost``, another cap).
+    ``--pruner`` given with ``--no-prune``, or ``--pruner race`` with ``--objective f1``, loses to
+    the other flag: refused too, rather than one of them dropped in silence.
+    """
+    if pruner_given and not prune:
+        return f"--pruner {pruner} and --no-prune contradict each other: keep one"
+    if pruner_given and pruner == "race" and objective != "accuracy":
+        return (
+            f"--pruner race pairs right and wrong cases, which --objective {objective} does not score: "
+            "use --pruner median (the default with it) or --objective accuracy"
+        )
+    if race_calls is None:
+        return None
+    why = (
+        "--no-prune scores every trial on every case"
+        if not prune
+        else "--pruner median does not race"
+        if pruner != "race"
+        else f"--objective {objective} does not race (only accuracy does)"
+        if objective != "accuracy"
+        else f"{budget} caps the study already"
+        if budget
+        else None
+    )
+    if why is None:
+        return None
+    return f"--race-calls caps a racing study, and {why}: drop --race-calls" + (
+        f" or {budget}" if budget and prune and pruner == "race" and objective == "accuracy" else ""
+    )

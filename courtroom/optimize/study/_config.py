@@ -70,9 +70,9 @@ class StudyConfig:
     """How a trial is stopped early: ``race`` (paired with the incumbent on the same dev cases,
     :mod:`courtroom.optimize.study.race`) or ``median`` (Optuna's median pruner)."""
     race_calls: int | None = None
-    """LM requests the whole study may send, trials and the race's extra cases for the configurations
-    still tied with the best together (None: the extra cases spend what the race's stops saved;
-    :mod:`courtroom.optimize.study.extend`)."""
+    """A cap on the LM requests the study sends, trials and the race's extra cases for the configurations
+    still tied with the best together, earlier sessions included (:mod:`courtroom.cost.race_cap`; None:
+    no cap, the extra cases spend what the race's stops saved; :mod:`courtroom.optimize.study.extend`)."""
     prefer: str | None = None
     """Which configuration of the set tied with the best is exported and tested: ``best`` or ``cheapest``
     (None: cheapest with a cost objective, else best; :mod:`courtroom.optimize.study.tied`)."""

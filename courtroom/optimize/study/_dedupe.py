@@ -8,9 +8,11 @@ lock so two workers cannot both claim one configuration:
 
 * finished (COMPLETE): the trial returns the stored value and is marked ``duplicate_of``
   (refused by its framework, a PRUNED trial marked ``invalid``: pruned again, marked the same way);
-* stopped early by the race or the pruner (PRUNED), none complete: the trial continues it, with
-  at least one block of dev cases more before it may be stopped again (its earlier cases come from
-  the cache);
+* stopped by the race and still worse than the incumbent at the level it was stopped at
+  (:func:`.race.stop_stands`): settled, not worth continuing; the trial is a repeat of it (pruned);
+* otherwise stopped early (PRUNED: by the race, no longer clearly worse, or by the median pruner),
+  none complete: the trial continues it, with at least one block of dev cases more before it may
+  be stopped again (its earlier cases come from the cache);
 * running in another worker or thread: the trial waits until that one ends (polling the storage),
   then does one of the above (or, if it failed, runs it itself);
 * otherwise the trial claims the configuration (user attribute :data:`KEY`) and runs.
@@ -53,10 +55,11 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
     """Claim ``params`` for ``trial``, or raise :class:`Duplicate` naming the trial that evaluated them.
 
     A trial running the same configuration is waited for (``heartbeat()`` is called while waiting).
-    A configuration stopped early (pruned) and none completed: the trial continues it, and may not
-    be stopped before it has seen ``block`` cases more than the stopped one (:func:`.race.floor`);
-    one cut short by a stop (Ctrl-C) is simply run again. Either way its earlier cases come from
-    the cache.
+    A configuration the race stopped whose stop still stands (:func:`.race.stop_stands`) is settled:
+    a :class:`Duplicate` of its last trial. Else one stopped early (pruned) and none completed: the
+    trial continues it, and may not be stopped before it has seen ``block`` cases more than the
+    stopped one (:func:`.race.floor`); one cut short by a stop (Ctrl-C) is simply run again. Either
+    way its earlier cases come from the cache.
     """
     from optuna.trial import TrialState
 
@@ -78,9 +81,11 @@ def claim(trial: Any, params: dict[str, Any], storage: str | None, heartbeat: An
             if done:
                 raise Duplicate(min(done, key=lambda t: t.number))
             running = [t for t in same if t.state == TrialState.RUNNING]
+            stopped = [t for t in same if t.state == TrialState.PRUNED and counts(t)]
+            if not running and stopped and race.stop_stands(study, max(stopped, key=lambda t: t.number)):
+                raise Duplicate(max(stopped, key=lambda t: t.number))  # settled: not worth continuing
             if not running:
                 trial.set_user_attr(KEY, key)
-                stopped = [t for t in same if t.state == TrialState.PRUNED and counts(t)]
                 if stopped:
                     trial.set_user_attr(race.CONTINUES, max(t.number for t in stopped))
                     trial.set_user_attr(race.FLOOR, race.floor(stopped, block))
@@ -135,7 +140,8 @@ def reuse(trial: Any, original: Any) -> Any:
         if name in original.user_attrs:
             trial.set_user_attr(name, original.user_attrs[name])
     if original.state == TrialState.PRUNED:
-        raise optuna.TrialPruned(f"same configuration as trial {original.number}, which is invalid")
+        why = "is invalid" if "invalid" in original.user_attrs else "the race stopped as worse than the best"
+        raise optuna.TrialPruned(f"same configuration as trial {original.number}, which {why}")
     values = list(original.values)
     return values[0] if len(values) == 1 else tuple(values)
 
@@ -182,20 +188,29 @@ def best_value(study: Any) -> list[Any]:
 
 
 def settled(study: Any) -> set[str]:
-    """Configurations the study is done with: scored on every dev case, or refused by their framework."""
+    """Configurations the study is done with.
+
+    Scored on every dev case, refused by their framework, or stopped by the race and not worth
+    continuing: the last trial of the configuration is still worse than the incumbent at the
+    level it was stopped at (:func:`.race.stop_stands`).
+    """
     from optuna.trial import TrialState
 
-    return {
-        t.user_attrs[KEY]
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-        if KEY in t.user_attrs
-        and DUPLICATE not in t.user_attrs
-        and (t.state == TrialState.COMPLETE or "invalid" in t.user_attrs)
-    }
+    from courtroom.optimize.study.race import stop_stands
+
+    done = scored(study)
+    last: dict[str, Any] = {}  # configuration -> its last trial that counts (a continued one's continuation)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        key = t.user_attrs.get(KEY)
+        if key is None or key in done or DUPLICATE in t.user_attrs or not counts(t):
+            continue
+        if t.number > getattr(last.get(key), "number", -1):
+            last[key] = t
+    return done | {key for key, t in last.items() if stop_stands(study, t)}
 
 
 def evaluated(study: Any) -> int:
-    """Distinct configurations the study is done with (:func:`settled`; a stopped one may continue)."""
+    """Distinct configurations the study is done with (:func:`settled`)."""
     return len(settled(study))
 
 
@@ -261,8 +276,10 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
     runs only what it still owes, and several workers on one storage share the count (each may
     finish the trial it started, so the study can end a trial or two over per extra worker).
     ``rounds(n, first=True)`` runs the queued trials (it may run none), later calls up to ``n``
-    sampled trials. It stops early when every configuration of a finite ``space`` has run, when
-    three rounds in a row ran nothing new, at a stop (Ctrl-C) and when the budget refused a trial.
+    sampled trials. It stops early when every configuration of a finite ``space`` is settled
+    (:func:`settled`: scored, or stopped by the race and still worse than the best, whatever
+    ``trials`` says; one line says so), when three rounds in a row ran nothing new, at a stop
+    (Ctrl-C) and when the budget refused a trial.
     """
     import logging
 
@@ -287,11 +304,26 @@ def run_distinct(study: Any, rounds: Any, trials: int, space: Sequence[Any]) -> 
         first = False
     done = ran(study)
     if done < trials and size is not None and evaluated(study) >= size:
+        stopped = size - len(scored(study))
         logging.getLogger(__name__).warning(
-            "the space holds %d configuration(s) and every one has run: the study holds %d trial(s), not %d",
-            size, done, trials,
+            "every configuration of the space is settled (%d scored on every dev case, %d stopped by the race "
+            "as worse than the best): the study ends with %d trial(s), not %d",
+            size - stopped, stopped, done, trials,
         )  # fmt: skip
     return done - before
+
+
+def scored(study: Any) -> set[str]:
+    """Configurations scored on every dev case, or refused by their framework (not stopped by the race)."""
+    from optuna.trial import TrialState
+
+    return {
+        t.user_attrs[KEY]
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+        if KEY in t.user_attrs
+        and DUPLICATE not in t.user_attrs
+        and (t.state == TrialState.COMPLETE or "invalid" in t.user_attrs)
+    }
 
 
 def _refused(study: Any) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 import dspy
 
 from courtroom import _stop
+from courtroom.cost import race_cap as capping
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
 from courtroom.models.lms import DEFAULT, RoleLMs, check_keys, resolve_roles, saved_name
@@ -217,6 +218,7 @@ def run_study(
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )
+    need = capping.checked(config, budget)  # --race-calls: refused here where it cannot act
     with _storage.creation_lock(config.storage):
         study = create_study(config, space)
     if config.trials == 0:
@@ -249,13 +251,17 @@ def run_study(
         from courtroom.cost.study_budget import guard_objective
 
         objective = guard_objective(objective, budget, config, space)
+    cap = capping.race_cap(config, study, need)
+    if cap is not None:
+        objective = capping.capped_objective(objective, cap)
     where = _storage.redact(config.storage or _storage.DEFAULT_STORAGE)
     again = _stop.command_line() or "the same `courtroom study` command (same --storage and --study-name)"
     with _stop.saving_to(where, resume=again):
         _optimize(study, objective, config, callbacks, space, budget)
+        capping.say_if_reached(cap, study, config)
         with bounded_requests(config.concurrency):
             extend.after_trials(
-                study, config, dev=list(devset), reserve=reserve, budget=budget,
+                study, config, dev=list(devset), reserve=reserve, budget=budget, cap=cap,
                 build=lambda t: rebuilt(t, config, lms, train, list(labels), list(positions or []) or None, objects),
             )  # fmt: skip
     if budget is not None and budget.stopped:

@@ -23,6 +23,7 @@ from typing import Any
 
 import dspy
 
+from courtroom.cost import race_cap as capping
 from courtroom.cost.tally import UNITS
 from courtroom.errors import ConfigError
 from courtroom.models._concurrency import bounded_requests
@@ -253,6 +254,7 @@ def run_design_study(
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
         raise ConfigError("--trials must be >= 0, --dev-limit >= 1 and --workers >= 1")
     space = design_space(config)
+    need = capping.checked(config, budget)  # --race-calls: refused here where it cannot act
     with _storage.creation_lock(config.storage):  # workers may start together on a fresh file
         study = create_study(config, space)
     if config.trials == 0:
@@ -291,6 +293,9 @@ def run_design_study(
                 "bootstrap, bootstrap-rs, labeled or knn, or drop --max-calls/--max-cost"
             )
         objective = guard_objective(objective, budget, config, space, unit=design_trial_estimate(config, space))
+    cap = capping.race_cap(config, study, need)
+    if cap is not None:
+        objective = capping.capped_objective(objective, cap)
 
     def rounds(n_trials: int, first: bool) -> None:
         # Enqueued trials (the paper defaults) run one at a time first: threads could pop one twice.
@@ -307,8 +312,9 @@ def run_design_study(
             lambda: run_distinct(study, rounds, config.trials, space),
             again=lambda: budget is None or not budget.stopped,
         )
+        capping.say_if_reached(cap, study, config)
         extend.after_trials(
-            study, config, dev=list(devset), reserve=reserve, budget=budget,
+            study, config, dev=list(devset), reserve=reserve, budget=budget, cap=cap,
             build=lambda t: rebuilt_design(t, config, lms, train, list(labels), list(positions or []) or None, objects),
         )  # fmt: skip
     if budget is not None and budget.stopped:

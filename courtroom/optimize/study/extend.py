@@ -10,7 +10,8 @@ first cases could not, and the exported configuration is chosen on more cases.
   requests per case, over the dev cases it skipped (:func:`saved`), less what earlier extensions
   sent; so a racing study sends about what scoring every configuration it ran on every
   ``--dev-limit`` case would have. With ``race_calls`` (``--race-calls N``) the budget is instead
-  ``N`` requests for the whole study, trials and rounds together: a study may then start on fewer
+  ``N`` requests for the whole study, trials and rounds together, a cap every request is reserved
+  from (:mod:`courtroom.cost.race_cap`): a study may then start on fewer
   dev cases and let the race spend the rest where the set is undecided. A round runs as far as its
   estimate fits: each of the pair's requests per case in its trial (:func:`rate`; configurations that
   share calls read each other's from the cache) times the cases it adds. The estimate can miss
@@ -37,6 +38,7 @@ one given no reserve (a dev split no larger than ``--dev-limit``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,7 +60,9 @@ def saved(study: Any, dev: int) -> float:
     seen: dict[str, tuple[int, float]] = {}  # configuration -> (most cases seen, its requests per case)
     for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
         a = t.user_attrs
-        if DUPLICATE in a or "race" not in a or a.get("interrupted") or a.get(KEY) in done or not a.get("examples"):
+        if DUPLICATE in a or "race" not in a or a.get("interrupted") or "budget" in a or a.get(KEY) in done:
+            continue
+        if not a.get("examples"):
             continue
         cases = int(a["examples"])
         if cases > seen.get(a[KEY], (0, 0.0))[0]:
@@ -114,17 +118,25 @@ def plan(have: dict[int, int], rates: dict[int, float], block: int, total: int, 
     return target if target > floor else 0
 
 
-def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Score, calls: int | None = None) -> int:
+def extend(
+    study: Any, dev: int, reserve: Sequence[Any], block: int, score: Score, calls: int | None = None, cap: Any = None
+) -> int:
     """Score the leader of the set tied with the best and its closest challenger on ``reserve`` cases; the rounds run.
 
     The rounds spend what the stops saved (:func:`saved`), or with ``calls`` what the study's
-    requests leave of ``calls`` (trials and rounds together).
+    requests leave of ``calls`` (trials and rounds together). With ``cap``
+    (:class:`~courtroom.cost.race_cap.RaceCap`, ``--race-calls``) every request is reserved from it
+    before it is sent: a round it cuts short is not recorded (its pair would hold records of
+    unequal length), its requests are, and the rounds end.
     """
+    from courtroom.models._requests import OverBudget
     from courtroom.optimize.study.tied import tied_set
 
     record = {str(k): str(v) for k, v in (study.user_attrs.get(EXTENDED) or {}).items()}
     spent = int(study.user_attrs.get(SENT, 0))
     left = (saved(study, dev) if calls is None else calls - sent_by_trials(study)) - spent
+    if cap is not None:
+        left = min(left, cap.left())
     total, rounds = dev + len(reserve), 0
     seen: dict[int, tuple[int, int]] = {}  # trial -> (requests, cases) of its rounds in this call
     while left > 0:
@@ -140,16 +152,27 @@ def extend(study: Any, dev: int, reserve: Sequence[Any], block: int, score: Scor
         target = plan({n: have[n] for n in pair}, rates, block, total, left)
         if not target:
             return rounds
-        for n in pair:
-            t = trials[n]
-            if have[n] >= target:
-                continue
-            got, sent = score(t, reserve[have[n] - dev : target - dev])
-            record[str(n)] = marks(study, t) + got
-            before = seen.get(n, (0, 0))
-            seen[n] = (before[0] + sent, before[1] + target - have[n])
-            spent += sent
-            left -= sent
+        before_round = cap.spent_calls if cap is not None else 0
+        this_round = dict(record)
+        try:
+            with cap.counting() if cap is not None else contextlib.nullcontext():
+                for n in pair:
+                    t = trials[n]
+                    if have[n] >= target:
+                        continue
+                    got, sent = score(t, reserve[have[n] - dev : target - dev])
+                    this_round[str(n)] = marks(study, t) + got
+                    before = seen.get(n, (0, 0))
+                    seen[n] = (before[0] + sent, before[1] + target - have[n])
+                    spent += sent
+                    left -= sent
+        except OverBudget:
+            spent = int(study.user_attrs.get(SENT, 0)) + cap.spent_calls - before_round
+            study.set_user_attr(SENT, spent)
+            return rounds
+        record = this_round
+        if cap is not None:
+            left = min(left, cap.left())
         study.set_user_attr(EXTENDED, dict(record))
         study.set_user_attr(SENT, spent)
         rounds += 1
@@ -190,10 +213,13 @@ def after_trials(
     dev: Sequence[Any],
     reserve: Sequence[Any] | None,
     budget: Any,
+    cap: Any = None,
 ) -> int:
     """A racing study's extension rounds (:func:`extend`) once its trials have run; the rounds run.
 
-    ``build(trial)``: the program the trial scored, built and prepared as it ran.
+    ``build(trial)``: the program the trial scored, built and prepared as it ran; ``cap``: the
+    study's ``--race-calls`` (:mod:`courtroom.cost.race_cap`), which every round's request is
+    reserved from.
     """
     from courtroom import _stop
     from courtroom.optimize.study import _storage
@@ -210,4 +236,4 @@ def after_trials(
     score = scorer(config, build)
     with _storage.creation_lock(config.storage):  # one worker at a time extends the study
         calls = getattr(config, "race_calls", None)
-        return extend(study, len(dev), list(reserve), block_size(config, len(dev)), score, calls)
+        return extend(study, len(dev), list(reserve), block_size(config, len(dev)), score, calls, cap)

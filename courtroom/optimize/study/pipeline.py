@@ -236,6 +236,9 @@ def run_spec_study(
     from courtroom.reporting.progress import ProgressDisplay
 
     config = study_config(spec)
+    from courtroom.cost import race_cap
+
+    race_cap.checked(config, budget)  # before the storage is opened: nothing written
     if spec.study.study_name is None:
         with _storage.creation_lock(config.storage):
             name = unclaimed_name(config)
@@ -259,7 +262,8 @@ def run_spec_study(
 
             value = trial.values[0] if trial.values else None
             if trial.user_attrs.get("duplicate_of") is not None:  # not run: it does not count against --trials
-                bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: its value reused")
+                reused = "its value reused" if trial.state.name == "COMPLETE" else "not run again"  # settled
+                bar.status(f"trial {trial.number} repeats trial {trial.user_attrs['duplicate_of']}: {reused}")
                 return
             # Counted before its line is printed: "trial 0 complete, 1/3 trials". Not one per trial told:
             # an interrupted trial does not count, and a dead worker's (running when this began) did not end.
@@ -409,6 +413,9 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     from courtroom.optimize.study.spaces import build_space
 
     config: Any = study_config(spec)
+    from courtroom.cost import race_cap
+
+    race_cap.checked(config)
     prices = spec.budget.table()
     if not is_design_study(config):
         space = build_space(

@@ -121,10 +121,12 @@ class Verdict:
     p: float
     """One-sided exact McNemar p-value of "this trial is worse"."""
     stop: bool
+    alpha: float = LEVEL
+    """The level ``p`` was held to (the study's level over its trials and the trial's looks)."""
 
     def to_dict(self) -> dict[str, Any]:  # noqa: D102
         return {"against": self.against, "cases": self.cases, "losses": self.losses, "wins": self.wins,
-                "p": round(self.p, 6), "stop": self.stop}  # fmt: skip
+                "p": round(self.p, 6), "stop": self.stop, "alpha": self.alpha}  # fmt: skip
 
 
 def verdict(study: Any, number: int, marks: str, looks: int, level: float = LEVEL, floor: int = 0) -> Verdict | None:
@@ -138,8 +140,26 @@ def verdict(study: Any, number: int, marks: str, looks: int, level: float = LEVE
         return None
     losses, wins = discordant(marks, best.user_attrs[OUTCOMES])
     p = one_sided_p(losses, wins)
-    stop = len(marks) >= floor and p < level / max(1, looks)
-    return Verdict(best.number, min(len(marks), len(best.user_attrs[OUTCOMES])), losses, wins, p, stop)
+    alpha = level / max(1, looks)
+    stop = len(marks) >= floor and p < alpha
+    return Verdict(best.number, min(len(marks), len(best.user_attrs[OUTCOMES])), losses, wins, p, stop, alpha)
+
+
+def stop_stands(study: Any, trial: Any) -> bool:
+    """Whether the race's stop of ``trial`` still holds: its configuration is not worth continuing.
+
+    It does when the trial, on the cases it saw, is still worse than today's incumbent at the
+    level it was stopped at (the incumbent may have changed since). Not a race stop (the median
+    pruner's, a budget's, a Ctrl-C's): False.
+    """
+    said = trial.user_attrs.get("race") or {}
+    attrs = trial.user_attrs
+    if not said.get("stop") or "budget" in attrs or attrs.get("interrupted"):
+        return False
+    if "alpha" not in said:  # recorded before the level was: the stop as it was decided
+        return True
+    now = verdict(study, trial.number, str(attrs.get(OUTCOMES, "")), 1, float(said["alpha"]))
+    return now is None or now.stop
 
 
 def floor(stopped: Sequence[Any], block: int) -> int:
