@@ -43,7 +43,7 @@ def openai_hit(tokens: Sequence[int], seen: set[bytes]) -> int:
     return hit
 
 
-def anthropic_hit(prefixes: Sequence[tuple[str, int]], seen: set[str], minimum: int) -> tuple[int, int]:
+def anthropic_hit(prefixes: Sequence[tuple[str, int]], seen: Any, minimum: int) -> tuple[int, int]:
     """(tokens read, tokens written) by Anthropic's cache for one request with ``cache_control`` breakpoints.
 
     ``prefixes``: (the text up to a breakpoint, its tokens), one per breakpoint, shortest first;
@@ -140,7 +140,8 @@ class _Wave:
     """
 
     def __init__(self, seen: set[Any]) -> None:
-        self.seen, self.pending = seen, set()
+        self.seen: set[Any] = seen
+        self.pending: set[Any] = set()
 
     def __contains__(self, key: object) -> bool:
         return key in self.seen
@@ -170,7 +171,8 @@ def replay_dollars(
     marks: dict[str, set[str]] = {}
     for model, messages in prime:
         openai_hit(_tokens(json.dumps(list(messages))), blocks.setdefault(model, set()))
-    total, wave, open_waves = 0.0, object(), []
+    total, wave = 0.0, object()
+    open_waves: list[Any] = []
     for request in requests:
         model, messages = request[0], request[1]
         now = request[2] if len(request) > 2 else object()

@@ -217,7 +217,7 @@ def ignores_n(lm: Any) -> None:
     Its later samples go as requests of their own from the start (in parallel, each prompt
     billed), not as one request with ``n`` followed by the rest (SPEC §18).
     """
-    engine = getattr(lm, "_engine_spec", None)
+    engine: Any = getattr(lm, "_engine_spec", None)
     if callable(getattr(engine, "complete_n", None)):
         engine.takes_n = False  # this model's engine, shared by its copies
     lm.__dict__["takes_n"] = False

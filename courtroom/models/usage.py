@@ -149,7 +149,7 @@ def cache_price_per_token(
         if len(row) < 6:
             return None
         scale = float(row[4]) / float(row[0]) if batch and float(row[0]) else 0.5 if batch else 1.0
-        write = HOUR_WRITE * float(row[0]) if hour else float(row[3])
+        write: Any = HOUR_WRITE * float(row[0]) if hour else float(row[3])
         return float(row[2]) / 1e6 * scale, write / 1e6 * scale
     live = batch_price_per_token(model) if batch else price_per_token(model)
     if live is None:
