@@ -207,9 +207,11 @@ def test_cli_custom_dataset_with_repeats_and_prices(tmp_path: Path, capsys: pyte
     assert summary["cost"] is not None and summary["cost"] > 0
 
 
-def test_cli_dataset_options_need_each_other(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "zero-shot", "--dataset", "x.csv", "--lm", "openai/x"]) == 2
-    assert "--dataset needs --text-field, --label-field, --labels" in capsys.readouterr().err
+def test_cli_dataset_options_need_each_other(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = tmp_path / "x.csv"  # a file that is there: what it needs, not "no such file"
+    data.write_text("text,label\nIs it?,yes\n")
+    assert main(["run", "zero-shot", "--dataset", str(data), "--lm", "openai/x"]) == 2
+    assert "--dataset needs --labels (its fields: text, label)" in " ".join(capsys.readouterr().err.split())
     assert main(["run", "--resume", "/nonexistent"]) == 2
     assert "not a run folder" in capsys.readouterr().err
 

@@ -392,7 +392,9 @@ def test_cli_study_whose_every_trial_failed_exits_2_naming_the_failure(
         )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 2, captured.out + captured.err
-    assert "no trial completed: 2 of 2 failed (the last: RuntimeError: boom in the program)" in captured.err
+    assert "no trial completed: 2 of 2 failed (the last: RuntimeError: boom in the program)" in " ".join(
+        captured.err.split()
+    )
 
 
 def test_our_plot_title_replaces_optunas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

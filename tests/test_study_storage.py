@@ -310,7 +310,7 @@ def test_a_journal_write_that_did_not_land_is_one_line_naming_the_journal(
         done = courtroom_cli(*args)
         assert server.counts["requests"] == 0
     assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = unwrapped(done.stderr.strip())  # one message, wrapped at the terminal's width
     assert len(lines) == 1 and f"cannot write the study journal {journal}" in lines[0], done.stderr
 
 
