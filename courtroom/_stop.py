@@ -263,14 +263,18 @@ def _grace() -> float:
     return env_seconds("COURTROOM_STOP_GRACE", GRACE, strict=False)
 
 
+def _plain(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+say_line: Callable[[str], None] = _plain
+"""How a stop line reaches stderr: the CLI sets its wrapping writer
+(:func:`courtroom.reporting.tables.to_stderr`) at start; this low module imports no reporting."""
+
+
 def _say(line: str) -> None:
-    """``line`` on stderr wrapped to the terminal (plain, if a signal came mid-way through importing the wrapper)."""
-    try:
-        from courtroom.reporting.tables import to_stderr
-    except ImportError:
-        sys.stderr.write(line + "\n")
-    else:
-        to_stderr(line)
+    """``line`` on stderr (wrapped to the terminal where the CLI set :data:`say_line`)."""
+    say_line(line)
 
 
 def exit_now(code: int, what: str) -> None:

@@ -141,9 +141,11 @@ def run_main(argv: list[str] | None) -> int:
     # The CLI draws its own progress; datasets' per-split bars would garble one-line errors.
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     # DSPy's, LiteLLM's and Optuna's own lines stay quiet unless --debug: the CLI draws its own progress.
+    from courtroom import _stop
     from courtroom.reporting.logs import set_debug
-    from courtroom.reporting.tables import terminal_width
+    from courtroom.reporting.tables import terminal_width, to_stderr
 
+    _stop.say_line = to_stderr  # stop lines wrapped as every stderr line
     set_debug(debug)
     # Help uses the terminal's width: COLUMNS, else the terminal's (a pipe: stderr's), else 100, not 80.
     typer.rich_utils.MAX_WIDTH = terminal_width()

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from courtroom.models.usage import Prices
+    from courtroom.cost.prices import Prices
 
 __all__ = ["Counts", "counts", "dollars", "forget_warnings", "total"]
 
@@ -184,7 +184,7 @@ def dollars(
     ``prices``: the user's table (dollars per token pair per 1M, :func:`courtroom.eval.metrics.user_prices`);
     ``batch``: through the provider's batch API.
     """
-    from courtroom.models.usage import batch_price_per_token, cache_price_per_token, price_per_token
+    from courtroom.cost.prices import batch_price_per_token, cache_price_per_token, price_per_token
 
     plain = batch_price_per_token(model, prices) if batch else price_per_token(model, prices)
     if plain is None:

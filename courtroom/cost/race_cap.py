@@ -81,13 +81,14 @@ def check_fits(race_calls: int, need: int, block: int) -> None:
         )
 
 
-def checked(config: Any, budget: Any = None) -> int | None:
+def checked(config: Any, budget: Any = None, estimate: Any = None) -> int | None:
     """One block's requests (the unit a trial is admitted by) under ``config.race_calls``; None without it.
 
     Refuses, before anything is written or sent, a cap that cannot act: with ``budget``
     (``--max-calls``/``--max-cost``) or where nothing races (:func:`courtroom.spec.pruning_conflict`),
     or below one block's requests (:func:`check_fits`, by the dry run of one trial at the space's
-    dearest point, :func:`trial_estimate`).
+    dearest point: ``estimate(config)``, by default :func:`trial_estimate`; a design study passes
+    its own, so this module imports no study pipeline).
     """
     from courtroom.optimize.study._trials import block_size
     from courtroom.spec import pruning_conflict
@@ -103,7 +104,7 @@ def checked(config: Any, budget: Any = None) -> int | None:
     if race_calls is None:
         return None
     block = block_size(config, config.dev)
-    need = block_requests(trial_estimate(config), block)
+    need = block_requests((estimate or trial_estimate)(config), block)
     check_fits(race_calls, need, block)
     return need
 
@@ -165,16 +166,11 @@ def say_if_reached(cap: RaceCap | None, study: Any, config: Any) -> None:
 
 
 def trial_estimate(config: Any) -> Any:
-    """One trial at the space's dearest point (the dry run; nothing sent); across designs, the dearest design's."""
+    """One trial of a single-framework study at the space's dearest point (the dry run; nothing sent)."""
     from courtroom.cost.dry_run import estimate_study
     from courtroom.cost.study_budget import study_run_config
-    from courtroom.optimize.study.pipeline import is_design_study
     from courtroom.optimize.study.spaces import build_space
 
-    if is_design_study(config):
-        from courtroom.optimize.study.designs import design_space, design_trial_estimate
-
-        return design_trial_estimate(config, design_space(config))
     space = build_space(
         config.framework, overrides=config.space, models=config.models, temperatures=config.search_temperature
     )

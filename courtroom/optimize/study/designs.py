@@ -254,7 +254,7 @@ def run_design_study(
     if config.trials < 0 or config.dev < 1 or config.workers < 1:
         raise ConfigError("--trials must be >= 0, --dev-limit >= 1 and --workers >= 1")
     space = design_space(config)
-    need = capping.checked(config, budget)  # --race-calls: refused here where it cannot act
+    need = capping.checked(config, budget, _dearest)  # --race-calls: refused here where it cannot act
     with _storage.creation_lock(config.storage):  # workers may start together on a fresh file
         study = create_study(config, space)
     if config.trials == 0:
@@ -386,3 +386,8 @@ def rebuilt_design(
     design = trial.user_attrs.get("design") or trial.params[DESIGN]
     params = {DESIGN: design} | {f"{design}.{k}": v for k, v in own.items()}
     return build_trial_program(config, params, base, train, labels, positions, dict(model_objects))
+
+
+def _dearest(config: Any) -> Any:
+    """One trial at the dearest design's dearest point (the race cap's unit)."""
+    return design_trial_estimate(config, design_space(config))

@@ -238,7 +238,7 @@ def run_spec_study(
     config = study_config(spec)
     from courtroom.cost import race_cap
 
-    race_cap.checked(config, budget)  # before the storage is opened: nothing written
+    race_cap.checked(config, budget, _dearest_trial)  # before the storage is opened: nothing written
     if spec.study.study_name is None:
         with _storage.creation_lock(config.storage):
             name = unclaimed_name(config)
@@ -415,7 +415,7 @@ def study_estimates(spec: Experiment) -> tuple[dict[str, Any], list[str]]:
     config: Any = study_config(spec)
     from courtroom.cost import race_cap
 
-    race_cap.checked(config)
+    race_cap.checked(config, None, _dearest_trial)
     prices = spec.budget.table()
     if not is_design_study(config):
         space = build_space(
@@ -469,3 +469,14 @@ def _test_estimate(spec: Experiment, config: Any, spaces: dict[str, Any]) -> dic
     if worst is None or chosen < 1:
         return {}
     return {f"test split: {chosen} chosen trial(s), at most": scaled(worst, chosen, exact=False)}
+
+
+def _dearest_trial(config: Any) -> Any:
+    """One trial at the space's dearest point, across designs the dearest design's (the race cap's unit)."""
+    from courtroom.cost import race_cap
+
+    if is_design_study(config):
+        from courtroom.optimize.study.designs import design_space, design_trial_estimate
+
+        return design_trial_estimate(config, design_space(config))
+    return race_cap.trial_estimate(config)
