@@ -9,6 +9,7 @@ from typing import Any
 
 import dspy
 import pytest
+from _output import unwrapped
 
 from courtroom.analysis.bias import PositionSwap, length_bias, swap_vote
 from courtroom.cli import main
@@ -288,7 +289,7 @@ def test_cli_debias_swap_prints_and_stores_the_consistency_rate(capsys):
 def test_cli_refuses_a_framework_without_sides(capsys):
     code, out, err = _cli(["run", "zero-shot", "--limit", "2", "--debias", "swap"], capsys)
     assert code == 2
-    lines = err.strip().splitlines()
+    lines = unwrapped(err.strip())  # one message, wrapped at the terminal's width
     assert len(lines) == 1 and "zero-shot has no sides to swap" in lines[0]
     assert "courtroom-llm, jot, khan-debate" in lines[0]
     code, _, err = _cli(["run", "jot", "--limit", "2", "--debias", "flip"], capsys)

@@ -120,6 +120,7 @@ def test_task_file_with_missing_fields(tmp_path, capsys):
     path.write_text(json.dumps({"examples": [{"question": "True is", "target": "True"}]}))
     code, _, err = _run(["run", "jot", "--data", str(path), "--split", "test", "--lm", "openai/x"], capsys)
     assert code != 0
+    err = " ".join(err.split())  # wrapped at the terminal's width
     assert "missing field 'input'" in err and "available fields: question, target" in err
     assert len(unwrapped(err.strip())) == 1
 

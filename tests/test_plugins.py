@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from _output import unwrapped
 
 from courtroom.testing import FakeServer
 from courtroom.testing._fakes import answer_for_schema
@@ -213,7 +214,7 @@ def test_a_broken_plugin_is_one_warning_naming_its_package(
 def test_an_unknown_plugin_name_lists_the_installed_ones(site: Path, cli: Any) -> None:
     done = cli("run", "plugin-zer", "--limit", "2")
     assert done.returncode == 2
-    assert "plugin-zero" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "plugin-zero" in done.stderr and len(unwrapped(done.stderr.strip())) == 1, done.stderr
 
 
 @pytest.mark.parametrize("metric", ["quarter-credit", "own_metrics:lenient"])

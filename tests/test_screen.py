@@ -127,7 +127,7 @@ def test_errors_name_options_as_typed_not_as_python_values(courtroom_cli: Any, t
         resumed = cli("run", "--resume", run_dir, "--dataset", "b.yaml", "--split-sizes", "0.5,0.2,0.3", *c)
         assert resumed.returncode == 2
         assert "--dataset b.yaml (the run has --dataset a.yaml)" in resumed.stderr, resumed.stderr
-        assert "--split-sizes 0.5,0.2,0.3 (the run has no --split-sizes)" in resumed.stderr
+        assert "--split-sizes 0.5,0.2,0.3 (the run has no --split-sizes)" in " ".join(resumed.stderr.split())
         study = ["--trials", "1", "--dev-limit", "2", "--train-limit", "3", "--space", "k_samples=1:2",
                  "--storage", f"sqlite:///{task_files}/s.db", "--study-name", "x", "--out", "st", *c]  # fmt: skip
         assert cli("study", "self-consistency", "--dataset", "a.yaml", *study).returncode == 0

@@ -92,6 +92,7 @@ def test_a_grace_period_bounds_the_wait_for_answers_in_flight(tmp_path: Path) ->
         assert server.in_flight == CONCURRENCY and not server.served  # none was answered
         server.release()
     assert proc.returncode == 143, err
+    err = " ".join(err.split())  # wrapped at the terminal's width
     assert "grace period" in err and "resume with: courtroom run --resume" in err
     assert waited < 5  # the held answers were not awaited past the grace period
 

@@ -296,7 +296,7 @@ def test_a_tracking_uri_that_names_no_store_is_refused_before_the_first_request(
             args = ["run", "zero-shot", "--limit", "1", "--lm", "openai/fake-uri", "--api-base", server.url]
             code = main([*args, "--track", uri, "--out", str(tmp_path / "runs")])
             err = capsys.readouterr().err.strip()
-            if code != 2 or says not in err or len(err.splitlines()) != 1 or "pw@" in err:
+            if code != 2 or says not in " ".join(err.split()) or len(unwrapped(err)) != 1 or "pw@" in err:
                 wrong.append(f"{uri}: exit {code}: {err[:300]}")
         assert server.counts["requests"] == 0
     assert not wrong, "\n".join(wrong)
