@@ -106,3 +106,11 @@ def made(obj: Any, cls: type) -> Any:
     if not isinstance(obj, cls):
         raise TypeError(f"expected a {cls.__name__} (or a function returning one), got {type(obj).__name__}")
     return obj
+
+
+def named(obj: Any, cls: type, name: str, what: str) -> Any:
+    """:func:`made`'s ``cls`` object, refused unless its ``name`` is the entry point's (``what``: task, optimizer)."""
+    made_obj = made(obj, cls)
+    if made_obj.name != name:
+        raise TypeError(f"its {what} is named {made_obj.name!r}: name the entry point {made_obj.name!r} too")
+    return made_obj

@@ -60,12 +60,9 @@ def get_task(name: str) -> Task:
 
 
 def _add_plugin(name: str, obj: Any) -> None:
-    from courtroom._plugins import made
+    from courtroom._plugins import named
 
-    task = made(obj, Task)
-    if task.name != name:
-        raise TypeError(f"its task is named {task.name!r}: name the entry point {task.name!r} too")
-    register(task)
+    register(named(obj, Task, name, "task"))
 
 
 def load_plugins() -> None:

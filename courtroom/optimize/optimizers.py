@@ -253,12 +253,9 @@ def register(optimizer: Optimizer) -> Optimizer:
 
 
 def _add_plugin(name: str, obj: Any) -> None:
-    from courtroom._plugins import made
+    from courtroom._plugins import named
 
-    opt = made(obj, Optimizer)
-    if opt.name != name:
-        raise TypeError(f"its optimizer is named {opt.name!r}: name the entry point {opt.name!r} too")
-    register(opt)
+    register(named(obj, Optimizer, name, "optimizer"))
 
 
 def load_plugins() -> None:
