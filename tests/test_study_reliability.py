@@ -234,3 +234,35 @@ def test_a_trial_with_too_many_failed_examples_stops_the_study(tmp_path):
                 devset=_data(4),
                 labels=LABELS,
             )
+
+
+def _open_after(url: str, barrier: Any, out: Any) -> None:
+    from courtroom.optimize.study._storage import open_storage
+
+    barrier.wait()
+    try:
+        open_storage(url)
+        out.put("ok")
+    except Exception as exc:  # noqa: BLE001 - the message is the result
+        out.put(str(exc))
+
+
+def test_processes_opening_one_fresh_sqlite_file_together_all_open_it(tmp_path: Path) -> None:
+    # A worker and a reader (`courtroom studies`, a test's poll) open a fresh file at the same moment:
+    # Optuna inserts the schema's version row in each, and the loser's insert broke its key. Before:
+    # "cannot reach storage ...: UNIQUE constraint failed: alembic_version.version_num" in about
+    # one open of five.
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    results = []
+    for round_ in range(8):
+        url = f"sqlite:///{tmp_path}/fresh-{round_}.db"
+        barrier, out = context.Barrier(4), context.Queue()
+        procs = [context.Process(target=_open_after, args=(url, barrier, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        results += [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+    assert [r for r in results if r != "ok"] == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -79,8 +80,9 @@ def recording() -> Iterator[dict[Any, Choice]]:
         _record.reset(token)
 
 
+@functools.lru_cache(maxsize=256)
 def priced(model: str) -> bool:
-    """Whether LiteLLM's table prices ``model`` (else there is nothing to choose by)."""
+    """Whether LiteLLM's table prices ``model`` (else there is nothing to choose by); asked per request."""
     from courtroom.models.usage import price_per_token
 
     return price_per_token(model) is not None
@@ -94,26 +96,33 @@ def choose(program: Any, lm: Any, case: str, *, batch: bool | None = None) -> Ch
     from courtroom.models import batch as batches
     from courtroom.models._layout import case_key
 
+    model = str(getattr(lm, "model", ""))
+    if not priced(model):  # nothing to choose by, and nothing to remember: before the key, asked per request
+        return _record_choice(("unpriced", model), UNPRICED)
     if batch is None:
         batch = _batch.get() or batches.current() is not None
-
-    model = str(getattr(lm, "model", ""))
     key = (id(program), program.preamble(), model, getattr(lm, "api_base", None), case_key(case), batch)
     with _lock:
         known = _choices.get(key)
     if known is None:
-        if priced(model) and _may_cache(program, model, case):
-            known = _priced_choice(program, lm, case, batch)
-        else:
-            known = Choice("classic", None, None)
+        known = _priced_choice(program, lm, case, batch) if _may_cache(program, model, case) else UNPRICED
         with _lock:
             _choices[key] = known
             while len(_choices) > KEEP:
                 _choices.popitem(last=False)
+    return _record_choice(key, known)
+
+
+UNPRICED = Choice("classic", None, None)
+"""The choice where there is nothing to weigh: DSPy's prompts."""
+
+
+def _record_choice(key: tuple[Any, ...], choice: Choice) -> Choice:
+    """``choice``, kept in the :func:`recording` context's dict under ``key`` if there is one."""
     record = _record.get()
     if record is not None:
-        record[key] = known
-    return known
+        record[key] = choice
+    return choice
 
 
 ROLE_TEXT = 400

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -79,20 +80,41 @@ def open_storage(url: str | None) -> Any:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*heartbeat_interval.*")
-    try:
-        storage = optuna.storages.RDBStorage(
-            engine_url,
-            heartbeat_interval=HEARTBEAT_SECONDS,
-            grace_period=GRACE_SECONDS,
-            # Optuna checks the schema's version against Alembic's migration scripts, which it loads
-            # (exec) for each storage opened: once per database and process is enough.
-            skip_compatibility_check=engine_url in _schema_checked,
-            **kwargs,
-        )
-    except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
-        raise ConfigError(storage_failure(url, exc)) from exc
+    for attempt in range(SCHEMA_RACE_TRIES):
+        try:
+            storage = optuna.storages.RDBStorage(
+                engine_url,
+                heartbeat_interval=HEARTBEAT_SECONDS,
+                grace_period=GRACE_SECONDS,
+                # Optuna checks the schema's version against Alembic's migration scripts, which it loads
+                # (exec) for each storage opened: once per database and process is enough.
+                skip_compatibility_check=engine_url in _schema_checked,
+                **kwargs,
+            )
+            break
+        except Exception as exc:  # SQLAlchemy raises many types for an unreachable or bad database
+            if attempt + 1 < SCHEMA_RACE_TRIES and _lost_schema_race(exc):
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise ConfigError(storage_failure(url, exc)) from exc
     _schema_checked.add(engine_url)
     return storage
+
+
+SCHEMA_RACE_TRIES = 5
+"""Opens of a fresh database tried while another process creates its schema (:func:`_lost_schema_race`)."""
+
+
+def _lost_schema_race(exc: BaseException) -> bool:
+    """Whether opening failed because another process created the schema at the same moment.
+
+    Optuna creates the tables and inserts the schema's version row when it opens a database; two
+    processes opening one fresh database together (two workers, or a worker and ``courtroom
+    studies``) race, and the loser's insert breaks the version row's key. The schema is there
+    then: opening again reads it.
+    """
+    low = reason_of(exc).lower()
+    return any(word in low for word in ("unique constraint", "duplicate key", "already exists"))
 
 
 _schema_checked: set[str] = set()
