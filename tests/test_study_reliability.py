@@ -256,7 +256,7 @@ def test_processes_opening_one_fresh_sqlite_file_together_all_open_it(tmp_path: 
 
     context = multiprocessing.get_context("fork")
     results = []
-    for round_ in range(8):
+    for round_ in range(4):
         url = f"sqlite:///{tmp_path}/fresh-{round_}.db"
         barrier, out = context.Barrier(4), context.Queue()
         procs = [context.Process(target=_open_after, args=(url, barrier, out)) for _ in range(4)]
