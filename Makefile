@@ -52,7 +52,8 @@ demo: setup
 # wall for 61 s more CPU (its imports, its fork server), and CI shares the machine. The embedded
 # model's tests share one worker (one llama.cpp thread: tests/conftest.py) and PostgreSQL's another
 # (conftest groups them), so each starts once. `make test-times` measures a run (tests/DURATIONS.md).
-PYTEST_ARGS := -q -p no:cacheprovider -n 2 --dist loadgroup
+# --instafail prints each failure as it happens, so a run stopped by a time limit still names it.
+PYTEST_ARGS := -q -p no:cacheprovider -n 2 --dist loadgroup --instafail
 test: setup system
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
