@@ -51,8 +51,10 @@ Run: ``.venv/bin/python bench/study_selection.py [--budgets 100 400 1600] [--see
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -255,6 +257,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # In memory where the machine has it: a study commits each trial's records (SQLite, on a disk: ms each).
     workdir = tempfile.mkdtemp(prefix="courtroom-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    atexit.register(shutil.rmtree, workdir, True)  # memory outlives the process: never left behind
     os.environ["COURTROOM_CACHE_DIR"] = os.path.join(workdir, "cache")
     import optuna
 

@@ -58,8 +58,33 @@ def pytest_configure(config: pytest.Config) -> None:
     except OSError:
         return
     if room > 2 << 30 and os.access(_MEMORY, os.W_OK):
+        _remove_orphaned_folders()
         config.option.basetemp = tempfile.mkdtemp(prefix="courtroom-tests-", dir=_MEMORY)
+        (Path(config.option.basetemp) / _OWNER).write_text(str(os.getpid()))
         config._courtroom_basetemp = config.option.basetemp  # type: ignore[attr-defined]
+
+
+_OWNER = ".owner-pid"
+"""The pid of the run that made a folder in ``/dev/shm``, written into it."""
+
+
+def _remove_orphaned_folders() -> None:
+    """Remove the memory folders of earlier runs whose process is gone (a run killed before its end).
+
+    ``/dev/shm`` is memory, and it outlives the run: a killed run's folder (hundreds of MB) stayed
+    until the machine restarted, and the runs after it, CI's among them, had that much less.
+    """
+    for folder in _MEMORY.glob("courtroom-tests-*"):
+        try:
+            pid = int((folder / _OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not ours to judge (a run of an older suite, or one just starting)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts the workers: they inherit the environment

@@ -61,3 +61,19 @@ def test_the_tests_of_one_service_run_in_one_worker(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     workers = Counter(log.read_text().split())
     assert sum(workers.values()) == 6 and len(workers) == 1, workers  # before: 3 on gw0, 3 on gw1
+
+
+def test_a_killed_runs_memory_folder_is_removed_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # /dev/shm is memory and outlives a run: folders of killed runs (hundreds of MB each) stayed
+    # there until the machine restarted.
+    import conftest
+
+    monkeypatch.setattr(conftest, "_MEMORY", tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    folders = {name: tmp_path / f"courtroom-tests-{name}" for name in ("dead", "alive", "unsigned")}
+    for folder in folders.values():
+        folder.mkdir()
+    (folders["dead"] / conftest._OWNER).write_text(dead.stdout.strip())
+    (folders["alive"] / conftest._OWNER).write_text(str(os.getpid()))
+    conftest._remove_orphaned_folders()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["courtroom-tests-alive", "courtroom-tests-unsigned"]
