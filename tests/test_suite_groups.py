@@ -63,7 +63,9 @@ def test_the_tests_of_one_service_run_in_one_worker(tmp_path: Path) -> None:
     assert sum(workers.values()) == 6 and len(workers) == 1, workers  # before: 3 on gw0, 3 on gw1
 
 
-def test_a_killed_runs_memory_folder_is_removed_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_runs_memory_folder_is_removed_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # /dev/shm is memory and outlives a run: folders of killed runs (hundreds of MB each) stayed
     # there until the machine restarted.
     import conftest
