@@ -125,9 +125,12 @@ def test_a_child_starts_with_the_signals_of_a_fresh_python_whatever_its_server_i
         assert proc.stdout is not None
         handler = proc.stdout.readline()
         assert handler == f"{signal.default_int_handler}\n", (handler, _signal_state(proc.pid))
-        # A Python started from a terminal blocks nothing and ignores SIGPIPE and SIGXFSZ only.
-        fresh = f"{bit[signal.SIGPIPE] | bit[signal.SIGXFSZ]:016x}"
-        assert _signal_state(proc.pid) == ("0" * 16, fresh)
+        # A Python started from a terminal blocks nothing and ignores SIGPIPE and SIGXFSZ only, of the
+        # signals a program can set: glibc keeps 32 and 33 for itself (signal.valid_signals() skips
+        # them), and once in about seven runs the child showed 32 ignored, out of Python's reach.
+        settable = sum(bit[sig] for sig in signal.valid_signals() if sig in bit)
+        child_blocked, child_ignored = (int(mask, 16) & settable for mask in _signal_state(proc.pid))
+        assert (child_blocked, child_ignored) == (0, bit[signal.SIGPIPE] | bit[signal.SIGXFSZ])
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in err
