@@ -68,6 +68,23 @@ def _running(storage: str, name: str, procs: list[Any], timeout: float = 120) ->
     raise AssertionError("the trials did not start")
 
 
+def _mid_trial(storage: str, name: str, procs: list[Any], timeout: float = 120) -> dict[int, Any]:
+    """pid -> the trial it runs, once none of them can end while the server holds its answers.
+
+    A trial drawing a configuration the study already finished is a duplicate and completes at once,
+    with no request (courtroom.optimize.study._dedupe): killed after that, its worker leaves no
+    trial behind. Only a trial whose configuration is drawn and unfinished is mid-trial.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = _running(storage, name, procs)
+        finished = [t.params for t in _trials(storage, name) if t.state.name == "COMPLETE"]
+        if all(running[p.pid].params and running[p.pid].params not in finished for p in procs):
+            return running
+        time.sleep(0.05)
+    raise AssertionError("no worker was mid-trial")
+
+
 def test_the_living_worker_runs_a_killed_workers_trial(storage: str, tmp_path: Path, courtroom_cli: Any) -> None:
     name = f"dead-{tmp_path.name}"  # the PostgreSQL server is the session's: a study of this test's own
     env = {"COURTROOM_CACHE_DIR": str(tmp_path / "cache")}
@@ -86,7 +103,7 @@ def test_the_living_worker_runs_a_killed_workers_trial(storage: str, tmp_path: P
             )
             for i in range(2)
         ]
-        running = _running(storage, name, procs)
+        running = _mid_trial(storage, name, procs)  # before: a duplicate's trial, complete by the kill (1 run in 7)
         victim, survivor = procs
         victim.send_signal(signal.SIGKILL)
         victim.communicate(timeout=60)
